@@ -1,0 +1,341 @@
+"""Symbolic interpreter: bit-vectors are nodes of a hash-consed term DAG.
+
+Running a model algorithm on this backend builds one shared DAG for the whole query.
+Nodes whose arguments are all constants are folded with the concrete interpreter (the
+same primitive semantics), and a handful of algebraic identities are applied on the fly,
+so fixed inputs and plain-int parameters cost no solver work. The DAG is solver
+neutral: `tensorcore_smt.bv.smtlib` prints it as SMT-LIB2 and `tensorcore_smt.bv.to_z3`
+translates it for z3's API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .concrete import CONCRETE
+from .core import Backend, Bool, BV
+
+
+@dataclass(frozen=True, eq=False)
+class Term:
+    """One DAG node. `width` is 0 for booleans; `sort` names non-BV sorts (FP, RM)."""
+
+    op: str
+    args: tuple["Term", ...]
+    width: int
+    params: tuple = ()
+    sort: tuple = field(default=())
+    uid: int = 0
+
+    def __hash__(self) -> int:
+        return self.uid
+
+    @property
+    def is_const(self) -> bool:
+        return self.op in ("const", "bconst")
+
+    @property
+    def value(self) -> Any:
+        return self.params[0]
+
+
+_BIN_CONCRETE = {
+    "add": CONCRETE.add,
+    "sub": CONCRETE.sub,
+    "mul": CONCRETE.mul,
+    "and": CONCRETE.and_,
+    "or": CONCRETE.or_,
+    "xor": CONCRETE.xor,
+    "shl": CONCRETE.shl,
+    "lshr": CONCRETE.lshr,
+    "ashr": CONCRETE.ashr,
+}
+_CMP_CONCRETE = {"eq": CONCRETE.eq, "ult": CONCRETE.ult, "slt": CONCRETE.slt}
+
+
+class SymbolicBackend(Backend):
+    """Builds terms; one instance per query so its node table is the query's DAG."""
+
+    name = "symbolic"
+
+    def __init__(self) -> None:
+        self._table: dict[tuple, Term] = {}
+        self.variables: dict[str, Term] = {}
+
+    # --- node construction ---------------------------------------------------------
+    def mk(self, op: str, args: tuple, width: int, params: tuple = (), sort: tuple = ()) -> Term:
+        key = (op, tuple(a.uid for a in args), width, params, sort)
+        t = self._table.get(key)
+        if t is None:
+            t = Term(op, args, width, params, sort, uid=len(self._table) + 1)
+            self._table[key] = t
+        return t
+
+    def const(self, value: int, width: int) -> Term:
+        return self.mk("const", (), width, (value & ((1 << width) - 1),))
+
+    def bool_const(self, value: bool) -> Term:
+        return self.mk("bconst", (), 0, (bool(value),))
+
+    def var(self, name: str, width: int) -> BV:
+        """Declare (or fetch) a free bit-vector input."""
+        if name in self.variables:
+            return BV(self, self.variables[name], width)
+        t = self.mk("var", (), width, (name,))
+        self.variables[name] = t
+        return BV(self, t, width)
+
+    def bool_var(self, name: str) -> Bool:
+        t = self.mk("bvar", (), 0, (name,))
+        self.variables[name] = t
+        return Bool(self, t)
+
+    # --- bit-vector ops with folding --------------------------------------------------
+    def _bin(self, op: str, x: Term, y: Term, w: int) -> Term:
+        if x.is_const and y.is_const:
+            return self.const(_BIN_CONCRETE[op](x.value, y.value, w), w)
+        zero_x = x.is_const and x.value == 0
+        zero_y = y.is_const and y.value == 0
+        ones = (1 << w) - 1
+        if op in ("add", "or", "xor"):
+            if zero_x:
+                return y
+            if zero_y:
+                return x
+        if op == "sub" and zero_y:
+            return x
+        if op in ("shl", "lshr", "ashr"):
+            if zero_y or zero_x:
+                return x
+            if y.is_const and y.value >= w and op != "ashr":
+                return self.const(0, w)
+        if op == "and":
+            if zero_x or zero_y:
+                return self.const(0, w)
+            if x.is_const and x.value == ones:
+                return y
+            if y.is_const and y.value == ones:
+                return x
+        if op == "mul":
+            if zero_x or zero_y:
+                return self.const(0, w)
+            if x.is_const and x.value == 1:
+                return y
+            if y.is_const and y.value == 1:
+                return x
+        if op in ("or", "and") and x is y:
+            return x
+        if op in ("xor", "sub") and x is y:
+            return self.const(0, w)
+        if op in ("add", "mul", "and", "or", "xor") and x.uid > y.uid:
+            x, y = y, x  # canonical order improves sharing
+        return self.mk(op, (x, y), w)
+
+    def add(self, x, y, w):
+        return self._bin("add", x, y, w)
+
+    def sub(self, x, y, w):
+        return self._bin("sub", x, y, w)
+
+    def mul(self, x, y, w):
+        return self._bin("mul", x, y, w)
+
+    def and_(self, x, y, w):
+        return self._bin("and", x, y, w)
+
+    def or_(self, x, y, w):
+        return self._bin("or", x, y, w)
+
+    def xor(self, x, y, w):
+        return self._bin("xor", x, y, w)
+
+    def not_(self, x, w):
+        if x.is_const:
+            return self.const(CONCRETE.not_(x.value, w), w)
+        if x.op == "not":
+            return x.args[0]
+        return self.mk("not", (x,), w)
+
+    def shl(self, x, n, w):
+        return self._bin("shl", x, n, w)
+
+    def lshr(self, x, n, w):
+        return self._bin("lshr", x, n, w)
+
+    def ashr(self, x, n, w):
+        return self._bin("ashr", x, n, w)
+
+    def _cmp(self, op: str, x: Term, y: Term, w: int) -> Term:
+        if x.is_const and y.is_const:
+            return self.bool_const(_CMP_CONCRETE[op](x.value, y.value, w))
+        if x is y:
+            return self.bool_const(op == "eq")
+        if op == "ult" and y.is_const and y.value == 0:
+            return self.bool_const(False)
+        if op == "eq" and x.uid > y.uid:
+            x, y = y, x
+        return self.mk(op, (x, y), 0)
+
+    def eq(self, x, y, w):
+        return self._cmp("eq", x, y, w)
+
+    def ult(self, x, y, w):
+        return self._cmp("ult", x, y, w)
+
+    def slt(self, x, y, w):
+        return self._cmp("slt", x, y, w)
+
+    def ite(self, c, x, y, w):
+        if c.is_const:
+            return x if c.value else y
+        if x is y:
+            return x
+        if c.op == "bnot":
+            return self.mk("ite", (c.args[0], y, x), w)
+        return self.mk("ite", (c, x, y), w)
+
+    def extract(self, x, hi, lo, w):
+        if x.is_const:
+            return self.const(CONCRETE.extract(x.value, hi, lo, w), hi - lo + 1)
+        if lo == 0 and hi == w - 1:
+            return x
+        if x.op == "extract":
+            inner_lo = x.params[1]
+            return self.extract(x.args[0], hi + inner_lo, lo + inner_lo, x.args[0].width)
+        if x.op == "zext" and lo >= x.args[0].width:
+            return self.const(0, hi - lo + 1)
+        if x.op == "zext" and hi < x.args[0].width:
+            return self.extract(x.args[0], hi, lo, x.args[0].width)
+        return self.mk("extract", (x,), hi - lo + 1, (hi, lo))
+
+    def concat(self, x, y, wx, wy):
+        if x.is_const and y.is_const:
+            return self.const(CONCRETE.concat(x.value, y.value, wx, wy), wx + wy)
+        if x.is_const and x.value == 0:
+            return self.zext(y, wx, wy)
+        return self.mk("concat", (x, y), wx + wy)
+
+    def zext(self, x, n, w):
+        if n == 0:
+            return x
+        if x.is_const:
+            return self.const(x.value, w + n)
+        if x.op == "zext":
+            return self.zext(x.args[0], n + x.params[0], x.args[0].width)
+        return self.mk("zext", (x,), w + n, (n,))
+
+    def sext(self, x, n, w):
+        if n == 0:
+            return x
+        if x.is_const:
+            return self.const(CONCRETE.sext(x.value, n, w), w + n)
+        return self.mk("sext", (x,), w + n, (n,))
+
+    # --- booleans ---------------------------------------------------------------------
+    def band(self, x, y):
+        if x.is_const:
+            return y if x.value else x
+        if y.is_const:
+            return x if y.value else y
+        if x is y:
+            return x
+        if x.uid > y.uid:
+            x, y = y, x
+        return self.mk("band", (x, y), 0)
+
+    def bor(self, x, y):
+        if x.is_const:
+            return x if x.value else y
+        if y.is_const:
+            return y if y.value else x
+        if x is y:
+            return x
+        if x.uid > y.uid:
+            x, y = y, x
+        return self.mk("bor", (x, y), 0)
+
+    def bnot(self, x):
+        if x.is_const:
+            return self.bool_const(not x.value)
+        if x.op == "bnot":
+            return x.args[0]
+        return self.mk("bnot", (x,), 0)
+
+    def bxor(self, x, y):
+        if x.is_const and y.is_const:
+            return self.bool_const(x.value != y.value)
+        if x.is_const:
+            return self.bnot(y) if x.value else y
+        if y.is_const:
+            return self.bnot(x) if y.value else x
+        if x.uid > y.uid:
+            x, y = y, x
+        return self.mk("bxor", (x, y), 0)
+
+    def bite(self, c, x, y):
+        if c.is_const:
+            return x if c.value else y
+        if x is y:
+            return x
+        if x.is_const and y.is_const:
+            return c if x.value else self.bnot(c)
+        return self.mk("bite", (c, x, y), 0)
+
+    def node_count(self) -> int:
+        return len(self._table)
+
+
+def evaluate(root: Term, env: dict[str, int | bool]) -> int | bool:
+    """Evaluate a term under an assignment of its variables, with concrete semantics."""
+    memo: dict[int, Any] = {}
+    stack = [root]
+    while stack:
+        t = stack[-1]
+        if t.uid in memo:
+            stack.pop()
+            continue
+        pending = [a for a in t.args if a.uid not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        a = [memo[x.uid] for x in t.args]
+        memo[t.uid] = _eval_node(t, a, env)
+    return memo[root.uid]
+
+
+def _eval_node(t: Term, a: list, env: dict) -> Any:
+    C = CONCRETE
+    op, w = t.op, t.width
+    if op in ("const", "bconst"):
+        return t.value
+    if op in ("var", "bvar"):
+        return env[t.params[0]]
+    if op in _BIN_CONCRETE:
+        return _BIN_CONCRETE[op](a[0], a[1], w)
+    if op in _CMP_CONCRETE:
+        return _CMP_CONCRETE[op](a[0], a[1], t.args[0].width)
+    if op == "not":
+        return C.not_(a[0], w)
+    if op == "ite":
+        return a[1] if a[0] else a[2]
+    if op == "extract":
+        return C.extract(a[0], t.params[0], t.params[1], t.args[0].width)
+    if op == "concat":
+        return C.concat(a[0], a[1], t.args[0].width, t.args[1].width)
+    if op == "zext":
+        return a[0]
+    if op == "sext":
+        return C.sext(a[0], t.params[0], t.args[0].width)
+    if op == "band":
+        return a[0] and a[1]
+    if op == "bor":
+        return a[0] or a[1]
+    if op == "bnot":
+        return not a[0]
+    if op == "bxor":
+        return a[0] != a[1]
+    if op == "bite":
+        return a[1] if a[0] else a[2]
+    raise ValueError(f"cannot evaluate term op {op!r}")

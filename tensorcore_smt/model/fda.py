@@ -1,0 +1,141 @@
+"""Fused dot-add (FDA) and its chain (CoFDA): every NVIDIA HMMA / QMMA / HGMMA.
+
+One group of L products and c (MMA-Sim §IV-C, paper 000 Algorithm 1):
+ 1. special values: any NaN, 0*Inf, or Infs of both signs -> NaN; else an Inf wins;
+ 2. exact products (exponent e_a+e_b, significand in [0,4), or normalised);
+ 3. alignment to the maximum exponent e_max (zero terms count as e_zero, or are ignored),
+    keeping F fractional bits; shifted-out bits are truncated, rounded down, or kept;
+ 4. fixed-point sum. With `carry_bits` headroom the accumulator holds magnitudes below
+    2^(int_bits + carry_bits) units of 2^e_max, int_bits being the widest term's integer
+    bits (2 for unnormalised products). The sum runs c, p0, p1, ... in that order; when a
+    partial sum reaches the bound, it is shifted right one bit (the dropped bit truncated)
+    and its scale grows by one, so later terms lose one more low bit. With enough carry
+    bits for every input (decided statically) this reduces to the exact fixed-point sum;
+ 5. normalisation and one rounding into the output format (RZ to fp32 with overflow to
+    Inf, RZ to E8M13 for FP8 on Ada/Hopper, RNE to fp16).
+K > L chains groups: d = g(g(c, first L), next L), the intermediate in the output format.
+"""
+
+from __future__ import annotations
+
+from ..bv.core import BV, Bool, any_of
+from ..formats import EXP_W, Format, decode, default_nan_bits, flush_subnormal
+from .params import ModelParams, Tf32Input, ZeroSign
+from .rounding import Exact, round_to_format, special_bits
+from .terms import EXP_MIN, Addend, AlignMode, align, operand_addend, product_addend
+
+
+def _operand_fmt(fmt: Format, p: ModelParams) -> Format:
+    if fmt == Format.TF32 and p.tf32 == Tf32Input.FULL:
+        return Format.FP32
+    return fmt
+
+
+def _exact_frac_bits(terms: list[Addend], p: ModelParams) -> int:
+    """F for AlignMode.EXACT: enough fraction bits that no alignment ever drops a bit."""
+    span = 0
+    for f in (p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt):
+        s = f.spec
+        span = max(span, s.emax - s.emin + s.mbits + 2)
+    prod_span = 2 * span + 8
+    return max(t.fb for t in terms) + prod_span
+
+
+def fda_group(a_bits: list[BV], b_bits: list[BV], c_bits: BV, c_fmt: Format,
+              p: ModelParams) -> BV:
+    """One fused group: c + sum a_k b_k with the unit's alignment, carry and rounding."""
+    b = c_bits.b
+    fa, fb_ = _operand_fmt(p.a_fmt, p), _operand_fmt(p.b_fmt, p)
+    ua = [decode(x, fa) for x in a_bits]
+    ub = [decode(x, fb_) for x in b_bits]
+    uc = decode(c_bits, c_fmt)
+    if p.flush_inputs:
+        ua = [flush_subnormal(u, fa, keep_sign=False) for u in ua]
+        ub = [flush_subnormal(u, fb_, keep_sign=False) for u in ub]
+        uc = flush_subnormal(uc, c_fmt, keep_sign=False)
+
+    # Step 1: special values.
+    prod_nan = [(x.is_inf & y.is_zero) | (x.is_zero & y.is_inf) for x, y in zip(ua, ub)]
+    prod_inf = [x.is_inf | y.is_inf for x, y in zip(ua, ub)]
+    prod_sign = [x.sign ^ y.sign for x, y in zip(ua, ub)]
+    nan_in = any_of(b, [u.is_nan for u in ua + ub + [uc]] + prod_nan)
+    pos_inf = any_of(b, [i & ~s for i, s in zip(prod_inf, prod_sign)] + [uc.is_inf & ~uc.sign])
+    neg_inf = any_of(b, [i & s for i, s in zip(prod_inf, prod_sign)] + [uc.is_inf & uc.sign])
+    is_nan = nan_in | (pos_inf & neg_inf)
+    is_inf = pos_inf | neg_inf
+
+    # Step 2: exact products; c joins as a term.
+    terms = [product_addend(x, y, p.product_exponent) for x, y in zip(ua, ub)]
+    terms = [operand_addend(uc)] + terms
+
+    # Step 3: alignment to e_max with F fraction bits.
+    zero_e = BV.const(b, EXP_MIN if p.e_zero is None else p.e_zero, EXP_W)
+    exps = [t.is_zero.ite(zero_e, t.exp) for t in terms]
+    e_max = exps[0]
+    for e in exps[1:]:
+        e_max = e_max.smax(e)
+    frac = _exact_frac_bits(terms, p) if p.align == AlignMode.EXACT else p.F
+    int_bits = max(t.int_bits for t in terms)
+    win = max(max(frac, t.fb) + t.int_bits for t in terms) + 1
+    aligned = []
+    for t, e in zip(terms, exps):
+        t_eff = Addend(t.sign, t.mag, e, t.fb, t.is_zero)
+        kept, _ = align(t_eff, e_max, frac, win, p.align)
+        aligned.append((t.sign, kept))
+
+    # Step 4: fixed-point sum, with a finite accumulator when carry bits are limited.
+    n = len(terms)
+    bound_units = sum(1 << t.int_bits for t in terms)  # every |term| < 2^int_bits
+    exact_width = int_bits + max(0, (n - 1).bit_length())
+    limited = p.carry_bits is not None and (bound_units > (1 << (int_bits + p.carry_bits)))
+    acc_w = frac + int_bits + (p.carry_bits if limited else exact_width - int_bits) + 3
+    acc_w = max(acc_w, win + 2)
+    acc = BV.const(b, 0, acc_w)
+    scale = BV.const(b, 0, EXP_W)
+    cap = 1 << (frac + int_bits + (p.carry_bits or 0))
+    for sign, kept in aligned:
+        v = kept.resize(acc_w)
+        if limited:
+            sh = scale.resize(acc_w)
+            if p.align == AlignMode.ROUND_DOWN:
+                signed = sign.ite(-v, v).ashr(sh)
+            else:
+                signed = sign.ite(-(v.lshr(sh)), v.lshr(sh))
+            acc = acc + signed
+            over = acc.abs().uge(cap)
+            if p.align == AlignMode.ROUND_DOWN:
+                halved = acc.ashr(1)
+            else:
+                halved = acc.is_neg().ite(-(acc.abs().lshr(1)), acc.abs().lshr(1))
+            acc = over.ite(halved, acc)
+            scale = scale + over.to_bv(EXP_W)
+        else:
+            acc = sign.ite(acc - v, acc + v)
+
+    # Step 5: normalise and round.
+    neg = acc.is_neg()
+    exact = Exact(neg, acc.abs(), e_max - frac + scale)
+    if p.zero_sign == ZeroSign.POSITIVE:
+        zsign = Bool.const(b, False)
+    else:
+        zsign = _all_neg_zero(terms)
+    finite = round_to_format(exact, p.out_fmt, p.rounding, zsign, p.overflow)
+    finite = finite if p.out_fmt == p.d_fmt else finite.resize(p.d_fmt.spec.storage)
+    nan_bits = default_nan_bits(p.d_fmt) if p.nan_bits is None else p.nan_bits
+    return special_bits(b, p.d_fmt, nan_bits, is_nan, is_inf, neg_inf, finite)
+
+
+def _all_neg_zero(terms: list[Addend]) -> Bool:
+    out = terms[0].is_zero & terms[0].sign
+    for t in terms[1:]:
+        out = out & t.is_zero & t.sign
+    return out
+
+
+def fda(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
+    """Chained FDA over all K products (one group when K <= L)."""
+    c, c_fmt = c_bits, p.c_fmt
+    for lo, hi in p.groups():
+        c = fda_group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p)
+        c_fmt = p.d_fmt
+    return c

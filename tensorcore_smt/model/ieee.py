@@ -1,0 +1,126 @@
+"""IEEE 754 operations (add, mul, fma, convert) written once on the BV interface.
+
+They are the building blocks of the sequential references (Fasi's binary32 additions,
+paper 000's properties), of SFMA (DMMA, fp32/fp64 MFMA) and of GPS (CDNA2). Each result
+is exact and then rounded once by `round_to_format`; two-addend sums keep a window of
+p+3 bits below the larger operand plus a sticky bit, which is enough for correct rounding.
+"""
+
+from __future__ import annotations
+
+from ..bv.core import BV, Bool
+from ..formats import EXP_W, Format, Rounding, Unpacked, decode, default_nan_bits
+from .rounding import Exact, Overflow, round_to_format, special_bits
+from .terms import EXP_MIN, Addend, ProductExponent, operand_addend, product_addend
+
+
+def _zero_sign(mode: Rounding, terms: list[Addend]) -> Bool:
+    """Sign of an exactly-zero sum: the common sign of all-zero terms, else -0 only in RTN."""
+    b = terms[0].sign.b
+    rtn = Bool.const(b, mode == Rounding.RTN)
+    if len(terms) == 1:
+        return terms[0].sign
+    all_zero = terms[0].is_zero
+    same = Bool.const(b, True)
+    for t in terms[1:]:
+        all_zero = all_zero & t.is_zero
+        same = same & ~(t.sign ^ terms[0].sign)
+    return (all_zero & same).ite(terms[0].sign, rtn)
+
+
+def exact_sum(terms: list[Addend], p_out: int) -> Exact:
+    """Sum one or two addends exactly enough to round to `p_out` bits correctly."""
+    b = terms[0].sign.b
+    if len(terms) == 1:
+        t = terms[0]
+        return Exact(t.sign, t.mag, t.exp - t.fb)
+    assert len(terms) == 2
+    fb = max(t.fb for t in terms)
+    ib = max(t.int_bits for t in terms)
+    g = fb + p_out + 3  # fraction bits kept below the larger exponent
+    width = ib + g
+    exps = [t.is_zero.ite(BV.const(b, EXP_MIN, EXP_W), t.exp) for t in terms]
+    e_max = exps[0].smax(exps[1])
+    acc_w = width + 3
+    acc = BV.const(b, 0, acc_w)
+    for t, e in zip(terms, exps):
+        m = t.mag.zext(width - t.mag.w) << (g - t.fb)
+        sh = (e_max - e).umin(width).resize(width)
+        kept = m.lshr(sh)
+        lost = (kept << sh).ne(m)
+        v = (kept.zext(1).concat(lost.to_bv(1))).zext(acc_w - width - 2)
+        acc = t.sign.ite(acc - v, acc + v)
+    neg = acc.is_neg()
+    return Exact(neg, acc.abs(), e_max - (g + 1))
+
+
+def _finish(x: Exact, out: Format, mode: Rounding, zero_sign: Bool, nan: Bool, inf: Bool,
+            inf_neg: Bool, nan_bits: int | None) -> BV:
+    b = x.mag.b
+    finite = round_to_format(x, out, mode, zero_sign, Overflow.IEEE)
+    nb = default_nan_bits(out) if nan_bits is None else nan_bits
+    return special_bits(b, out, nb, nan, inf, inf_neg, finite)
+
+
+def add_unpacked(x: Unpacked, y: Unpacked, out: Format, mode: Rounding,
+                 nan_bits: int | None = None) -> BV:
+    """x + y rounded into `out`."""
+    tx, ty = operand_addend(x), operand_addend(y)
+    nan = x.is_nan | y.is_nan | (x.is_inf & y.is_inf & (x.sign ^ y.sign))
+    inf = x.is_inf | y.is_inf
+    inf_neg = x.is_inf.ite(x.sign, y.sign)
+    ex = exact_sum([tx, ty], out.spec.precision)
+    return _finish(ex, out, mode, _zero_sign(mode, [tx, ty]), nan, inf, inf_neg, nan_bits)
+
+
+def mul_unpacked(x: Unpacked, y: Unpacked, out: Format, mode: Rounding,
+                 nan_bits: int | None = None) -> BV:
+    """x * y rounded into `out`."""
+    p = product_addend(x, y, ProductExponent.UNNORMALIZED)
+    nan = x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
+    inf = x.is_inf | y.is_inf
+    ex = exact_sum([p], out.spec.precision)
+    return _finish(ex, out, mode, p.sign, nan, inf, p.sign, nan_bits)
+
+
+def fma_unpacked(a: Unpacked, bb: Unpacked, c: Unpacked, out: Format, mode: Rounding,
+                 nan_bits: int | None = None) -> BV:
+    """a * b + c with a single rounding into `out`."""
+    p = product_addend(a, bb, ProductExponent.UNNORMALIZED)
+    tc = operand_addend(c)
+    p_nan = (a.is_inf & bb.is_zero) | (a.is_zero & bb.is_inf)
+    p_inf = a.is_inf | bb.is_inf
+    nan = a.is_nan | bb.is_nan | c.is_nan | p_nan | (p_inf & c.is_inf & (p.sign ^ c.sign))
+    inf = p_inf | c.is_inf
+    inf_neg = p_inf.ite(p.sign, c.sign)
+    ex = exact_sum([p, tc], out.spec.precision)
+    return _finish(ex, out, mode, _zero_sign(mode, [p, tc]), nan, inf, inf_neg, nan_bits)
+
+
+def convert_unpacked(x: Unpacked, out: Format, mode: Rounding,
+                     nan_bits: int | None = None) -> BV:
+    """x rounded into `out`."""
+    t = operand_addend(x)
+    ex = exact_sum([t], out.spec.precision)
+    return _finish(ex, out, mode, x.sign, x.is_nan, x.is_inf, x.sign, nan_bits)
+
+
+def add(x: BV, fx: Format, y: BV, fy: Format, out: Format, mode: Rounding) -> BV:
+    """IEEE addition on bit patterns."""
+    return add_unpacked(decode(x, fx), decode(y, fy), out, mode)
+
+
+def mul(x: BV, fx: Format, y: BV, fy: Format, out: Format, mode: Rounding) -> BV:
+    """IEEE multiplication on bit patterns."""
+    return mul_unpacked(decode(x, fx), decode(y, fy), out, mode)
+
+
+def fma(a: BV, fa: Format, bb: BV, fb: Format, c: BV, fc: Format, out: Format,
+        mode: Rounding) -> BV:
+    """IEEE fused multiply-add on bit patterns."""
+    return fma_unpacked(decode(a, fa), decode(bb, fb), decode(c, fc), out, mode)
+
+
+def convert(x: BV, fx: Format, out: Format, mode: Rounding) -> BV:
+    """IEEE format conversion on bit patterns."""
+    return convert_unpacked(decode(x, fx), out, mode)

@@ -1,0 +1,146 @@
+"""The parameters of a dot-product-add unit: one frozen record per hypothesis."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from enum import Enum
+from typing import Any
+
+from ..formats import Format, Rounding
+from .rounding import Overflow
+from .terms import AlignMode, ProductExponent
+
+
+class Algorithm(Enum):
+    """Algorithm families (MMA-Sim §IV names) plus the IEEE sequential reference."""
+
+    FDA = "fda"  # fused dot-add, chained when K > L (all NVIDIA HMMA/QMMA/HGMMA)
+    SFMA = "sfma"  # sequential IEEE FMAs (DMMA; fp32/fp64 MFMA)
+    GPS = "gps"  # group pairwise sum with flush-to-zero (CDNA2 fp16/bf16)
+    FDRDA = "fdrda"  # fused dot, round-down add of c (CDNA3 xf32/fp16/bf16)
+    GFDRDA = "gfdrda"  # even/odd grouped FDRDA (CDNA3 fp8)
+    SEQUENTIAL = "sequential"  # IEEE products and additions one at a time (references)
+
+
+class Order(Enum):
+    """Summation order of the sequential algorithms."""
+
+    C_FIRST = "c-first"  # ((c + p0) + p1) + ...
+    C_LAST = "c-last"  # ((p0 + p1) + ...) + c
+    PAIRWISE = "pairwise"  # c + pairwise tree of the products
+    REVERSE = "reverse"  # ((c + p_{K-1}) + p_{K-2}) + ...
+
+
+class Tf32Input(Enum):
+    """How a TF32 operand stored in 32 bits is read."""
+
+    TRUNCATE = "truncate"  # low 13 bits treated as zero (MMA-Sim §IV-C step 0)
+    FULL = "full"  # all 23 mantissa bits used (an fp32 operand)
+
+
+class ZeroSign(Enum):
+    """Sign of an exactly-zero fused result."""
+
+    POSITIVE = "positive"  # always +0 (NVIDIA fused units)
+    IEEE = "ieee"  # IEEE 754 rules (-0 + -0 = -0)
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """Everything that determines d = c + sum_k a_k b_k for one instruction and hypothesis.
+
+    Names follow the papers: F fractional alignment bits, L fused group size, carry bits
+    of integer headroom above the widest term (None: as many as the sum can need),
+    e_zero the exponent zero terms contribute to the maximum (None: zeros ignored).
+    """
+
+    algorithm: Algorithm
+    a_fmt: Format
+    b_fmt: Format
+    c_fmt: Format
+    d_fmt: Format
+    K: int
+    L: int
+    F: int = 24
+    carry_bits: int | None = None
+    align: AlignMode = AlignMode.TRUNCATE
+    product_exponent: ProductExponent = ProductExponent.UNNORMALIZED
+    e_zero: int | None = None
+    rounding: Rounding = Rounding.RZ
+    rounding_fmt: Format | None = None  # None: d_fmt; E8M13 for FP8 on Ada/Hopper
+    overflow: Overflow = Overflow.TO_INF
+    nan_bits: int | None = None  # None: the output format's default quiet NaN
+    tf32: Tf32Input = Tf32Input.TRUNCATE
+    flush_inputs: bool = False
+    zero_sign: ZeroSign = ZeroSign.POSITIVE
+    acc_fmt: Format = Format.FP32  # intermediate format of SEQUENTIAL / GPS / SFMA
+    acc_rounding: Rounding = Rounding.RNE
+    order: Order = Order.C_FIRST
+    fused_products: bool = False  # SEQUENTIAL: FMA instead of a rounded product
+    G: int = 4  # GPS group size
+    F2: int = 31  # CDNA3: fraction bits of the dot product when c is added
+
+    @property
+    def out_fmt(self) -> Format:
+        return self.rounding_fmt or self.d_fmt
+
+    def with_(self, **changes: Any) -> "ModelParams":
+        return dataclasses.replace(self, **changes)
+
+    def groups(self) -> list[tuple[int, int]]:
+        """Index ranges of the chained fused groups."""
+        L = min(self.L, self.K)
+        return [(i, min(i + L, self.K)) for i in range(0, self.K, L)]
+
+
+def param_names() -> list[str]:
+    return [f.name for f in fields(ModelParams)]
+
+
+def parse_value(name: str, text: str) -> Any:
+    """Parse a variant override `name=text` into the field's type; ValueError if bad."""
+    field = {f.name: f for f in fields(ModelParams)}.get(name)
+    if field is None:
+        raise ValueError(f"unknown model parameter {name!r}; known: {', '.join(param_names())}")
+    t = text.strip()
+    ann = str(field.type)
+    low = t.lower()
+    if "None" in ann and low in ("none", "exact", "ignore", "ignored", "inf"):
+        if not (name == "carry_bits" and low in ("none", "inf", "exact")) and not (
+            name == "e_zero" and low in ("none", "ignore", "ignored")
+        ) and low != "none":
+            raise ValueError(f"{name}: {text!r} is not a valid value")
+        return None
+    if ann.startswith("int") or ann.startswith("int |"):
+        try:
+            return int(t, 0)
+        except ValueError:
+            raise ValueError(f"{name}: {text!r} is not an integer") from None
+    if ann == "bool":
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"{name}: {text!r} is not true/false")
+    if "Format" in ann:
+        return Format.parse(t)
+    enums = {
+        "Algorithm": Algorithm,
+        "AlignMode": AlignMode,
+        "ProductExponent": ProductExponent,
+        "Rounding": Rounding,
+        "Overflow": Overflow,
+        "Order": Order,
+        "Tf32Input": Tf32Input,
+        "ZeroSign": ZeroSign,
+    }
+    for key, enum in enums.items():
+        if key in ann:
+            for member in enum:
+                if member.value == low or member.name.lower() == low:
+                    return member
+            raise ValueError(
+                f"{name}: {text!r} is not one of {', '.join(m.value for m in enum)}"
+            )
+    raise ValueError(f"{name}: cannot parse {text!r}")
