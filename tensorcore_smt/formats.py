@@ -25,6 +25,7 @@ class Specials(Enum):
     FN = "fn"  # no Inf; all-ones exponent and mantissa is NaN (E4M3FN, UE4M3)
     NONE = "none"  # every pattern is finite (FP6, FP4)
     E8M0 = "e8m0"  # 0xFF is NaN; no zero, no subnormals (UE8M0)
+    FNUZ = "fnuz"  # no Inf, no -0; the pattern of -0 (0x80) is the only NaN (AMD fp8/bf8)
 
 
 class Rounding(Enum):
@@ -56,7 +57,11 @@ class FormatSpec:
 
     @property
     def bias(self) -> int:
-        return (1 << (self.ebits - 1)) - 1 if self.specials != Specials.E8M0 else 127
+        if self.specials == Specials.E8M0:
+            return 127
+        if self.specials == Specials.FNUZ:
+            return 1 << (self.ebits - 1)
+        return (1 << (self.ebits - 1)) - 1
 
     @property
     def emin(self) -> int:
@@ -101,7 +106,10 @@ class Format(Enum):
     E2M1 = FormatSpec("e2m1", 2, 1, 4, Specials.NONE)
     UE8M0 = FormatSpec("ue8m0", 8, 0, 8, Specials.E8M0, signed=False)
     UE4M3 = FormatSpec("ue4m3", 4, 3, 8, Specials.FN, signed=False, ignored_high=1)
+    E4M3FNUZ = FormatSpec("e4m3fnuz", 4, 3, 8, Specials.FNUZ)
+    E5M2FNUZ = FormatSpec("e5m2fnuz", 5, 2, 8, Specials.FNUZ)
     E8M13 = FormatSpec("e8m13", 8, 13, 32, ignored_low=10)
+    E8M31 = FormatSpec("e8m31", 8, 31, 40)
 
     @property
     def spec(self) -> FormatSpec:
@@ -162,10 +170,13 @@ def decode(bits: BV, fmt: Format) -> Unpacked:
     elif s.specials == Specials.FN:
         is_inf = Bool.const(b, False)
         is_nan = e_all_ones & (mant.eq((1 << m) - 1) if m else Bool.const(b, True))
+    elif s.specials == Specials.FNUZ:
+        is_inf = Bool.const(b, False)
+        is_nan = sign & e_zero & mant_zero
     else:
         is_inf = Bool.const(b, False)
         is_nan = Bool.const(b, False)
-    is_zero = e_zero & mant_zero
+    is_zero = e_zero & mant_zero & ~is_nan
     return Unpacked(sign, exp, sig, m, is_zero, is_inf, is_nan)
 
 
@@ -202,6 +213,8 @@ def default_nan_bits(fmt: Format) -> int:
         return ((((1 << s.ebits) - 1) << s.mbits) | (1 << (s.mbits - 1))) << s.ignored_low
     if s.specials in (Specials.FN, Specials.E8M0):
         return ((1 << (s.ebits + s.mbits)) - 1) << s.ignored_low
+    if s.specials == Specials.FNUZ:
+        return 1 << (s.storage - 1)
     raise ValueError(f"{s.name} has no NaN")
 
 

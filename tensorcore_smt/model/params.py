@@ -106,11 +106,7 @@ def parse_value(name: str, text: str) -> Any:
     t = text.strip()
     ann = str(field.type)
     low = t.lower()
-    if "None" in ann and low in ("none", "exact", "ignore", "ignored", "inf"):
-        if not (name == "carry_bits" and low in ("none", "inf", "exact")) and not (
-            name == "e_zero" and low in ("none", "ignore", "ignored")
-        ) and low != "none":
-            raise ValueError(f"{name}: {text!r} is not a valid value")
+    if "None" in ann and low in ("none", "exact", "ignore", "ignored", "default"):
         return None
     if ann.startswith("int") or ann.startswith("int |"):
         try:

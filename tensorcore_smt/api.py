@@ -1,0 +1,104 @@
+"""Python API: simulate dot products and whole matrix instructions bit-exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .bv.concrete import CONCRETE
+from .bv.core import BV
+from .bv.vector import VECTOR
+from .formats import Format
+from .model import dot_add
+from .model.params import ModelParams
+from .presets import UserError, parse_variant
+
+
+def resolve(arch: str, instr: str | None = None) -> ModelParams:
+    """Model parameters for a variant expression (`hopper`, `volta[carry_bits=2]`)."""
+    return parse_variant(arch).params(instr)
+
+
+def _check(arr: np.ndarray, fmt: Format, what: str) -> np.ndarray:
+    a = np.asarray(arr)
+    if a.dtype.kind not in "ui":
+        raise UserError(f"{what}: expected unsigned integer bit patterns, got dtype {a.dtype}")
+    a = a.astype(np.uint64)
+    if a.size and int(a.max()) >> fmt.spec.storage:
+        raise UserError(f"{what}: a value does not fit in {fmt.spec.storage}-bit {fmt.spec.name}")
+    return a
+
+
+def simulate_params(p: ModelParams, a_bits, b_bits, c_bits) -> np.ndarray:
+    """Vector-interpreter run of the model `p` on (N, K), (N, K), (N,) bit patterns."""
+    a = _check(a_bits, p.a_fmt, "a")
+    b = _check(b_bits, p.b_fmt, "b")
+    c = _check(c_bits, p.c_fmt, "c")
+    if a.ndim != 2 or b.ndim != 2 or a.shape != b.shape or a.shape[1] != p.K:
+        raise UserError(f"a and b must both have shape (N, {p.K}); got {a.shape} and {b.shape}")
+    if c.shape != (a.shape[0],):
+        raise UserError(f"c must have shape ({a.shape[0]},); got {c.shape}")
+    wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
+    d = dot_add([BV(VECTOR, a[:, k], wa) for k in range(p.K)],
+                [BV(VECTOR, b[:, k], wb) for k in range(p.K)], BV(VECTOR, c, wc), p)
+    out = np.broadcast_to(np.asarray(d.v, dtype=object if d.w > 64 else np.uint64), c.shape)
+    return out.astype(np.uint64)
+
+
+def simulate(arch: str, instr: str | None, a_bits, b_bits, c_bits) -> np.ndarray:
+    """d bits for each row: `arch` is a variant expression, `instr` a PTX/MFMA name (None:
+    the preset's default). Shapes (N, K), (N, K), (N,); returns (N,) uint64."""
+    return simulate_params(resolve(arch, instr), a_bits, b_bits, c_bits)
+
+
+def simulate_one(p: ModelParams, a_bits: list[int], b_bits: list[int], c_bits: int) -> int:
+    """Concrete-interpreter run on one dot product (the reference interpreter)."""
+    wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
+    d = dot_add([BV(CONCRETE, x, wa) for x in a_bits], [BV(CONCRETE, x, wb) for x in b_bits],
+                BV(CONCRETE, c_bits, wc), p)
+    return int(d.v)
+
+
+_BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def to_bits(x: np.ndarray, fmt: Format) -> np.ndarray:
+    """Bit patterns of an array: unsigned ints pass through; floats are viewed."""
+    a = np.asarray(x)
+    if a.dtype.kind in "ui":
+        return a.astype(np.uint64)
+    size = a.dtype.itemsize * 8
+    if size not in _BITS_DTYPE:
+        raise UserError(f"cannot take bit patterns of dtype {a.dtype}")
+    bits = a.view(_BITS_DTYPE[size]).astype(np.uint64)
+    if fmt.spec.storage < size and fmt.spec.storage in (4, 6):
+        return bits
+    return bits
+
+
+def from_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:
+    """View output bits as a float array of the format (fp64/fp32/fp16), else uint."""
+    dt = {Format.FP64: np.float64, Format.FP32: np.float32, Format.FP16: np.float16}.get(fmt)
+    raw = bits.astype(_BITS_DTYPE[fmt.spec.storage] if fmt.spec.storage in _BITS_DTYPE
+                      else np.uint64)
+    return raw.view(dt) if dt is not None else raw
+
+
+def mma(arch: str, instr: str | None, A, B, C) -> np.ndarray:
+    """D = A B + C for an M x K, K x N, M x N instruction operand set, bit-exactly.
+
+    A, B, C may be numpy/ml_dtypes float arrays (float16, bfloat16, float8_e4m3fn, ...;
+    float32 for tf32) or unsigned arrays of bit patterns. Returns D as float16/32/64.
+    """
+    p = resolve(arch, instr)
+    a, b, c = to_bits(A, p.a_fmt), to_bits(B, p.b_fmt), to_bits(C, p.c_fmt)
+    if a.ndim != 2 or b.ndim != 2 or c.ndim != 2:
+        raise UserError("A, B and C must be 2-D")
+    m, k = a.shape
+    k2, n = b.shape
+    if k != p.K or k2 != p.K or c.shape != (m, n):
+        raise UserError(f"shapes must be (M, {p.K}), ({p.K}, N), (M, N); got "
+                        f"{a.shape}, {b.shape}, {c.shape}")
+    rows_a = np.repeat(a, n, axis=0)
+    rows_b = np.tile(b.T, (m, 1))
+    d = simulate_params(p, rows_a, rows_b, c.reshape(-1))
+    return from_bits(d, p.d_fmt).reshape(m, n)

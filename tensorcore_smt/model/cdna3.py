@@ -1,0 +1,134 @@
+"""CDNA3 matrix cores: FDRDA (xf32/fp16/bf16) and GFDRDA (fp8), MMA-Sim §IV-F..I.
+
+FDRDA: products may overflow to Inf (normalised exponent >= 128); zero products are
+ignored; the products are aligned to their maximum e_dot keeping F bits (truncated) and
+summed; that dot product (floored to F2+1 fraction bits) and c (floored to F bits) are
+aligned to max(e_dot, e_c) and added; the sum is floored to F2 fraction bits of its own
+leading exponent (an E8M31 value, round toward -inf) and finally rounded to fp32 (RNE).
+GFDRDA sums even and odd products separately (truncated), floors both to F bits at
+their common maximum, and drops c entirely when e_c < e_max - F - 1.
+"""
+
+from __future__ import annotations
+
+from ..bv.core import BV, Bool, any_of
+from ..formats import EXP_W, Format, Rounding, decode, default_nan_bits
+from . import ieee
+from .params import ModelParams
+from .rounding import Exact, Overflow, round_to_format, special_bits
+from .sequential import _fmt
+from .terms import EXP_MIN, Addend, AlignMode, align, product_addend, ProductExponent
+
+
+def _dot(terms: list[Addend], F: int) -> tuple[BV, BV]:
+    """Truncated fused sum of products: signed fixed-point value with F fraction bits at
+    the returned exponent (EXP_MIN when every product is zero)."""
+    b = terms[0].sign.b
+    exps = [t.is_zero.ite(BV.const(b, EXP_MIN, EXP_W), t.exp) for t in terms]
+    e = exps[0]
+    for x in exps[1:]:
+        e = e.smax(x)
+    win = max(max(F, t.fb) + t.int_bits for t in terms) + 1
+    w = win + len(terms).bit_length() + 2
+    acc = BV.const(b, 0, w)
+    for t, ex in zip(terms, exps):
+        kept, _ = align(Addend(t.sign, t.mag, ex, t.fb, t.is_zero), e, F, win, AlignMode.TRUNCATE)
+        v = kept.resize(w)
+        acc = t.sign.ite(acc - v, acc + v)
+    return acc, e
+
+
+def _floor_to(x: BV, frac_in: int, e_in: BV, frac_out: int, e_out: BV, w: int) -> BV:
+    """Signed `x` (frac_in fraction bits at e_in) floored onto frac_out bits at e_out >= e_in."""
+    v = x.resize(w, signed=True)
+    if frac_out > frac_in:
+        v = v << (frac_out - frac_in)
+        sh = (e_out - e_in).umin(w)
+    else:
+        sh = ((e_out - e_in).umin(w) + (frac_in - frac_out)).umin(w)
+    return v.ashr(sh.resize(w))
+
+
+def _finish(dot: BV, dot_frac: int, e_dot: BV, uc, p: ModelParams, nan: Bool, inf: Bool,
+            inf_neg: Bool, gate_c: bool) -> BV:
+    b = dot.b
+    F, F2 = p.F, p.F2
+    w = max(dot.w, 24 + F2 + 4) + F2 + 8
+    e_c = uc.exp
+    e_max = e_dot.smax(e_c)
+    d = _floor_to(dot, dot_frac, e_dot, F2 + 1, e_max, w)
+    c_signed = uc.sign.ite(-(uc.sig.resize(w)), uc.sig.resize(w))
+    c_fl = _floor_to(c_signed, uc.mbits, e_c, F, e_max, w)
+    if gate_c:
+        c_fl = e_c.slt(e_max - (F + 1)).ite(BV.const(b, 0, w), c_fl)
+    total = d + (c_fl << (F2 + 1 - F))
+    neg = total.is_neg()
+    x = Exact(neg, total.abs(), e_max - (F2 + 1))
+    zsign = uc.is_zero & uc.sign & d.eq(0)
+    mid = round_to_format(x, Format.E8M31, Rounding.RTN, zsign, Overflow.IEEE)
+    out = ieee.convert(mid, Format.E8M31, Format.FP32, Rounding.RNE)
+    nan_bits = default_nan_bits(Format.FP32) if p.nan_bits is None else p.nan_bits
+    return special_bits(b, Format.FP32, nan_bits, nan, inf, inf_neg, out)
+
+
+def _products(a_bits, b_bits, p: ModelParams, overflow: bool):
+    ua = [decode(x, _fmt(p.a_fmt, p)) for x in a_bits]
+    ub = [decode(x, _fmt(p.b_fmt, p)) for x in b_bits]
+    terms = [product_addend(x, y, ProductExponent.UNNORMALIZED) for x, y in zip(ua, ub)]
+    nan_terms = [x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
+                 for x, y in zip(ua, ub)]
+    infs = []
+    for x, y, t in zip(ua, ub, terms):
+        inf = x.is_inf | y.is_inf
+        if overflow:
+            big = t.mag.uge(1 << (t.fb + 1))  # significand >= 2
+            inf = inf | (~t.is_zero & (t.exp + big.to_bv(EXP_W)).sge(128))
+        infs.append(inf)
+    return terms, nan_terms, infs
+
+
+def _specials(b, terms, nan_terms, infs, uc):
+    pos = any_of(b, [i & ~t.sign for i, t in zip(infs, terms)] + [uc.is_inf & ~uc.sign])
+    neg = any_of(b, [i & t.sign for i, t in zip(infs, terms)] + [uc.is_inf & uc.sign])
+    nan = any_of(b, nan_terms + [uc.is_nan]) | (pos & neg)
+    return nan, pos | neg, neg
+
+
+def fdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams) -> BV:
+    b = c_bits.b
+    terms, nan_terms, infs = _products(a_bits, b_bits, p, overflow=True)
+    uc = decode(c_bits, c_fmt)
+    nan, inf, inf_neg = _specials(b, terms, nan_terms, infs, uc)
+    dot, e_dot = _dot(terms, p.F)
+    return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=False)
+
+
+def gfdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams) -> BV:
+    b = c_bits.b
+    terms, nan_terms, infs = _products(a_bits, b_bits, p, overflow=False)
+    uc = decode(c_bits, c_fmt)
+    nan, inf, inf_neg = _specials(b, terms, nan_terms, infs, uc)
+    s_even, e_even = _dot(terms[0::2], p.F)
+    s_odd, e_odd = _dot(terms[1::2], p.F)
+    e_dot = e_even.smax(e_odd)
+    w = max(s_even.w, s_odd.w) + 2
+    dot = _floor_to(s_even, p.F, e_even, p.F, e_dot, w) + _floor_to(s_odd, p.F, e_odd, p.F, e_dot, w)
+    return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=True)
+
+
+def _chain(group, a_bits, b_bits, c_bits, p: ModelParams) -> BV:
+    c, c_fmt = c_bits, p.c_fmt
+    for lo, hi in p.groups():
+        c = group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p)
+        c_fmt = Format.FP32
+    return c
+
+
+def fdrda(a_bits, b_bits, c_bits, p: ModelParams) -> BV:
+    """FDRDA, chained (CoFDRDA) when K > L."""
+    return _chain(fdrda_group, a_bits, b_bits, c_bits, p)
+
+
+def gfdrda(a_bits, b_bits, c_bits, p: ModelParams) -> BV:
+    """GFDRDA, chained (CoGFDRDA) when K > L."""
+    return _chain(gfdrda_group, a_bits, b_bits, c_bits, p)

@@ -1,0 +1,111 @@
+"""Algorithms built from IEEE operations: sequential sums (references), SFMA and GPS.
+
+- SEQUENTIAL: products rounded (or fused) into `acc_fmt`, then added one at a time in a
+  chosen order, each addition rounded with `acc_rounding`; the result is converted to
+  the output format with `rounding` (paper 000 properties 1-4, Fasi §III's binary32 model).
+- SFMA (MMA-Sim §IV-A): d = c; d = fma(a_k, b_k, d) for k = 0..K-1.
+- GPS (MMA-Sim §IV-B, CDNA2): subnormal inputs flushed to +0; fp32 products with
+  sign-preserving flush; groups of G summed pairwise, then added to c in order; every
+  addition flushes subnormal results keeping their sign.
+"""
+
+from __future__ import annotations
+
+from ..bv.core import BV
+from ..formats import Format, Rounding, Unpacked, decode, flush_subnormal
+from . import ieee
+from .params import ModelParams, Order, Tf32Input
+
+
+def _fmt(fmt: Format, p: ModelParams) -> Format:
+    return Format.FP32 if fmt == Format.TF32 and p.tf32 == Tf32Input.FULL else fmt
+
+
+def _operands(a_bits, b_bits, c_bits, p: ModelParams) -> tuple[list, list, Unpacked]:
+    ua = [decode(x, _fmt(p.a_fmt, p)) for x in a_bits]
+    ub = [decode(x, _fmt(p.b_fmt, p)) for x in b_bits]
+    uc = decode(c_bits, p.c_fmt)
+    if p.flush_inputs:
+        ua = [flush_subnormal(u, p.a_fmt, keep_sign=False) for u in ua]
+        ub = [flush_subnormal(u, p.b_fmt, keep_sign=False) for u in ub]
+        uc = flush_subnormal(uc, p.c_fmt, keep_sign=False)
+    return ua, ub, uc
+
+
+def _pairwise(vals: list[BV], add) -> BV:
+    if len(vals) == 1:
+        return vals[0]
+    mid = len(vals) // 2
+    return add(_pairwise(vals[:mid], add), _pairwise(vals[mid:], add))
+
+
+def sequential(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
+    """IEEE sum of c and the K products in `p.order`, rounded after every operation."""
+    acc, mode = p.acc_fmt, p.acc_rounding
+    ua, ub, uc = _operands(a_bits, b_bits, c_bits, p)
+    flush = p.flush_inputs
+
+    def fix(x: BV) -> BV:
+        if not flush:
+            return x
+        u = flush_subnormal(decode(x, acc), acc, keep_sign=True)
+        return ieee.convert_unpacked(u, acc, mode)
+
+    def add(x: BV, y: BV) -> BV:
+        return fix(ieee.add_unpacked(decode(x, acc), decode(y, acc), acc, mode))
+
+    c = ieee.convert_unpacked(uc, acc, mode)
+    if p.fused_products:
+        d = c
+        idx = range(p.K - 1, -1, -1) if p.order == Order.REVERSE else range(p.K)
+        for k in idx:
+            d = ieee.fma_unpacked(ua[k], ub[k], decode(d, acc), acc, mode)
+    else:
+        prods = [fix(ieee.mul_unpacked(x, y, acc, mode)) for x, y in zip(ua, ub)]
+        if p.order == Order.C_FIRST:
+            d = c
+            for q in prods:
+                d = add(d, q)
+        elif p.order == Order.REVERSE:
+            d = c
+            for q in reversed(prods):
+                d = add(d, q)
+        elif p.order == Order.C_LAST:
+            d = prods[0]
+            for q in prods[1:]:
+                d = add(d, q)
+            d = add(d, c)
+        else:  # PAIRWISE
+            d = add(c, _pairwise(prods, add))
+    return ieee.convert_unpacked(decode(d, acc), p.d_fmt, p.rounding, p.nan_bits)
+
+
+def sfma(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
+    """Sequential fused multiply-adds in the output format, round to nearest even."""
+    ua, ub, uc = _operands(a_bits, b_bits, c_bits, p)
+    out = p.d_fmt
+    d = ieee.convert_unpacked(uc, out, p.rounding, p.nan_bits)
+    for x, y in zip(ua, ub):
+        d = ieee.fma_unpacked(x, y, decode(d, out), out, p.rounding, p.nan_bits)
+    return d
+
+
+def gps(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
+    """CDNA2 group-pairwise-sum with flush-to-zero (MMA-Sim Algorithm 3)."""
+    acc, mode = Format.FP32, Rounding.RNE
+    ua = [flush_subnormal(decode(x, p.a_fmt), p.a_fmt, keep_sign=False) for x in a_bits]
+    ub = [flush_subnormal(decode(x, p.b_fmt), p.b_fmt, keep_sign=False) for x in b_bits]
+    uc = flush_subnormal(decode(c_bits, p.c_fmt), p.c_fmt, keep_sign=False)
+
+    def ftz(x: BV) -> BV:
+        u = flush_subnormal(decode(x, acc), acc, keep_sign=True)
+        return ieee.convert_unpacked(u, acc, mode, p.nan_bits)
+
+    def add(x: BV, y: BV) -> BV:
+        return ftz(ieee.add_unpacked(decode(x, acc), decode(y, acc), acc, mode, p.nan_bits))
+
+    prods = [ftz(ieee.mul_unpacked(x, y, acc, mode, p.nan_bits)) for x, y in zip(ua, ub)]
+    d = ieee.convert_unpacked(uc, acc, mode, p.nan_bits)
+    for lo in range(0, p.K, p.G):
+        d = add(d, _pairwise(prods[lo:lo + p.G], add))
+    return d

@@ -1,0 +1,419 @@
+"""Architecture presets as data: instructions per architecture and the model of each.
+
+Sources: MMA-Sim (seed 002) Table III/IV and §IV for F, L, the algorithm families and
+the e_zero constants of its reference implementation; paper 000 (seed 000) §4 and
+Algorithm 1 for carry bits (3 for the 5-term unit, 4 for the 9-term one; in general
+ceil(log2(L + 1)) with unnormalised products) and truncation; Fasi et al. (seed 001) §III
+for Volta. Every architecture quirk lives in these tables, not in the algorithms.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from .formats import Format, Rounding
+from .model.params import Algorithm, ModelParams, parse_value
+from .model.rounding import Overflow
+from .model.terms import AlignMode
+
+NV_NAN32 = 0x7FFFFFFF  # NVIDIA canonical NaNs (MMA-Sim §IV-C step 1)
+NV_NAN16 = 0x7FFF
+
+_PTX_FMT = {
+    "f64": Format.FP64,
+    "f32": Format.FP32,
+    "tf32": Format.TF32,
+    "f16": Format.FP16,
+    "bf16": Format.BF16,
+    "e4m3": Format.E4M3,
+    "e5m2": Format.E5M2,
+    "e3m2": Format.E3M2,
+    "e2m3": Format.E2M3,
+    "e2m1": Format.E2M1,
+}
+_AMD_FMT = {
+    "f64": Format.FP64,
+    "f32": Format.FP32,
+    "xf32": Format.TF32,
+    "f16": Format.FP16,
+    "bf16": Format.BF16,
+    "fp8": Format.E4M3FNUZ,
+    "bf8": Format.E5M2FNUZ,
+}
+_ITEM_BYTES = {Format.FP16: 2, Format.BF16: 2, Format.TF32: 4}  # others: 1 byte
+
+
+class UserError(ValueError):
+    """Bad input from a user: reported as one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One matrix instruction of one architecture and the model that computes it."""
+
+    name: str
+    kind: str  # mma | wgmma | tcgen05 | mfma
+    params: ModelParams
+    sm: int | None = None
+    note: str = ""
+
+    @property
+    def K(self) -> int:
+        return self.params.K
+
+
+@dataclass(frozen=True)
+class Preset:
+    """An architecture: its facts and its instructions (the first is the default)."""
+
+    name: str
+    vendor: str
+    sm: int | None
+    F: int
+    L_bytes: int
+    e_zero_fp32: int | None
+    e_zero_fp16: int | None
+    description: str
+    default_instr: str
+    instructions: dict[str, Instruction] = field(default_factory=dict)
+
+
+def carry_bits_for(L: int) -> int:
+    """Carry bits a fused group of L unnormalised products and c needs to be exact
+    (paper 000 §4.3: 3 for Volta's 5 terms, 4 for Ampere's 9)."""
+    return math.ceil(math.log2(L + 1))
+
+
+def _nv_fda(arch: dict, K: int, a: Format, b: Format, c: Format, d: Format,
+            F: int | None = None, L_bytes: int | None = None, e8m13: bool = False,
+            e_zero: tuple[int, int] | None = None) -> ModelParams:
+    F = arch["F"] if F is None else F
+    L = (arch["L_bytes"] if L_bytes is None else L_bytes) // _ITEM_BYTES.get(a, 1)
+    L = min(L, K)
+    fp16_out = d == Format.FP16
+    ez32, ez16 = e_zero if e_zero else (arch["e_zero_fp32"], arch["e_zero_fp16"])
+    return ModelParams(
+        algorithm=Algorithm.FDA,
+        a_fmt=a, b_fmt=b, c_fmt=c, d_fmt=d, K=K, L=L, F=F,
+        carry_bits=carry_bits_for(L),
+        align=AlignMode.TRUNCATE,
+        e_zero=ez16 if fp16_out else ez32,
+        rounding=Rounding.RNE if fp16_out else Rounding.RZ,
+        rounding_fmt=Format.E8M13 if (e8m13 and not fp16_out) else None,
+        overflow=Overflow.TO_INF,
+        nan_bits=NV_NAN16 if fp16_out else NV_NAN32,
+    )
+
+
+def _sfma(K: int, fmt: Format) -> ModelParams:
+    return ModelParams(Algorithm.SFMA, fmt, fmt, fmt, fmt, K=K, L=1, rounding=Rounding.RNE,
+                       overflow=Overflow.IEEE)
+
+
+_NV_ARCH = {
+    # name: F, fused group width in bytes of A, e_zero for fp32 / fp16 outputs (MMA-Sim)
+    "volta": dict(sm=70, F=23, L_bytes=8, e_zero_fp32=-131, e_zero_fp16=-19),
+    "turing": dict(sm=75, F=24, L_bytes=16, e_zero_fp32=-132, e_zero_fp16=-20),
+    "ampere": dict(sm=80, F=24, L_bytes=16, e_zero_fp32=-132, e_zero_fp16=-20),
+    "ada": dict(sm=89, F=24, L_bytes=16, e_zero_fp32=-132, e_zero_fp16=-20),
+    "hopper": dict(sm=90, F=25, L_bytes=32, e_zero_fp32=-133, e_zero_fp16=-21),
+    "blackwell": dict(sm=100, F=25, L_bytes=32, e_zero_fp32=-133, e_zero_fp16=-21),
+    "rtx-blackwell": dict(sm=120, F=25, L_bytes=32, e_zero_fp32=-133, e_zero_fp16=-21),
+}
+_NV_DESC = {
+    "volta": "V100 (sm_70): HMMA.884, 5-term fused unit, F=23",
+    "turing": "T4 / RTX 20 (sm_75): HMMA.884 as Volta, HMMA.1688 with F=24",
+    "ampere": "A100 / A-series (sm_80): 9-term fused fp16/bf16 unit, F=24, TF32, DMMA",
+    "ada": "L40S / RTX 40 (sm_89): as Ampere, plus FP8 with F=13 and E8M13 output",
+    "hopper": "H100 / H200 (sm_90): 17-term fp16 unit, F=25; wgmma; FP8 with F=13",
+    "blackwell": "B200 (sm_100): as Hopper for mma; tcgen05 with FP8 at F=25",
+    "rtx-blackwell": "RTX PRO 6000 / RTX 50 (sm_120): f8f6f4 mma at F=25",
+}
+_F8 = ("e5m2", "e4m3")
+_F8F6F4 = ("e5m2", "e4m3", "e3m2", "e2m3", "e2m1")
+
+
+def _mma_rows(sm: int) -> list[tuple[str, int]]:
+    """(PTX shape.types, minimum sm) of every mma.sync form the model covers."""
+    rows = [
+        ("m8n8k4.f32.f16.f16.f32", 70),
+        ("m8n8k4.f32.f16.f16.f16", 70),
+        ("m8n8k4.f16.f16.f16.f16", 70),
+        ("m16n8k8.f32.f16.f16.f32", 75),
+        ("m16n8k8.f16.f16.f16.f16", 75),
+        ("m16n8k16.f32.f16.f16.f32", 80),
+        ("m16n8k16.f16.f16.f16.f16", 80),
+        ("m16n8k16.f32.bf16.bf16.f32", 80),
+        ("m16n8k8.f32.bf16.bf16.f32", 80),
+        ("m16n8k8.f32.tf32.tf32.f32", 80),
+        ("m16n8k4.f32.tf32.tf32.f32", 80),
+        ("m8n8k4.f64.f64.f64.f64", 80),
+    ]
+    rows += [
+        (f"m16n8k{k}.{d}.{a}.{b}.{d}", 89)
+        for k in (32, 16) for d in ("f32", "f16") for a in _F8 for b in _F8
+    ]
+    rows += [(f"m16n8k{k}.f64.f64.f64.f64", 90) for k in (16, 8, 4)]
+    rows += [
+        (f"m16n8k32.kind::f8f6f4.{d}.{a}.{b}.{d}", 120)
+        for d in ("f32", "f16") for a in _F8F6F4 for b in _F8F6F4
+    ]
+    return rows
+
+
+# Which sm generations' mma forms each architecture has (MMA-Sim isa_mma; Blackwell
+# sm_100 has no sm_89 FP8 mma and no sm_90 f64 shapes; m8n8k4 f16 exists only on 70/75).
+_MMA_FROM = {
+    "volta": {70},
+    "turing": {70, 75},
+    "ampere": {75, 80},
+    "ada": {75, 80, 89},
+    "hopper": {75, 80, 90},
+    "blackwell": {75, 80},
+    "rtx-blackwell": {75, 80, 89, 120},
+}
+
+
+def _parse_mma(name: str) -> tuple[int, Format, Format, Format, Format]:
+    parts = [p for p in name.split(".") if not p.startswith("kind::")]
+    k = int(re.match(r"m\d+n\d+k(\d+)", parts[0]).group(1))
+    d, a, b, c = (_PTX_FMT[x] for x in parts[1:5])
+    return k, a, b, c, d
+
+
+def _nv_instructions(arch_name: str) -> dict[str, Instruction]:
+    arch = _NV_ARCH[arch_name]
+    out: dict[str, Instruction] = {}
+    for name, sm in _mma_rows(arch["sm"]):
+        if sm not in _MMA_FROM[arch_name]:
+            continue
+        K, a, b, c, d = _parse_mma(name)
+        if a == Format.FP64:
+            params = _sfma(K, Format.FP64)
+        elif arch_name == "turing" and sm == 70:
+            # Turing runs HMMA.884 exactly as Volta (paper 000 §5; MMA-Sim 2.x).
+            params = _nv_fda(_NV_ARCH["volta"], K, a, b, c, d)
+        elif arch_name == "ada" and sm == 89:
+            params = _nv_fda(arch, K, a, b, c, d, F=13, e8m13=True)
+        else:
+            params = _nv_fda(arch, K, a, b, c, d)
+        out[name] = Instruction(name, "mma", params, sm=arch["sm"])
+    if arch_name == "hopper":
+        for name, (K, a, d) in _wgmma_rows().items():
+            fp8 = a in (Format.E4M3, Format.E5M2)
+            b = _PTX_FMT[name.split(".")[-1]]
+            params = _nv_fda(arch, K, a, b, d, d, F=13 if fp8 else None, e8m13=fp8)
+            out[name] = Instruction(name, "wgmma", params, sm=90)
+    if arch_name == "blackwell":
+        for name, (K, a, b, d) in _tcgen05_rows().items():
+            params = _nv_fda(arch, K, a, b, d, d)
+            out[name] = Instruction(name, "tcgen05", params, sm=100)
+    return out
+
+
+def _wgmma_rows() -> dict[str, tuple[int, Format, Format]]:
+    rows = {
+        "wgmma.m64n8k8.f32.tf32.tf32": (8, Format.TF32, Format.FP32),
+        "wgmma.m64n8k16.f32.f16.f16": (16, Format.FP16, Format.FP32),
+        "wgmma.m64n8k16.f16.f16.f16": (16, Format.FP16, Format.FP16),
+        "wgmma.m64n8k16.f32.bf16.bf16": (16, Format.BF16, Format.FP32),
+    }
+    for d in ("f32", "f16"):
+        for a in _F8:
+            for b in _F8:
+                rows[f"wgmma.m64n8k32.{d}.{a}.{b}"] = (32, _PTX_FMT[a], _PTX_FMT[d])
+    return rows
+
+
+def _tcgen05_rows() -> dict[str, tuple[int, Format, Format, Format]]:
+    rows = {
+        "tcgen05.m64n8k8.kind::tf32.f32.tf32.tf32": (8, Format.TF32, Format.TF32, Format.FP32),
+        "tcgen05.m64n8k16.kind::f16.f32.f16.f16": (16, Format.FP16, Format.FP16, Format.FP32),
+        "tcgen05.m64n8k16.kind::f16.f32.bf16.bf16": (16, Format.BF16, Format.BF16, Format.FP32),
+        "tcgen05.m64n8k16.kind::f16.f16.f16.f16": (16, Format.FP16, Format.FP16, Format.FP16),
+    }
+    for d in ("f32", "f16"):
+        for a in _F8F6F4:
+            for b in _F8F6F4:
+                rows[f"tcgen05.m64n8k32.kind::f8f6f4.{d}.{a}.{b}"] = (
+                    32, _PTX_FMT[a], _PTX_FMT[b], _PTX_FMT[d])
+    return rows
+
+
+# --- AMD (MMA-Sim Table IV; names without the v_mfma_ prefix there) -------------------
+
+_CDNA2_MFMA = [
+    "f64_16x16x4f64", "f64_4x4x4f64",
+    "f32_32x32x2f32", "f32_32x32x1f32", "f32_16x16x4f32", "f32_16x16x1f32", "f32_4x4x1f32",
+    "f32_32x32x8f16", "f32_32x32x4f16", "f32_16x16x16f16", "f32_16x16x4f16", "f32_4x4x4f16",
+    "f32_32x32x4bf16", "f32_32x32x2bf16", "f32_16x16x8bf16", "f32_16x16x2bf16", "f32_4x4x2bf16",
+    "f32_32x32x8bf16_1k", "f32_32x32x4bf16_1k", "f32_16x16x16bf16_1k", "f32_16x16x4bf16_1k",
+    "f32_4x4x4bf16_1k",
+]
+_CDNA3_MFMA = [
+    "f64_16x16x4_f64", "f64_4x4x4_4b_f64",
+    "f32_32x32x1_2b_f32", "f32_16x16x1_4b_f32", "f32_4x4x1_16b_f32", "f32_32x32x2_f32",
+    "f32_16x16x4_f32",
+    "f32_16x16x8_xf32", "f32_32x32x4_xf32",
+    "f32_32x32x4_2b_f16", "f32_16x16x4_4b_f16", "f32_4x4x4_16b_f16", "f32_32x32x8_f16",
+    "f32_16x16x16_f16",
+    "f32_32x32x4_2b_bf16", "f32_16x16x4_4b_bf16", "f32_4x4x4_16b_bf16", "f32_32x32x8_bf16",
+    "f32_16x16x16_bf16",
+] + [f"f32_{s}_{a}_{b}" for s in ("16x16x32", "32x32x16") for a in ("bf8", "fp8")
+     for b in ("bf8", "fp8")]
+
+
+def _parse_mfma(suffix: str) -> tuple[int, Format, Format, Format, bool]:
+    """K, A/B/D formats and the `_1k` flag of an MFMA name (CDNA2 or CDNA3 spelling)."""
+    k1 = suffix.endswith("_1k")
+    parts = suffix.removesuffix("_1k").split("_")
+    m = re.match(r"(\d+)x(\d+)x(\d+)([a-z0-9]*)$", parts[1])
+    types = ([m.group(4)] if m.group(4) else []) + [
+        t for t in parts[2:] if not re.fullmatch(r"\d+b", t)]
+    a_name, b_name = types[0], types[-1]
+    return int(m.group(3)), _AMD_FMT[a_name], _AMD_FMT[b_name], _AMD_FMT[parts[0]], k1
+
+
+def _amd_instructions(arch_name: str) -> dict[str, Instruction]:
+    out: dict[str, Instruction] = {}
+    names = _CDNA2_MFMA if arch_name == "cdna2" else _CDNA3_MFMA
+    for suffix in names:
+        K, a, b, d, k1 = _parse_mfma(suffix)
+        name = f"v_mfma_{suffix}"
+        if a in (Format.FP64, Format.FP32):
+            params = _sfma(K, a)
+        elif arch_name == "cdna2":
+            G = 2 if (a == Format.BF16 and not k1) else 4
+            params = ModelParams(Algorithm.GPS, a, b, Format.FP32, Format.FP32, K=K, L=K,
+                                 G=min(G, K), rounding=Rounding.RNE, flush_inputs=True,
+                                 overflow=Overflow.IEEE)
+        else:
+            fp8 = a in (Format.E4M3FNUZ, Format.E5M2FNUZ)
+            L = 16 if fp8 else (4 if a == Format.TF32 else 8)
+            params = ModelParams(Algorithm.GFDRDA if fp8 else Algorithm.FDRDA, a, b,
+                                 Format.FP32, Format.FP32, K=K, L=min(L, K), F=24, F2=31,
+                                 align=AlignMode.ROUND_DOWN, rounding=Rounding.RNE,
+                                 nan_bits=NV_NAN32, overflow=Overflow.IEEE)
+        out[name] = Instruction(name, "mfma", params)
+    return out
+
+
+def _build() -> dict[str, Preset]:
+    presets: dict[str, Preset] = {}
+    for name, arch in _NV_ARCH.items():
+        default = "m8n8k4.f32.f16.f16.f32" if name in ("volta", "turing") else (
+            "m16n8k16.f32.f16.f16.f32")
+        presets[name] = Preset(name, "nvidia", arch["sm"], arch["F"], arch["L_bytes"],
+                               arch["e_zero_fp32"], arch["e_zero_fp16"], _NV_DESC[name],
+                               default, _nv_instructions(name))
+    presets["cdna2"] = Preset("cdna2", "amd", None, 0, 0, None, None,
+                              "MI200 (CDNA2): GPS with flush-to-zero for fp16/bf16; SFMA",
+                              "v_mfma_f32_32x32x8f16", _amd_instructions("cdna2"))
+    presets["cdna3"] = Preset("cdna3", "amd", None, 24, 0, None, None,
+                              "MI300 (CDNA3): FDRDA (round-down c) for xf32/fp16/bf16, "
+                              "GFDRDA for fp8; SFMA",
+                              "v_mfma_f32_32x32x8_f16", _amd_instructions("cdna3"))
+    return presets
+
+
+PRESETS: dict[str, Preset] = _build()
+
+ALIASES: dict[str, tuple[str, str]] = {
+    # name: (variant expression, where the hypothesis comes from)
+    "paper000-volta": ("volta[product_exponent=normalized]",
+                       "paper 000 Algorithm 1: exact products normalised as fp32 values"),
+    "paper000-ampere": ("ampere[product_exponent=normalized]",
+                        "paper 000 Algorithm 1 for Ampere (one extra alignment bit)"),
+    "fasi-volta": ("volta[align=exact]",
+                   "Fasi et al. §III-C: additions rounded toward zero (a correctly "
+                   "rounded RZ sum, unlike truncation: paper 000 Table 3)"),
+    "mmasim1-turing": ("turing[F=24]",
+                       "MMA-Sim first version, Table III: Turing HMMA.884 with F=24"),
+    "ieee-fp32-rz": ("volta[algorithm=sequential,acc_rounding=rz]",
+                     "binary32 products and additions in index order, each rounded RZ"),
+    "ieee-fp32-rne": ("volta[algorithm=sequential,acc_rounding=rne]",
+                      "binary32 products and additions in index order, each rounded RNE"),
+}
+
+_VARIANT_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\[(.*)\])?\s*$")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A preset with parameter overrides, e.g. `volta[carry_bits=2]`."""
+
+    text: str
+    preset: Preset
+    overrides: tuple[tuple[str, object], ...]
+
+    def instruction(self, instr: str | None) -> Instruction:
+        name = instr or self.preset.default_instr
+        inst = self.preset.instructions.get(name) or self.preset.instructions.get(
+            _normalise_instr(name))
+        if inst is None:
+            raise UserError(
+                f"unknown instruction {name!r} for {self.preset.name}; "
+                f"see `tcsmt list archs` ({len(self.preset.instructions)} instructions)")
+        return inst
+
+    def params(self, instr: str | None = None) -> ModelParams:
+        """The model of `instr` (default: the preset's) under this variant's overrides."""
+        p = self.instruction(instr).params
+        changes = dict(self.overrides)
+        if "L" in changes or "K" in changes:
+            pass
+        try:
+            return p.with_(**changes)
+        except TypeError as e:
+            raise UserError(str(e)) from None
+
+
+def _normalise_instr(name: str) -> str:
+    n = name.strip()
+    for prefix in ("mma.sync.aligned.", "mma.sync.", "mma."):
+        if n.startswith(prefix):
+            n = n[len(prefix):]
+    n = re.sub(r"\.(row|col)", "", n)
+    if n.startswith("wgmma.mma_async.sync.aligned."):
+        n = "wgmma." + n[len("wgmma.mma_async.sync.aligned."):]
+    m = re.match(r"^(wgmma\.m64n)\d+(k.*)$", n)
+    if m:
+        n = m.group(1) + "8" + m.group(2)
+    m = re.match(r"^(tcgen05\.m(?:64|128)n)\d+(k.*)$", n)
+    if m:
+        n = "tcgen05.m64n8" + m.group(2)
+    if not n.startswith("v_mfma_") and re.match(r"^f(32|64)_\d+x", n):
+        n = "v_mfma_" + n
+    return n
+
+
+def parse_variant(text: str) -> Variant:
+    """Parse `arch` or `arch[name=value,...]` (or a named alias); UserError if bad."""
+    t = text.strip()
+    if t in ALIASES:
+        return parse_variant(ALIASES[t][0])
+    m = _VARIANT_RE.match(t)
+    if not m:
+        raise UserError(f"malformed variant {text!r}; expected ARCH or ARCH[param=value,...]")
+    name, body = m.group(1), m.group(2)
+    if name in ALIASES:
+        base = parse_variant(ALIASES[name][0])
+        preset, overrides = base.preset, list(base.overrides)
+    elif name in PRESETS:
+        preset, overrides = PRESETS[name], []
+    else:
+        raise UserError(f"unknown architecture {name!r}; known: {', '.join(PRESETS)}")
+    if body is not None:
+        if not body.strip():
+            raise UserError(f"malformed variant {text!r}: empty parameter list")
+        for item in body.split(","):
+            if "=" not in item:
+                raise UserError(f"malformed variant {text!r}: {item.strip()!r} is not name=value")
+            k, v = (s.strip() for s in item.split("=", 1))
+            try:
+                overrides.append((k, parse_value(k, v)))
+            except ValueError as e:
+                raise UserError(f"variant {text!r}: {e}") from None
+    return Variant(t, preset, tuple(overrides))
