@@ -38,8 +38,12 @@ def simulate_params(p: ModelParams, a_bits, b_bits, c_bits) -> np.ndarray:
     if c.shape != (a.shape[0],):
         raise UserError(f"c must have shape ({a.shape[0]},); got {c.shape}")
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
-    d = dot_add([BV(VECTOR, a[:, k], wa) for k in range(p.K)],
-                [BV(VECTOR, b[:, k], wb) for k in range(p.K)], BV(VECTOR, c, wc), p)
+    d = dot_add(
+        [BV(VECTOR, a[:, k], wa) for k in range(p.K)],
+        [BV(VECTOR, b[:, k], wb) for k in range(p.K)],
+        BV(VECTOR, c, wc),
+        p,
+    )
     out = np.broadcast_to(np.asarray(d.v, dtype=object if d.w > 64 else np.uint64), c.shape)
     return out.astype(np.uint64)
 
@@ -53,8 +57,12 @@ def simulate(arch: str, instr: str | None, a_bits, b_bits, c_bits) -> np.ndarray
 def simulate_one(p: ModelParams, a_bits: list[int], b_bits: list[int], c_bits: int) -> int:
     """Concrete-interpreter run on one dot product (the reference interpreter)."""
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
-    d = dot_add([BV(CONCRETE, x, wa) for x in a_bits], [BV(CONCRETE, x, wb) for x in b_bits],
-                BV(CONCRETE, c_bits, wc), p)
+    d = dot_add(
+        [BV(CONCRETE, x, wa) for x in a_bits],
+        [BV(CONCRETE, x, wb) for x in b_bits],
+        BV(CONCRETE, c_bits, wc),
+        p,
+    )
     return int(d.v)
 
 
@@ -78,8 +86,9 @@ def to_bits(x: np.ndarray, fmt: Format) -> np.ndarray:
 def from_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:
     """View output bits as a float array of the format (fp64/fp32/fp16), else uint."""
     dt = {Format.FP64: np.float64, Format.FP32: np.float32, Format.FP16: np.float16}.get(fmt)
-    raw = bits.astype(_BITS_DTYPE[fmt.spec.storage] if fmt.spec.storage in _BITS_DTYPE
-                      else np.uint64)
+    raw = bits.astype(
+        _BITS_DTYPE[fmt.spec.storage] if fmt.spec.storage in _BITS_DTYPE else np.uint64
+    )
     return raw.view(dt) if dt is not None else raw
 
 
@@ -96,8 +105,9 @@ def mma(arch: str, instr: str | None, A, B, C) -> np.ndarray:
     m, k = a.shape
     k2, n = b.shape
     if k != p.K or k2 != p.K or c.shape != (m, n):
-        raise UserError(f"shapes must be (M, {p.K}), ({p.K}, N), (M, N); got "
-                        f"{a.shape}, {b.shape}, {c.shape}")
+        raise UserError(
+            f"shapes must be (M, {p.K}), ({p.K}, N), (M, N); got {a.shape}, {b.shape}, {c.shape}"
+        )
     rows_a = np.repeat(a, n, axis=0)
     rows_b = np.tile(b.T, (m, 1))
     d = simulate_params(p, rows_a, rows_b, c.reshape(-1))

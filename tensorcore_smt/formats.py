@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
 
-from .bv.core import BV, Bool, Backend
+from .bv.core import BV, Bool
 
 EXP_W = 16
 """Width of the signed exponent bit-vectors the model uses (products of any format fit)."""
@@ -116,7 +116,7 @@ class Format(Enum):
         return self.value
 
     @classmethod
-    def parse(cls, name: str) -> "Format":
+    def parse(cls, name: str) -> Format:
         for f in cls:
             if f.spec.name == name.lower():
                 return f
@@ -270,8 +270,13 @@ def to_float(bits: int, fmt: Format) -> float:
     return float(v)
 
 
-def round_fraction(value: Fraction, fmt: Format, mode: Rounding = Rounding.RNE,
-                   negative_zero: bool = False, overflow_to_inf: bool | None = None) -> int:
+def round_fraction(
+    value: Fraction,
+    fmt: Format,
+    mode: Rounding = Rounding.RNE,
+    negative_zero: bool = False,
+    overflow_to_inf: bool | None = None,
+) -> int:
     """Correctly round an exact rational to `fmt` (rational-arithmetic test oracle)."""
     s = fmt.spec
     neg = value < 0 or (value == 0 and negative_zero)
@@ -308,8 +313,11 @@ def round_fraction(value: Fraction, fmt: Format, mode: Rounding = Rounding.RNE,
     if mag > max_mag:
         to_inf = overflow_to_inf
         if to_inf is None:
-            to_inf = mode in (Rounding.RNE, Rounding.RNA) or (mode == Rounding.RTP and not neg) or (
-                mode == Rounding.RTN and neg)
+            to_inf = (
+                mode in (Rounding.RNE, Rounding.RNA)
+                or (mode == Rounding.RTP and not neg)
+                or (mode == Rounding.RTN and neg)
+            )
         if to_inf and s.specials == Specials.IEEE:
             return (sign_bit | (((1 << s.ebits) - 1) << s.mbits)) << s.ignored_low
         return max_finite_bits(fmt, neg)

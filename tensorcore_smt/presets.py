@@ -86,9 +86,18 @@ def carry_bits_for(L: int) -> int:
     return math.ceil(math.log2(L + 1))
 
 
-def _nv_fda(arch: dict, K: int, a: Format, b: Format, c: Format, d: Format,
-            F: int | None = None, L_bytes: int | None = None, e8m13: bool = False,
-            e_zero: tuple[int, int] | None = None) -> ModelParams:
+def _nv_fda(
+    arch: dict,
+    K: int,
+    a: Format,
+    b: Format,
+    c: Format,
+    d: Format,
+    F: int | None = None,
+    L_bytes: int | None = None,
+    e8m13: bool = False,
+    e_zero: tuple[int, int] | None = None,
+) -> ModelParams:
     F = arch["F"] if F is None else F
     L = (arch["L_bytes"] if L_bytes is None else L_bytes) // _ITEM_BYTES.get(a, 1)
     L = min(L, K)
@@ -96,7 +105,13 @@ def _nv_fda(arch: dict, K: int, a: Format, b: Format, c: Format, d: Format,
     ez32, ez16 = e_zero if e_zero else (arch["e_zero_fp32"], arch["e_zero_fp16"])
     return ModelParams(
         algorithm=Algorithm.FDA,
-        a_fmt=a, b_fmt=b, c_fmt=c, d_fmt=d, K=K, L=L, F=F,
+        a_fmt=a,
+        b_fmt=b,
+        c_fmt=c,
+        d_fmt=d,
+        K=K,
+        L=L,
+        F=F,
         carry_bits=carry_bits_for(L),
         align=AlignMode.TRUNCATE,
         e_zero=ez16 if fp16_out else ez32,
@@ -108,8 +123,9 @@ def _nv_fda(arch: dict, K: int, a: Format, b: Format, c: Format, d: Format,
 
 
 def _sfma(K: int, fmt: Format) -> ModelParams:
-    return ModelParams(Algorithm.SFMA, fmt, fmt, fmt, fmt, K=K, L=1, rounding=Rounding.RNE,
-                       overflow=Overflow.IEEE)
+    return ModelParams(
+        Algorithm.SFMA, fmt, fmt, fmt, fmt, K=K, L=1, rounding=Rounding.RNE, overflow=Overflow.IEEE
+    )
 
 
 _NV_ARCH = {
@@ -153,12 +169,17 @@ def _mma_rows(sm: int) -> list[tuple[str, int]]:
     ]
     rows += [
         (f"m16n8k{k}.{d}.{a}.{b}.{d}", 89)
-        for k in (32, 16) for d in ("f32", "f16") for a in _F8 for b in _F8
+        for k in (32, 16)
+        for d in ("f32", "f16")
+        for a in _F8
+        for b in _F8
     ]
     rows += [(f"m16n8k{k}.f64.f64.f64.f64", 90) for k in (16, 8, 4)]
     rows += [
         (f"m16n8k32.kind::f8f6f4.{d}.{a}.{b}.{d}", 120)
-        for d in ("f32", "f16") for a in _F8F6F4 for b in _F8F6F4
+        for d in ("f32", "f16")
+        for a in _F8F6F4
+        for b in _F8F6F4
     ]
     return rows
 
@@ -238,31 +259,66 @@ def _tcgen05_rows() -> dict[str, tuple[int, Format, Format, Format]]:
         for a in _F8F6F4:
             for b in _F8F6F4:
                 rows[f"tcgen05.m64n8k32.kind::f8f6f4.{d}.{a}.{b}"] = (
-                    32, _PTX_FMT[a], _PTX_FMT[b], _PTX_FMT[d])
+                    32,
+                    _PTX_FMT[a],
+                    _PTX_FMT[b],
+                    _PTX_FMT[d],
+                )
     return rows
 
 
 # --- AMD (MMA-Sim Table IV; names without the v_mfma_ prefix there) -------------------
 
 _CDNA2_MFMA = [
-    "f64_16x16x4f64", "f64_4x4x4f64",
-    "f32_32x32x2f32", "f32_32x32x1f32", "f32_16x16x4f32", "f32_16x16x1f32", "f32_4x4x1f32",
-    "f32_32x32x8f16", "f32_32x32x4f16", "f32_16x16x16f16", "f32_16x16x4f16", "f32_4x4x4f16",
-    "f32_32x32x4bf16", "f32_32x32x2bf16", "f32_16x16x8bf16", "f32_16x16x2bf16", "f32_4x4x2bf16",
-    "f32_32x32x8bf16_1k", "f32_32x32x4bf16_1k", "f32_16x16x16bf16_1k", "f32_16x16x4bf16_1k",
+    "f64_16x16x4f64",
+    "f64_4x4x4f64",
+    "f32_32x32x2f32",
+    "f32_32x32x1f32",
+    "f32_16x16x4f32",
+    "f32_16x16x1f32",
+    "f32_4x4x1f32",
+    "f32_32x32x8f16",
+    "f32_32x32x4f16",
+    "f32_16x16x16f16",
+    "f32_16x16x4f16",
+    "f32_4x4x4f16",
+    "f32_32x32x4bf16",
+    "f32_32x32x2bf16",
+    "f32_16x16x8bf16",
+    "f32_16x16x2bf16",
+    "f32_4x4x2bf16",
+    "f32_32x32x8bf16_1k",
+    "f32_32x32x4bf16_1k",
+    "f32_16x16x16bf16_1k",
+    "f32_16x16x4bf16_1k",
     "f32_4x4x4bf16_1k",
 ]
 _CDNA3_MFMA = [
-    "f64_16x16x4_f64", "f64_4x4x4_4b_f64",
-    "f32_32x32x1_2b_f32", "f32_16x16x1_4b_f32", "f32_4x4x1_16b_f32", "f32_32x32x2_f32",
+    "f64_16x16x4_f64",
+    "f64_4x4x4_4b_f64",
+    "f32_32x32x1_2b_f32",
+    "f32_16x16x1_4b_f32",
+    "f32_4x4x1_16b_f32",
+    "f32_32x32x2_f32",
     "f32_16x16x4_f32",
-    "f32_16x16x8_xf32", "f32_32x32x4_xf32",
-    "f32_32x32x4_2b_f16", "f32_16x16x4_4b_f16", "f32_4x4x4_16b_f16", "f32_32x32x8_f16",
+    "f32_16x16x8_xf32",
+    "f32_32x32x4_xf32",
+    "f32_32x32x4_2b_f16",
+    "f32_16x16x4_4b_f16",
+    "f32_4x4x4_16b_f16",
+    "f32_32x32x8_f16",
     "f32_16x16x16_f16",
-    "f32_32x32x4_2b_bf16", "f32_16x16x4_4b_bf16", "f32_4x4x4_16b_bf16", "f32_32x32x8_bf16",
+    "f32_32x32x4_2b_bf16",
+    "f32_16x16x4_4b_bf16",
+    "f32_4x4x4_16b_bf16",
+    "f32_32x32x8_bf16",
     "f32_16x16x16_bf16",
-] + [f"f32_{s}_{a}_{b}" for s in ("16x16x32", "32x32x16") for a in ("bf8", "fp8")
-     for b in ("bf8", "fp8")]
+] + [
+    f"f32_{s}_{a}_{b}"
+    for s in ("16x16x32", "32x32x16")
+    for a in ("bf8", "fp8")
+    for b in ("bf8", "fp8")
+]
 
 
 def _parse_mfma(suffix: str) -> tuple[int, Format, Format, Format, bool]:
@@ -271,7 +327,8 @@ def _parse_mfma(suffix: str) -> tuple[int, Format, Format, Format, bool]:
     parts = suffix.removesuffix("_1k").split("_")
     m = re.match(r"(\d+)x(\d+)x(\d+)([a-z0-9]*)$", parts[1])
     types = ([m.group(4)] if m.group(4) else []) + [
-        t for t in parts[2:] if not re.fullmatch(r"\d+b", t)]
+        t for t in parts[2:] if not re.fullmatch(r"\d+b", t)
+    ]
     a_name, b_name = types[0], types[-1]
     return int(m.group(3)), _AMD_FMT[a_name], _AMD_FMT[b_name], _AMD_FMT[parts[0]], k1
 
@@ -286,16 +343,37 @@ def _amd_instructions(arch_name: str) -> dict[str, Instruction]:
             params = _sfma(K, a)
         elif arch_name == "cdna2":
             G = 2 if (a == Format.BF16 and not k1) else 4
-            params = ModelParams(Algorithm.GPS, a, b, Format.FP32, Format.FP32, K=K, L=K,
-                                 G=min(G, K), rounding=Rounding.RNE, flush_inputs=True,
-                                 overflow=Overflow.IEEE)
+            params = ModelParams(
+                Algorithm.GPS,
+                a,
+                b,
+                Format.FP32,
+                Format.FP32,
+                K=K,
+                L=K,
+                G=min(G, K),
+                rounding=Rounding.RNE,
+                flush_inputs=True,
+                overflow=Overflow.IEEE,
+            )
         else:
             fp8 = a in (Format.E4M3FNUZ, Format.E5M2FNUZ)
             L = 16 if fp8 else (4 if a == Format.TF32 else 8)
-            params = ModelParams(Algorithm.GFDRDA if fp8 else Algorithm.FDRDA, a, b,
-                                 Format.FP32, Format.FP32, K=K, L=min(L, K), F=24, F2=31,
-                                 align=AlignMode.ROUND_DOWN, rounding=Rounding.RNE,
-                                 nan_bits=NV_NAN32, overflow=Overflow.IEEE)
+            params = ModelParams(
+                Algorithm.GFDRDA if fp8 else Algorithm.FDRDA,
+                a,
+                b,
+                Format.FP32,
+                Format.FP32,
+                K=K,
+                L=min(L, K),
+                F=24,
+                F2=31,
+                align=AlignMode.ROUND_DOWN,
+                rounding=Rounding.RNE,
+                nan_bits=NV_NAN32,
+                overflow=Overflow.IEEE,
+            )
         out[name] = Instruction(name, "mfma", params)
     return out
 
@@ -303,18 +381,47 @@ def _amd_instructions(arch_name: str) -> dict[str, Instruction]:
 def _build() -> dict[str, Preset]:
     presets: dict[str, Preset] = {}
     for name, arch in _NV_ARCH.items():
-        default = "m8n8k4.f32.f16.f16.f32" if name in ("volta", "turing") else (
-            "m16n8k16.f32.f16.f16.f32")
-        presets[name] = Preset(name, "nvidia", arch["sm"], arch["F"], arch["L_bytes"],
-                               arch["e_zero_fp32"], arch["e_zero_fp16"], _NV_DESC[name],
-                               default, _nv_instructions(name))
-    presets["cdna2"] = Preset("cdna2", "amd", None, 0, 0, None, None,
-                              "MI200 (CDNA2): GPS with flush-to-zero for fp16/bf16; SFMA",
-                              "v_mfma_f32_32x32x8f16", _amd_instructions("cdna2"))
-    presets["cdna3"] = Preset("cdna3", "amd", None, 24, 0, None, None,
-                              "MI300 (CDNA3): FDRDA (round-down c) for xf32/fp16/bf16, "
-                              "GFDRDA for fp8; SFMA",
-                              "v_mfma_f32_32x32x8_f16", _amd_instructions("cdna3"))
+        default = (
+            "m8n8k4.f32.f16.f16.f32"
+            if name in ("volta", "turing")
+            else ("m16n8k16.f32.f16.f16.f32")
+        )
+        presets[name] = Preset(
+            name,
+            "nvidia",
+            arch["sm"],
+            arch["F"],
+            arch["L_bytes"],
+            arch["e_zero_fp32"],
+            arch["e_zero_fp16"],
+            _NV_DESC[name],
+            default,
+            _nv_instructions(name),
+        )
+    presets["cdna2"] = Preset(
+        "cdna2",
+        "amd",
+        None,
+        0,
+        0,
+        None,
+        None,
+        "MI200 (CDNA2): GPS with flush-to-zero for fp16/bf16; SFMA",
+        "v_mfma_f32_32x32x8f16",
+        _amd_instructions("cdna2"),
+    )
+    presets["cdna3"] = Preset(
+        "cdna3",
+        "amd",
+        None,
+        24,
+        0,
+        None,
+        None,
+        "MI300 (CDNA3): FDRDA (round-down c) for xf32/fp16/bf16, GFDRDA for fp8; SFMA",
+        "v_mfma_f32_32x32x8_f16",
+        _amd_instructions("cdna3"),
+    )
     return presets
 
 
@@ -322,19 +429,31 @@ PRESETS: dict[str, Preset] = _build()
 
 ALIASES: dict[str, tuple[str, str]] = {
     # name: (variant expression, where the hypothesis comes from)
-    "paper000-volta": ("volta[product_exponent=normalized]",
-                       "paper 000 Algorithm 1: exact products normalised as fp32 values"),
-    "paper000-ampere": ("ampere[product_exponent=normalized]",
-                        "paper 000 Algorithm 1 for Ampere (one extra alignment bit)"),
-    "fasi-volta": ("volta[align=exact]",
-                   "Fasi et al. §III-C: additions rounded toward zero (a correctly "
-                   "rounded RZ sum, unlike truncation: paper 000 Table 3)"),
-    "mmasim1-turing": ("turing[F=24]",
-                       "MMA-Sim first version, Table III: Turing HMMA.884 with F=24"),
-    "ieee-fp32-rz": ("volta[algorithm=sequential,acc_rounding=rz]",
-                     "binary32 products and additions in index order, each rounded RZ"),
-    "ieee-fp32-rne": ("volta[algorithm=sequential,acc_rounding=rne]",
-                      "binary32 products and additions in index order, each rounded RNE"),
+    "paper000-volta": (
+        "volta[product_exponent=normalized]",
+        "paper 000 Algorithm 1: exact products normalised as fp32 values",
+    ),
+    "paper000-ampere": (
+        "ampere[product_exponent=normalized]",
+        "paper 000 Algorithm 1 for Ampere (one extra alignment bit)",
+    ),
+    "fasi-volta": (
+        "volta[align=exact]",
+        "Fasi et al. §III-C: additions rounded toward zero (a correctly "
+        "rounded RZ sum, unlike truncation: paper 000 Table 3)",
+    ),
+    "mmasim1-turing": (
+        "turing[F=24]",
+        "MMA-Sim first version, Table III: Turing HMMA.884 with F=24",
+    ),
+    "ieee-fp32-rz": (
+        "volta[algorithm=sequential,acc_rounding=rz]",
+        "binary32 products and additions in index order, each rounded RZ",
+    ),
+    "ieee-fp32-rne": (
+        "volta[algorithm=sequential,acc_rounding=rne]",
+        "binary32 products and additions in index order, each rounded RNE",
+    ),
 }
 
 _VARIANT_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\[(.*)\])?\s*$")
@@ -351,11 +470,13 @@ class Variant:
     def instruction(self, instr: str | None) -> Instruction:
         name = instr or self.preset.default_instr
         inst = self.preset.instructions.get(name) or self.preset.instructions.get(
-            _normalise_instr(name))
+            _normalise_instr(name)
+        )
         if inst is None:
             raise UserError(
                 f"unknown instruction {name!r} for {self.preset.name}; "
-                f"see `tcsmt list archs` ({len(self.preset.instructions)} instructions)")
+                f"see `tcsmt list archs` ({len(self.preset.instructions)} instructions)"
+            )
         return inst
 
     def params(self, instr: str | None = None) -> ModelParams:
@@ -374,10 +495,10 @@ def _normalise_instr(name: str) -> str:
     n = name.strip()
     for prefix in ("mma.sync.aligned.", "mma.sync.", "mma."):
         if n.startswith(prefix):
-            n = n[len(prefix):]
+            n = n[len(prefix) :]
     n = re.sub(r"\.(row|col)", "", n)
     if n.startswith("wgmma.mma_async.sync.aligned."):
-        n = "wgmma." + n[len("wgmma.mma_async.sync.aligned."):]
+        n = "wgmma." + n[len("wgmma.mma_async.sync.aligned.") :]
     m = re.match(r"^(wgmma\.m64n)\d+(k.*)$", n)
     if m:
         n = m.group(1) + "8" + m.group(2)

@@ -11,7 +11,8 @@ greater than or equal to the width give zero (or the sign fill for `ashr`).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 class Backend:
@@ -95,31 +96,31 @@ class Bool:
         self.v = v
 
     @staticmethod
-    def const(backend: Backend, value: bool) -> "Bool":
+    def const(backend: Backend, value: bool) -> Bool:
         return Bool(backend, backend.bool_const(bool(value)))
 
-    def _raw(self, other: "Bool | bool") -> Any:
+    def _raw(self, other: Bool | bool) -> Any:
         if isinstance(other, Bool):
             return other.v
         return self.b.bool_const(bool(other))
 
-    def __and__(self, other: "Bool | bool") -> "Bool":
+    def __and__(self, other: Bool | bool) -> Bool:
         return Bool(self.b, self.b.band(self.v, self._raw(other)))
 
     __rand__ = __and__
 
-    def __or__(self, other: "Bool | bool") -> "Bool":
+    def __or__(self, other: Bool | bool) -> Bool:
         return Bool(self.b, self.b.bor(self.v, self._raw(other)))
 
     __ror__ = __or__
 
-    def __xor__(self, other: "Bool | bool") -> "Bool":
+    def __xor__(self, other: Bool | bool) -> Bool:
         return Bool(self.b, self.b.bxor(self.v, self._raw(other)))
 
-    def __invert__(self) -> "Bool":
+    def __invert__(self) -> Bool:
         return Bool(self.b, self.b.bnot(self.v))
 
-    def ite(self, x: "BV | Bool | int", y: "BV | Bool | int") -> Any:
+    def ite(self, x: BV | Bool | int, y: BV | Bool | int) -> Any:
         """If-then-else on bit-vectors (ints are coerced to the other arm's width) or bools."""
         if isinstance(x, Bool) or isinstance(y, Bool) or isinstance(x, bool):
             xr = x.v if isinstance(x, Bool) else self.b.bool_const(bool(x))
@@ -133,7 +134,7 @@ class Bool:
             raise TypeError("ite needs at least one bit-vector arm")
         return BV(self.b, self.b.ite(self.v, _coerce(self.b, x, w), _coerce(self.b, y, w), w), w)
 
-    def to_bv(self, w: int = 1) -> "BV":
+    def to_bv(self, w: int = 1) -> BV:
         return self.ite(BV.const(self.b, 1, w), BV.const(self.b, 0, w))
 
 
@@ -152,67 +153,67 @@ class BV:
         self.w = w
 
     @staticmethod
-    def const(backend: Backend, value: int, w: int) -> "BV":
+    def const(backend: Backend, value: int, w: int) -> BV:
         return BV(backend, backend.const(value % (1 << w), w), w)
 
     def _o(self, other: Any) -> Any:
         return _coerce(self.b, other, self.w)
 
-    def _mk(self, v: Any) -> "BV":
+    def _mk(self, v: Any) -> BV:
         return BV(self.b, v, self.w)
 
     # arithmetic
-    def __add__(self, o: Any) -> "BV":
+    def __add__(self, o: Any) -> BV:
         return self._mk(self.b.add(self.v, self._o(o), self.w))
 
     __radd__ = __add__
 
-    def __sub__(self, o: Any) -> "BV":
+    def __sub__(self, o: Any) -> BV:
         return self._mk(self.b.sub(self.v, self._o(o), self.w))
 
-    def __rsub__(self, o: Any) -> "BV":
+    def __rsub__(self, o: Any) -> BV:
         return self._mk(self.b.sub(self._o(o), self.v, self.w))
 
-    def __mul__(self, o: Any) -> "BV":
+    def __mul__(self, o: Any) -> BV:
         return self._mk(self.b.mul(self.v, self._o(o), self.w))
 
     __rmul__ = __mul__
 
-    def __neg__(self) -> "BV":
+    def __neg__(self) -> BV:
         return self._mk(self.b.sub(self.b.const(0, self.w), self.v, self.w))
 
-    def __and__(self, o: Any) -> "BV":
+    def __and__(self, o: Any) -> BV:
         return self._mk(self.b.and_(self.v, self._o(o), self.w))
 
     __rand__ = __and__
 
-    def __or__(self, o: Any) -> "BV":
+    def __or__(self, o: Any) -> BV:
         return self._mk(self.b.or_(self.v, self._o(o), self.w))
 
     __ror__ = __or__
 
-    def __xor__(self, o: Any) -> "BV":
+    def __xor__(self, o: Any) -> BV:
         return self._mk(self.b.xor(self.v, self._o(o), self.w))
 
     __rxor__ = __xor__
 
-    def __invert__(self) -> "BV":
+    def __invert__(self) -> BV:
         return self._mk(self.b.not_(self.v, self.w))
 
-    def __lshift__(self, n: Any) -> "BV":
+    def __lshift__(self, n: Any) -> BV:
         if isinstance(n, int) and n >= self.w:
             return BV.const(self.b, 0, self.w)
         return self._mk(self.b.shl(self.v, self._o(n), self.w))
 
-    def __rshift__(self, n: Any) -> "BV":
+    def __rshift__(self, n: Any) -> BV:
         return self.lshr(n)
 
-    def lshr(self, n: Any) -> "BV":
+    def lshr(self, n: Any) -> BV:
         if isinstance(n, int) and n >= self.w:
             return BV.const(self.b, 0, self.w)
         return self._mk(self.b.lshr(self.v, self._o(n), self.w))
 
-    def ashr(self, n: Any) -> "BV":
+    def ashr(self, n: Any) -> BV:
         if isinstance(n, int):
             n = min(n, self.w - 1)
         return self._mk(self.b.ashr(self.v, self._o(n), self.w))
@@ -249,7 +250,7 @@ class BV:
         return ~self.slt(o)
 
     # structure
-    def extract(self, hi: int, lo: int) -> "BV":
+    def extract(self, hi: int, lo: int) -> BV:
         if lo == 0 and hi == self.w - 1:
             return self
         return BV(self.b, self.b.extract(self.v, hi, lo, self.w), hi - lo + 1)
@@ -257,20 +258,20 @@ class BV:
     def bit(self, i: int) -> Bool:
         return self.extract(i, i).eq(1)
 
-    def concat(self, low: "BV") -> "BV":
+    def concat(self, low: BV) -> BV:
         return BV(self.b, self.b.concat(self.v, low.v, self.w, low.w), self.w + low.w)
 
-    def zext(self, n: int) -> "BV":
+    def zext(self, n: int) -> BV:
         if n == 0:
             return self
         return BV(self.b, self.b.zext(self.v, n, self.w), self.w + n)
 
-    def sext(self, n: int) -> "BV":
+    def sext(self, n: int) -> BV:
         if n == 0:
             return self
         return BV(self.b, self.b.sext(self.v, n, self.w), self.w + n)
 
-    def resize(self, w: int, signed: bool = False) -> "BV":
+    def resize(self, w: int, signed: bool = False) -> BV:
         """Zero/sign-extend or truncate (keeping low bits) to width `w`."""
         if w == self.w:
             return self
@@ -284,19 +285,19 @@ class BV:
     def is_neg(self) -> Bool:
         return self.msb()
 
-    def abs(self) -> "BV":
+    def abs(self) -> BV:
         return self.is_neg().ite(-self, self)
 
-    def clz(self) -> "BV":
+    def clz(self) -> BV:
         return BV(self.b, self.b.clz(self.v, self.w), self.w)
 
-    def smax(self, o: "BV") -> "BV":
+    def smax(self, o: BV) -> BV:
         return self.slt(o).ite(o, self)
 
-    def smin(self, o: "BV") -> "BV":
+    def smin(self, o: BV) -> BV:
         return self.slt(o).ite(self, o)
 
-    def umin(self, o: "BV | int") -> "BV":
+    def umin(self, o: BV | int) -> BV:
         return self.ult(o).ite(self, o)
 
     def any_bits(self) -> Bool:

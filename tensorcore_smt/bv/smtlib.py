@@ -41,8 +41,12 @@ def _rm(name: str) -> str:
     return {"RNE": "RNE", "RTZ": "RTZ", "RTP": "RTP", "RTN": "RTN", "RNA": "RNA"}[name]
 
 
-def to_smtlib(assertions: list[Term], logic: str = "QF_BV", get_values: list[str] | None = None,
-              header: list[str] | None = None) -> str:
+def to_smtlib(
+    assertions: list[Term],
+    logic: str = "QF_BV",
+    get_values: list[str] | None = None,
+    header: list[str] | None = None,
+) -> str:
     """Return a complete script: declarations, definitions, assertions, check-sat."""
     lines: list[str] = [f"; {h}" for h in (header or [])]
     lines.append(f"(set-logic {logic})")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .concrete import CONCRETE
-from .core import Backend, Bool, BV
+from .core import BV, Backend, Bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -22,7 +22,7 @@ class Term:
     """One DAG node. `width` is 0 for booleans; `sort` names non-BV sorts (FP, RM)."""
 
     op: str
-    args: tuple["Term", ...]
+    args: tuple[Term, ...]
     width: int
     params: tuple = ()
     sort: tuple = field(default=())

@@ -107,8 +107,10 @@ class VectorBackend(Backend):
     def ashr(self, x: Any, n: Any, w: int) -> Any:
         neg = self.slt(x, self.const(0, w), w)
         fill = self.not_(self.lshr(self.not_(x, w), n, w), w)
-        return np.where(neg, fill, self.lshr(x, n, w)) if not np.isscalar(neg) else (
-            fill if neg else self.lshr(x, n, w)
+        return (
+            np.where(neg, fill, self.lshr(x, n, w))
+            if not np.isscalar(neg)
+            else (fill if neg else self.lshr(x, n, w))
         )
 
     def eq(self, x: Any, y: Any, w: int) -> Any:

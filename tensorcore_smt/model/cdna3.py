@@ -17,7 +17,7 @@ from . import ieee
 from .params import ModelParams
 from .rounding import Exact, Overflow, round_to_format, special_bits
 from .sequential import _fmt
-from .terms import EXP_MIN, Addend, AlignMode, align, product_addend, ProductExponent
+from .terms import EXP_MIN, Addend, AlignMode, ProductExponent, align, product_addend
 
 
 def _dot(terms: list[Addend], F: int) -> tuple[BV, BV]:
@@ -49,8 +49,17 @@ def _floor_to(x: BV, frac_in: int, e_in: BV, frac_out: int, e_out: BV, w: int) -
     return v.ashr(sh.resize(w))
 
 
-def _finish(dot: BV, dot_frac: int, e_dot: BV, uc, p: ModelParams, nan: Bool, inf: Bool,
-            inf_neg: Bool, gate_c: bool) -> BV:
+def _finish(
+    dot: BV,
+    dot_frac: int,
+    e_dot: BV,
+    uc,
+    p: ModelParams,
+    nan: Bool,
+    inf: Bool,
+    inf_neg: Bool,
+    gate_c: bool,
+) -> BV:
     b = dot.b
     F, F2 = p.F, p.F2
     w = max(dot.w, 24 + F2 + 4) + F2 + 8
@@ -75,8 +84,10 @@ def _products(a_bits, b_bits, p: ModelParams, overflow: bool):
     ua = [decode(x, _fmt(p.a_fmt, p)) for x in a_bits]
     ub = [decode(x, _fmt(p.b_fmt, p)) for x in b_bits]
     terms = [product_addend(x, y, ProductExponent.UNNORMALIZED) for x, y in zip(ua, ub)]
-    nan_terms = [x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
-                 for x, y in zip(ua, ub)]
+    nan_terms = [
+        x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
+        for x, y in zip(ua, ub)
+    ]
     infs = []
     for x, y, t in zip(ua, ub, terms):
         inf = x.is_inf | y.is_inf
@@ -112,7 +123,9 @@ def gfdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams) -> BV:
     s_odd, e_odd = _dot(terms[1::2], p.F)
     e_dot = e_even.smax(e_odd)
     w = max(s_even.w, s_odd.w) + 2
-    dot = _floor_to(s_even, p.F, e_even, p.F, e_dot, w) + _floor_to(s_odd, p.F, e_odd, p.F, e_dot, w)
+    dot = _floor_to(s_even, p.F, e_even, p.F, e_dot, w) + _floor_to(
+        s_odd, p.F, e_odd, p.F, e_dot, w
+    )
     return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=True)
 
 

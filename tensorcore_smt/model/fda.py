@@ -41,8 +41,7 @@ def _exact_frac_bits(terms: list[Addend], p: ModelParams) -> int:
     return max(t.fb for t in terms) + prod_span
 
 
-def fda_group(a_bits: list[BV], b_bits: list[BV], c_bits: BV, c_fmt: Format,
-              p: ModelParams) -> BV:
+def fda_group(a_bits: list[BV], b_bits: list[BV], c_bits: BV, c_fmt: Format, p: ModelParams) -> BV:
     """One fused group: c + sum a_k b_k with the unit's alignment, carry and rounding."""
     b = c_bits.b
     fa, fb_ = _operand_fmt(p.a_fmt, p), _operand_fmt(p.b_fmt, p)

@@ -54,16 +54,25 @@ def exact_sum(terms: list[Addend], p_out: int) -> Exact:
     return Exact(neg, acc.abs(), e_max - (g + 1))
 
 
-def _finish(x: Exact, out: Format, mode: Rounding, zero_sign: Bool, nan: Bool, inf: Bool,
-            inf_neg: Bool, nan_bits: int | None) -> BV:
+def _finish(
+    x: Exact,
+    out: Format,
+    mode: Rounding,
+    zero_sign: Bool,
+    nan: Bool,
+    inf: Bool,
+    inf_neg: Bool,
+    nan_bits: int | None,
+) -> BV:
     b = x.mag.b
     finite = round_to_format(x, out, mode, zero_sign, Overflow.IEEE)
     nb = default_nan_bits(out) if nan_bits is None else nan_bits
     return special_bits(b, out, nb, nan, inf, inf_neg, finite)
 
 
-def add_unpacked(x: Unpacked, y: Unpacked, out: Format, mode: Rounding,
-                 nan_bits: int | None = None) -> BV:
+def add_unpacked(
+    x: Unpacked, y: Unpacked, out: Format, mode: Rounding, nan_bits: int | None = None
+) -> BV:
     """x + y rounded into `out`."""
     tx, ty = operand_addend(x), operand_addend(y)
     nan = x.is_nan | y.is_nan | (x.is_inf & y.is_inf & (x.sign ^ y.sign))
@@ -73,8 +82,9 @@ def add_unpacked(x: Unpacked, y: Unpacked, out: Format, mode: Rounding,
     return _finish(ex, out, mode, _zero_sign(mode, [tx, ty]), nan, inf, inf_neg, nan_bits)
 
 
-def mul_unpacked(x: Unpacked, y: Unpacked, out: Format, mode: Rounding,
-                 nan_bits: int | None = None) -> BV:
+def mul_unpacked(
+    x: Unpacked, y: Unpacked, out: Format, mode: Rounding, nan_bits: int | None = None
+) -> BV:
     """x * y rounded into `out`."""
     p = product_addend(x, y, ProductExponent.UNNORMALIZED)
     nan = x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
@@ -83,8 +93,9 @@ def mul_unpacked(x: Unpacked, y: Unpacked, out: Format, mode: Rounding,
     return _finish(ex, out, mode, p.sign, nan, inf, p.sign, nan_bits)
 
 
-def fma_unpacked(a: Unpacked, bb: Unpacked, c: Unpacked, out: Format, mode: Rounding,
-                 nan_bits: int | None = None) -> BV:
+def fma_unpacked(
+    a: Unpacked, bb: Unpacked, c: Unpacked, out: Format, mode: Rounding, nan_bits: int | None = None
+) -> BV:
     """a * b + c with a single rounding into `out`."""
     p = product_addend(a, bb, ProductExponent.UNNORMALIZED)
     tc = operand_addend(c)
@@ -97,8 +108,7 @@ def fma_unpacked(a: Unpacked, bb: Unpacked, c: Unpacked, out: Format, mode: Roun
     return _finish(ex, out, mode, _zero_sign(mode, [p, tc]), nan, inf, inf_neg, nan_bits)
 
 
-def convert_unpacked(x: Unpacked, out: Format, mode: Rounding,
-                     nan_bits: int | None = None) -> BV:
+def convert_unpacked(x: Unpacked, out: Format, mode: Rounding, nan_bits: int | None = None) -> BV:
     """x rounded into `out`."""
     t = operand_addend(x)
     ex = exact_sum([t], out.spec.precision)
@@ -115,8 +125,9 @@ def mul(x: BV, fx: Format, y: BV, fy: Format, out: Format, mode: Rounding) -> BV
     return mul_unpacked(decode(x, fx), decode(y, fy), out, mode)
 
 
-def fma(a: BV, fa: Format, bb: BV, fb: Format, c: BV, fc: Format, out: Format,
-        mode: Rounding) -> BV:
+def fma(
+    a: BV, fa: Format, bb: BV, fb: Format, c: BV, fc: Format, out: Format, mode: Rounding
+) -> BV:
     """IEEE fused multiply-add on bit patterns."""
     return fma_unpacked(decode(a, fa), decode(bb, fb), decode(c, fc), out, mode)
 

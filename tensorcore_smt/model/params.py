@@ -85,7 +85,7 @@ class ModelParams:
     def out_fmt(self) -> Format:
         return self.rounding_fmt or self.d_fmt
 
-    def with_(self, **changes: Any) -> "ModelParams":
+    def with_(self, **changes: Any) -> ModelParams:
         return dataclasses.replace(self, **changes)
 
     def groups(self) -> list[tuple[int, int]]:
@@ -136,7 +136,5 @@ def parse_value(name: str, text: str) -> Any:
             for member in enum:
                 if member.value == low or member.name.lower() == low:
                     return member
-            raise ValueError(
-                f"{name}: {text!r} is not one of {', '.join(m.value for m in enum)}"
-            )
+            raise ValueError(f"{name}: {text!r} is not one of {', '.join(m.value for m in enum)}")
     raise ValueError(f"{name}: cannot parse {text!r}")

@@ -44,8 +44,9 @@ def _increment(mode: Rounding, sign: Bool, lsb: Bool, rnd: Bool, sticky: Bool) -
     raise ValueError(mode)
 
 
-def round_to_format(x: Exact, fmt: Format, mode: Rounding, zero_sign: Bool,
-                    overflow: Overflow = Overflow.IEEE) -> BV:
+def round_to_format(
+    x: Exact, fmt: Format, mode: Rounding, zero_sign: Bool, overflow: Overflow = Overflow.IEEE
+) -> BV:
     """Bits of `x` rounded into `fmt` (storage width). A zero magnitude gives a zero
     whose sign is `zero_sign`. Subnormal results are produced exactly as IEEE 754 asks."""
     s = fmt.spec
@@ -102,8 +103,9 @@ def round_to_format(x: Exact, fmt: Format, mode: Rounding, zero_sign: Bool,
     return out
 
 
-def special_bits(b, fmt: Format, nan_bits: int, is_nan: Bool, is_inf: Bool, inf_neg: Bool,
-                 finite: BV) -> BV:
+def special_bits(
+    b, fmt: Format, nan_bits: int, is_nan: Bool, is_inf: Bool, inf_neg: Bool, finite: BV
+) -> BV:
     """Select NaN / signed Inf / the finite result, as storage-width bits of `fmt`."""
     s = fmt.spec
     inf_mag = (((1 << s.ebits) - 1) << s.mbits) << s.ignored_low

@@ -107,5 +107,5 @@ def gps(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
     prods = [ftz(ieee.mul_unpacked(x, y, acc, mode, p.nan_bits)) for x, y in zip(ua, ub)]
     d = ieee.convert_unpacked(uc, acc, mode, p.nan_bits)
     for lo in range(0, p.K, p.G):
-        d = add(d, _pairwise(prods[lo:lo + p.G], add))
+        d = add(d, _pairwise(prods[lo : lo + p.G], add))
     return d

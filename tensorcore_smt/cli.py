@@ -1,0 +1,296 @@
+"""The `tcsmt` command line. User errors print one line and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import click
+import numpy as np
+
+from . import __version__
+from .api import simulate_params
+from .formats import Format, format_hex, parse_hex, to_float, value_of
+from .model.params import ModelParams
+from .presets import ALIASES, PRESETS, UserError, parse_variant
+
+EXIT_USAGE = 2
+
+
+def fail(msg: str) -> None:
+    click.echo(f"tcsmt: error: {msg}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+class Group(click.Group):
+    """Turns user errors into one line and exit code 2, and hides internal tracebacks."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (UserError, ValueError) as e:
+            fail(str(e))
+        except OSError as e:
+            fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+
+
+@click.group(cls=Group)
+@click.version_option(__version__, prog_name="tcsmt")
+def main() -> None:
+    """Formal model of GPU matrix-unit arithmetic: simulate, compare, find discriminating inputs."""
+
+
+def describe(bits: int, fmt: Format) -> str:
+    """`0x3f800000 (1.0)`: hex and an exact decimal rendering."""
+    v = value_of(bits, fmt)
+    if isinstance(v, float):
+        dec = "nan" if v != v else ("-inf" if v < 0 else "inf")
+    elif v == 0:
+        dec = (
+            "-0.0"
+            if to_float(bits, fmt) == 0 and str(to_float(bits, fmt)).startswith("-")
+            else "0.0"
+        )
+    else:
+        dec = repr(float(v)) if Fraction(float(v)) == v else f"{float(v)!r} (~)"
+    return f"{format_hex(bits, fmt)} ({dec})"
+
+
+@main.group("list", invoke_without_command=True)
+@click.pass_context
+def list_(ctx: click.Context) -> None:
+    """List architectures, properties or solvers."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_archs)
+
+
+def _param_summary(p: ModelParams) -> str:
+    from .model.params import Algorithm
+
+    fmts = f"{p.a_fmt.spec.name}x{p.b_fmt.spec.name}+{p.c_fmt.spec.name}->{p.d_fmt.spec.name}"
+    if p.algorithm == Algorithm.FDA:
+        groups = len(p.groups())
+        rnd = f"{p.rounding.value}" + (f"/{p.rounding_fmt.spec.name}" if p.rounding_fmt else "")
+        return (
+            f"FDA{'x' + str(groups) if groups > 1 else ''} K={p.K} L={p.L} F={p.F} "
+            f"carry={p.carry_bits} e_zero={p.e_zero} {rnd} {fmts}"
+        )
+    if p.algorithm == Algorithm.GPS:
+        return f"GPS K={p.K} G={p.G} ftz {fmts}"
+    if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
+        groups = len(p.groups())
+        return (
+            f"{p.algorithm.name}{'x' + str(groups) if groups > 1 else ''} K={p.K} L={p.L} "
+            f"F={p.F} F2={p.F2} {fmts}"
+        )
+    return f"{p.algorithm.name} K={p.K} {p.rounding.value} {fmts}"
+
+
+@list_.command("archs")
+@click.option("--arch", default=None, help="Only this architecture.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_archs(arch: str | None, as_json: bool) -> None:
+    """Architecture presets, their instructions and model parameters."""
+    names = [arch] if arch else list(PRESETS)
+    for n in names:
+        if n not in PRESETS:
+            raise UserError(f"unknown architecture {n!r}; known: {', '.join(PRESETS)}")
+    if as_json:
+        out = {}
+        for n in names:
+            pr = PRESETS[n]
+            out[n] = {
+                "description": pr.description,
+                "sm": pr.sm,
+                "default": pr.default_instr,
+                "instructions": {k: _params_json(i.params) for k, i in pr.instructions.items()},
+            }
+        click.echo(
+            json.dumps({"archs": out, "aliases": {k: v[0] for k, v in ALIASES.items()}}, indent=2)
+        )
+        return
+    for n in names:
+        pr = PRESETS[n]
+        click.echo(f"{n}: {pr.description}")
+        for k, inst in pr.instructions.items():
+            mark = "*" if k == pr.default_instr else " "
+            click.echo(f"  {mark} {k:48s} {_param_summary(inst.params)}")
+    if not arch:
+        click.echo("\nNamed hypotheses (usable wherever a variant is):")
+        for k, (expr, why) in ALIASES.items():
+            click.echo(f"  {k:16s} = {expr:45s} {why}")
+        click.echo(
+            "\n* default instruction. Variants: ARCH[param=value,...], e.g. volta[carry_bits=2]."
+        )
+
+
+def _params_json(p: ModelParams) -> dict:
+    out = {}
+    for k, v in p.__dict__.items():
+        if hasattr(v, "spec"):
+            v = v.spec.name
+        elif hasattr(v, "value"):
+            v = v.value
+        out[k] = v
+    return out
+
+
+@list_.command("properties")
+def list_properties() -> None:
+    """Properties in the property library."""
+    d = Path(__file__).parent / "properties"
+    files = sorted(d.glob("*.toml")) if d.is_dir() else []
+    if not files:
+        click.echo("no properties installed yet")
+        return
+    for f in files:
+        click.echo(f.stem)
+
+
+@list_.command("solvers")
+def list_solvers() -> None:
+    """SMT solvers importable here, with their versions."""
+    rows = []
+    for name, mod, ver in (
+        ("z3", "z3", lambda m: m.get_version_string()),
+        ("cvc5", "cvc5", lambda m: getattr(m, "__version__", "?")),
+        ("bitwuzla", "bitwuzla", lambda m: m.__version__ if hasattr(m, "__version__") else "?"),
+    ):
+        try:
+            m = __import__(mod)
+            rows.append((name, ver(m)))
+        except Exception as e:  # noqa: BLE001 - any import failure means "not available"
+            rows.append((name, f"not available ({type(e).__name__})"))
+    for n, v in rows:
+        click.echo(f"{n:10s} {v}")
+
+
+def _parse_list(text: str, fmt: Format, field: str, k: int) -> list[int]:
+    items = [t for t in text.split(",")] if text.strip() else []
+    if len(items) != k:
+        raise UserError(f"{field}: expected {k} entries for this instruction, got {len(items)}")
+    return [parse_hex(t, fmt, f"{field}[{i}]") for i, t in enumerate(items)]
+
+
+@main.command()
+@click.option("--arch", required=True, help="Variant: ARCH or ARCH[param=value,...].")
+@click.option("--instr", default=None, help="Instruction (PTX shape.types or MFMA name).")
+@click.option("--a", "a_text", default=None, help="Comma-separated hex patterns of a (K).")
+@click.option("--b", "b_text", default=None, help="Comma-separated hex patterns of b (K).")
+@click.option("--c", "c_text", default=None, help="Hex pattern of c.")
+@click.option(
+    "--vectors", type=click.Path(dir_okay=False), default=None, help="JSONL file of rows {a, b, c}."
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write rows with d added (JSONL); default: standard output.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (single row).")
+def simulate(
+    arch: str,
+    instr: str | None,
+    a_text: str | None,
+    b_text: str | None,
+    c_text: str | None,
+    vectors: str | None,
+    out: str | None,
+    as_json: bool,
+) -> None:
+    """Bit-exact output of one instruction's dot product, or of every row of a file."""
+    variant = parse_variant(arch)
+    p = variant.params(instr)
+    inst_name = variant.instruction(instr).name
+    if vectors:
+        if a_text or b_text or c_text:
+            raise UserError("give either --vectors or --a/--b/--c, not both")
+        _simulate_file(p, Path(vectors), Path(out) if out else None)
+        return
+    if a_text is None or b_text is None or c_text is None:
+        raise UserError("--a, --b and --c are required (or --vectors FILE)")
+    a = _parse_list(a_text, p.a_fmt, "a", p.K)
+    b = _parse_list(b_text, p.b_fmt, "b", p.K)
+    c = parse_hex(c_text, p.c_fmt, "c")
+    d = int(
+        simulate_params(
+            p,
+            np.array([a], dtype=np.uint64),
+            np.array([b], dtype=np.uint64),
+            np.array([c], dtype=np.uint64),
+        )[0]
+    )
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "arch": arch,
+                    "instr": inst_name,
+                    "a": [format_hex(x, p.a_fmt) for x in a],
+                    "b": [format_hex(x, p.b_fmt) for x in b],
+                    "c": format_hex(c, p.c_fmt),
+                    "d": format_hex(d, p.d_fmt),
+                    "d_value": to_float(d, p.d_fmt) if p.d_fmt != Format.FP64 or True else None,
+                }
+            )
+        )
+        return
+    click.echo(f"{arch} {inst_name}")
+    click.echo(f"d = {describe(d, p.d_fmt)}")
+
+
+def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
+    """Simulate every valid row up to the first bad one; write them; then report it."""
+    if not src.exists():
+        raise UserError(f"{src}: no such file")
+    rows: list[tuple[list[int], list[int], int, dict]] = []
+    error: str | None = None
+    try:
+        text = src.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{src}: cannot read ({e})") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise ValueError("row is not a JSON object")
+            for key in ("a", "b", "c"):
+                if key not in obj:
+                    raise ValueError(f"missing field {key!r}")
+            if not isinstance(obj["a"], list) or not isinstance(obj["b"], list):
+                raise ValueError("a and b must be lists of hex strings")
+            if len(obj["a"]) != p.K or len(obj["b"]) != p.K:
+                raise ValueError(
+                    f"a and b need {p.K} entries, got {len(obj['a'])} and {len(obj['b'])}"
+                )
+            a = [parse_hex(str(x), p.a_fmt, f"a[{i}]") for i, x in enumerate(obj["a"])]
+            b = [parse_hex(str(x), p.b_fmt, f"b[{i}]") for i, x in enumerate(obj["b"])]
+            c = parse_hex(str(obj["c"]), p.c_fmt, "c")
+        except (ValueError, json.JSONDecodeError) as e:
+            error = f"{src}:{lineno}: {e}"
+            break
+        rows.append((a, b, c, obj))
+    if rows:
+        d = simulate_params(
+            p,
+            np.array([r[0] for r in rows], dtype=np.uint64),
+            np.array([r[1] for r in rows], dtype=np.uint64),
+            np.array([r[2] for r in rows], dtype=np.uint64),
+        )
+        lines = []
+        for (_, _, _, obj), dv in zip(rows, d):
+            obj = dict(obj)
+            obj["d"] = format_hex(int(dv), p.d_fmt)
+            lines.append(json.dumps(obj))
+        payload = "\n".join(lines) + "\n"
+        if dst:
+            dst.write_text(payload)
+        else:
+            click.echo(payload, nl=False)
+    if error:
+        written = f" ({len(rows)} rows before it written)" if rows else ""
+        raise UserError(error + written)
