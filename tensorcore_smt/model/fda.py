@@ -7,10 +7,12 @@ One group of L products and c (MMA-Sim §IV-C, paper 000 Algorithm 1):
     keeping F fractional bits; shifted-out bits are truncated, rounded down, or kept;
  4. fixed-point sum. With `carry_bits` headroom the accumulator holds magnitudes below
     2^(int_bits + carry_bits) units of 2^e_max, int_bits being the widest term's integer
-    bits (2 for unnormalised products). The sum runs c, p0, p1, ... in that order; when a
-    partial sum reaches the bound, it is shifted right one bit (the dropped bit truncated)
-    and its scale grows by one, so later terms lose one more low bit. With enough carry
-    bits for every input (decided statically) this reduces to the exact fixed-point sum;
+    bits (2 for unnormalised products). Too small a register either loses its carry out
+    (WRAP, the default: a two's complement sum modulo 2^(F + int_bits + carry_bits + 1),
+    independent of the order) or (RENORMALIZE) runs c, p0, p1, ... in order and, when a
+    partial sum reaches the bound, shifts it right one bit (truncating) and bumps its
+    scale so later terms lose one more low bit. With enough carry bits for every input
+    (decided statically from the term bounds) both reduce to the exact fixed-point sum;
  5. normalisation and one rounding into the output format (RZ to fp32 with overflow to
     Inf, RZ to E8M13 for FP8 on Ada/Hopper, RNE to fp16).
 K > L chains groups: d = g(g(c, first L), next L), the intermediate in the output format.
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from ..bv.core import BV, Bool, any_of
 from ..formats import EXP_W, Format, decode, default_nan_bits, flush_subnormal
-from .params import ModelParams, Tf32Input, ZeroSign
+from .params import CarryOverflow, ModelParams, Tf32Input, ZeroSign
 from .rounding import Exact, round_to_format, special_bits
 from .terms import EXP_MIN, Addend, AlignMode, align, operand_addend, product_addend
 
@@ -85,31 +87,41 @@ def fda_group(a_bits: list[BV], b_bits: list[BV], c_bits: BV, c_fmt: Format, p: 
     # Step 4: fixed-point sum, with a finite accumulator when carry bits are limited.
     n = len(terms)
     bound_units = sum(1 << t.int_bits for t in terms)  # every |term| < 2^int_bits
-    exact_width = int_bits + max(0, (n - 1).bit_length())
-    limited = p.carry_bits is not None and (bound_units > (1 << (int_bits + p.carry_bits)))
-    acc_w = frac + int_bits + (p.carry_bits if limited else exact_width - int_bits) + 3
-    acc_w = max(acc_w, win + 2)
-    acc = BV.const(b, 0, acc_w)
+    limited = p.carry_bits is not None and bound_units > (1 << (int_bits + p.carry_bits))
     scale = BV.const(b, 0, EXP_W)
-    cap = 1 << (frac + int_bits + (p.carry_bits or 0))
-    for sign, kept in aligned:
-        v = kept.resize(acc_w)
-        if limited:
+    if not limited:
+        acc_w = max(frac + int_bits + max(0, (n - 1).bit_length()) + 3, win + 2)
+        acc = BV.const(b, 0, acc_w)
+        for sign, kept in aligned:
+            v = kept.resize(acc_w)
+            acc = sign.ite(acc - v, acc + v)
+    elif p.carry_overflow == CarryOverflow.WRAP:
+        # Two's complement register of sign + int_bits + carry_bits + F bits: the sum
+        # is taken modulo its size, so the order of the additions does not matter.
+        reg_w = frac + int_bits + p.carry_bits + 1
+        reg = BV.const(b, 0, reg_w)
+        for sign, kept in aligned:
+            v = kept.resize(reg_w)
+            reg = sign.ite(reg - v, reg + v)
+        acc_w = reg_w + 1
+        acc = reg.sext(1)
+    else:
+        acc_w = frac + int_bits + p.carry_bits + 3
+        acc = BV.const(b, 0, acc_w)
+        cap = 1 << (frac + int_bits + p.carry_bits)
+        for sign, kept in aligned:
             sh = scale.resize(acc_w)
+            v = kept.resize(acc_w)
             if p.align == AlignMode.ROUND_DOWN:
-                signed = sign.ite(-v, v).ashr(sh)
-            else:
-                signed = sign.ite(-(v.lshr(sh)), v.lshr(sh))
-            acc = acc + signed
-            over = acc.abs().uge(cap)
-            if p.align == AlignMode.ROUND_DOWN:
+                acc = acc + sign.ite(-v, v).ashr(sh)
                 halved = acc.ashr(1)
             else:
-                halved = acc.is_neg().ite(-(acc.abs().lshr(1)), acc.abs().lshr(1))
+                acc = sign.ite(acc - v.lshr(sh), acc + v.lshr(sh))
+                mag = acc.abs().lshr(1)
+                halved = acc.is_neg().ite(-mag, mag)
+            over = acc.abs().uge(cap)
             acc = over.ite(halved, acc)
             scale = scale + over.to_bv(EXP_W)
-        else:
-            acc = sign.ite(acc - v, acc + v)
 
     # Step 5: normalise and round.
     neg = acc.is_neg()

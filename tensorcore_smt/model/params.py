@@ -32,6 +32,13 @@ class Order(Enum):
     REVERSE = "reverse"  # ((c + p_{K-1}) + p_{K-2}) + ...
 
 
+class CarryOverflow(Enum):
+    """What an accumulator with too few carry bits does when a sum outgrows it."""
+
+    WRAP = "wrap"  # the carry out of the top bit is lost (two's complement, any order)
+    RENORMALIZE = "renormalize"  # shift right one bit (truncating) and bump the scale
+
+
 class Tf32Input(Enum):
     """How a TF32 operand stored in 32 bits is read."""
 
@@ -64,6 +71,7 @@ class ModelParams:
     L: int
     F: int = 24
     carry_bits: int | None = None
+    carry_overflow: CarryOverflow = CarryOverflow.WRAP
     align: AlignMode = AlignMode.TRUNCATE
     product_exponent: ProductExponent = ProductExponent.UNNORMALIZED
     e_zero: int | None = None
@@ -129,10 +137,11 @@ def parse_value(name: str, text: str) -> Any:
         "Overflow": Overflow,
         "Order": Order,
         "Tf32Input": Tf32Input,
+        "CarryOverflow": CarryOverflow,
         "ZeroSign": ZeroSign,
     }
     for key, enum in enums.items():
-        if key in ann:
+        if ann.replace(" | None", "") == key:
             for member in enum:
                 if member.value == low or member.name.lower() == low:
                     return member

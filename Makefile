@@ -1,0 +1,36 @@
+# tensorcore-smt developer targets. `make install` creates .venv and installs everything.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: install test test-slow bench lint format demo clean
+
+install:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+
+test:
+	$(BIN)/python -m pytest -q
+
+test-slow:
+	$(BIN)/python -m pytest -q -m slow
+
+bench:
+	$(BIN)/python bench/bench_simulate.py
+
+lint:
+	$(BIN)/ruff check tensorcore_smt tests bench
+	$(BIN)/ruff format --check tensorcore_smt tests bench
+
+format:
+	$(BIN)/ruff format tensorcore_smt tests bench
+	$(BIN)/ruff check --fix tensorcore_smt tests bench
+
+demo:
+	$(BIN)/tcsmt simulate --arch volta --a 0x3c00,0,0,0 --b 0x3c00,0,0,0 --c 0xbf7fffff
+	$(BIN)/tcsmt simulate --arch ampere --instr m16n8k8.f32.f16.f16.f32 \
+		--a 0x3c00,0,0,0,0,0,0,0 --b 0x3c00,0,0,0,0,0,0,0 --c 0xbf7fffff
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

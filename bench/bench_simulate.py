@@ -1,0 +1,179 @@
+"""Throughput of the vector interpreter against MMA-Sim on identical random bits.
+
+Run with `python bench/bench_simulate.py` (or `make bench`). For each case it prints our
+dot products per second (best of --repeat runs of `tensorcore_smt.simulate` on N rows),
+and, when mmasim and torch are importable, MMA-Sim's throughput on the same bits
+(`mmasim.nv_ptx.MMA(arch, instr).dpa` on (N, K), (N, K), (N,) torch tensors), the ratio
+ours / MMA-Sim against the goal, and whether the two produce identical bits.
+
+Operands are random bit patterns: half of the rows uniform over all patterns (Inf/NaN
+patterns kept in 1 case of 64, so most rows stay finite), half with exponents drawn near
+the bias so that products and c overlap and the alignment / carry logic is exercised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+import tensorcore_smt
+
+GOAL = 2.0  # ours / MMA-Sim
+
+
+@dataclass(frozen=True)
+class Case:
+    arch: str  # tensorcore_smt variant
+    mmasim_arch: str  # mmasim.nv_ptx arch name
+    instr: str
+
+
+CASES = [
+    Case("hopper", "Hopper", "m16n8k16.f32.f16.f16.f32"),
+    Case("volta", "Volta", "m8n8k4.f32.f16.f16.f32"),
+]
+
+_UINT = {16: np.uint16, 32: np.uint32, 64: np.uint64}
+_SIGNED = {16: np.int16, 32: np.int32, 64: np.int64}
+
+
+def random_bits(rng: np.random.Generator, shape, storage: int, ebits: int, mbits: int):
+    """Random patterns of an IEEE-like format (see the module docstring)."""
+    hi = np.uint64((1 << storage) - 1)
+    bits = rng.integers(0, hi, size=shape, dtype=np.uint64, endpoint=True)
+    e_mask = np.uint64(((1 << ebits) - 1) << mbits)
+    e_field = (bits & e_mask) >> np.uint64(mbits)
+    special = (e_field == np.uint64((1 << ebits) - 1)) & (rng.integers(0, 64, size=shape) != 0)
+    bits = np.where(special, bits ^ np.uint64(1 << (storage - 2)), bits)  # clear exp MSB
+    bias = (1 << (ebits - 1)) - 1
+    near = rng.integers(bias - 8, bias + 9, size=shape, dtype=np.int64).astype(np.uint64)
+    narrow = (np.arange(shape[0]) % 2 == 1).reshape((-1,) + (1,) * (len(shape) - 1))
+    narrow = np.broadcast_to(narrow, shape)
+    bits = np.where(narrow, (bits & ~e_mask) | (near << np.uint64(mbits)), bits)
+    return bits.astype(_UINT[storage])
+
+
+def make_inputs(case: Case, n: int, seed: int):
+    p = tensorcore_smt.resolve(case.arch, case.instr)
+    rng = np.random.default_rng(seed)
+    out = []
+    for fmt, shape in ((p.a_fmt, (n, p.K)), (p.b_fmt, (n, p.K)), (p.c_fmt, (n,))):
+        s = fmt.spec
+        out.append(random_bits(rng, shape, s.storage, s.ebits, s.mbits))
+    return p, out
+
+
+def best_time(fn, repeat: int):
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
+def mmasim_runner(case: Case, a, b, c):
+    """A closure running MMA-Sim on the bits, returning uint64 output bits; None if absent."""
+    try:
+        import torch
+        from mmasim.nv_ptx import MMA
+        from mmasim.nv_ptx.isa_common import nv_torch_dtype
+    except ImportError:
+        return None
+    fields = case.instr.split(".")
+    d_t, a_t, b_t, c_t = fields[1:5]
+    op = MMA(case.mmasim_arch, case.instr)
+
+    def tensor(x, t):
+        w = x.dtype.itemsize * 8
+        return torch.from_numpy(x.view(_SIGNED[w])).view(nv_torch_dtype[t])
+
+    ta, tb, tc = tensor(a, a_t), tensor(b, b_t), tensor(c, c_t)
+    d_w = torch.finfo(nv_torch_dtype[d_t]).bits
+
+    def run():
+        d = op.dpa(ta, tb, tc)
+        return d.view({16: torch.int16, 32: torch.int32, 64: torch.int64}[d_w]).numpy()
+
+    def to_bits(d):
+        return d.view(_UINT[d_w]).astype(np.uint64)
+
+    return run, to_bits
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", "--rows", type=int, default=200_000, help="dot products per run")
+    ap.add_argument("-r", "--repeat", type=int, default=3, help="runs per case (best kept)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--torch-threads",
+        type=int,
+        default=None,
+        help="torch.set_num_threads for MMA-Sim (default: torch's own default)",
+    )
+    ap.add_argument("--no-mmasim", action="store_true", help="skip MMA-Sim even if present")
+    args = ap.parse_args(argv)
+
+    torch = None
+    if not args.no_mmasim:
+        try:
+            import mmasim  # noqa: F401
+            import torch
+        except ImportError:
+            torch = None
+    if torch is not None and args.torch_threads is not None:
+        torch.set_num_threads(args.torch_threads)
+
+    print(
+        f"tensorcore_smt {tensorcore_smt.__version__}, numpy {np.__version__}, "
+        f"python {platform.python_version()}, {os.cpu_count()} CPUs"
+    )
+    print(f"N = {args.rows} rows per run, best of {args.repeat}; ours: vector interpreter, 1 thread")
+    if torch is not None:
+        import mmasim
+
+        ver = getattr(mmasim, "__version__", None)
+        if ver is None:
+            from importlib.metadata import version
+
+            ver = version("mmasim")
+        print(f"MMA-Sim {ver}, torch {torch.__version__}, {torch.get_num_threads()} torch threads")
+    else:
+        print("MMA-Sim: absent (mmasim and torch not importable); our figures only")
+    print()
+
+    ok = True
+    for case in CASES:
+        p, (a, b, c) = make_inputs(case, args.rows, args.seed)
+        t_ours, d_ours = best_time(
+            lambda p=p, a=a, b=b, c=c: tensorcore_smt.simulate_params(p, a, b, c), args.repeat
+        )
+        ours = args.rows / t_ours
+        print(f"{case.arch} {case.instr} (K={p.K})")
+        print(f"  ours     {ours:12,.0f} dot products/s  ({t_ours:.3f} s)")
+        runner = mmasim_runner(case, a, b, c) if torch is not None else None
+        if runner is None:
+            continue
+        run, to_bits = runner
+        t_ref, d_ref = best_time(run, args.repeat)
+        ref = args.rows / t_ref
+        ratio = ours / ref
+        same = np.array_equal(d_ours, to_bits(d_ref))
+        n_diff = int(np.count_nonzero(d_ours != to_bits(d_ref)))
+        print(f"  MMA-Sim  {ref:12,.0f} dot products/s  ({t_ref:.3f} s)")
+        verdict = "met" if ratio >= GOAL else "NOT met"
+        print(f"  ratio    {ratio:12.2f}x  (goal >= {GOAL:g}x: {verdict})")
+        print(f"  bits     {'identical' if same else f'DIFFER in {n_diff} rows'}")
+        ok = ok and same
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
