@@ -15,8 +15,17 @@ def run(*args: str):
 
 
 def test_simulate_prints_hex_and_decimal():
-    r = run("simulate", "--arch", "volta", "--a", "0x3c00,0,0,0", "--b", "0x3c00,0,0,0",
-            "--c", "0xbf7fffff")
+    r = run(
+        "simulate",
+        "--arch",
+        "volta",
+        "--a",
+        "0x3c00,0,0,0",
+        "--b",
+        "0x3c00,0,0,0",
+        "--c",
+        "0xbf7fffff",
+    )
     assert r.exit_code == 0, r.output
     assert "d = 0x34000000 (1.1920928955078125e-07)" in r.output
 
@@ -24,8 +33,17 @@ def test_simulate_prints_hex_and_decimal():
 def test_list_archs_names_every_preset_and_default_instruction():
     r = run("list", "archs")
     assert r.exit_code == 0
-    for name in ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "rtx-blackwell",
-                 "cdna2", "cdna3"):
+    for name in (
+        "volta",
+        "turing",
+        "ampere",
+        "ada",
+        "hopper",
+        "blackwell",
+        "rtx-blackwell",
+        "cdna2",
+        "cdna3",
+    ):
         assert f"{name}:" in r.output
     assert "* m8n8k4.f32.f16.f16.f32" in r.output
     assert "wgmma.m64n8k32.f32.e4m3.e4m3" in r.output
@@ -34,8 +52,10 @@ def test_list_archs_names_every_preset_and_default_instruction():
 
 def test_vectors_file_round_trip(tmp_path):
     src = tmp_path / "in.jsonl"
-    rows = [{"a": ["0x3c00", "0", "0", "0"], "b": ["0x3c00", "0", "0", "0"], "c": "0xbf7fffff"},
-            {"a": ["0x4000", "0", "0", "0"], "b": ["0x4000", "0", "0", "0"], "c": "0x0"}]
+    rows = [
+        {"a": ["0x3c00", "0", "0", "0"], "b": ["0x3c00", "0", "0", "0"], "c": "0xbf7fffff"},
+        {"a": ["0x4000", "0", "0", "0"], "b": ["0x4000", "0", "0", "0"], "c": "0x0"},
+    ]
     src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     out = tmp_path / "out.jsonl"
     r = run("simulate", "--arch", "volta", "--vectors", str(src), "--out", str(out))
@@ -62,19 +82,54 @@ def test_malformed_row_named_by_line_and_earlier_rows_kept(tmp_path):
         (["--arch", "volta", "--a", "0xzz,0,0,0", "--b", "0,0,0,0", "--c", "0"], "a[0]"),
         (["--arch", "volta", "--a", "0x3c00,0,0", "--b", "0,0,0,0", "--c", "0"], "expected 4"),
         (["--arch", "volta", "--a", "0x13c00,0,0,0", "--b", "0,0,0,0", "--c", "0"], "does not fit"),
-        (["--arch", "voltaa", "--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0"], "unknown architecture"),
-        (["--arch", "volta", "--instr", "m16n8k16.f32.f16.f16.f32", "--a", "0", "--b", "0",
-          "--c", "0"], "unknown instruction"),
-        (["--arch", "volta[carry_bitz=2]", "--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0"],
-         "unknown model parameter"),
-        (["--arch", "volta[carry_bits=two]", "--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0"],
-         "not an integer"),
-        (["--arch", "volta[align=sideways]", "--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0"],
-         "not one of"),
+        (
+            ["--arch", "voltaa", "--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0"],
+            "unknown architecture",
+        ),
+        (
+            [
+                "--arch",
+                "volta",
+                "--instr",
+                "m16n8k16.f32.f16.f16.f32",
+                "--a",
+                "0",
+                "--b",
+                "0",
+                "--c",
+                "0",
+            ],
+            "unknown instruction",
+        ),
+        (
+            ["--arch", "volta[carry_bitz=2]", "--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0"],
+            "unknown model parameter",
+        ),
+        (
+            ["--arch", "volta[carry_bits=two]", "--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0"],
+            "not an integer",
+        ),
+        (
+            ["--arch", "volta[align=sideways]", "--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0"],
+            "not one of",
+        ),
         (["--arch", "volta[", "--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0"], "malformed"),
         (["--arch", "volta", "--vectors", "/nonexistent/x.jsonl"], "no such file"),
-        (["--arch", "hopper", "--instr", "m8n8k4.f32.f16.f16.f32", "--a", "0,0,0,0", "--b",
-          "0,0,0,0", "--c", "0"], "unknown instruction"),
+        (
+            [
+                "--arch",
+                "hopper",
+                "--instr",
+                "m8n8k4.f32.f16.f16.f32",
+                "--a",
+                "0,0,0,0",
+                "--b",
+                "0,0,0,0",
+                "--c",
+                "0",
+            ],
+            "unknown instruction",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args, needle):
@@ -86,6 +141,17 @@ def test_bad_input_is_one_line_exit_2(args, needle):
 
 def test_format_the_instruction_does_not_take_is_rejected():
     """bf16 bit patterns wider than 16 bits are refused for a bf16 instruction."""
-    r = run("simulate", "--arch", "ampere", "--instr", "m16n8k8.f32.bf16.bf16.f32",
-            "--a", ",".join(["0x3f800000"] + ["0"] * 7), "--b", ",".join(["0"] * 8), "--c", "0")
+    r = run(
+        "simulate",
+        "--arch",
+        "ampere",
+        "--instr",
+        "m16n8k8.f32.bf16.bf16.f32",
+        "--a",
+        ",".join(["0x3f800000"] + ["0"] * 7),
+        "--b",
+        ",".join(["0"] * 8),
+        "--c",
+        "0",
+    )
     assert r.exit_code == 2 and "does not fit in 16-bit bf16" in r.output

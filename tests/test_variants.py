@@ -36,7 +36,8 @@ def test_renormalizing_accumulator_loses_a_low_bit_only_before_a_later_term():
     a = [h(2 - 2**-10)] * 4
     p = tc.resolve("volta[carry_bits=2,carry_overflow=renormalize]")
     assert tc.simulate_one(p, a, a, f(-(2**-23))) == tc.simulate_one(
-        tc.resolve("volta"), a, a, f(-(2**-23)))  # c first: nothing to lose yet
+        tc.resolve("volta"), a, a, f(-(2**-23))
+    )  # c first: nothing to lose yet
 
 
 def test_alignment_bits_volta_vs_ampere():
@@ -45,8 +46,10 @@ def test_alignment_bits_volta_vs_ampere():
     assert val32(tc.simulate_one(tc.resolve("volta"), [one, 0, 0, 0], [one, 0, 0, 0], c)) == 2**-23
     p = tc.resolve("ampere", "m16n8k8.f32.f16.f16.f32")
     assert val32(tc.simulate_one(p, [one] + [0] * 7, [one] + [0] * 7, c)) == 2**-24
-    assert val32(tc.simulate_one(tc.resolve("volta[F=24]"), [one, 0, 0, 0], [one, 0, 0, 0],
-                                 c)) == 2**-24
+    assert (
+        val32(tc.simulate_one(tc.resolve("volta[F=24]"), [one, 0, 0, 0], [one, 0, 0, 0], c))
+        == 2**-24
+    )
 
 
 def test_product_exponent_normalisation_changes_alignment():
@@ -94,8 +97,11 @@ def test_mma_matrix_form_matches_row_simulation():
     p = tc.resolve("ampere", "m16n8k16.f32.bf16.bf16.f32")
     for i in (0, 5, 15):
         for j in (0, 7):
-            want = tc.simulate_one(p, [int(x) for x in A[i].view(np.uint16)],
-                                   [int(x) for x in B[:, j].view(np.uint16)],
-                                   int(C[i, j].view(np.uint32)))
+            want = tc.simulate_one(
+                p,
+                [int(x) for x in A[i].view(np.uint16)],
+                [int(x) for x in B[:, j].view(np.uint16)],
+                int(C[i, j].view(np.uint32)),
+            )
             assert int(D[i, j].view(np.uint32)) == want
     assert np.allclose(D, A.astype(np.float64) @ B.astype(np.float64) + C, rtol=1e-5, atol=1e-5)
