@@ -69,13 +69,17 @@ def make_inputs(case: Case, n: int, seed: int):
     return p, out
 
 
-def best_time(fn, repeat: int):
-    best, result = float("inf"), None
+def best_times(fns, repeat: int):
+    """Best wall time and last result of each callable, runs interleaved so that a
+    change in machine load affects every contender alike."""
+    best = [float("inf")] * len(fns)
+    results = [None] * len(fns)
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            results[i] = fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return best, results
 
 
 def mmasim_runner(case: Case, a, b, c):
@@ -107,6 +111,18 @@ def mmasim_runner(case: Case, a, b, c):
     return run, to_bits
 
 
+def with_threads(torch, n: int, fn):
+    def run():
+        saved = torch.get_num_threads()
+        torch.set_num_threads(n)
+        try:
+            return fn()
+        finally:
+            torch.set_num_threads(saved)
+
+    return run
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--rows", type=int, default=200_000, help="dot products per run")
@@ -121,13 +137,16 @@ def main(argv=None) -> int:
     ap.add_argument("--no-mmasim", action="store_true", help="skip MMA-Sim even if present")
     args = ap.parse_args(argv)
 
-    torch = None
+    torch = mmasim = None
+    threads = 1
+    absent = "skipped (--no-mmasim)"
     if not args.no_mmasim:
         try:
-            import mmasim  # noqa: F401
+            import mmasim
             import torch
-        except ImportError:
-            torch = None
+        except ImportError as e:
+            torch = mmasim = None
+            absent = f"absent ({e.name or 'mmasim/torch'} not importable)"
     if torch is not None and args.torch_threads is not None:
         torch.set_num_threads(args.torch_threads)
 
@@ -135,43 +154,60 @@ def main(argv=None) -> int:
         f"tensorcore_smt {tensorcore_smt.__version__}, numpy {np.__version__}, "
         f"python {platform.python_version()}, {os.cpu_count()} CPUs"
     )
-    print(f"N = {args.rows} rows per run, best of {args.repeat}; ours: vector interpreter, 1 thread")
+    print(f"N = {args.rows:,} rows per run, best of {args.repeat} (interleaved runs)")
+    print("ours:    tensorcore_smt.simulate (vector interpreter), 1 thread (numpy)")
     if torch is not None:
-        import mmasim
+        from importlib.metadata import PackageNotFoundError, version
 
-        ver = getattr(mmasim, "__version__", None)
-        if ver is None:
-            from importlib.metadata import version
-
+        try:
             ver = version("mmasim")
-        print(f"MMA-Sim {ver}, torch {torch.__version__}, {torch.get_num_threads()} torch threads")
+        except PackageNotFoundError:
+            ver = getattr(mmasim, "__version__", "?")
+        threads = torch.get_num_threads()
+        how = "set by --torch-threads" if args.torch_threads is not None else "torch default"
+        print(f"MMA-Sim: mmasim {ver} on torch {torch.__version__}, {threads} threads ({how})")
+        if threads > 1:
+            print(f"         (also timed with 1 thread; {threads}-thread runs slow down sharply")
+            print("          when other processes hold CPUs)")
     else:
-        print("MMA-Sim: absent (mmasim and torch not importable); our figures only")
+        print(f"MMA-Sim: {absent}; our figures only")
+    if hasattr(os, "getloadavg"):
+        print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print()
 
     ok = True
     for case in CASES:
         p, (a, b, c) = make_inputs(case, args.rows, args.seed)
-        t_ours, d_ours = best_time(
-            lambda p=p, a=a, b=b, c=c: tensorcore_smt.simulate_params(p, a, b, c), args.repeat
-        )
-        ours = args.rows / t_ours
         print(f"{case.arch} {case.instr} (K={p.K})")
-        print(f"  ours     {ours:12,.0f} dot products/s  ({t_ours:.3f} s)")
+
+        def ours_fn(p=p, a=a, b=b, c=c):
+            return tensorcore_smt.simulate_params(p, a, b, c)
+
         runner = mmasim_runner(case, a, b, c) if torch is not None else None
+        fns = [ours_fn]
+        if runner is not None:
+            fns.append(with_threads(torch, threads, runner[0]))
+            if threads > 1:  # ours is single-threaded: the like-for-like reference
+                fns.append(with_threads(torch, 1, runner[0]))
+        times, results = best_times(fns, args.repeat)
+        ours = args.rows / times[0]
+        print(f"  ours           {ours:14,.0f} dot products/s  ({times[0]:.3f} s)")
         if runner is None:
             continue
-        run, to_bits = runner
-        t_ref, d_ref = best_time(run, args.repeat)
-        ref = args.rows / t_ref
+        ref = args.rows / times[1]
         ratio = ours / ref
-        same = np.array_equal(d_ours, to_bits(d_ref))
-        n_diff = int(np.count_nonzero(d_ours != to_bits(d_ref)))
-        print(f"  MMA-Sim  {ref:12,.0f} dot products/s  ({t_ref:.3f} s)")
+        n_diff = int(np.count_nonzero(results[0] != runner[1](results[1])))
+        print(f"  MMA-Sim {threads:2d} thr  {ref:14,.0f} dot products/s  ({times[1]:.3f} s)")
+        if len(times) > 2:
+            ref1 = args.rows / times[2]
+            print(f"  MMA-Sim  1 thr  {ref1:14,.0f} dot products/s  ({times[2]:.3f} s)")
+            n_diff += int(np.count_nonzero(results[0] != runner[1](results[2])))
         verdict = "met" if ratio >= GOAL else "NOT met"
-        print(f"  ratio    {ratio:12.2f}x  (goal >= {GOAL:g}x: {verdict})")
-        print(f"  bits     {'identical' if same else f'DIFFER in {n_diff} rows'}")
-        ok = ok and same
+        print(f"  ratio          {ratio:14.2f}x  ours / MMA-Sim (goal >= {GOAL:g}x: {verdict})")
+        if len(times) > 2:
+            print(f"  ratio (1 thr)  {ours / ref1:14.2f}x")
+        print(f"  bits           {'identical' if n_diff == 0 else f'DIFFER in {n_diff} rows'}")
+        ok = ok and n_diff == 0
     return 0 if ok else 1
 
 

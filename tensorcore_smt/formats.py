@@ -284,7 +284,9 @@ def round_fraction(
     sign_bit = (int(neg) << (s.ebits + s.mbits)) if s.signed else 0
     if a == 0:
         return sign_bit << s.ignored_low
-    e = math.floor(math.log2(a)) if a.numerator and a.denominator else 0
+    # floor(log2(a)) from the bit lengths (exact for every magnitude, unlike math.log2,
+    # which converts to a float and overflows or underflows outside the float range).
+    e = a.numerator.bit_length() - a.denominator.bit_length()
     while Fraction(2) ** e > a:
         e -= 1
     while Fraction(2) ** (e + 1) <= a:

@@ -56,6 +56,36 @@ class Backend:
     def bite(self, c: Any, x: Any, y: Any) -> Any: ...
 
     # --- derived primitives a backend may implement faster ----------------------------
+    # Each default below builds its result from the primitives above, in the order the
+    # corresponding `BV` method always did, so the symbolic DAG does not depend on them.
+    def ne(self, x: Any, y: Any, w: int) -> Any:
+        return self.bnot(self.eq(x, y, w))
+
+    def ule(self, x: Any, y: Any, w: int) -> Any:
+        return self.bnot(self.ult(y, x, w))
+
+    def sle(self, x: Any, y: Any, w: int) -> Any:
+        return self.bnot(self.slt(y, x, w))
+
+    def bit(self, x: Any, i: int, w: int) -> Any:
+        """Bit `i` of `x` as a raw bool."""
+        xi = x if (i == 0 and w == 1) else self.extract(x, i, i, w)
+        return self.eq(xi, self.const(1, 1), 1)
+
+    def abs(self, x: Any, w: int) -> Any:
+        """Two's-complement magnitude (the minimum value maps to itself)."""
+        neg = self.bit(x, w - 1, w)
+        return self.ite(neg, self.sub(self.const(0, w), x, w), x, w)
+
+    def smax(self, x: Any, y: Any, w: int) -> Any:
+        return self.ite(self.slt(x, y, w), y, x, w)
+
+    def smin(self, x: Any, y: Any, w: int) -> Any:
+        return self.ite(self.slt(x, y, w), x, y, w)
+
+    def umin(self, x: Any, y: Any, w: int) -> Any:
+        return self.ite(self.ult(x, y, w), x, y, w)
+
     def clz(self, x: Any, w: int) -> Any:
         """Count leading zeros of `x` as a `w`-bit value (w when x == 0), by bisection."""
         bx = BV(self, x, w)
@@ -223,31 +253,31 @@ class BV:
         return Bool(self.b, self.b.eq(self.v, self._o(o), self.w))
 
     def ne(self, o: Any) -> Bool:
-        return ~self.eq(o)
+        return Bool(self.b, self.b.ne(self.v, self._o(o), self.w))
 
     def ult(self, o: Any) -> Bool:
         return Bool(self.b, self.b.ult(self.v, self._o(o), self.w))
 
     def ule(self, o: Any) -> Bool:
-        return ~Bool(self.b, self.b.ult(self._o(o), self.v, self.w))
+        return Bool(self.b, self.b.ule(self.v, self._o(o), self.w))
 
     def ugt(self, o: Any) -> Bool:
         return Bool(self.b, self.b.ult(self._o(o), self.v, self.w))
 
     def uge(self, o: Any) -> Bool:
-        return ~self.ult(o)
+        return Bool(self.b, self.b.ule(self._o(o), self.v, self.w))
 
     def slt(self, o: Any) -> Bool:
         return Bool(self.b, self.b.slt(self.v, self._o(o), self.w))
 
     def sle(self, o: Any) -> Bool:
-        return ~Bool(self.b, self.b.slt(self._o(o), self.v, self.w))
+        return Bool(self.b, self.b.sle(self.v, self._o(o), self.w))
 
     def sgt(self, o: Any) -> Bool:
         return Bool(self.b, self.b.slt(self._o(o), self.v, self.w))
 
     def sge(self, o: Any) -> Bool:
-        return ~self.slt(o)
+        return Bool(self.b, self.b.sle(self._o(o), self.v, self.w))
 
     # structure
     def extract(self, hi: int, lo: int) -> BV:
@@ -256,7 +286,7 @@ class BV:
         return BV(self.b, self.b.extract(self.v, hi, lo, self.w), hi - lo + 1)
 
     def bit(self, i: int) -> Bool:
-        return self.extract(i, i).eq(1)
+        return Bool(self.b, self.b.bit(self.v, i, self.w))
 
     def concat(self, low: BV) -> BV:
         return BV(self.b, self.b.concat(self.v, low.v, self.w, low.w), self.w + low.w)
@@ -286,19 +316,19 @@ class BV:
         return self.msb()
 
     def abs(self) -> BV:
-        return self.is_neg().ite(-self, self)
+        return self._mk(self.b.abs(self.v, self.w))
 
     def clz(self) -> BV:
         return BV(self.b, self.b.clz(self.v, self.w), self.w)
 
-    def smax(self, o: BV) -> BV:
-        return self.slt(o).ite(o, self)
+    def smax(self, o: BV | int) -> BV:
+        return self._mk(self.b.smax(self.v, self._o(o), self.w))
 
-    def smin(self, o: BV) -> BV:
-        return self.slt(o).ite(self, o)
+    def smin(self, o: BV | int) -> BV:
+        return self._mk(self.b.smin(self.v, self._o(o), self.w))
 
     def umin(self, o: BV | int) -> BV:
-        return self.ult(o).ite(self, o)
+        return self._mk(self.b.umin(self.v, self._o(o), self.w))
 
     def any_bits(self) -> Bool:
         return self.ne(0)

@@ -73,7 +73,10 @@ def _finish(
     total = d + (c_fl << (F2 + 1 - F))
     neg = total.is_neg()
     x = Exact(neg, total.abs(), e_max - (F2 + 1))
-    zsign = uc.is_zero & uc.sign & d.eq(0)
+    # An exactly-zero fixed-point sum is +0, whatever the signs of c and of zero products
+    # (MMA-Sim, bit-accurate on MI300X: the dot product's zero is +0 and +0 + -0 = +0).
+    # A negative sum that underflows in the final RNE conversion still gives -0.
+    zsign = Bool.const(b, False)
     mid = round_to_format(x, Format.E8M31, Rounding.RTN, zsign, Overflow.IEEE)
     out = ieee.convert(mid, Format.E8M31, Format.FP32, Rounding.RNE)
     nan_bits = default_nan_bits(Format.FP32) if p.nan_bits is None else p.nan_bits

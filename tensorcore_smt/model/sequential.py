@@ -4,14 +4,14 @@
   chosen order, each addition rounded with `acc_rounding`; the result is converted to
   the output format with `rounding` (paper 000 properties 1-4, Fasi §III's binary32 model).
 - SFMA (MMA-Sim §IV-A): d = c; d = fma(a_k, b_k, d) for k = 0..K-1.
-- GPS (MMA-Sim §IV-B, CDNA2): subnormal inputs flushed to +0; fp32 products with
+- GPS (MMA-Sim §IV-B, CDNA2): subnormal and zero inputs flushed to +0; fp32 products with
   sign-preserving flush; groups of G summed pairwise, then added to c in order; every
   addition flushes subnormal results keeping their sign.
 """
 
 from __future__ import annotations
 
-from ..bv.core import BV
+from ..bv.core import BV, Bool
 from ..formats import Format, Rounding, Unpacked, decode, flush_subnormal
 from . import ieee
 from .params import ModelParams, Order, Tf32Input
@@ -90,12 +90,20 @@ def sfma(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
     return d
 
 
+def _flush_to_plus_zero(u: Unpacked, fmt: Format) -> Unpacked:
+    """MMA-Sim Algorithm 3, step 1: `x <- +0.0 if |x| < 2^emin`. Subnormals and both
+    zeros become +0 (a -0 input is +0 too: GPS never sees a negative zero operand)."""
+    f = flush_subnormal(u, fmt, keep_sign=False)
+    sign = f.is_zero.ite(Bool.const(f.sign.b, False), f.sign)
+    return Unpacked(sign, f.exp, f.sig, f.mbits, f.is_zero, f.is_inf, f.is_nan)
+
+
 def gps(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
     """CDNA2 group-pairwise-sum with flush-to-zero (MMA-Sim Algorithm 3)."""
     acc, mode = Format.FP32, Rounding.RNE
-    ua = [flush_subnormal(decode(x, p.a_fmt), p.a_fmt, keep_sign=False) for x in a_bits]
-    ub = [flush_subnormal(decode(x, p.b_fmt), p.b_fmt, keep_sign=False) for x in b_bits]
-    uc = flush_subnormal(decode(c_bits, p.c_fmt), p.c_fmt, keep_sign=False)
+    ua = [_flush_to_plus_zero(decode(x, p.a_fmt), p.a_fmt) for x in a_bits]
+    ub = [_flush_to_plus_zero(decode(x, p.b_fmt), p.b_fmt) for x in b_bits]
+    uc = _flush_to_plus_zero(decode(c_bits, p.c_fmt), p.c_fmt)
 
     def ftz(x: BV) -> BV:
         u = flush_subnormal(decode(x, acc), acc, keep_sign=True)
