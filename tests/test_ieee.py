@@ -1,0 +1,306 @@
+"""The IEEE 754 reference operations of tensorcore_smt/model/ieee.py.
+
+Three independent references:
+- numpy / ml_dtypes arithmetic for RNE (fp16, bf16, fp32 add and mul; conversions),
+  NaN compared by class. numpy's float16 and ml_dtypes' bfloat16 compute in float32 and
+  round once more; for + and * that double rounding is innocuous because
+  24 >= 2p + 2 for p = 11 and p = 8 (Figueroa), so they are correctly rounded;
+- the rational oracle `formats.round_fraction` with IEEE 754's special-value and
+  signed-zero rules, for every rounding mode, including fma and fp64;
+- a solver proof: the bit-vector operation built symbolically on 16-bit variables and
+  the SMT-LIB FP-theory operation (tensorcore_smt/model/fpref.py) never encode different
+  values (`(not (= (fp_from_bits bv_result) reference))` is unsat).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import pytest
+import z3
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import bits_strategy, rand_bits, special_patterns
+
+from tensorcore_smt.bv.concrete import CONCRETE
+from tensorcore_smt.bv.core import BV
+from tensorcore_smt.bv.smtlib import to_smtlib
+from tensorcore_smt.bv.symbolic import SymbolicBackend
+from tensorcore_smt.bv.to_z3 import to_z3
+from tensorcore_smt.bv.vector import VECTOR
+from tensorcore_smt.formats import (
+    Format,
+    Rounding,
+    classify,
+    inf_bits,
+    is_negative,
+    round_fraction,
+    value_of,
+)
+from tensorcore_smt.model import fpref, ieee
+
+MODES = [Rounding.RNE, Rounding.RZ, Rounding.RTP, Rounding.RTN]
+ARITY = {"add": 2, "mul": 2, "fma": 3, "convert": 1}
+
+
+def _apply(op: str, xs: list[BV], fin: Format, out: Format, mode: Rounding) -> BV:
+    if op == "add":
+        return ieee.add(xs[0], fin, xs[1], fin, out, mode)
+    if op == "mul":
+        return ieee.mul(xs[0], fin, xs[1], fin, out, mode)
+    if op == "fma":
+        return ieee.fma(xs[0], fin, xs[1], fin, xs[2], fin, out, mode)
+    return ieee.convert(xs[0], fin, out, mode)
+
+
+# --- operand generation -------------------------------------------------------------------
+
+
+def _operands(rng: np.random.Generator, fmt: Format, n: int, arity: int) -> list[np.ndarray]:
+    """`arity` arrays of `n` patterns: a third fully random, a third special values mixed
+    with random ones, a third with the later operands near the first (close exponents,
+    either sign, so additions cancel and carry; products near the overflow and
+    underflow thresholds)."""
+    s = fmt.spec
+    w = s.storage
+    xs = [rand_bits(rng, w, n) for _ in range(arity)]
+    specials = np.array(special_patterns(fmt), dtype=np.uint64)
+    third = n // 3
+    for x in xs:
+        sel = rng.random(n) < 0.5
+        sel[:third] = False
+        sel[2 * third :] = False
+        x[sel] = rng.choice(specials, size=int(sel.sum()))
+    near = slice(2 * third, n)
+    m = n - 2 * third
+    for x in xs[1:]:
+        delta = rand_bits(rng, s.mbits + 2, m)  # low mantissa bits and one exponent step
+        sign = rng.integers(0, 2, size=m).astype(np.uint64) << np.uint64(w - 1)
+        x[near] = xs[0][near] ^ delta ^ sign
+    return xs
+
+
+# --- numpy / ml_dtypes (RNE) ----------------------------------------------------------------
+
+NUMPY_FORMATS = [
+    (Format.FP16, np.float16, np.uint16),
+    (Format.BF16, ml_dtypes.bfloat16, np.uint16),
+    (Format.FP32, np.float32, np.uint32),
+]
+
+
+def _is_nan_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:
+    s = fmt.spec
+    e = (bits >> np.uint64(s.mbits)) & np.uint64((1 << s.ebits) - 1)
+    return (e == np.uint64((1 << s.ebits) - 1)) & ((bits & np.uint64((1 << s.mbits) - 1)) != 0)
+
+
+def _assert_same(got: np.ndarray, want: np.ndarray, fmt: Format, inputs, what: str) -> None:
+    gn, wn = _is_nan_bits(got, fmt), _is_nan_bits(want, fmt)
+    bad = (gn != wn) | (~gn & (got != want))
+    if bad.any():
+        i = int(np.nonzero(bad)[0][0])
+        args = ", ".join(hex(int(x[i])) for x in inputs)
+        pytest.fail(
+            f"{what}({args}): model {int(got[i]):#x}, reference {int(want[i]):#x} "
+            f"({int(bad.sum())} of {len(got)} differ)"
+        )
+
+
+@pytest.mark.parametrize("fmt,dtype,utype", NUMPY_FORMATS, ids=lambda v: getattr(v, "name", ""))
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_rne_matches_numpy(fmt, dtype, utype, op):
+    rng = np.random.default_rng(hash((fmt.name, op)) % 2**32)
+    x, y = _operands(rng, fmt, 60_000, 2)
+    w = fmt.spec.storage
+    got = np.asarray(_apply(op, [BV(VECTOR, x, w), BV(VECTOR, y, w)], fmt, fmt, Rounding.RNE).v)
+    xf, yf = x.astype(utype).view(dtype), y.astype(utype).view(dtype)
+    with np.errstate(all="ignore"):
+        ref = xf + yf if op == "add" else xf * yf
+    want = np.asarray(ref, dtype=dtype).view(utype).astype(np.uint64)
+    _assert_same(got.astype(np.uint64), want, fmt, [x, y], op)
+
+
+CONVERSIONS = [
+    (Format.FP32, np.float32, np.uint32, Format.FP16, np.float16, np.uint16),
+    (Format.FP32, np.float32, np.uint32, Format.BF16, ml_dtypes.bfloat16, np.uint16),
+    (Format.FP64, np.float64, np.uint64, Format.FP32, np.float32, np.uint32),
+    (Format.FP64, np.float64, np.uint64, Format.FP16, np.float16, np.uint16),
+    (Format.FP16, np.float16, np.uint16, Format.FP32, np.float32, np.uint32),
+    (Format.BF16, ml_dtypes.bfloat16, np.uint16, Format.FP32, np.float32, np.uint32),
+]
+
+
+@pytest.mark.parametrize(
+    "fin,din,uin,fout,dout,uout", CONVERSIONS, ids=lambda v: getattr(v, "name", "")
+)
+def test_convert_rne_matches_numpy(fin, din, uin, fout, dout, uout):
+    rng = np.random.default_rng(hash((fin.name, fout.name)) % 2**32)
+    (x,) = _operands(rng, fin, 60_000, 1)
+    if fin.spec.ebits > fout.spec.ebits:  # many values near the output's range and ulp
+        s = fin.spec
+        k = len(x) // 2
+        e = rng.integers(s.bias - fout.spec.bias - fout.spec.mbits - 3, s.bias + 20, size=k)
+        m = rand_bits(rng, s.mbits, k)
+        x[:k] = (np.clip(e, 0, (1 << s.ebits) - 2).astype(np.uint64) << np.uint64(s.mbits)) | m
+        x[:k] |= rng.integers(0, 2, size=k).astype(np.uint64) << np.uint64(s.storage - 1)
+    got = np.asarray(ieee.convert(BV(VECTOR, x, fin.spec.storage), fin, fout, Rounding.RNE).v)
+    with np.errstate(all="ignore"):
+        ref = x.astype(uin).view(din).astype(dout)
+    want = ref.view(uout).astype(np.uint64)
+    _assert_same(got.astype(np.uint64), want, fout, [x], f"convert {fin.name}->{fout.name}")
+
+
+# --- the rational oracle, every rounding mode -----------------------------------------------
+
+
+def oracle(op: str, args: list[int], fin: Format, out: Format, mode: Rounding) -> int | str:
+    """IEEE 754 result bits of `op`, or 'nan': special cases by the standard's rules, finite
+    results by exact rational arithmetic and `round_fraction`."""
+    cls = [classify(a, fin) for a in args]
+    neg = [is_negative(a, fin) for a in args]
+    if "nan" in cls:
+        return "nan"
+    rtn_zero = mode == Rounding.RTN  # sign of an exact zero sum of nonzero terms
+
+    def exact_sum(terms: list[tuple[Fraction, bool]]) -> int:
+        total = sum(v for v, _ in terms)
+        if total == 0:
+            all_zero_same = all(v == 0 for v, _ in terms) and len({s for _, s in terms}) == 1
+            nz = terms[0][1] if all_zero_same else rtn_zero
+            return round_fraction(Fraction(0), out, mode, negative_zero=nz)
+        return round_fraction(total, out, mode)
+
+    if op == "convert":
+        if cls[0] == "inf":
+            return inf_bits(out, neg[0])
+        return round_fraction(value_of(args[0], fin), out, mode, negative_zero=neg[0])
+    if op == "add":
+        if cls[0] == "inf" and cls[1] == "inf" and neg[0] != neg[1]:
+            return "nan"
+        for c, s in zip(cls, neg):
+            if c == "inf":
+                return inf_bits(out, s)
+        return exact_sum([(value_of(a, fin), s) for a, s in zip(args, neg)])
+    # mul, fma: the product a*b first
+    if {cls[0], cls[1]} == {"inf", "zero"}:
+        return "nan"
+    p_neg = neg[0] != neg[1]
+    p_inf = "inf" in (cls[0], cls[1])
+    if op == "mul":
+        if p_inf:
+            return inf_bits(out, p_neg)
+        prod = value_of(args[0], fin) * value_of(args[1], fin)
+        return round_fraction(prod, out, mode, negative_zero=p_neg)
+    if p_inf:
+        if cls[2] == "inf" and neg[2] != p_neg:
+            return "nan"
+        return inf_bits(out, p_neg)
+    if cls[2] == "inf":
+        return inf_bits(out, neg[2])
+    prod = value_of(args[0], fin) * value_of(args[1], fin)
+    return exact_sum([(prod, p_neg), (value_of(args[2], fin), neg[2])])
+
+
+ORACLE_CASES = [
+    (op, fin, out)
+    for fin in (Format.FP16, Format.BF16, Format.FP32, Format.FP64)
+    for op in ("add", "mul", "fma")
+    for out in (fin,)
+] + [
+    ("convert", Format.FP32, Format.FP16),
+    ("convert", Format.FP32, Format.BF16),
+    ("convert", Format.FP64, Format.FP32),
+    ("convert", Format.FP64, Format.FP16),
+    ("convert", Format.FP16, Format.FP32),
+    ("add", Format.FP16, Format.FP32),  # mixed: exact fp16 sum rounded to fp32
+    ("fma", Format.FP16, Format.FP32),
+]
+
+
+def _case_id(case) -> str:
+    op, fin, out = case
+    return f"{op}-{fin.name}-{out.name}".lower()
+
+
+def _check_oracle(op, fin, out, mode, rows) -> None:
+    w = fin.spec.storage
+    for args in rows:
+        got = _apply(op, [BV(CONCRETE, a, w) for a in args], fin, out, mode).v
+        want = oracle(op, list(args), fin, out, mode)
+        ok = classify(got, out) == "nan" if want == "nan" else got == want
+        assert ok, (
+            f"{op}[{mode.name}]({', '.join(hex(a) for a in args)}) -> {got:#x}, "
+            f"oracle {want if want == 'nan' else hex(want)}"
+        )
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+@pytest.mark.parametrize("case", ORACLE_CASES, ids=_case_id)
+def test_matches_rational_oracle(case, mode):
+    op, fin, out = case
+    n = ARITY[op]
+    rng = np.random.default_rng(hash((_case_id(case), mode.name)) % 2**32)
+    cols = _operands(rng, fin, 300, n)
+    rows = [tuple(int(c[i]) for c in cols) for i in range(300)]
+    _check_oracle(op, fin, out, mode, rows)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+@pytest.mark.parametrize("case", ORACLE_CASES, ids=_case_id)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_matches_rational_oracle_hypothesis(case, mode, data):
+    op, fin, out = case
+    args = tuple(data.draw(bits_strategy(fin)) for _ in range(ARITY[op]))
+    _check_oracle(op, fin, out, mode, [args])
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+def test_vector_matches_concrete_ieee(mode):
+    """The same IEEE operations on the vector interpreter give the concrete bits."""
+    rng = np.random.default_rng(77)
+    for op, fin, out in ORACLE_CASES:
+        cols = _operands(rng, fin, 200, ARITY[op])
+        w = fin.spec.storage
+        vec = np.asarray(_apply(op, [BV(VECTOR, c, w) for c in cols], fin, out, mode).v)
+        vec = np.broadcast_to(vec, (200,))
+        for i in range(200):
+            args = [BV(CONCRETE, int(c[i]), w) for c in cols]
+            assert int(vec[i]) == _apply(op, args, fin, out, mode).v, (op, fin, out, i)
+
+
+# --- solver proofs: the bit-vector operations are the FP theory's --------------------------
+
+
+def _query(op: str, fin: Format, out: Format, mode: Rounding):
+    """A DAG asserting that the BV operation and the FP-theory reference differ."""
+    sb = SymbolicBackend()
+    xs = [sb.var(f"x{i}", fin.spec.storage) for i in range(ARITY[op])]
+    result = _apply(op, xs, fin, out, mode)
+    ref = fpref.reference(sb, op, xs, [fin] * len(xs), mode, out)
+    return sb, fpref.differs(sb, result, out, ref)
+
+
+def _prove_z3(q, timeout_s: int) -> str:
+    (expr,), _ = to_z3([q.v])
+    s = z3.Solver()
+    s.set("timeout", timeout_s * 1000)
+    s.add(expr)
+    r = s.check()
+    if r == z3.sat:
+        return f"sat: {s.model()}"
+    return str(r)
+
+
+def _prove_bitwuzla(q, timeout_s: int) -> str:
+    bitwuzla = pytest.importorskip("bitwuzla")
+    text = to_smtlib([q.v], logic="QF_BVFP")
+    options = bitwuzla.Options()
+    options.set(bitwuzla.Option.TIME_LIMIT_PER, timeout_s * 1000)
+    parser = bitwuzla.Parser(bitwuzla.TermManager(), options)
+    parser.parse(text, True, False)
+    r = parser.bitwuzla().check_sat()
+    return {bitwuzla.Result.UNSAT: "unsat", bitwuzla.Result.SAT: "sat"}.get(r, "unknown")
