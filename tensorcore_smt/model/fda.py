@@ -132,6 +132,10 @@ def fda_group(a_bits: list[BV], b_bits: list[BV], c_bits: BV, c_fmt: Format, p: 
         zsign = _all_neg_zero(terms)
     finite = round_to_format(exact, p.out_fmt, p.rounding, zsign, p.overflow)
     finite = finite if p.out_fmt == p.d_fmt else finite.resize(p.d_fmt.spec.storage)
+    if p.zero_sign == ZeroSign.POSITIVE:
+        # A result that rounds to zero is +0 as well (MMA-Sim §IV-C: -0.0 becomes +0.0).
+        body = (1 << (p.d_fmt.spec.storage - 1)) - 1
+        finite = (finite & body).eq(0).ite(BV.const(b, 0, finite.w), finite)
     nan_bits = default_nan_bits(p.d_fmt) if p.nan_bits is None else p.nan_bits
     return special_bits(b, p.d_fmt, nan_bits, is_nan, is_inf, neg_inf, finite)
 
