@@ -14,6 +14,8 @@ Three independent references:
 
 from __future__ import annotations
 
+import time
+import zlib
 from fractions import Fraction
 
 import ml_dtypes
@@ -26,7 +28,6 @@ from strategies import bits_strategy, rand_bits, special_patterns
 
 from tensorcore_smt.bv.concrete import CONCRETE
 from tensorcore_smt.bv.core import BV
-from tensorcore_smt.bv.smtlib import to_smtlib
 from tensorcore_smt.bv.symbolic import SymbolicBackend
 from tensorcore_smt.bv.to_z3 import to_z3
 from tensorcore_smt.bv.vector import VECTOR
@@ -43,6 +44,11 @@ from tensorcore_smt.model import fpref, ieee
 
 MODES = [Rounding.RNE, Rounding.RZ, Rounding.RTP, Rounding.RTN]
 ARITY = {"add": 2, "mul": 2, "fma": 3, "convert": 1}
+
+
+def _seed(*parts: str) -> int:
+    """A stable seed (str hashes change between runs)."""
+    return zlib.crc32("/".join(parts).encode())
 
 
 def _apply(op: str, xs: list[BV], fin: Format, out: Format, mode: Rounding) -> BV:
@@ -112,7 +118,7 @@ def _assert_same(got: np.ndarray, want: np.ndarray, fmt: Format, inputs, what: s
 @pytest.mark.parametrize("fmt,dtype,utype", NUMPY_FORMATS, ids=lambda v: getattr(v, "name", ""))
 @pytest.mark.parametrize("op", ["add", "mul"])
 def test_rne_matches_numpy(fmt, dtype, utype, op):
-    rng = np.random.default_rng(hash((fmt.name, op)) % 2**32)
+    rng = np.random.default_rng(_seed(fmt.name, op))
     x, y = _operands(rng, fmt, 60_000, 2)
     w = fmt.spec.storage
     got = np.asarray(_apply(op, [BV(VECTOR, x, w), BV(VECTOR, y, w)], fmt, fmt, Rounding.RNE).v)
@@ -137,7 +143,7 @@ CONVERSIONS = [
     "fin,din,uin,fout,dout,uout", CONVERSIONS, ids=lambda v: getattr(v, "name", "")
 )
 def test_convert_rne_matches_numpy(fin, din, uin, fout, dout, uout):
-    rng = np.random.default_rng(hash((fin.name, fout.name)) % 2**32)
+    rng = np.random.default_rng(_seed(fin.name, fout.name))
     (x,) = _operands(rng, fin, 60_000, 1)
     if fin.spec.ebits > fout.spec.ebits:  # many values near the output's range and ulp
         s = fin.spec
@@ -242,7 +248,7 @@ def _check_oracle(op, fin, out, mode, rows) -> None:
 def test_matches_rational_oracle(case, mode):
     op, fin, out = case
     n = ARITY[op]
-    rng = np.random.default_rng(hash((_case_id(case), mode.name)) % 2**32)
+    rng = np.random.default_rng(_seed(_case_id(case), mode.name))
     cols = _operands(rng, fin, 300, n)
     rows = [tuple(int(c[i]) for c in cols) for i in range(300)]
     _check_oracle(op, fin, out, mode, rows)
@@ -273,34 +279,233 @@ def test_vector_matches_concrete_ieee(mode):
 
 
 # --- solver proofs: the bit-vector operations are the FP theory's --------------------------
+#
+# Measured here (2 cores): fp32->fp16 convert 0.1-0.2 s per mode (z3, bitwuzla); fp16 add
+# as one query ~45 s (z3) / 20-40 s (bitwuzla) per mode; fp16 mul as one query gives no
+# answer in 10 minutes (the two multipliers see different significands: the FP theory
+# normalises subnormals first), but split into 1764 operand-class cases (ieee_proofs.py)
+# it takes ~0.05 s a case with z3 (75 s a mode on one core); fp16 fma gives no answer in 20 minutes with z3 or
+# bitwuzla, also with the signs fixed, and a case with every exponent fixed still takes
+# 1-5 s, so its full proof (~56,000 such cases a mode) is out of reach: the slow run
+# proves it for every sign and significand on one exponent triple per alignment offset
+# (97 cases a mode), and fixed random inputs are checked against the FP theory below.
 
 
-def _query(op: str, fin: Format, out: Format, mode: Rounding):
-    """A DAG asserting that the BV operation and the FP-theory reference differ."""
+def _fp_terms(op: str, fin: Format, out: Format, mode: Rounding):
+    """(z3 BV result, z3 FP reference, z3 variables) for free operands."""
     sb = SymbolicBackend()
     xs = [sb.var(f"x{i}", fin.spec.storage) for i in range(ARITY[op])]
     result = _apply(op, xs, fin, out, mode)
     ref = fpref.reference(sb, op, xs, [fin] * len(xs), mode, out)
-    return sb, fpref.differs(sb, result, out, ref)
+    diff = fpref.differs(sb, result, out, ref)
+    (d,), zvars = to_z3([diff.v])
+    return d, zvars
 
 
-def _prove_z3(q, timeout_s: int) -> str:
-    (expr,), _ = to_z3([q.v])
-    s = z3.Solver()
-    s.set("timeout", timeout_s * 1000)
-    s.add(expr)
-    r = s.check()
-    if r == z3.sat:
-        return f"sat: {s.model()}"
-    return str(r)
+FIXED_INPUT_CASES = [
+    ("add", Format.FP16),
+    ("mul", Format.FP16),
+    ("fma", Format.FP16),
+    ("add", Format.FP32),
+    ("mul", Format.FP32),
+    ("fma", Format.FP32),
+]
 
 
-def _prove_bitwuzla(q, timeout_s: int) -> str:
-    bitwuzla = pytest.importorskip("bitwuzla")
-    text = to_smtlib([q.v], logic="QF_BVFP")
-    options = bitwuzla.Options()
-    options.set(bitwuzla.Option.TIME_LIMIT_PER, timeout_s * 1000)
-    parser = bitwuzla.Parser(bitwuzla.TermManager(), options)
-    parser.parse(text, True, False)
-    r = parser.bitwuzla().check_sat()
-    return {bitwuzla.Result.UNSAT: "unsat", bitwuzla.Result.SAT: "sat"}.get(r, "unknown")
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+@pytest.mark.parametrize("op,fmt", FIXED_INPUT_CASES, ids=lambda v: getattr(v, "name", v))
+def test_fp_theory_agrees_on_fixed_inputs(op, fmt, mode):
+    """The solver evaluates `(not (= (fp_from_bits bv_result) reference))` under fixed
+    inputs (special-rich random operands): it must simplify to false every time."""
+    diff, zvars = _fp_terms(op, fmt, fmt, mode)
+    rng = np.random.default_rng(_seed(op, fmt.name, mode.name))
+    cols = _operands(rng, fmt, 60, ARITY[op])
+    w = fmt.spec.storage
+    for i in range(60):
+        subs = [(zvars[f"x{k}"], z3.BitVecVal(int(c[i]), w)) for k, c in enumerate(cols)]
+        val = z3.simplify(z3.substitute(diff, *subs))
+        args = ", ".join(hex(int(c[i])) for c in cols)
+        assert z3.is_false(val), f"{op}[{mode.name}]({args}): BV and FP theory differ ({val})"
+
+
+def _convert_query(fin: Format, fout: Format, mode: Rounding):
+    from ieee_proofs import OperandClass, query
+
+    return query("convert", fin, fout, mode, (OperandClass("any"),))[1]
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+@pytest.mark.parametrize("solver", ["z3", "bitwuzla"])
+def test_prove_convert_fp32_to_fp16(solver, mode):
+    """fp32 -> fp16 conversion equals `(_ to_fp 5 11) rm` for all 2^32 inputs."""
+    from ieee_proofs import solve
+
+    assert solve(_convert_query(Format.FP32, Format.FP16, mode), solver, 60) == "unsat"
+
+
+@pytest.mark.parametrize(
+    "fin,fout", [(Format.FP16, Format.FP32), (Format.FP32, Format.BF16), (Format.FP64, Format.FP32)]
+)
+def test_prove_other_conversions_rne(fin, fout):
+    from ieee_proofs import solve
+
+    assert solve(_convert_query(fin, fout, Rounding.RNE), "z3", 120) == "unsat"
+
+
+def test_operand_classes_partition_fp16():
+    """The case splits used by the proofs cover every fp16 pattern exactly once."""
+    from ieee_proofs import classes_partition, exponent_blocks, multiplicative_classes
+
+    assert classes_partition(multiplicative_classes(Format.FP16), Format.FP16)
+    assert classes_partition(exponent_blocks(Format.FP16, 2), Format.FP16)
+
+
+def _cases_fail(results) -> list:
+    return [(label, ans, round(t, 2)) for label, ans, t in results if ans != "unsat"]
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+def test_prove_mul_fp16_sample_of_cases(mode):
+    """A few cases of the full mul proof (test_prove_mul_fp16): each is a proof over all
+    signs and significands of its operand classes."""
+    import itertools
+
+    from ieee_proofs import multiplicative_classes, prove_cases
+
+    cls = multiplicative_classes(Format.FP16)
+    pairs = list(itertools.product(cls, cls))
+    rng = np.random.default_rng(_seed(mode.name))
+    sample = [pairs[int(i)] for i in rng.choice(len(pairs), size=8, replace=False)]
+    results = prove_cases("mul", "FP16", "FP16", mode.name, sample, "z3", 60)
+    assert not _cases_fail(results)
+
+
+# slow proofs, run in worker processes
+
+
+@pytest.fixture(scope="module")
+def proof_pool():
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=max(1, min(os.cpu_count() or 1, 8)), mp_context=ctx) as ex:
+        yield ex
+
+
+def _run_cases(pool, op, fin, fout, mode, cases, solver, timeout_s, batches=16):
+    from ieee_proofs import prove_cases
+
+    jobs = [
+        pool.submit(
+            prove_cases, op, fin.name, fout.name, mode.name, cases[i::batches], solver, timeout_s
+        )
+        for i in range(min(batches, len(cases)))
+    ]
+    return [r for j in jobs for r in j.result()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+def test_prove_add_fp16(mode, proof_pool):
+    """fp16 addition equals fp.add for all 2^32 operand pairs (one query, z3; ~45 s)."""
+    from ieee_proofs import OperandClass
+
+    case = [(OperandClass("any"), OperandClass("any"))]
+    t = time.perf_counter()
+    results = _run_cases(proof_pool, "add", Format.FP16, Format.FP16, mode, case, "z3", 1200)
+    assert not _cases_fail(results), f"after {time.perf_counter() - t:.0f} s"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+def test_prove_mul_fp16(mode, proof_pool):
+    """fp16 multiplication equals fp.mul for all 2^32 operand pairs: 1764 cases (operand
+    classes that partition fp16, test_operand_classes_partition_fp16), z3."""
+    import itertools
+
+    from ieee_proofs import multiplicative_classes
+
+    cls = multiplicative_classes(Format.FP16)
+    cases = list(itertools.product(cls, cls))
+    results = _run_cases(proof_pool, "mul", Format.FP16, Format.FP16, mode, cases, "z3", 600)
+    assert len(results) == len(cls) ** 2 == 42**2
+    assert not _cases_fail(results)
+
+
+def _fma_exponent_triples() -> list[tuple]:
+    """Exponent fields (x, y, c) for fp16 fma: one triple for every offset between the
+    product's exponent ex+ey-15 and c's exponent that normal operands can produce (-43 to
+    +44: c far above, overlapping, far below), plus products in the subnormal and
+    overflow ranges, subnormal x (each leading-one position class), zero or subnormal c,
+    and Inf/NaN operands. Signs and significands stay free in every case."""
+    from ieee_proofs import OperandClass
+
+    def e(v):
+        return OperandClass("exp", v, 0)
+
+    triples = []
+    for diff in range(-43, 45):
+        ec = 15 if -28 <= diff <= 30 else (1 if diff > 0 else 30)
+        total = diff + ec + 15  # ex + ey
+        ex = total // 2
+        triples.append((e(ex), e(total - ex), e(ec)))
+    triples += [
+        (e(2), e(3), e(1)),  # product underflows
+        (e(1), e(1), e(0)),
+        (e(30), e(30), e(30)),  # product overflows
+        (OperandClass("sub", lead=0), e(25), e(10)),
+        (OperandClass("sub", lead=3), e(15), e(0)),
+        (OperandClass("sub", lead=9), e(30), e(1)),
+        (e(15), e(15), OperandClass("exp", 0, 0)),  # c zero or subnormal
+        (e(31), e(15), e(15)),  # Inf / NaN operands
+        (e(15), e(15), e(31)),
+    ]
+    return triples
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+def test_prove_fma_fp16_exponent_triples(mode, proof_pool):
+    """fp16 fma equals fp.fma for every sign and significand of the operands on exponent
+    triples covering every alignment offset (the full proof is out of reach, above)."""
+    triples = _fma_exponent_triples()
+    for x, y, c in triples[:88]:
+        assert 1 <= min(x.hi, y.hi, c.hi) and max(x.hi, y.hi, c.hi) <= 30
+    results = _run_cases(proof_pool, "fma", Format.FP16, Format.FP16, mode, triples, "z3", 600)
+    assert not _cases_fail(results)
+
+
+@pytest.mark.slow
+def test_prove_add_fp32_rne_exponent_pairs(proof_pool):
+    """fp32 addition (RNE) equals fp.add for every sign and significand on exponent pairs
+    of every regime (equal, adjacent, subnormal, far apart, overflow, Inf/NaN)."""
+    from ieee_proofs import OperandClass
+
+    def e(v):
+        return OperandClass("exp", v, 0)
+
+    pairs = [
+        (127, 127),
+        (127, 126),
+        (127, 120),
+        (127, 103),
+        (127, 102),
+        (127, 100),
+        (127, 60),
+        (1, 0),
+        (0, 0),
+        (1, 1),
+        (2, 1),
+        (254, 254),
+        (254, 230),
+        (255, 127),
+        (255, 255),
+        (200, 150),
+    ]
+    cases = [(e(a), e(b)) for a, b in pairs]
+    results = _run_cases(
+        proof_pool, "add", Format.FP32, Format.FP32, Rounding.RNE, cases, "z3", 600
+    )
+    assert not _cases_fail(results)

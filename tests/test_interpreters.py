@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from strategies import ROW_KINDS, distinct_models, model_id, random_rows, rows_strategy
 
 from tensorcore_smt.api import simulate_one, simulate_params
+from tensorcore_smt.bv.core import BV
 from tensorcore_smt.bv.smtlib import to_smtlib
 from tensorcore_smt.bv.symbolic import SymbolicBackend, evaluate
 from tensorcore_smt.bv.to_z3 import to_z3
@@ -276,6 +277,36 @@ def test_smtlib_matches_z3_translation_on_fixed_inputs():
     # Direct translation of the same DAG, evaluated by substitution.
     (expr,), zvars = to_z3([d.v])
     assert _z3_value(p, expr, zvars, a_row, b_row, c_val) == got
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_smtlib_fp_theory_three_solvers(solver):
+    """FP-theory terms (tensorcore_smt/model/fpref.py) print as SMT-LIB that every solver
+    reads: with fixed inputs, the BV fp16 addition differs from `fp.add` nowhere (unsat),
+    and `fp.add` equals the concrete result's FP value (sat)."""
+    from tensorcore_smt.formats import Format, Rounding
+    from tensorcore_smt.model import fpref, ieee
+
+    sb = SymbolicBackend()
+    x, y = sb.var("x", 16), sb.var("y", 16)
+    xv, yv = 0x3C01, 0x8C01  # (1 + 2^-10) - 2^-12 (1 + 2^-10): inexact, partly cancelling
+    fixed = [x.eq(xv).v, y.eq(yv).v]
+    bv_sum = ieee.add(x, Format.FP16, y, Format.FP16, Format.FP16, Rounding.RTP)
+    ref = fpref.reference(sb, "add", [x, y], [Format.FP16] * 2, Rounding.RTP, Format.FP16)
+    differ = to_smtlib(fixed + [fpref.differs(sb, bv_sum, Format.FP16, ref).v], logic="QF_BVFP")
+    assert SOLVERS[solver](differ) == "unsat"
+    from tensorcore_smt.bv.concrete import CONCRETE
+
+    want = ieee.add(
+        BV(CONCRETE, xv, 16),
+        Format.FP16,
+        BV(CONCRETE, yv, 16),
+        Format.FP16,
+        Format.FP16,
+        Rounding.RTP,
+    ).v
+    same = fpref.same(sb, fpref.from_bits(sb, BV.const(sb, want, 16), Format.FP16), ref)
+    assert SOLVERS[solver](to_smtlib(fixed + [same.v], logic="QF_BVFP")) == "sat"
 
 
 # --- large runs (slow) -------------------------------------------------------------------

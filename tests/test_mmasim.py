@@ -26,7 +26,7 @@ from tensorcore_smt.api import simulate_params  # noqa: E402
 from tensorcore_smt.formats import Format  # noqa: E402
 from tensorcore_smt.presets import PRESETS  # noqa: E402
 
-ROWS = 2000
+ROWS = 4000
 
 INSTRUCTIONS = [(arch, name) for arch, pr in PRESETS.items() for name in pr.instructions]
 
