@@ -84,10 +84,7 @@ def to_bits(x: np.ndarray, fmt: Format) -> np.ndarray:
     size = a.dtype.itemsize * 8
     if size not in _BITS_DTYPE:
         raise UserError(f"cannot take bit patterns of dtype {a.dtype}")
-    bits = a.view(_BITS_DTYPE[size]).astype(np.uint64)
-    if fmt.spec.storage < size and fmt.spec.storage in (4, 6):
-        return bits
-    return bits
+    return a.view(_BITS_DTYPE[size]).astype(np.uint64)
 
 
 def from_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:

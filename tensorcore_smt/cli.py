@@ -232,7 +232,7 @@ def simulate(
                     "b": [format_hex(x, p.b_fmt) for x in b],
                     "c": format_hex(c, p.c_fmt),
                     "d": format_hex(d, p.d_fmt),
-                    "d_value": to_float(d, p.d_fmt) if p.d_fmt != Format.FP64 or True else None,
+                    "d_value": to_float(d, p.d_fmt),
                 }
             )
         )

@@ -197,6 +197,15 @@ _MMA_FROM = {
 }
 
 
+# Instruction generations an architecture runs differently from its own defaults.
+_MMA_QUIRKS: dict[tuple[str, int], dict] = {
+    # Turing runs HMMA.884 exactly as Volta (paper 000 §5; MMA-Sim 2.x).
+    ("turing", 70): {"as_arch": "volta"},
+    # Ada's FP8 QMMA keeps F=13 and truncates fp32 output to E8M13 (MMA-Sim §VI-A).
+    ("ada", 89): {"F": 13, "e8m13": True},
+}
+
+
 def _parse_mma(name: str) -> tuple[int, Format, Format, Format, Format]:
     parts = [p for p in name.split(".") if not p.startswith("kind::")]
     k = int(re.match(r"m\d+n\d+k(\d+)", parts[0]).group(1))
@@ -211,15 +220,12 @@ def _nv_instructions(arch_name: str) -> dict[str, Instruction]:
         if sm not in _MMA_FROM[arch_name]:
             continue
         K, a, b, c, d = _parse_mma(name)
+        quirk = _MMA_QUIRKS.get((arch_name, sm), {})
         if a == Format.FP64:
             params = _sfma(K, Format.FP64)
-        elif arch_name == "turing" and sm == 70:
-            # Turing runs HMMA.884 exactly as Volta (paper 000 §5; MMA-Sim 2.x).
-            params = _nv_fda(_NV_ARCH["volta"], K, a, b, c, d)
-        elif arch_name == "ada" and sm == 89:
-            params = _nv_fda(arch, K, a, b, c, d, F=13, e8m13=True)
         else:
-            params = _nv_fda(arch, K, a, b, c, d)
+            base = _NV_ARCH[quirk.get("as_arch", arch_name)]
+            params = _nv_fda(base, K, a, b, c, d, F=quirk.get("F"), e8m13=quirk.get("e8m13", False))
         out[name] = Instruction(name, "mma", params, sm=arch["sm"])
     if arch_name == "hopper":
         for name, (K, a, d) in _wgmma_rows().items():
@@ -483,8 +489,6 @@ class Variant:
         """The model of `instr` (default: the preset's) under this variant's overrides."""
         p = self.instruction(instr).params
         changes = dict(self.overrides)
-        if "L" in changes or "K" in changes:
-            pass
         try:
             return p.with_(**changes)
         except TypeError as e:

@@ -24,6 +24,7 @@ import pytest
 import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ieee_proofs import apply
 from strategies import bits_strategy, rand_bits, special_patterns
 
 from tensorcore_smt.bv.concrete import CONCRETE
@@ -49,16 +50,6 @@ ARITY = {"add": 2, "mul": 2, "fma": 3, "convert": 1}
 def _seed(*parts: str) -> int:
     """A stable seed (str hashes change between runs)."""
     return zlib.crc32("/".join(parts).encode())
-
-
-def _apply(op: str, xs: list[BV], fin: Format, out: Format, mode: Rounding) -> BV:
-    if op == "add":
-        return ieee.add(xs[0], fin, xs[1], fin, out, mode)
-    if op == "mul":
-        return ieee.mul(xs[0], fin, xs[1], fin, out, mode)
-    if op == "fma":
-        return ieee.fma(xs[0], fin, xs[1], fin, xs[2], fin, out, mode)
-    return ieee.convert(xs[0], fin, out, mode)
 
 
 # --- operand generation -------------------------------------------------------------------
@@ -121,7 +112,7 @@ def test_rne_matches_numpy(fmt, dtype, utype, op):
     rng = np.random.default_rng(_seed(fmt.name, op))
     x, y = _operands(rng, fmt, 60_000, 2)
     w = fmt.spec.storage
-    got = np.asarray(_apply(op, [BV(VECTOR, x, w), BV(VECTOR, y, w)], fmt, fmt, Rounding.RNE).v)
+    got = np.asarray(apply(op, [BV(VECTOR, x, w), BV(VECTOR, y, w)], fmt, fmt, Rounding.RNE).v)
     xf, yf = x.astype(utype).view(dtype), y.astype(utype).view(dtype)
     with np.errstate(all="ignore"):
         ref = xf + yf if op == "add" else xf * yf
@@ -234,7 +225,7 @@ def _case_id(case) -> str:
 def _check_oracle(op, fin, out, mode, rows) -> None:
     w = fin.spec.storage
     for args in rows:
-        got = _apply(op, [BV(CONCRETE, a, w) for a in args], fin, out, mode).v
+        got = apply(op, [BV(CONCRETE, a, w) for a in args], fin, out, mode).v
         want = oracle(op, list(args), fin, out, mode)
         ok = classify(got, out) == "nan" if want == "nan" else got == want
         assert ok, (
@@ -271,11 +262,11 @@ def test_vector_matches_concrete_ieee(mode):
     for op, fin, out in ORACLE_CASES:
         cols = _operands(rng, fin, 200, ARITY[op])
         w = fin.spec.storage
-        vec = np.asarray(_apply(op, [BV(VECTOR, c, w) for c in cols], fin, out, mode).v)
+        vec = np.asarray(apply(op, [BV(VECTOR, c, w) for c in cols], fin, out, mode).v)
         vec = np.broadcast_to(vec, (200,))
         for i in range(200):
             args = [BV(CONCRETE, int(c[i]), w) for c in cols]
-            assert int(vec[i]) == _apply(op, args, fin, out, mode).v, (op, fin, out, i)
+            assert int(vec[i]) == apply(op, args, fin, out, mode).v, (op, fin, out, i)
 
 
 # --- solver proofs: the bit-vector operations are the FP theory's --------------------------
@@ -295,7 +286,7 @@ def _fp_terms(op: str, fin: Format, out: Format, mode: Rounding):
     """(z3 BV result, z3 FP reference, z3 variables) for free operands."""
     sb = SymbolicBackend()
     xs = [sb.var(f"x{i}", fin.spec.storage) for i in range(ARITY[op])]
-    result = _apply(op, xs, fin, out, mode)
+    result = apply(op, xs, fin, out, mode)
     ref = fpref.reference(sb, op, xs, [fin] * len(xs), mode, out)
     diff = fpref.differs(sb, result, out, ref)
     (d,), zvars = to_z3([diff.v])
