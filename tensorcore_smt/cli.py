@@ -294,3 +294,7 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
     if error:
         written = f" ({len(rows)} rows before it written)" if rows else ""
         raise UserError(error + written)
+
+
+# Sub-command modules register themselves on `main` when imported.
+from . import cli_vectors  # noqa: E402,F401

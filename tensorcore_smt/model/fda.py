@@ -87,7 +87,7 @@ def fda_group(a_bits: list[BV], b_bits: list[BV], c_bits: BV, c_fmt: Format, p: 
     # Step 4: fixed-point sum, with a finite accumulator when carry bits are limited.
     n = len(terms)
     bound_units = sum(1 << t.int_bits for t in terms)  # every |term| < 2^int_bits
-    limited = p.carry_bits is not None and bound_units > (1 << (int_bits + p.carry_bits))
+    limited = p.carry_bits is not None
     scale = BV.const(b, 0, EXP_W)
     if not limited:
         acc_w = max(frac + int_bits + max(0, (n - 1).bit_length()) + 3, win + 2)

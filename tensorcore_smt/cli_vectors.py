@@ -1,0 +1,1 @@
+"""`tcsmt vectors ...` and `tcsmt probe ...` commands (test vectors and GPU probe programs)."""
