@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from fractions import Fraction
 from pathlib import Path
 
 import click
@@ -12,9 +11,10 @@ import numpy as np
 
 from . import __version__
 from .api import simulate_params
-from .formats import Format, format_hex, parse_hex, to_float, value_of
+from .formats import Format, format_hex, parse_hex, to_float
 from .model.params import ModelParams
 from .presets import ALIASES, PRESETS, UserError, parse_variant
+from .report import describe
 
 EXIT_USAGE = 2
 
@@ -40,22 +40,6 @@ class Group(click.Group):
 @click.version_option(__version__, prog_name="tcsmt")
 def main() -> None:
     """Formal model of GPU matrix-unit arithmetic: simulate, compare, find discriminating inputs."""
-
-
-def describe(bits: int, fmt: Format) -> str:
-    """`0x3f800000 (1.0)`: hex and an exact decimal rendering."""
-    v = value_of(bits, fmt)
-    if isinstance(v, float):
-        dec = "nan" if v != v else ("-inf" if v < 0 else "inf")
-    elif v == 0:
-        dec = (
-            "-0.0"
-            if to_float(bits, fmt) == 0 and str(to_float(bits, fmt)).startswith("-")
-            else "0.0"
-        )
-    else:
-        dec = repr(float(v)) if Fraction(float(v)) == v else f"{float(v)!r} (~)"
-    return f"{format_hex(bits, fmt)} ({dec})"
 
 
 @main.group("list", invoke_without_command=True)
@@ -175,7 +159,13 @@ def _parse_list(text: str, fmt: Format, field: str, k: int) -> list[int]:
 
 
 @main.command()
-@click.option("--arch", required=True, help="Variant: ARCH or ARCH[param=value,...].")
+@click.option(
+    "--arch",
+    "archs",
+    required=True,
+    multiple=True,
+    help="Variant: ARCH or ARCH[param=value,...]; repeat to compare variants on one input.",
+)
 @click.option("--instr", default=None, help="Instruction (PTX shape.types or MFMA name).")
 @click.option("--a", "a_text", default=None, help="Comma-separated hex patterns of a (K).")
 @click.option("--b", "b_text", default=None, help="Comma-separated hex patterns of b (K).")
@@ -191,7 +181,7 @@ def _parse_list(text: str, fmt: Format, field: str, k: int) -> list[int]:
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (single row).")
 def simulate(
-    arch: str,
+    archs: tuple[str, ...],
     instr: str | None,
     a_text: str | None,
     b_text: str | None,
@@ -201,44 +191,54 @@ def simulate(
     as_json: bool,
 ) -> None:
     """Bit-exact output of one instruction's dot product, or of every row of a file."""
+    arch = archs[0]
     variant = parse_variant(arch)
     p = variant.params(instr)
     inst_name = variant.instruction(instr).name
     if vectors:
         if a_text or b_text or c_text:
             raise UserError("give either --vectors or --a/--b/--c, not both")
+        if len(archs) > 1:
+            raise UserError("--vectors takes one --arch")
         _simulate_file(p, Path(vectors), Path(out) if out else None)
         return
     if a_text is None or b_text is None or c_text is None:
         raise UserError("--a, --b and --c are required (or --vectors FILE)")
+    models = [(arch, p)]
+    for other in archs[1:]:
+        q = parse_variant(other).params(inst_name)
+        if (q.K, q.a_fmt, q.b_fmt, q.c_fmt) != (p.K, p.a_fmt, p.b_fmt, p.c_fmt):
+            raise UserError(f"{other!r} takes different operands than {arch!r} on {inst_name}")
+        models.append((other, q))
     a = _parse_list(a_text, p.a_fmt, "a", p.K)
     b = _parse_list(b_text, p.b_fmt, "b", p.K)
     c = parse_hex(c_text, p.c_fmt, "c")
-    d = int(
-        simulate_params(
-            p,
-            np.array([a], dtype=np.uint64),
-            np.array([b], dtype=np.uint64),
-            np.array([c], dtype=np.uint64),
-        )[0]
-    )
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "arch": arch,
-                    "instr": inst_name,
-                    "a": [format_hex(x, p.a_fmt) for x in a],
-                    "b": [format_hex(x, p.b_fmt) for x in b],
-                    "c": format_hex(c, p.c_fmt),
-                    "d": format_hex(d, p.d_fmt),
-                    "d_value": to_float(d, p.d_fmt),
-                }
-            )
+    for name, pm in models:
+        d = int(
+            simulate_params(
+                pm,
+                np.array([a], dtype=np.uint64),
+                np.array([b], dtype=np.uint64),
+                np.array([c], dtype=np.uint64),
+            )[0]
         )
-        return
-    click.echo(f"{arch} {inst_name}")
-    click.echo(f"d = {describe(d, p.d_fmt)}")
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {
+                        "arch": name,
+                        "instr": inst_name,
+                        "a": [format_hex(x, p.a_fmt) for x in a],
+                        "b": [format_hex(x, p.b_fmt) for x in b],
+                        "c": format_hex(c, p.c_fmt),
+                        "d": format_hex(d, pm.d_fmt),
+                        "d_value": to_float(d, pm.d_fmt),
+                    }
+                )
+            )
+            continue
+        click.echo(f"{name} {inst_name}")
+        click.echo(f"d = {describe(d, pm.d_fmt)}")
 
 
 def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
@@ -297,4 +297,4 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
 
 
 # Sub-command modules register themselves on `main` when imported.
-from . import cli_vectors  # noqa: E402,F401
+from . import cli_solve, cli_vectors  # noqa: E402,F401

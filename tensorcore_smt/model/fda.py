@@ -11,8 +11,9 @@ One group of L products and c (MMA-Sim §IV-C, paper 000 Algorithm 1):
     (WRAP, the default: a two's complement sum modulo 2^(F + int_bits + carry_bits + 1),
     independent of the order) or (RENORMALIZE) runs c, p0, p1, ... in order and, when a
     partial sum reaches the bound, shifts it right one bit (truncating) and bumps its
-    scale so later terms lose one more low bit. With enough carry bits for every input
-    (decided statically from the term bounds) both reduce to the exact fixed-point sum;
+    scale so later terms lose one more low bit. The register is built whenever
+    `carry_bits` is set, even when it is wide enough for every input: that it never
+    overflows is then a fact a solver proves (`tcsmt prove volta 'volta[carry_bits=4]'`);
  5. normalisation and one rounding into the output format (RZ to fp32 with overflow to
     Inf, RZ to E8M13 for FP8 on Ada/Hopper, RNE to fp16).
 K > L chains groups: d = g(g(c, first L), next L), the intermediate in the output format.
@@ -86,7 +87,6 @@ def fda_group(a_bits: list[BV], b_bits: list[BV], c_bits: BV, c_fmt: Format, p: 
 
     # Step 4: fixed-point sum, with a finite accumulator when carry bits are limited.
     n = len(terms)
-    bound_units = sum(1 << t.int_bits for t in terms)  # every |term| < 2^int_bits
     limited = p.carry_bits is not None
     scale = BV.const(b, 0, EXP_W)
     if not limited:

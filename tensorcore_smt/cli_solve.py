@@ -1,0 +1,356 @@
+"""`tcsmt diff`, `tcsmt prove`, `tcsmt export`: questions about two variants for solvers.
+
+Exit codes. diff: 0 witness found, 1 proved equal, 3 unknown. prove: 0 proved equal,
+1 refuted (witness shown), 3 unknown. Both: 2 bad input, 4 a solver witness that the
+concrete model does not reproduce (a bug, never shown as a result).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from .cli import main
+from .query import (
+    Constraint,
+    ConstraintKind,
+    Goal,
+    Query,
+    make_query,
+    parse_fix,
+    parse_window,
+    smtlib,
+)
+from .report import to_json, to_text
+from .solve import PORTFOLIO, Limits, Outcome, Verdict, answer, solvers_for
+
+EXIT_WITNESS_BUG = 4
+EXIT_UNKNOWN = 3
+QUERIES_DIR = Path("queries")
+
+# (verdict -> exit code) per command
+_DIFF_EXIT = {Verdict.WITNESS: 0, Verdict.UNSAT: 1, Verdict.UNKNOWN: 3, Verdict.BAD_WITNESS: 4}
+_PROVE_EXIT = {Verdict.UNSAT: 0, Verdict.WITNESS: 1, Verdict.UNKNOWN: 3, Verdict.BAD_WITNESS: 4}
+
+
+def query_options(f: Callable) -> Callable:
+    """Options shared by every command that builds a query from two variants."""
+    opts = [
+        click.argument("variant_x"),
+        click.argument("variant_y"),
+        click.option("--instr", default=None, help="Instruction (default: X's preset default)."),
+        click.option("--positive", is_flag=True, help="Every input has its sign bit clear."),
+        click.option("--finite", is_flag=True, help="No input is Inf or NaN."),
+        click.option(
+            "--normal-only", is_flag=True, help="Every input is zero or a normal finite number."
+        ),
+        click.option("--nonzero", is_flag=True, help="No input is zero."),
+        click.option(
+            "--exponent-window",
+            "windows",
+            multiple=True,
+            metavar="[OPS=]LO:HI",
+            help="Nonzero inputs (of operands OPS, e.g. ab) have 2^LO <= |x| < 2^(HI+1).",
+        ),
+        click.option(
+            "--fix", "fixes", multiple=True, metavar="NAME=HEX", help="Fix one input (a0=0x3c00)."
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def solver_options(f: Callable) -> Callable:
+    opts = [
+        click.option(
+            "--solver",
+            default=PORTFOLIO,
+            show_default=True,
+            help="z3, cvc5, bitwuzla, or portfolio (all installed ones in parallel).",
+        ),
+        click.option(
+            "--timeout", type=float, default=300.0, show_default=True, help="Seconds per solver."
+        ),
+        click.option(
+            "--jobs", type=int, default=None, help="Solvers run at once (default: cores)."
+        ),
+        click.option(
+            "--memory", type=int, default=8192, show_default=True, help="MiB per solver process."
+        ),
+        click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed."),
+        click.option("--json", "as_json", is_flag=True, help="Machine-readable report."),
+        click.option(
+            "--out",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Write a witness as a test-vector file (JSON, or CSV by extension).",
+        ),
+        click.option(
+            "--export",
+            "export_path",
+            is_flag=False,
+            flag_value="",
+            default=None,
+            type=str,
+            help="Also write the query as SMT-LIB2 (default path: queries/NAME.smt2).",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def build_query(
+    variant_x: str,
+    variant_y: str,
+    instr: str | None,
+    goal: Goal,
+    positive: bool,
+    finite: bool,
+    normal_only: bool,
+    nonzero: bool,
+    windows: tuple[str, ...],
+    fixes: tuple[str, ...],
+) -> Query:
+    cons: list[Constraint] = []
+    for flag, kind in (
+        (positive, ConstraintKind.POSITIVE),
+        (finite, ConstraintKind.FINITE),
+        (normal_only, ConstraintKind.NORMAL_ONLY),
+        (nonzero, ConstraintKind.NONZERO),
+    ):
+        if flag:
+            cons.append(Constraint(kind))
+    cons += [parse_window(w) for w in windows]
+    q = make_query(variant_x, variant_y, instr, goal, tuple(cons))
+    if fixes:
+        fixed = tuple(parse_fix(f, q.operands) for f in fixes)
+        q = make_query(variant_x, variant_y, instr, goal, tuple(cons) + fixed)
+    return q
+
+
+class Spinner:
+    """`solving: bitwuzla, z3 ... 3.2 s` on a terminal's stderr after the first second."""
+
+    FRAMES = "|/-\\"
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.shown = False
+        self.n = 0
+        self.last = 0.0
+
+    def __call__(self, elapsed: float, running: list[str]) -> None:
+        if not self.enabled or elapsed < 1.0 or time.monotonic() - self.last < 0.1:
+            return
+        self.last = time.monotonic()
+        self.n += 1
+        frame = self.FRAMES[self.n % len(self.FRAMES)]
+        sys.stderr.write(f"\r{frame} solving with {', '.join(running)} ... {elapsed:5.1f} s ")
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 72 + "\r")
+            sys.stderr.flush()
+            self.shown = False
+
+
+def export_query(q: Query, path: str | None) -> Path:
+    """Write the query as SMT-LIB2 (with check-sat and get-value) and return the path."""
+    dst = Path(path) if path else QUERIES_DIR / f"{q.slug}.smt2"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(smtlib(q, for_export=True))
+    return dst
+
+
+def save_witness(o: Outcome, path: str) -> Path:
+    """Write the witness as a test-vector file with both variants' predicted outputs."""
+    from . import vectors
+
+    q, w = o.query, o.witness
+    p = q.p
+    vf = vectors.VectorFile(
+        arch=q.variants[0].split("[")[0].strip(),
+        instruction=q.instruction,
+        variants=list(q.variants),
+        vectors=[
+            vectors.Vector(
+                a=[w.inputs[f"a{i}"] for i in range(p.K)],
+                b=[w.inputs[f"b{i}"] for i in range(p.K)],
+                c=w.inputs["c"],
+                predicted=dict(zip(q.variants, w.outputs)),
+                note=f"{q.goal.value}: {q.variants[0]} vs {q.variants[1]}",
+            )
+        ],
+    )
+    vectors.save(vf, Path(path))
+    return Path(path)
+
+
+def run(
+    q: Query, limits: Limits, as_json: bool, out: str | None, export: str | None, codes
+) -> None:
+    """Answer, report, write files, exit with the command's code for the verdict."""
+    solvers_for(limits.solver)  # bad solver names fail before any work
+    files: list[str] = []
+    if export is not None:
+        files.append(str(export_query(q, export or None)))
+    spinner = Spinner(sys.stderr.isatty() and not as_json)
+    try:
+        o = answer(q, limits, spinner)
+    finally:
+        spinner.clear()
+    if out and o.witness and o.verdict == Verdict.WITNESS:
+        files.append(str(save_witness(o, out)))
+    if as_json:
+        click.echo(json.dumps(to_json(o, files), indent=2))
+    else:
+        click.echo(to_text(o, files))
+    if o.verdict == Verdict.BAD_WITNESS:
+        click.echo(
+            "tcsmt: internal error: the solver's witness does not reproduce on the concrete "
+            "model; please report this query (use --export to save it)",
+            err=True,
+        )
+    sys.exit(codes[o.verdict])
+
+
+@main.command()
+@query_options
+@solver_options
+@click.option("--confirm/--no-confirm", default=True, help="Confirm unsat with a second solver.")
+@click.option(
+    "--compare-errors",
+    is_flag=True,
+    help="Instead of any difference, find inputs where X's error is smaller than Y's.",
+)
+def diff(
+    variant_x,
+    variant_y,
+    instr,
+    positive,
+    finite,
+    normal_only,
+    nonzero,
+    windows,
+    fixes,
+    solver,
+    timeout,
+    jobs,
+    memory,
+    seed,
+    as_json,
+    out,
+    export_path,
+    confirm,
+    compare_errors,
+):
+    """Find inputs on which two variants of one instruction give different bits.
+
+    Exit 0: witness found (re-checked on the concrete model); 1: proved equal; 3: unknown.
+    """
+    goal = Goal.COMPARE_ERRORS if compare_errors else Goal.DIFFER
+    q = build_query(
+        variant_x, variant_y, instr, goal, positive, finite, normal_only, nonzero, windows, fixes
+    )
+    run(
+        q,
+        Limits(solver, timeout, jobs, memory, confirm, seed),
+        as_json,
+        out,
+        export_path,
+        _DIFF_EXIT,
+    )
+
+
+@main.command()
+@query_options
+@solver_options
+@click.option("--confirm/--no-confirm", default=True, help="Confirm unsat with a second solver.")
+def prove(
+    variant_x,
+    variant_y,
+    instr,
+    positive,
+    finite,
+    normal_only,
+    nonzero,
+    windows,
+    fixes,
+    solver,
+    timeout,
+    jobs,
+    memory,
+    seed,
+    as_json,
+    out,
+    export_path,
+    confirm,
+):
+    """Prove two variants give the same bits on every input (subject to the constraints).
+
+    Exit 0: proved; 1: refuted (a witness is shown); 3: unknown.
+    """
+    q = build_query(
+        variant_x,
+        variant_y,
+        instr,
+        Goal.EQUIVALENT,
+        positive,
+        finite,
+        normal_only,
+        nonzero,
+        windows,
+        fixes,
+    )
+    run(
+        q,
+        Limits(solver, timeout, jobs, memory, confirm, seed),
+        as_json,
+        out,
+        export_path,
+        _PROVE_EXIT,
+    )
+
+
+@main.command()
+@query_options
+@click.option(
+    "--goal",
+    type=click.Choice([g.value for g in Goal]),
+    default=Goal.DIFFER.value,
+    show_default=True,
+    help="What the query asks.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Output file (default: queries/NAME.smt2).",
+)
+def export(
+    variant_x, variant_y, instr, positive, finite, normal_only, nonzero, windows, fixes, goal, out
+):
+    """Write a query as SMT-LIB2 that z3, cvc5 and bitwuzla all read."""
+    q = build_query(
+        variant_x,
+        variant_y,
+        instr,
+        Goal(goal),
+        positive,
+        finite,
+        normal_only,
+        nonzero,
+        windows,
+        fixes,
+    )
+    click.echo(str(export_query(q, out)))

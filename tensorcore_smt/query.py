@@ -1,0 +1,342 @@
+"""Queries as data: declared inputs, the variants compared, constraints, and a goal.
+
+A `Query` is built on any interpreter. On the symbolic one it becomes SMT-LIB2 text
+for the solvers (and for `tcsmt export`); on the concrete one it re-checks a solver's
+witness: the same code decides what the solver was asked and whether its answer holds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+from . import __version__
+from .bv.concrete import CONCRETE
+from .bv.core import BV, Bool, all_of
+from .bv.smtlib import to_smtlib
+from .bv.symbolic import SymbolicBackend
+from .formats import EXP_W, Format, decode, format_hex, parse_hex
+from .model import dot_add
+from .model.exact import exact_dot, grid, value_on_grid
+from .model.params import ModelParams
+from .presets import UserError, parse_variant
+
+
+class Goal(Enum):
+    """What a query asks of its two variants X and Y."""
+
+    DIFFER = "differ"  # sat: inputs where X and Y give different bits
+    EQUIVALENT = "equivalent"  # unsat: X and Y agree on every input (same formula as DIFFER)
+    COMPARE_ERRORS = "compare-errors"  # sat: inputs where |X - exact| < |Y - exact|
+
+    @property
+    def meaning_of_sat(self) -> str:
+        return {
+            Goal.DIFFER: "inputs on which the variants' outputs differ",
+            Goal.EQUIVALENT: "a counterexample: inputs on which the variants differ",
+            Goal.COMPARE_ERRORS: "inputs on which the first variant's error is smaller",
+        }[self]
+
+
+class ConstraintKind(Enum):
+    """Input restrictions a query may carry."""
+
+    POSITIVE = "positive"  # sign bit clear
+    FINITE = "finite"  # no Inf, no NaN
+    NORMAL_ONLY = "normal-only"  # zero or a normal finite number
+    NONZERO = "nonzero"  # not zero
+    EXPONENT_WINDOW = "exponent-window"  # zero, or 2^lo <= |x| < 2^(hi+1)
+    FIX = "fix"  # one input has a given bit pattern
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One input restriction. `operands` picks the operand groups it applies to
+    (letters of "abc"), or, for FIX, the single input named (`a0`, `b3`, `c`)."""
+
+    kind: ConstraintKind
+    operands: str = "abc"
+    lo: int | None = None
+    hi: int | None = None
+    bits: int | None = None
+    reason: str = ""
+
+    def applies_to(self, name: str) -> bool:
+        if self.kind == ConstraintKind.FIX:
+            return name == self.operands
+        return name[0] in self.operands
+
+    def holds(self, x: BV, fmt: Format) -> Bool:
+        """Whether the input `x` (format `fmt`) satisfies this constraint."""
+        u = decode(x, fmt)
+        b = x.b
+        finite = ~u.is_inf & ~u.is_nan
+        if self.kind == ConstraintKind.POSITIVE:
+            return ~u.sign
+        if self.kind == ConstraintKind.FINITE:
+            return finite
+        if self.kind == ConstraintKind.NONZERO:
+            return ~u.is_zero
+        if self.kind == ConstraintKind.NORMAL_ONLY:
+            return finite & (u.is_zero | u.sig.bit(u.mbits))
+        if self.kind == ConstraintKind.EXPONENT_WINDOW:
+            # exponent of the leading one: exp - (leading zeros of the significand)
+            lead = u.exp - u.sig.clz().resize(EXP_W)
+            inside = lead.sge(BV.const(b, self.lo, EXP_W)) & lead.sle(BV.const(b, self.hi, EXP_W))
+            return finite & (u.is_zero | inside)
+        if self.kind == ConstraintKind.FIX:
+            return x.eq(self.bits)
+        raise AssertionError(self.kind)
+
+    def describe(self) -> str:
+        """The constraint as the command-line option that sets it."""
+        if self.kind == ConstraintKind.FIX:
+            return f"--fix {self.operands}={self.bits:#x}"
+        sel = "" if self.operands == "abc" else f"{self.operands}="
+        if self.kind == ConstraintKind.EXPONENT_WINDOW:
+            return f"--exponent-window {sel}{self.lo}:{self.hi}"
+        return f"--{self.kind.value}" + (f" {self.operands}" if sel else "")
+
+
+def parse_window(text: str) -> Constraint:
+    """`LO:HI` or `OPERANDS=LO:HI` (e.g. `ab=-15:14`) as an exponent-window constraint."""
+    m = re.fullmatch(r"\s*(?:([abc]+)=)?(-?\d+):(-?\d+)\s*", text)
+    if not m:
+        raise UserError(f"--exponent-window: expected LO:HI or OPERANDS=LO:HI, got {text!r}")
+    lo, hi = int(m.group(2)), int(m.group(3))
+    if lo > hi:
+        raise UserError(f"--exponent-window: LO {lo} is above HI {hi}")
+    return Constraint(ConstraintKind.EXPONENT_WINDOW, m.group(1) or "abc", lo, hi)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One declared input: its SMT name (a0.., b0.., c) and format."""
+
+    name: str
+    fmt: Format
+
+    @property
+    def width(self) -> int:
+        return self.fmt.spec.storage
+
+
+@dataclass(frozen=True)
+class Query:
+    """A question about two variants of one instruction."""
+
+    variants: tuple[str, str]
+    instruction: str
+    goal: Goal = Goal.DIFFER
+    constraints: tuple[Constraint, ...] = ()
+    name: str = ""
+    params: tuple[ModelParams, ModelParams] = field(default=None, compare=False, repr=False)
+
+    @property
+    def p(self) -> ModelParams:
+        return self.params[0]
+
+    @property
+    def operands(self) -> list[Operand]:
+        p = self.p
+        return (
+            [Operand(f"a{i}", p.a_fmt) for i in range(p.K)]
+            + [Operand(f"b{i}", p.b_fmt) for i in range(p.K)]
+            + [Operand("c", p.c_fmt)]
+        )
+
+    @property
+    def output_names(self) -> tuple[str, str]:
+        return ("out0", "out1")
+
+    @property
+    def slug(self) -> str:
+        """A file name for the query."""
+        if self.name:
+            return _safe(self.name)
+        return _safe(
+            f"{self.goal.value}_{self.variants[0]}_vs_{self.variants[1]}_{self.instruction}"
+        )
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=+-]+", "_", text).strip("_")
+
+
+def make_query(
+    a: str,
+    b: str,
+    instr: str | None = None,
+    goal: Goal = Goal.DIFFER,
+    constraints: tuple[Constraint, ...] = (),
+    name: str = "",
+) -> Query:
+    """Resolve two variant expressions on one instruction; UserError if they cannot be
+    compared (different instruction shapes or operand formats)."""
+    va, vb = parse_variant(a), parse_variant(b)
+    inst = va.instruction(instr)
+    try:
+        inst_b = vb.instruction(instr or inst.name)
+    except UserError:
+        raise UserError(
+            f"{b!r} has no instruction {inst.name!r} (the default of {a!r}); "
+            f"pick a common one with --instr"
+        ) from None
+    pa, pb = va.params(inst.name), vb.params(inst_b.name)
+    for what in ("K", "a_fmt", "b_fmt", "c_fmt", "d_fmt"):
+        if getattr(pa, what) != getattr(pb, what):
+            raise UserError(
+                f"{a!r} and {b!r} differ in {what} on {inst.name}; only variants of one "
+                f"instruction shape can be compared"
+            )
+    q = Query((a, b), inst.name, goal, tuple(constraints), name, (pa, pb))
+    names = {o.name: o for o in q.operands}
+    for c in constraints:
+        if c.kind == ConstraintKind.FIX:
+            if c.operands not in names:
+                raise UserError(
+                    f"--fix {c.operands}: no such input; inputs are a0..a{pa.K - 1}, "
+                    f"b0..b{pa.K - 1}, c"
+                )
+    return q
+
+
+def parse_fix(text: str, q_operands: list[Operand]) -> Constraint:
+    """`a0=0x3c00` as a FIX constraint, the hex checked against the input's format."""
+    if "=" not in text:
+        raise UserError(f"--fix: expected NAME=HEX, got {text!r}")
+    name, value = (s.strip() for s in text.split("=", 1))
+    ops = {o.name: o for o in q_operands}
+    if name not in ops:
+        raise UserError(f"--fix {name}: no such input; inputs are {', '.join(ops)}")
+    return Constraint(ConstraintKind.FIX, name, bits=parse_hex(value, ops[name].fmt, name))
+
+
+@dataclass
+class Built:
+    """A query on one interpreter: inputs, each variant's output, constraint, goal."""
+
+    inputs: dict[str, BV]
+    outputs: tuple[BV, BV]
+    constraint: Bool
+    goal: Bool
+
+
+def build(q: Query, inputs: dict[str, BV]) -> Built:
+    """The query's formula on the interpreter of `inputs` (symbolic vars or constants)."""
+    pa, pb = q.params
+    ops = q.operands
+    a = [inputs[o.name] for o in ops if o.name.startswith("a")]
+    b = [inputs[o.name] for o in ops if o.name.startswith("b")]
+    c = inputs["c"]
+    x, y = dot_add(a, b, c, pa), dot_add(a, b, c, pb)
+    conds = [
+        cn.holds(inputs[o.name], o.fmt)
+        for cn in q.constraints
+        for o in ops
+        if cn.applies_to(o.name)
+    ]
+    if q.goal in (Goal.DIFFER, Goal.EQUIVALENT):
+        goal = x.ne(y)
+    else:
+        goal = _more_accurate(x, y, a, b, c, pa)
+    return Built(inputs, (x, y), all_of(c.b, conds), goal)
+
+
+def _more_accurate(x: BV, y: BV, a: list[BV], b: list[BV], c: BV, p: ModelParams) -> Bool:
+    """|x - exact| < |y - exact| with finite inputs and outputs, exactly on a fixed grid."""
+    lsb, width = grid(p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt, p.K)
+    finite = []
+    for bits, fmt in [(v, p.a_fmt) for v in a] + [(v, p.b_fmt) for v in b] + [(c, p.c_fmt)]:
+        u = decode(bits, fmt)
+        finite.append(~u.is_inf & ~u.is_nan)
+    for bits in (x, y):
+        u = decode(bits, p.d_fmt)
+        finite.append(~u.is_inf & ~u.is_nan)
+    ref = exact_dot(a, b, c, (p.a_fmt, p.b_fmt, p.c_fmt), lsb, width)
+    ex = (value_on_grid(x, p.d_fmt, lsb, width) - ref).abs()
+    ey = (value_on_grid(y, p.d_fmt, lsb, width) - ref).abs()
+    return all_of(x.b, finite) & ex.ult(ey)
+
+
+def symbolic(q: Query) -> tuple[SymbolicBackend, Built]:
+    """The query on the symbolic interpreter (fresh variables named after the operands)."""
+    s = SymbolicBackend()
+    inputs = {o.name: s.var(o.name, o.width) for o in q.operands}
+    return s, build(q, inputs)
+
+
+def smtlib(q: Query, for_export: bool = False) -> str:
+    """SMT-LIB2 text of the query. The solvers get it without commands; an export adds
+    a header, `(check-sat)` and `(get-value ...)` of the inputs and outputs."""
+    s, built = symbolic(q)
+    outs = []
+    for name, o in zip(q.output_names, built.outputs):
+        v = s.var(name, o.w)
+        outs.append(v.eq(o))
+    roots = [built.constraint.v, built.goal.v] + [e.v for e in outs]
+    names = [o.name for o in q.operands] + list(q.output_names)
+    header = _header(q) if for_export else None
+    text = to_smtlib(roots, get_values=names if for_export else None, header=header)
+    if not for_export:
+        text = text.replace("(check-sat)\n", "")
+    return text
+
+
+def _header(q: Query) -> list[str]:
+    p = q.p
+    lines = [
+        f"tensorcore-smt {__version__} query {q.slug}",
+        f"instruction: {q.instruction} ({p.a_fmt.spec.name} x {p.b_fmt.spec.name} + "
+        f"{p.c_fmt.spec.name} -> {p.d_fmt.spec.name}, K={p.K})",
+        f"variant X (out0): {q.variants[0]}",
+        f"variant Y (out1): {q.variants[1]}",
+        f"goal: {q.goal.value}; sat means {q.goal.meaning_of_sat}"
+        + ("; unsat proves X and Y equal on every input" if q.goal != Goal.COMPARE_ERRORS else ""),
+        "constraints: " + (" ".join(c.describe() for c in q.constraints) or "none"),
+        "inputs: " + ", ".join(f"{o.name} ({o.fmt.spec.name})" for o in q.operands),
+    ]
+    return lines
+
+
+def trivially_unsat(q: Query) -> bool:
+    """True when constant folding reduces the goal to false (identical terms)."""
+    _, built = symbolic(q)
+    g = built.goal & built.constraint
+    return g.v.op == "bconst" and not g.v.value
+
+
+@dataclass
+class Recheck:
+    """A witness re-run on the concrete interpreter."""
+
+    inputs: dict[str, int]
+    outputs: tuple[int, int]
+    constraint_ok: bool
+    goal_ok: bool
+    solver_outputs: tuple[int | None, int | None]
+
+    @property
+    def reproduces(self) -> bool:
+        agree = all(s is None or s == o for s, o in zip(self.solver_outputs, self.outputs))
+        return self.constraint_ok and self.goal_ok and agree
+
+
+def recheck(q: Query, model: dict[str, int]) -> Recheck:
+    """Re-run the solver's inputs on the concrete interpreter and check the goal holds."""
+    inputs = {o.name: BV.const(CONCRETE, model.get(o.name, 0), o.width) for o in q.operands}
+    built = build(q, inputs)
+    outs = (int(built.outputs[0].v), int(built.outputs[1].v))
+    solver_outs = tuple(model.get(n) for n in q.output_names)
+    return Recheck(
+        {k: int(v.v) for k, v in inputs.items()},
+        outs,
+        bool(built.constraint.v),
+        bool(built.goal.v),
+        solver_outs,
+    )
+
+
+def hex_inputs(q: Query, values: dict[str, int]) -> dict[str, str]:
+    return {o.name: format_hex(values[o.name], o.fmt) for o in q.operands}

@@ -1,0 +1,209 @@
+"""Reports of query answers: text a person reads at a glance, and the same as JSON."""
+
+from __future__ import annotations
+
+import shlex
+from fractions import Fraction
+
+from .formats import Format, format_hex, to_float, value_of
+from .query import Goal, Query
+from .solve import Outcome, Verdict
+
+
+def describe(bits: int, fmt: Format) -> str:
+    """`0x3f800000 (1.0)`: hex and an exact decimal rendering (`(~)` marks a rounded one)."""
+    return f"{format_hex(bits, fmt)} ({decimal(bits, fmt)})"
+
+
+def decimal(bits: int, fmt: Format) -> str:
+    v = value_of(bits, fmt)
+    if isinstance(v, float):
+        return "nan" if v != v else ("-inf" if v < 0 else "inf")
+    if v == 0:
+        return "-0.0" if str(to_float(bits, fmt)).startswith("-") else "0.0"
+    return repr(float(v)) if Fraction(float(v)) == v else f"{float(v)!r} (~)"
+
+
+def exact_result(q: Query, inputs: dict[str, int]) -> Fraction | None:
+    """c + sum a_k b_k in rational arithmetic (None if an input is not finite)."""
+    p = q.p
+    vals = {o.name: value_of(inputs[o.name], o.fmt) for o in q.operands}
+    if any(isinstance(v, float) for v in vals.values()):
+        return None
+    return vals["c"] + sum(vals[f"a{i}"] * vals[f"b{i}"] for i in range(p.K))
+
+
+def reproduce_command(q: Query, inputs: dict[str, int]) -> str:
+    """One `tcsmt simulate` line that prints both variants' outputs for the inputs."""
+    p = q.p
+    a = ",".join(format_hex(inputs[f"a{i}"], p.a_fmt) for i in range(p.K))
+    b = ",".join(format_hex(inputs[f"b{i}"], p.b_fmt) for i in range(p.K))
+    c = format_hex(inputs["c"], p.c_fmt)
+    parts = ["tcsmt", "simulate"]
+    for v in q.variants:
+        parts += ["--arch", v]
+    parts += ["--instr", q.instruction, "--a", a, "--b", b, "--c", c]
+    return shlex.join(parts)
+
+
+def question(q: Query) -> str:
+    x, y = q.variants
+    if q.goal == Goal.COMPARE_ERRORS:
+        return f"is {x} ever more accurate than {y}?"
+    if q.goal == Goal.EQUIVALENT:
+        return f"are {x} and {y} equal on every input?"
+    return f"do {x} and {y} ever differ?"
+
+
+def to_json(o: Outcome, files: list[str]) -> dict:
+    """Everything the text report says, for scripts."""
+    q = o.query
+    p = q.p
+    out: dict = {
+        "question": question(q),
+        "goal": q.goal.value,
+        "instruction": q.instruction,
+        "formats": {
+            "a": p.a_fmt.spec.name,
+            "b": p.b_fmt.spec.name,
+            "c": p.c_fmt.spec.name,
+            "d": p.d_fmt.spec.name,
+        },
+        "variants": list(q.variants),
+        "constraints": [c.describe() for c in q.constraints],
+        "verdict": o.verdict.value,
+        "seconds": round(o.seconds, 3),
+        "solver": o.result.to_json() if o.result else None,
+        "runs": [r.to_json() for r in o.runs],
+        "confirmations": [r.to_json() for r in o.confirmations],
+        "agreeing_solvers": agreeing(o),
+        "by_construction": o.by_construction,
+        "note": o.note,
+        "files": files,
+    }
+    if o.witness:
+        w = o.witness
+        out["witness"] = {
+            "inputs": {
+                op.name: {
+                    "hex": format_hex(w.inputs[op.name], op.fmt),
+                    "value": decimal(w.inputs[op.name], op.fmt),
+                }
+                for op in q.operands
+            },
+            "outputs": {
+                v: {"hex": format_hex(d, p.d_fmt), "value": decimal(d, p.d_fmt)}
+                for v, d in zip(q.variants, w.outputs)
+            },
+            "rechecked_on_concrete_model": True,
+            "reproduces": w.reproduces,
+            "reproduce": reproduce_command(q, w.inputs),
+        }
+        if q.goal == Goal.COMPARE_ERRORS:
+            out["witness"]["errors"] = _errors(o)
+    return out
+
+
+def agreeing(o: Outcome) -> list[str]:
+    """Solvers that gave the verdict's answer."""
+    want = "sat" if o.verdict in (Verdict.WITNESS, Verdict.BAD_WITNESS) else "unsat"
+    rs = ([o.result] if o.result else []) + o.confirmations
+    names = []
+    for r in rs:
+        if r.answer.value == want and r.solver not in names:
+            names.append(r.solver)
+    return names
+
+
+def _errors(o: Outcome) -> dict[str, str]:
+    q, w = o.query, o.witness
+    ref = exact_result(q, w.inputs)
+    if ref is None:
+        return {}
+    out = {"exact": f"{float(ref)!r}"}
+    for v, d in zip(q.variants, w.outputs):
+        out[v] = f"{float(abs(value_of(d, q.p.d_fmt) - ref))!r}"
+    return out
+
+
+def _run_line(r) -> str:
+    ver = f" {r.version}" if r.version else ""
+    why = f" ({r.reason})" if r.reason else ""
+    return f"{r.solver}{ver}: {r.answer.value} in {r.seconds:.2f} s{why}"
+
+
+def to_text(o: Outcome, files: list[str]) -> str:
+    """The report a person reads: question, answer, witness, files, reproduce line."""
+    q = o.query
+    p = q.p
+    lines = [
+        f"question:    {question(q)}",
+        f"instruction: {q.instruction} ({p.a_fmt.spec.name} x {p.b_fmt.spec.name} + "
+        f"{p.c_fmt.spec.name} -> {p.d_fmt.spec.name}, K={p.K})",
+        f"variants:    X = {q.variants[0]}",
+        f"             Y = {q.variants[1]}",
+    ]
+    if q.constraints:
+        lines.append("constraints: " + " ".join(c.describe() for c in q.constraints))
+    if o.by_construction:
+        lines.append(f"answer:      unsat, by construction ({o.note}); no solver needed")
+    elif o.result:
+        lines.append(f"answer:      {_run_line(o.result)}")
+        others = [r for r in o.runs if r is not o.result]
+        for r in others:
+            lines.append(f"             {_run_line(r)}")
+    for r in o.confirmations:
+        lines.append(f"confirm:     {_run_line(r)}")
+    if o.verdict == Verdict.UNSAT and not o.by_construction:
+        agree = agreeing(o)
+        lines.append(
+            "agreed:      "
+            + (", ".join(agree) if len(agree) > 1 else f"{agree[0]} only (not confirmed)")
+        )
+    if o.note and not o.by_construction:
+        lines.append(f"note:        {o.note}")
+    if o.witness:
+        w = o.witness
+        lines.append("witness:")
+        for op in q.operands:
+            lines.append(f"  {op.name:4s} = {describe(w.inputs[op.name], op.fmt)}")
+        for tag, v, d in zip("XY", q.variants, w.outputs):
+            lines.append(f"  {tag}: d = {describe(d, p.d_fmt)}   [{v}]")
+        if q.goal == Goal.COMPARE_ERRORS:
+            errs = _errors(o)
+            if errs:
+                lines.append(f"  exact c + sum a*b = {errs['exact']}")
+                for tag, v in zip("XY", q.variants):
+                    lines.append(f"  |{tag} - exact| = {errs[v]}")
+        if w.reproduces:
+            lines.append(
+                "  re-checked on the concrete model: the goal holds, outputs as the solver said"
+            )
+        else:
+            lines.append(
+                "  NOT reproduced on the concrete model: this is a bug in tcsmt, please report it"
+            )
+        lines.append(f"reproduce:   {reproduce_command(q, w.inputs)}")
+    lines.append(f"verdict:     {_verdict_words(o)} ({o.seconds:.2f} s)")
+    for f in files:
+        lines.append(f"wrote:       {f}")
+    return "\n".join(lines)
+
+
+def _verdict_words(o: Outcome) -> str:
+    q = o.query
+    if o.verdict == Verdict.WITNESS:
+        return (
+            "X is more accurate than Y on this input"
+            if q.goal == Goal.COMPARE_ERRORS
+            else "the variants differ on this input"
+        )
+    if o.verdict == Verdict.UNSAT:
+        if q.goal == Goal.COMPARE_ERRORS:
+            return "X is never more accurate than Y (under the constraints)"
+        return "proved: the variants agree on every input" + (
+            " satisfying the constraints" if q.constraints else ""
+        )
+    if o.verdict == Verdict.BAD_WITNESS:
+        return "internal error: a solver witness did not reproduce"
+    return "unknown: no solver answered"

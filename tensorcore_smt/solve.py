@@ -1,0 +1,121 @@
+"""Answer a query: solvers (one or a portfolio), witness re-check, unsat confirmation.
+
+This is the layer between the query data and the user: it never shows a witness the
+concrete interpreter has not reproduced, and it asks a second solver to confirm an
+unsat answer when one is installed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .query import Query, Recheck, recheck, smtlib, trivially_unsat
+from .solvers import Answer, SolveJob, SolveResult
+from .solvers.runner import Progress, available, check_solver_names, portfolio
+
+PORTFOLIO = "portfolio"
+
+
+class Verdict(Enum):
+    """What the query's answer means for the user."""
+
+    WITNESS = "witness"  # sat, re-checked on the concrete model
+    UNSAT = "unsat"  # no input satisfies the query (for differ: the variants are equal)
+    UNKNOWN = "unknown"  # every solver timed out, ran out of memory or crashed
+    BAD_WITNESS = "bad-witness"  # a solver's witness did not reproduce: a bug
+
+
+@dataclass
+class Limits:
+    """How solvers are run."""
+
+    solver: str = PORTFOLIO
+    timeout: float = 300.0
+    jobs: int | None = None
+    memory_mb: int = 8192
+    confirm: bool = True
+    seed: int = 0
+
+
+@dataclass
+class Outcome:
+    """The answer to a query with everything a report needs."""
+
+    query: Query
+    verdict: Verdict
+    result: SolveResult | None
+    runs: list[SolveResult] = field(default_factory=list)
+    confirmations: list[SolveResult] = field(default_factory=list)
+    witness: Recheck | None = None
+    by_construction: bool = False
+    seconds: float = 0.0
+    note: str = ""
+
+
+def solvers_for(name: str) -> list[str]:
+    """The solvers a `--solver` value stands for (ValueError if unknown/not installed)."""
+    if name == PORTFOLIO:
+        names = list(available())
+        if not names:
+            raise ValueError("no SMT solver is installed (pip install bitwuzla z3-solver cvc5)")
+        return names
+    check_solver_names([name])
+    return [name]
+
+
+def answer(q: Query, limits: Limits, progress: Progress | None = None) -> Outcome:
+    """Solve `q`, re-check a witness, confirm an unsat; never raises for solver trouble."""
+    t0 = time.monotonic()
+    solvers = solvers_for(limits.solver)
+    if trivially_unsat(q):
+        return Outcome(
+            q,
+            Verdict.UNSAT,
+            None,
+            by_construction=True,
+            seconds=time.monotonic() - t0,
+            note="the goal simplifies to false: both variants build the same term",
+        )
+    names = tuple(o.name for o in q.operands) + q.output_names
+    job = SolveJob(smtlib(q), names, limits.timeout, limits.memory_mb, limits.seed)
+    result, runs = portfolio(job, solvers, limits.jobs, progress)
+    out = Outcome(q, Verdict.UNKNOWN, result, runs)
+    if result.answer == Answer.SAT:
+        _take_witness(out, result)
+    elif result.answer == Answer.UNSAT:
+        out.verdict = Verdict.UNSAT
+        if limits.confirm:
+            _confirm(out, job, result, limits, progress)
+    out.seconds = time.monotonic() - t0
+    return out
+
+
+def _take_witness(out: Outcome, result: SolveResult) -> None:
+    w = recheck(out.query, result.model)
+    out.witness = w
+    out.verdict = Verdict.WITNESS if w.reproduces else Verdict.BAD_WITNESS
+
+
+def _confirm(
+    out: Outcome, job: SolveJob, first: SolveResult, limits: Limits, progress: Progress | None
+) -> None:
+    """Ask the other installed solvers (in parallel) for a second, independent answer."""
+    others = [s for s in available() if s != first.solver]
+    if not others:
+        return
+    r, runs = portfolio(job, others, limits.jobs, progress)
+    out.confirmations = runs
+    if r.answer == Answer.SAT:
+        # Solvers disagree: the witness decides, after the concrete re-check.
+        w = recheck(out.query, r.model)
+        if w.reproduces:
+            out.witness = w
+            out.verdict = Verdict.WITNESS
+            out.note = (
+                f"{first.solver} answered unsat but {r.solver} found a witness that the "
+                f"concrete model reproduces: {first.solver}'s answer is wrong"
+            )
+        else:
+            out.note = f"{r.solver} answered sat with a witness that does not reproduce"

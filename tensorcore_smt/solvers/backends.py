@@ -1,0 +1,155 @@
+"""The solver back ends, driven through their Python APIs. Imported only in the worker
+process (tensorcore_smt.solvers.worker), so a crash or a hang never reaches the CLI.
+
+Each back end parses the same SMT-LIB2 text (declarations, definitions, assertions)
+with its own parser, runs `check-sat` with its own time limit, and reads back the values
+of the declared constants. Measured pitfalls handled here (DESIGN.md, "Solvers"): cvc5
+needs `fp-exp` for Float16; bitwuzla options are set before the solver is made.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+Outcome = tuple[str, dict[str, int], str]  # (answer, model, reason)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One solver: the module it needs, how to ask its version, and how to solve."""
+
+    name: str
+    module: str
+    distribution: str
+    version: Callable[[], str]
+    solve: Callable[[str, list[str], float, int], Outcome]
+
+
+def _z3_version() -> str:
+    import z3
+
+    return z3.get_version_string()
+
+
+def _z3_solve(text: str, names: list[str], timeout: float, seed: int) -> Outcome:
+    import z3
+
+    ctx = z3.Context()
+    assertions = z3.parse_smt2_string(text, ctx=ctx)
+    s = z3.SolverFor("QF_BV", ctx=ctx) if "FloatingPoint" not in text else z3.Solver(ctx=ctx)
+    s.set("timeout", max(1, int(timeout * 1000)))
+    s.set("random_seed", seed)
+    s.add(assertions)
+    r = s.check()
+    if r == z3.sat:
+        m = s.model()
+        decls = {d.name(): d for d in m.decls()}
+        model = {}
+        for n in names:
+            if n in decls:
+                model[n] = m[decls[n]].as_long()
+        return "sat", model, ""
+    if r == z3.unsat:
+        return "unsat", {}, ""
+    return "unknown", {}, s.reason_unknown()
+
+
+def _cvc5_version() -> str:
+    import cvc5
+
+    tm = cvc5.TermManager()
+    return cvc5.Solver(tm).getVersion()
+
+
+def _cvc5_solve(text: str, names: list[str], timeout: float, seed: int) -> Outcome:
+    import cvc5
+
+    tm = cvc5.TermManager()
+    s = cvc5.Solver(tm)
+    s.setOption("produce-models", "true")
+    s.setOption("fp-exp", "true")
+    s.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
+    s.setOption("seed", str(seed))
+    sm = cvc5.SymbolManager(tm)
+    parser = cvc5.InputParser(s, sm)
+    parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "query")
+    while True:
+        cmd = parser.nextCommand()
+        if cmd.isNull():
+            break
+        cmd.invoke(s, sm)
+    r = s.checkSat()
+    if r.isSat():
+        terms = {str(t): t for t in sm.getDeclaredTerms()}
+        model = {}
+        for n in names:
+            if n in terms:
+                model[n] = int(s.getValue(terms[n]).getBitVectorValue(10))
+        return "sat", model, ""
+    if r.isUnsat():
+        return "unsat", {}, ""
+    return "unknown", {}, str(r.getUnknownExplanation()).lower().replace("_", " ")
+
+
+def _bitwuzla_version() -> str:
+    import bitwuzla
+
+    return bitwuzla.version()
+
+
+def _bitwuzla_solve(text: str, names: list[str], timeout: float, seed: int) -> Outcome:
+    import bitwuzla as bz
+
+    tm = bz.TermManager()
+    opts = bz.Options()
+    opts.set(bz.Option.PRODUCE_MODELS, True)
+    opts.set(bz.Option.TIME_LIMIT_PER, max(1, int(timeout * 1000)))
+    opts.set(bz.Option.SEED, seed)
+    parser = bz.Parser(tm, opts)
+    parser.parse(text, True, False)
+    s = parser.bitwuzla()
+    r = s.check_sat()
+    if r == bz.Result.SAT:
+        funs = {f.symbol(): f for f in parser.get_declared_funs()}
+        model = {n: int(s.get_value(funs[n]).value(10)) for n in names if n in funs}
+        return "sat", model, ""
+    if r == bz.Result.UNSAT:
+        return "unsat", {}, ""
+    return "unknown", {}, "time limit reached in the solver"
+
+
+BACKENDS: dict[str, Backend] = {
+    b.name: b
+    for b in (
+        # Preference order: the fastest on this project's queries first (bench/bench_solvers.py).
+        Backend("bitwuzla", "bitwuzla", "bitwuzla", _bitwuzla_version, _bitwuzla_solve),
+        Backend("z3", "z3", "z3-solver", _z3_version, _z3_solve),
+        Backend("cvc5", "cvc5", "cvc5", _cvc5_version, _cvc5_solve),
+    )
+}
+
+PLUGIN_ENV = "TCSMT_SOLVER_PLUGINS"
+"""Comma-separated modules that add back ends: each defines `BACKENDS: dict[str, Backend]`."""
+
+
+def all_backends() -> dict[str, Backend]:
+    """Built-in back ends plus those of the plugin modules named in $TCSMT_SOLVER_PLUGINS."""
+    out = dict(BACKENDS)
+    for mod in filter(None, (m.strip() for m in os.environ.get(PLUGIN_ENV, "").split(","))):
+        out.update(importlib.import_module(mod).BACKENDS)
+    return out
+
+
+def installed_version(b: Backend) -> str | None:
+    """The installed version of a back end without importing it (None: not installed)."""
+    if importlib.util.find_spec(b.module) is None:
+        return None
+    try:
+        return importlib.metadata.version(b.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown version"

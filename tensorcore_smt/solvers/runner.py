@@ -1,0 +1,226 @@
+"""Run solvers in child processes with a wall-clock limit and a memory cap; portfolio.
+
+A solver that hangs is killed at its limit, one that runs out of memory or crashes
+ends its own process: each becomes an `unknown` answer with the reason, and the
+calling process never waits longer than the limit nor loses what it already has.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .backends import all_backends, installed_version
+from .result import Answer, SolveResult
+
+GRACE_S = 2.0
+"""Seconds a child gets past its own time limit (start-up, parsing) before it is killed."""
+
+POLL_S = 0.02
+
+Progress = Callable[[float, list[str]], None]
+"""Called while solvers run with (elapsed seconds, names of the solvers still running)."""
+
+
+@dataclass(frozen=True)
+class SolveJob:
+    """One satisfiability question: SMT-LIB2 text (no check-sat), the constants whose
+    values a model should report, and the limits of each solver run."""
+
+    text: str
+    names: tuple[str, ...]
+    timeout: float = 300.0
+    memory_mb: int = 8192
+    seed: int = 0
+
+
+def available() -> dict[str, str]:
+    """Installed solvers in preference order, with their installed versions."""
+    out = {}
+    for name, b in all_backends().items():
+        v = installed_version(b)
+        if v is not None:
+            out[name] = v
+    return out
+
+
+def default_solvers() -> list[str]:
+    return list(available())
+
+
+def check_solver_names(names: list[str]) -> None:
+    """Raise ValueError naming an unknown or uninstalled solver."""
+    known = all_backends()
+    inst = available()
+    for n in names:
+        if n not in known:
+            raise ValueError(f"unknown solver {n!r}; known: {', '.join(known)}, portfolio")
+        if n not in inst:
+            raise ValueError(f"solver {n!r} is not installed (pip install {known[n].distribution})")
+
+
+class _Child:
+    """One running worker process."""
+
+    def __init__(self, solver: str, job: SolveJob, path: Path, workdir: Path) -> None:
+        self.solver = solver
+        self.job = job
+        self.start = time.monotonic()
+        self.err_path = workdir / f"{solver}.stderr"
+        mem = job.memory_mb * 1024 * 1024
+
+        def limits() -> None:  # runs in the child before exec
+            try:
+                import resource
+
+                resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+            except (ImportError, ValueError, OSError):
+                pass
+
+        with open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "tensorcore_smt.solvers.worker",
+                    solver,
+                    str(path),
+                    repr(job.timeout),
+                    str(job.seed),
+                    ",".join(job.names),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                preexec_fn=limits if os.name == "posix" else None,
+                start_new_session=True,
+            )
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def overdue(self) -> bool:
+        return self.elapsed > self.job.timeout + GRACE_S
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+        self.proc.wait()
+
+    def result(self, killed_for_time: bool = False) -> SolveResult:
+        """Collect the finished child's answer (call after it ended or was killed)."""
+        seconds = self.elapsed
+        if killed_for_time:
+            return SolveResult(
+                self.solver, Answer.UNKNOWN, seconds, reason=f"timeout after {self.job.timeout:g} s"
+            )
+        out = self.proc.stdout.read().decode(errors="replace") if self.proc.stdout else ""
+        rc = self.proc.returncode
+        line = out.strip().splitlines()[-1] if out.strip() else ""
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            data = None
+        if rc != 0 or not isinstance(data, dict):
+            return SolveResult(self.solver, Answer.UNKNOWN, seconds, reason=self._crash_reason(rc))
+        answer = Answer(data.get("answer", "unknown"))
+        model = {k: int(v) for k, v in data.get("model", {}).items()}
+        reason = data.get("reason", "")
+        if answer == Answer.UNKNOWN and "time" in reason.lower():
+            reason = f"timeout after {self.job.timeout:g} s (solver's own limit)"
+        return SolveResult(self.solver, answer, seconds, data.get("version", ""), model, reason)
+
+    def _crash_reason(self, rc: int | None) -> str:
+        try:
+            tail = [x for x in self.err_path.read_text(errors="replace").splitlines() if x.strip()]
+        except OSError:
+            tail = []
+        last = tail[-1].strip()[:200] if tail else ""
+        if rc is not None and rc < 0:
+            try:
+                sig = signal.Signals(-rc).name
+            except ValueError:
+                sig = f"signal {-rc}"
+            what = f"crashed ({sig})"
+        else:
+            what = f"exited with status {rc} and no answer"
+        if "bad_alloc" in last or "MemoryError" in last or "out of memory" in last.lower():
+            what = f"out of memory (cap {self.job.memory_mb} MiB)"
+        return f"{what}{': ' + last if last else ''}"
+
+
+def solve(job: SolveJob, solver: str, progress: Progress | None = None) -> SolveResult:
+    """Run one solver on `job` in a child process and wait for its answer."""
+    return portfolio(job, [solver], jobs=1, progress=progress)[0]
+
+
+def portfolio(
+    job: SolveJob, solvers: list[str], jobs: int | None = None, progress: Progress | None = None
+) -> tuple[SolveResult, list[SolveResult]]:
+    """Run `solvers` (at most `jobs` at a time) and return the first definite answer
+    (or an unknown summarising all) with every run's result, the stopped ones included."""
+    if not solvers:
+        raise ValueError("no SMT solver is installed (pip install bitwuzla z3-solver cvc5)")
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    queue = list(solvers)
+    running: list[_Child] = []
+    results: list[SolveResult] = []
+    t0 = time.monotonic()
+    winner: SolveResult | None = None
+    with tempfile.TemporaryDirectory(prefix="tcsmt-") as tmp:
+        path = Path(tmp) / "query.smt2"
+        path.write_text(job.text)
+        try:
+            while (queue or running) and winner is None:
+                while queue and len(running) < jobs:
+                    running.append(_Child(queue.pop(0), job, path, Path(tmp)))
+                time.sleep(POLL_S)
+                for child in list(running):
+                    if child.proc.poll() is not None:
+                        r = child.result()
+                    elif child.overdue():
+                        child.kill()
+                        r = child.result(killed_for_time=True)
+                    else:
+                        continue
+                    running.remove(child)
+                    results.append(r)
+                    if r.answer.definite:
+                        winner = r
+                        break
+                if progress and running:
+                    progress(time.monotonic() - t0, [c.solver for c in running])
+        finally:
+            for child in running:
+                child.kill()
+                results.append(
+                    SolveResult(
+                        child.solver,
+                        Answer.UNKNOWN,
+                        child.elapsed,
+                        reason=f"stopped: {winner.solver} answered first"
+                        if winner
+                        else "interrupted",
+                    )
+                )
+    if winner is None:
+        reasons = "; ".join(f"{r.solver}: {r.reason}" for r in results)
+        winner = SolveResult(
+            "portfolio" if len(solvers) > 1 else solvers[0],
+            Answer.UNKNOWN,
+            time.monotonic() - t0,
+            reason=reasons,
+        )
+    return winner, results
