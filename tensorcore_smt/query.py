@@ -262,16 +262,34 @@ def _more_accurate(x: BV, y: BV, a: list[BV], b: list[BV], c: BV, p: ModelParams
 
 def symbolic(q: Query) -> tuple[SymbolicBackend, Built]:
     """The query on the symbolic interpreter (fresh variables named after the operands)."""
-    s = SymbolicBackend()
-    inputs = {o.name: s.var(o.name, o.width) for o in q.operands}
+    s, inputs, _ = _symbolic_inputs(q)
     return s, build(q, inputs)
+
+
+def _symbolic_inputs(q: Query) -> tuple[SymbolicBackend, dict[str, BV], list[Bool]]:
+    """Variables for the free inputs; fixed inputs enter the model as constants (so
+    constant folding removes their share of the work) and are tied to their declared
+    variable by an equation, so a model still reports every input."""
+    s = SymbolicBackend()
+    fixed = {c.operands: c.bits for c in q.constraints if c.kind == ConstraintKind.FIX}
+    inputs: dict[str, BV] = {}
+    ties: list[Bool] = []
+    for o in q.operands:
+        v = s.var(o.name, o.width)
+        if o.name in fixed:
+            inputs[o.name] = BV.const(s, fixed[o.name], o.width)
+            ties.append(v.eq(fixed[o.name]))
+        else:
+            inputs[o.name] = v
+    return s, inputs, ties
 
 
 def smtlib(q: Query, for_export: bool = False) -> str:
     """SMT-LIB2 text of the query. The solvers get it without commands; an export adds
     a header, `(check-sat)` and `(get-value ...)` of the inputs and outputs."""
-    s, built = symbolic(q)
-    outs = []
+    s, inputs, ties = _symbolic_inputs(q)
+    built = build(q, inputs)
+    outs = [t for t in ties]
     for name, o in zip(q.output_names, built.outputs):
         v = s.var(name, o.w)
         outs.append(v.eq(o))

@@ -59,11 +59,15 @@ def _z3_solve(text: str, names: list[str], timeout: float, seed: int) -> Outcome
     return "unknown", {}, s.reason_unknown()
 
 
+_SOLVE_COMMANDS = {"check-sat", "get-value", "get-model", "exit"}
+
+
 def _cvc5_version() -> str:
     import cvc5
 
     tm = cvc5.TermManager()
-    return cvc5.Solver(tm).getVersion()
+    v = cvc5.Solver(tm).getVersion()
+    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 def _cvc5_solve(text: str, names: list[str], timeout: float, seed: int) -> Outcome:
@@ -82,6 +86,8 @@ def _cvc5_solve(text: str, names: list[str], timeout: float, seed: int) -> Outco
         cmd = parser.nextCommand()
         if cmd.isNull():
             break
+        if cmd.getCommandName() in _SOLVE_COMMANDS:
+            continue  # solving and model queries are ours to run
         cmd.invoke(s, sm)
     r = s.checkSat()
     if r.isSat():

@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
         kind = "out of memory" if "bad_alloc" in str(e) or "memory" in str(e).lower() else "error"
         out.update(answer="unknown", reason=f"{kind}: {type(e).__name__}: {msg[0] if msg else ''}")
     out["seconds"] = time.monotonic() - t0
-    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.write(json.dumps(out, default=str) + "\n")
     sys.stdout.flush()
     return 0
 
