@@ -135,20 +135,18 @@ def list_properties() -> None:
 
 @list_.command("solvers")
 def list_solvers() -> None:
-    """SMT solvers importable here, with their versions."""
-    rows = []
-    for name, mod, ver in (
-        ("z3", "z3", lambda m: m.get_version_string()),
-        ("cvc5", "cvc5", lambda m: getattr(m, "__version__", "?")),
-        ("bitwuzla", "bitwuzla", lambda m: m.__version__ if hasattr(m, "__version__") else "?"),
-    ):
+    """SMT solvers importable here, with their versions (portfolio order)."""
+    from .solvers.backends import all_backends
+
+    usable = []
+    for name, backend in all_backends().items():
         try:
-            m = __import__(mod)
-            rows.append((name, ver(m)))
+            version = backend.version()
+            usable.append(name)
         except Exception as e:  # noqa: BLE001 - any import failure means "not available"
-            rows.append((name, f"not available ({type(e).__name__})"))
-    for n, v in rows:
-        click.echo(f"{n:10s} {v}")
+            version = f"not available ({type(e).__name__}: {str(e).splitlines()[0][:60]})"
+        click.echo(f"{name:10s} {version}")
+    click.echo(f"{'portfolio':10s} " + (", ".join(usable) if usable else "no solver available"))
 
 
 def _parse_list(text: str, fmt: Format, field: str, k: int) -> list[int]:
@@ -251,6 +249,30 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
         text = src.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"{src}: cannot read ({e})") from None
+    from .vectors import is_vector_json, loads
+
+    if src.suffix.lower() == ".csv" or is_vector_json(text):
+        # A tcsmt-vectors file (JSON or CSV): validated as a whole, rows as in JSONL.
+        try:
+            vf = loads(text, csv_format=src.suffix.lower() == ".csv")
+        except UserError as e:
+            raise UserError(f"{src}: {e}") from None
+        q = vf.params
+        if (q.K, q.a_fmt, q.b_fmt, q.c_fmt) != (p.K, p.a_fmt, p.b_fmt, p.c_fmt):
+            raise UserError(
+                f"{src}: its instruction {vf.instruction} takes other operands than the "
+                f"one simulated; pass --instr {vf.instruction}"
+            )
+        for v in vf.vectors:
+            obj = {
+                "a": [format_hex(x, p.a_fmt) for x in v.a],
+                "b": [format_hex(x, p.b_fmt) for x in v.b],
+                "c": format_hex(v.c, p.c_fmt),
+            }
+            if v.note:
+                obj["note"] = v.note
+            rows.append((v.a, v.b, v.c, obj))
+        text = ""
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

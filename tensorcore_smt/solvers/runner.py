@@ -215,6 +215,8 @@ def portfolio(
                         else "interrupted",
                     )
                 )
+    if winner is None and len(results) == 1:
+        winner = results[0]
     if winner is None:
         reasons = "; ".join(f"{r.solver}: {r.reason}" for r in results)
         winner = SolveResult(

@@ -1,0 +1,35 @@
+"""Misbehaving solver back ends for the isolation tests (loaded as a solver plugin via
+$TCSMT_SOLVER_PLUGINS): one aborts, one hangs, one exhausts memory, one lies."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from tensorcore_smt.solvers.backends import Backend
+
+
+def _crash(text, names, timeout, seed):
+    os.abort()
+
+
+def _hang(text, names, timeout, seed):
+    while True:  # ignores its own time limit, like a stuck native solver
+        time.sleep(1)
+
+
+def _oom(text, names, timeout, seed):
+    hog = []
+    while True:
+        hog.append(bytearray(64 << 20))
+
+
+def _liar(text, names, timeout, seed):
+    # "sat" with all-zero inputs: both variants give the same bits there.
+    return "sat", {n: 0 for n in names}, ""
+
+
+BACKENDS = {
+    name: Backend(name, "fake_solvers", "fake-solvers", lambda: "0-test", fn)
+    for name, fn in (("crash", _crash), ("hang", _hang), ("oom", _oom), ("liar", _liar))
+}
