@@ -319,4 +319,4 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
 
 
 # Sub-command modules register themselves on `main` when imported.
-from . import cli_solve, cli_vectors  # noqa: E402,F401
+from . import cli_find, cli_solve, cli_vectors  # noqa: E402,F401

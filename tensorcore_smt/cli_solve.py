@@ -66,8 +66,22 @@ def query_options(f: Callable) -> Callable:
     return f
 
 
+def solver_options_common(f: Callable) -> Callable:
+    """Solver choice, limits, --json and --out: shared by diff, prove and find."""
+    opts = _SOLVER_OPTS[:-1]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
 def solver_options(f: Callable) -> Callable:
-    opts = [
+    for o in reversed(_SOLVER_OPTS):
+        f = o(f)
+    return f
+
+
+def _solver_opts() -> list:
+    return [
         click.option(
             "--solver",
             default=PORTFOLIO,
@@ -101,9 +115,9 @@ def solver_options(f: Callable) -> Callable:
             help="Also write the query as SMT-LIB2 (default path: queries/NAME.smt2).",
         ),
     ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
+
+
+_SOLVER_OPTS = _solver_opts()
 
 
 def build_query(

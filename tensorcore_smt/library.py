@@ -1,0 +1,269 @@
+"""The property library: declarative questions about matrix-unit arithmetic.
+
+A property file (TOML, one per property, in tensorcore_smt/properties/ or a directory
+the user names) holds the question in words, where it comes from, which instructions
+it applies to, and one or more queries: two variant templates over the arch preset
+(`{arch}` vs `{arch}[carry_bits={carry_bits-1}]`), a goal, input constraints each with
+the reason it keeps the question meaningful, and the answer the question expects.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .formats import Format
+from .model.params import ModelParams
+from .presets import PRESETS, Instruction, Preset, UserError
+from .query import Constraint, ConstraintKind, Goal, Query, make_query
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+BUILTIN_DIR = Path(__file__).parent / "properties"
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """One query of a property, before it is bound to an architecture."""
+
+    id: str
+    goal: Goal
+    x: str
+    y: str
+    constraints: tuple[dict, ...] = ()
+    expect: str | None = None  # "sat" | "unsat" | None (either answer is informative)
+    meaning: dict = field(default_factory=dict)  # answer -> one-line conclusion
+    timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class Property:
+    """A question about the hardware, asked as one or more queries."""
+
+    name: str
+    question: str
+    source: str
+    when: dict
+    prefer_single_group: bool
+    queries: tuple[QuerySpec, ...]
+    predict: tuple[str, ...] = ()
+    path: Path | None = None
+
+    def instruction_for(self, preset: Preset) -> Instruction:
+        """The instruction this property asks about on `preset` (UserError if none)."""
+        why = self.not_applicable(preset)
+        if why:
+            raise UserError(why)
+        return self._pick(preset)[0]
+
+    def not_applicable(self, preset: Preset) -> str | None:
+        """Why the property does not apply to `preset` (None when it does)."""
+        inst, reasons = self._pick(preset)
+        if inst is not None:
+            return None
+        return f"property {self.name!r} does not apply to {preset.name}: " + "; ".join(
+            sorted(set(reasons))[:3]
+        )
+
+    def _pick(self, preset: Preset) -> tuple[Instruction | None, list[str]]:
+        order = [preset.instructions[preset.default_instr]] + [
+            i for n, i in preset.instructions.items() if n != preset.default_instr
+        ]
+        if self.prefer_single_group:
+            order.sort(key=lambda i: len(i.params.groups()) > 1)
+        reasons: list[str] = []
+        for inst in order:
+            r = _mismatch(self.when, inst.params)
+            if r is None:
+                return inst, reasons
+            reasons.append(r)
+        return None, reasons
+
+    def bind(self, arch: str, instr: str | None = None) -> list[tuple[QuerySpec, Query]]:
+        """The property's queries on one architecture (and instruction)."""
+        if arch not in PRESETS:
+            raise UserError(f"unknown architecture {arch!r}; known: {', '.join(PRESETS)}")
+        preset = PRESETS[arch]
+        if instr:
+            inst = preset.instructions.get(instr)
+            if inst is None:
+                raise UserError(f"unknown instruction {instr!r} for {arch}")
+            r = _mismatch(self.when, inst.params)
+            if r:
+                raise UserError(f"property {self.name!r} does not apply to {instr}: {r}")
+        else:
+            inst = self.instruction_for(preset)
+        env = _template_env(arch, inst.params)
+        out = []
+        for spec in self.queries:
+            x, y = expand(spec.x, env), expand(spec.y, env)
+            cons = tuple(_constraint(c, env) for c in spec.constraints)
+            q = make_query(x, y, inst.name, spec.goal, cons, name=f"{self.name}-{spec.id}-{arch}")
+            bound = QuerySpec(
+                spec.id,
+                spec.goal,
+                x,
+                y,
+                spec.constraints,
+                spec.expect,
+                {k: expand(v, env) for k, v in spec.meaning.items()},
+                spec.timeout,
+            )
+            out.append((bound, q))
+        return out
+
+    def predicted_variants(self, arch: str, instr: str) -> list[str]:
+        env = _template_env(arch, PRESETS[arch].instructions[instr].params)
+        return [expand(t, env) for t in self.predict]
+
+
+def _mismatch(when: dict, p: ModelParams) -> str | None:
+    """Why `p` fails the property's `when` conditions (None if it meets them)."""
+    for key, allowed in when.items():
+        if key == "has":
+            for name in allowed:
+                if getattr(p, name) is None:
+                    return f"the model has no {name}"
+            continue
+        if key == "min_K":
+            if p.K < allowed:
+                return f"K={p.K} < {allowed}"
+            continue
+        value = getattr(p, key, None)
+        shown = value.spec.name if isinstance(value, Format) else getattr(value, "value", value)
+        if str(shown) not in [str(a) for a in allowed]:
+            return f"{key} is {shown}, the property needs {' or '.join(map(str, allowed))}"
+    return None
+
+
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+}
+
+
+def _eval(expr: str, env: dict) -> int | str:
+    """Evaluate `carry_bits-1`, `L*2`, `arch`: names and integer arithmetic only."""
+
+    def ev(n: ast.AST):
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.Name):
+            if n.id not in env:
+                raise UserError(f"template name {n.id!r} is unknown; known: {', '.join(env)}")
+            return env[n.id]
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -ev(n.operand)
+        if isinstance(n, ast.BinOp) and type(n.op) in _OPS:
+            return _OPS[type(n.op)](ev(n.left), ev(n.right))
+        raise UserError(f"template expression {expr!r} is not names and integer arithmetic")
+
+    try:
+        return ev(ast.parse(expr.strip(), mode="eval"))
+    except SyntaxError:
+        raise UserError(f"template expression {expr!r} does not parse") from None
+
+
+def expand(template: str, env: dict) -> str:
+    """Replace every `{expr}` in a template by its value."""
+    return re.sub(r"\{([^{}]+)\}", lambda m: str(_eval(m.group(1), env)), template)
+
+
+def _template_env(arch: str, p: ModelParams) -> dict:
+    env: dict = {"arch": arch}
+    for k, v in p.__dict__.items():
+        if isinstance(v, int) and not isinstance(v, bool):
+            env[k] = v
+    return env
+
+
+def _constraint(d: dict, env: dict) -> Constraint:
+    kind = ConstraintKind(d["kind"])
+    ops = str(d.get("operands", "abc"))
+    if kind == ConstraintKind.FIX:
+        bits = d["bits"]
+        return Constraint(
+            kind,
+            ops,
+            bits=int(bits, 0) if isinstance(bits, str) else bits,
+            reason=d.get("reason", ""),
+        )
+    lo = d.get("lo")
+    hi = d.get("hi")
+    return Constraint(
+        kind,
+        ops,
+        lo=None if lo is None else int(expand(str(lo), env)),
+        hi=None if hi is None else int(expand(str(hi), env)),
+        reason=d.get("reason", ""),
+    )
+
+
+def _load_one(path: Path) -> Property:
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise UserError(f"{path}: {e}") from None
+    try:
+        queries = []
+        for i, q in enumerate(data["query"]):
+            for c in q.get("constraint", []):
+                if not c.get("reason"):
+                    raise UserError(f"{path}: query[{i}] constraint {c} has no reason")
+                ConstraintKind(c["kind"])
+            queries.append(
+                QuerySpec(
+                    id=q.get("id", str(i)),
+                    goal=Goal(q.get("goal", "differ")),
+                    x=q["x"],
+                    y=q["y"],
+                    constraints=tuple(q.get("constraint", [])),
+                    expect=q.get("expect"),
+                    meaning=dict(q.get("meaning", {})),
+                    timeout=q.get("timeout"),
+                )
+            )
+        return Property(
+            name=data["name"],
+            question=data["question"].strip(),
+            source=data["source"],
+            when=dict(data.get("when", {})),
+            prefer_single_group=bool(data.get("prefer_single_group", False)),
+            queries=tuple(queries),
+            predict=tuple(data.get("predict", [])),
+            path=path,
+        )
+    except KeyError as e:
+        raise UserError(f"{path}: missing field {e.args[0]!r}") from None
+    except ValueError as e:
+        raise UserError(f"{path}: {e}") from None
+
+
+def load_all(directory: Path | None = None) -> dict[str, Property]:
+    """Every property in the built-in library, or in `directory` when given."""
+    d = directory or BUILTIN_DIR
+    if not d.is_dir():
+        raise UserError(f"{d}: no such properties directory")
+    props = {}
+    for f in sorted(d.glob("*.toml")):
+        p = _load_one(f)
+        props[p.name] = p
+    return props
+
+
+def get(name: str, directory: Path | None = None) -> Property:
+    props = load_all(directory)
+    if name not in props:
+        raise UserError(f"unknown property {name!r}; known: {', '.join(props) or 'none'}")
+    return props[name]
