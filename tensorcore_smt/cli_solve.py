@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from .cli import main
+from .presets import UserError
 from .query import (
     Constraint,
     ConstraintKind,
@@ -45,6 +46,12 @@ def query_options(f: Callable) -> Callable:
         click.argument("variant_y"),
         click.option("--instr", default=None, help="Instruction (default: X's preset default)."),
         click.option("--positive", is_flag=True, help="Every input has its sign bit clear."),
+        click.option(
+            "--terms",
+            type=int,
+            default=None,
+            help="Only the first N products are free; a_k = b_k = 0 for k >= N.",
+        ),
         click.option("--finite", is_flag=True, help="No input is Inf or NaN."),
         click.option(
             "--normal-only", is_flag=True, help="Every input is zero or a normal finite number."
@@ -126,6 +133,7 @@ def build_query(
     instr: str | None,
     goal: Goal,
     positive: bool,
+    terms: int | None,
     finite: bool,
     normal_only: bool,
     nonzero: bool,
@@ -142,6 +150,10 @@ def build_query(
         if flag:
             cons.append(Constraint(kind))
     cons += [parse_window(w) for w in windows]
+    if terms is not None:
+        if terms < 0:
+            raise UserError(f"--terms: {terms} is negative")
+        cons.append(Constraint(ConstraintKind.TERMS, "ab", lo=terms))
     q = make_query(variant_x, variant_y, instr, goal, tuple(cons))
     if fixes:
         fixed = tuple(parse_fix(f, q.operands) for f in fixes)
@@ -251,6 +263,7 @@ def diff(
     variant_y,
     instr,
     positive,
+    terms,
     finite,
     normal_only,
     nonzero,
@@ -273,7 +286,17 @@ def diff(
     """
     goal = Goal.COMPARE_ERRORS if compare_errors else Goal.DIFFER
     q = build_query(
-        variant_x, variant_y, instr, goal, positive, finite, normal_only, nonzero, windows, fixes
+        variant_x,
+        variant_y,
+        instr,
+        goal,
+        positive,
+        terms,
+        finite,
+        normal_only,
+        nonzero,
+        windows,
+        fixes,
     )
     run(
         q,
@@ -294,6 +317,7 @@ def prove(
     variant_y,
     instr,
     positive,
+    terms,
     finite,
     normal_only,
     nonzero,

@@ -51,7 +51,7 @@ class Property:
     question: str
     source: str
     when: dict
-    prefer_single_group: bool
+    prefer_groups: str  # "single": one fused group if possible; "multi": chained groups
     queries: tuple[QuerySpec, ...]
     predict: tuple[str, ...] = ()
     path: Path | None = None
@@ -76,8 +76,10 @@ class Property:
         order = [preset.instructions[preset.default_instr]] + [
             i for n, i in preset.instructions.items() if n != preset.default_instr
         ]
-        if self.prefer_single_group:
+        if self.prefer_groups == "single":
             order.sort(key=lambda i: len(i.params.groups()) > 1)
+        elif self.prefer_groups == "multi":
+            order.sort(key=lambda i: len(i.params.groups()) == 1)
         reasons: list[str] = []
         for inst in order:
             r = _mismatch(self.when, inst.params)
@@ -239,7 +241,7 @@ def _load_one(path: Path) -> Property:
             question=data["question"].strip(),
             source=data["source"],
             when=dict(data.get("when", {})),
-            prefer_single_group=bool(data.get("prefer_single_group", False)),
+            prefer_groups=str(data.get("prefer_groups", "")),
             queries=tuple(queries),
             predict=tuple(data.get("predict", [])),
             path=path,

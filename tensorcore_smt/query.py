@@ -43,11 +43,13 @@ class ConstraintKind(Enum):
     """Input restrictions a query may carry."""
 
     POSITIVE = "positive"  # sign bit clear
+    NEGATIVE = "negative"  # sign bit set
     FINITE = "finite"  # no Inf, no NaN
     NORMAL_ONLY = "normal-only"  # zero or a normal finite number
     NONZERO = "nonzero"  # not zero
     EXPONENT_WINDOW = "exponent-window"  # zero, or 2^lo <= |x| < 2^(hi+1)
     FIX = "fix"  # one input has a given bit pattern
+    TERMS = "terms"  # only products 0..lo-1 are free; a_k = b_k = +0 for k >= lo
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class Constraint:
     def applies_to(self, name: str) -> bool:
         if self.kind == ConstraintKind.FIX:
             return name == self.operands
+        if self.kind == ConstraintKind.TERMS:
+            return name[0] in "ab" and int(name[1:]) >= self.lo
         return name[0] in self.operands
 
     def holds(self, x: BV, fmt: Format) -> Bool:
@@ -74,6 +78,10 @@ class Constraint:
         finite = ~u.is_inf & ~u.is_nan
         if self.kind == ConstraintKind.POSITIVE:
             return ~u.sign
+        if self.kind == ConstraintKind.NEGATIVE:
+            return u.sign
+        if self.kind == ConstraintKind.TERMS:
+            return x.eq(0)
         if self.kind == ConstraintKind.FINITE:
             return finite
         if self.kind == ConstraintKind.NONZERO:
@@ -93,6 +101,8 @@ class Constraint:
         """The constraint as the command-line option that sets it."""
         if self.kind == ConstraintKind.FIX:
             return f"--fix {self.operands}={self.bits:#x}"
+        if self.kind == ConstraintKind.TERMS:
+            return f"--terms {self.lo}"
         sel = "" if self.operands == "abc" else f"{self.operands}="
         if self.kind == ConstraintKind.EXPONENT_WINDOW:
             return f"--exponent-window {sel}{self.lo}:{self.hi}"
@@ -272,6 +282,9 @@ def _symbolic_inputs(q: Query) -> tuple[SymbolicBackend, dict[str, BV], list[Boo
     variable by an equation, so a model still reports every input."""
     s = SymbolicBackend()
     fixed = {c.operands: c.bits for c in q.constraints if c.kind == ConstraintKind.FIX}
+    for c in q.constraints:
+        if c.kind == ConstraintKind.TERMS:
+            fixed.update({o.name: 0 for o in q.operands if c.applies_to(o.name)})
     inputs: dict[str, BV] = {}
     ties: list[Bool] = []
     for o in q.operands:
