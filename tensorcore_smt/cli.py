@@ -122,15 +122,34 @@ def _params_json(p: ModelParams) -> dict:
 
 
 @list_.command("properties")
-def list_properties() -> None:
-    """Properties in the property library."""
-    d = Path(__file__).parent / "properties"
-    files = sorted(d.glob("*.toml")) if d.is_dir() else []
-    if not files:
-        click.echo("no properties installed yet")
+@click.option(
+    "--properties-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="List this directory's properties instead of the built-in library.",
+)
+@click.option("--arch", default=None, help="Say whether each property applies to ARCH.")
+def list_properties(properties_dir: str | None, arch: str | None) -> None:
+    """Properties in the property library (question, source, queries)."""
+    from .library import load_all
+
+    props = load_all(Path(properties_dir) if properties_dir else None)
+    if arch and arch not in PRESETS:
+        raise UserError(f"unknown architecture {arch!r}; known: {', '.join(PRESETS)}")
+    if not props:
+        click.echo("no properties found")
         return
-    for f in files:
-        click.echo(f.stem)
+    for name, prop in props.items():
+        queries = ", ".join(f"{q.id} ({q.goal.value})" for q in prop.queries)
+        click.echo(f"{name}: {' '.join(prop.question.split())}")
+        click.echo(f"    source: {prop.source}")
+        click.echo(f"    queries: {queries}")
+        if arch:
+            why = prop.not_applicable(PRESETS[arch])
+            if why:
+                click.echo(f"    {arch}: does not apply ({why.split(': ', 1)[-1]})")
+            else:
+                click.echo(f"    {arch}: {prop.instruction_for(PRESETS[arch]).name}")
 
 
 @list_.command("solvers")
