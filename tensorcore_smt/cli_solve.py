@@ -343,6 +343,7 @@ def prove(
         instr,
         Goal.EQUIVALENT,
         positive,
+        terms,
         finite,
         normal_only,
         nonzero,
@@ -376,7 +377,18 @@ def prove(
     help="Output file (default: queries/NAME.smt2).",
 )
 def export(
-    variant_x, variant_y, instr, positive, finite, normal_only, nonzero, windows, fixes, goal, out
+    variant_x,
+    variant_y,
+    instr,
+    positive,
+    terms,
+    finite,
+    normal_only,
+    nonzero,
+    windows,
+    fixes,
+    goal,
+    out,
 ):
     """Write a query as SMT-LIB2 that z3, cvc5 and bitwuzla all read."""
     q = build_query(
@@ -385,6 +397,7 @@ def export(
         instr,
         Goal(goal),
         positive,
+        terms,
         finite,
         normal_only,
         nonzero,

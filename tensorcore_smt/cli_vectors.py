@@ -1,1 +1,290 @@
-"""`tcsmt vectors ...` and `tcsmt probe ...` commands (test vectors and GPU probe programs)."""
+"""`tcsmt vectors ...` and `tcsmt probe ...` commands (test vectors and GPU probe programs).
+
+Exit codes: 0 success; 2 bad input (one line on stderr); `tcsmt probe --check` exits 1
+when some vector matched no variant.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from . import vectors as vec
+from .cli import describe, main
+from .formats import format_hex, parse_hex
+from .presets import PRESETS, UserError, parse_variant
+
+
+@main.group("vectors")
+def vectors_group() -> None:
+    """Hardware test-vector files (JSON or CSV): show, merge, convert, predict."""
+
+
+@vectors_group.command("show")
+@click.argument("path", type=click.Path(dir_okay=False))
+def vectors_show(path: str) -> None:
+    """Print a vector file as a table: inputs and every variant's prediction, in hex and
+    decimal; flags predictions this tcsmt's model does not reproduce."""
+    vf = vec.load(path)
+    f = vf.formats()
+    prop = f", property {vf.property}" if vf.property else ""
+    click.echo(
+        f"{path}: {vf.arch} {vf.instruction} ({f['a'].spec.name} x {f['b'].spec.name} + "
+        f"{f['c'].spec.name} -> {f['d'].spec.name}, K={vf.params.K}), "
+        f"{len(vf.vectors)} vectors, {len(vf.variants)} variants{prop}"
+    )
+    stale = {(i, v): new for i, v, _, new in vec.stale_predictions(vf)}
+    width = max([len(v) for v in vf.variants] + [1])
+    for i, v in enumerate(vf.vectors):
+        click.echo(f"vector {i}" + (f"  ({v.note})" if v.note else ""))
+        for name, xs, fmt in (("a", v.a, f["a"]), ("b", v.b, f["b"])):
+            for j, x in enumerate(xs):
+                click.echo(f"  {name}[{j}]".ljust(width + 6) + f"= {describe(x, fmt)}")
+        click.echo("  c".ljust(width + 6) + f"= {describe(v.c, f['c'])}")
+        distinct = len(set(v.predicted.values()))
+        for var in vf.variants:
+            label = f"  d[{var}]".ljust(width + 6)
+            if var not in v.predicted:
+                click.echo(f"{label}= (no prediction)")
+                continue
+            line = f"{label}= {describe(v.predicted[var], f['d'])}"
+            if (i, var) in stale:
+                line += f"  [this tcsmt computes {format_hex(stale[(i, var)], f['d'])}]"
+            click.echo(line)
+        if len(vf.variants) > 1:
+            click.echo(f"  ({distinct} distinct predictions)")
+    if stale:
+        click.echo(
+            f"{len(stale)} stored predictions differ from this tcsmt's model "
+            f"(`tcsmt vectors predict {path}` recomputes them)"
+        )
+
+
+@vectors_group.command("merge")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Merged file.")
+def vectors_merge(paths: tuple[str, ...], out: str) -> None:
+    """Merge vector files of one arch and instruction: union of the variants, each input
+    once, predictions combined."""
+    files = [vec.load(p) for p in paths]
+    try:
+        merged = vec.merge(files)
+    except UserError as e:
+        msg = str(e)
+        if msg.startswith("files["):
+            n = int(msg[6 : msg.index("]")])
+            msg = f"{paths[n]}{msg[msg.index(']') + 1 :]}"
+        raise UserError(msg) from None
+    vec.save(merged, out)
+    click.echo(
+        f"wrote {out}: {len(merged.vectors)} vectors "
+        f"({sum(len(f.vectors) for f in files)} read), {len(merged.variants)} variants"
+    )
+
+
+@vectors_group.command("csv")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option(
+    "--out", type=click.Path(dir_okay=False), default=None, help="CSV file (default: stdout)."
+)
+def vectors_csv(path: str, out: str | None) -> None:
+    """Convert a vector file to CSV (a `# tcsmt-vectors {...}` header line, then one row
+    per vector; `tcsmt` reads it back anywhere it reads JSON)."""
+    text = vec.to_csv(vec.load(path))
+    if out:
+        Path(out).write_text(text)
+    else:
+        click.echo(text, nl=False)
+
+
+@vectors_group.command("predict")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option(
+    "--variant",
+    "add",
+    multiple=True,
+    help="Add a variant (repeatable), e.g. 'volta[carry_bits=2]'.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Output file (.json or .csv; default: rewrite PATH).",
+)
+def vectors_predict(path: str, add: tuple[str, ...], out: str | None) -> None:
+    """(Re)compute every variant's prediction for every vector with the model."""
+    vf = vec.load(path)
+    for v in add:
+        parse_variant(v)
+        if v not in vf.variants:
+            vf.variants.append(v)
+    try:
+        vf.validate()
+    except UserError as e:
+        raise UserError(f"--variant: {e}") from None
+    before = {(i, k): d for i, v in enumerate(vf.vectors) for k, d in v.predicted.items()}
+    new = vec.predict(vf)
+    changed = sum(
+        1
+        for i, v in enumerate(new.vectors)
+        for k, d in v.predicted.items()
+        if before.get((i, k)) != d
+    )
+    dst = out or path
+    vec.save(new, dst)
+    click.echo(
+        f"wrote {dst}: {len(new.vectors)} vectors x {len(new.variants)} variants, "
+        f"{changed} predictions new or changed"
+    )
+
+
+@vectors_group.command("new")
+@click.option("--arch", required=True, help="Target architecture (a preset name).")
+@click.option("--instr", default=None, help="Instruction (default: the preset's).")
+@click.option(
+    "--variant", "variants", multiple=True, help="Variant to predict (repeatable; default: ARCH)."
+)
+@click.option("--property", "prop", default=None, help="Property the vectors come from.")
+@click.option(
+    "--rows",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help='JSONL rows {"a": [hex...], "b": [hex...], "c": hex, "note": "..."}.',
+)
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help=".json or .csv")
+def vectors_new(
+    arch: str, instr: str | None, variants: tuple[str, ...], prop: str | None, rows: str, out: str
+) -> None:
+    """Make a vector file from hand-written JSONL rows, with every variant's prediction."""
+    if arch not in PRESETS:
+        raise UserError(f"--arch: unknown architecture {arch!r}; known: {', '.join(PRESETS)}")
+    inst = parse_variant(arch).instruction(instr)
+    vf = vec.VectorFile(arch, inst.name, list(variants) or [arch], [], prop)
+    vf.validate()
+    p = inst.params
+    src = Path(rows)
+    if not src.exists():
+        raise UserError(f"{src}: no such file")
+    for lineno, line in enumerate(src.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise ValueError("row is not a JSON object")
+            for k in ("a", "b", "c"):
+                if k not in obj:
+                    raise ValueError(f"missing field {k!r}")
+            ab = {}
+            for k, fmt in (("a", p.a_fmt), ("b", p.b_fmt)):
+                if not isinstance(obj[k], list) or len(obj[k]) != p.K:
+                    raise ValueError(f"{k}: expected a list of {p.K} hex strings")
+                ab[k] = [parse_hex(str(x), fmt, f"{k}[{i}]") for i, x in enumerate(obj[k])]
+            c = parse_hex(str(obj["c"]), p.c_fmt, "c")
+            note = obj.get("note", "")
+            if not isinstance(note, str):
+                raise ValueError("note: expected a string")
+        except ValueError as e:
+            raise UserError(f"{src}:{lineno}: {e}") from None
+        vf.vectors.append(vec.Vector(ab["a"], ab["b"], c, {}, note, str(src)))
+    vf = vec.predict(vf)
+    vec.save(vf, out)
+    click.echo(f"wrote {out}: {len(vf.vectors)} vectors x {len(vf.variants)} variants")
+
+
+# --- probes ----------------------------------------------------------------------------
+
+
+@main.command("probe")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="CUDA source to write (default: stdout).",
+)
+@click.option(
+    "--sm", default=None, help="GPU target, e.g. 90a, 89, 120a (default: the file's arch)."
+)
+@click.option(
+    "--check",
+    "check_mode",
+    is_flag=True,
+    help="Read a probe's output: tcsmt probe --check VECTORS.json OUTPUT.txt ('-': stdin).",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --check: a JSON report.")
+def probe(
+    files: tuple[str, ...], out: str | None, sm: str | None, check_mode: bool, as_json: bool
+) -> None:
+    """Write a CUDA program that runs a vector file on the GPU, or check its output.
+
+    \b
+    tcsmt probe VECTORS.json --out probe.cu [--sm 90a]
+    nvcc -arch=sm_XX -o probe probe.cu && ./probe > probe_output.txt
+    tcsmt probe --check VECTORS.json probe_output.txt [--json]
+
+    --check exits 0 when every vector matched at least one variant, 1 when some vector
+    matched none, 2 on a malformed or truncated output or vector file.
+    """
+    from .probe import cuda
+    from .probe.check import check_output, report_text
+
+    if check_mode:
+        if out or sm:
+            raise UserError("--check reads an output; --out and --sm are for writing a probe")
+        if len(files) != 2:
+            raise UserError(
+                "--check needs the vector file and the program's output: "
+                "tcsmt probe --check VECTORS.json OUTPUT.txt"
+            )
+        vpath, opath = files
+        vf = vec.load(vpath)
+        if opath == "-":
+            text, oname = sys.stdin.read(), "<stdin>"
+        else:
+            try:
+                text = Path(opath).read_text()
+            except FileNotFoundError:
+                raise UserError(f"{opath}: no such file") from None
+            except (OSError, UnicodeDecodeError) as e:
+                raise UserError(f"{opath}: cannot read ({e})") from None
+            oname = opath
+        try:
+            rep = check_output(vf, text)
+        except UserError as e:
+            where = vpath if str(e).startswith("variants:") else oname
+            raise UserError(f"{where}: {e}") from None
+        if as_json:
+            click.echo(json.dumps(rep.to_json(), indent=2))
+        else:
+            click.echo(report_text(rep, oname))
+        sys.exit(0 if rep.ok else 1)
+    if as_json:
+        raise UserError("--json goes with --check")
+    if len(files) != 1:
+        raise UserError("give one vector file: tcsmt probe VECTORS.json --out probe.cu")
+    vpath = files[0]
+    vf = vec.load(vpath)
+    name = Path(out).name if out else "probe.cu"
+    try:
+        src = cuda.generate(vf, sm=sm, source_name=name, vectors_name=vpath)
+    except UserError as e:
+        msg = str(e)
+        raise UserError(msg if msg.startswith("--sm") else f"{vpath}: {msg}") from None
+    target, _ = cuda.choose_target(vf, sm)
+    cmd = cuda.nvcc_command(target, name)
+    summary = (
+        f"{len(vf.vectors)} vectors, {vf.arch} {vf.instruction}, target {target}\n"
+        f"build: {cmd}\n"
+        f"run:   ./{cmd.split(' -o ')[1].split()[0]} > probe_output.txt\n"
+        f"check: tcsmt probe --check {vpath} probe_output.txt"
+    )
+    if out:
+        Path(out).write_text(src)
+        click.echo(f"wrote {out}: {summary}")
+    else:
+        click.echo(src, nl=False)
+        click.echo(summary, err=True)

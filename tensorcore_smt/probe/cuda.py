@@ -1,0 +1,555 @@
+"""Generate a self-contained CUDA program that runs a vector file's vectors on the GPU.
+
+One thread block per vector: a warp (mma.sync) or a warpgroup of 128 threads (wgmma). The
+vector goes to row 0 of A, column 0 of B and C[0][0], every other element is zero (the
+setup of Fasi et al. §III), the instruction runs once as inline PTX, and the thread that
+holds D[0][0] stores its bits. The host prints one line per vector,
+``vector <index> d=0x<hex>``, in the output format's own width, and exits non-zero on
+any CUDA error. Device details go to standard error, so standard output is exactly the
+lines `tcsmt probe --check` reads.
+
+Register placement comes from the tables in `layouts` (PTX ISA fragment layouts); the
+generated code spells out, per thread, which register bits receive which element.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .. import __version__
+from ..presets import PRESETS, Instruction, UserError, parse_variant
+from ..vectors import VectorFile
+from .layouts import Form, Fragment, Layout, container_shift, form_of, layout_for
+
+NVCC_MIN_SM = 75
+"""Oldest target nvcc 13 builds (CUDA 13 dropped sm_70 and older; CUDA 12.x builds sm_70)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A GPU target such as sm_90a."""
+
+    sm: int
+    suffix: str = ""  # "", "a" (arch-specific) or "f" (family)
+
+    def __str__(self) -> str:
+        return f"sm_{self.sm}{self.suffix}"
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """Which targets can run an instruction form on its tensor cores."""
+
+    min_sm: int
+    max_sm: int | None = None  # None: every later generation
+    arch_specific: bool = False  # needs the `a` target (wgmma, .kind::f8f6f4)
+    why: str = ""
+
+
+def requirement(inst: Instruction) -> Requirement:
+    """Minimum (and maximum) sm of a PTX form, from the PTX ISA target notes."""
+    f = form_of(inst)
+    if f.kind == "wgmma":
+        return Requirement(90, 90, True, "wgmma.mma_async needs sm_90a")
+    if f.f8f6f4:
+        return Requirement(120, 121, True, "mma with .kind::f8f6f4 needs sm_120a or sm_121a")
+    if f.shape == "m8n8k4" and f.a == "f16":
+        return Requirement(
+            70,
+            75,
+            False,
+            "mma.m8n8k4 .f16 runs on tensor cores only on sm_70 and sm_75; on Ampere and "
+            "later it compiles to CUDA-core (FPU) code (Sun et al. §2.2)",
+        )
+    if f.a in ("e4m3", "e5m2"):
+        return Requirement(89, why="mma with .e4m3/.e5m2 needs sm_89 or later")
+    if f.a == "f64":
+        if f.shape == "m8n8k4":
+            return Requirement(80, why="mma.m8n8k4 .f64 needs sm_80 or later")
+        return Requirement(90, why=f"mma.{f.shape} .f64 needs sm_90 or later")
+    if f.shape == "m16n8k8" and f.a == "f16":
+        return Requirement(75, why="mma.m16n8k8 .f16 needs sm_75 or later")
+    return Requirement(80, why=f"mma.{f.shape} .{f.a} needs sm_80 or later")
+
+
+_SM_RE = re.compile(r"^(?:sm_)?(\d+)([af]?)$")
+
+
+def parse_sm(text: str) -> Target:
+    m = _SM_RE.match(text.strip().lower())
+    if not m:
+        raise UserError(f"--sm {text}: not a GPU target such as 90a, sm_89 or 120a")
+    return Target(int(m.group(1)), m.group(2))
+
+
+def choose_target(vf: VectorFile, sm: str | None = None) -> tuple[Target, list[str]]:
+    """The target to build for (the file's architecture unless `sm` overrides it) and
+    notes for the program's header."""
+    inst = vf.instr()
+    req = requirement(inst)
+    notes: list[str] = []
+    preset_sm = parse_variant(vf.arch).preset.sm
+    if sm is None:
+        base = max(preset_sm, req.min_sm)
+        if base < NVCC_MIN_SM:
+            notes.append(
+                f"{vf.arch} is sm_{base}; CUDA 13 no longer builds sm_{base}, so the default "
+                f"target is sm_{NVCC_MIN_SM}, where this instruction runs on the same "
+                f"HMMA.884 path (Volta and Turing tensor cores behave identically: paper 000 "
+                f"§5). To run on an sm_{base} GPU, build with CUDA 12.x or older:\n"
+                f"nvcc -arch=sm_{base} -o probe probe.cu"
+            )
+            base = NVCC_MIN_SM
+        target = Target(base, "a" if req.arch_specific else "")
+    else:
+        target = parse_sm(sm)
+        if target.sm < req.min_sm or (req.max_sm is not None and target.sm > req.max_sm):
+            raise UserError(f"--sm {sm}: {inst.name}: {req.why}")
+        if req.arch_specific and target.suffix != "a":
+            raise UserError(f"--sm {sm}: {inst.name}: {req.why} (an arch-specific 'a' target)")
+        if target.sm < NVCC_MIN_SM:
+            notes.append(
+                f"sm_{target.sm} needs CUDA 12.x or older (CUDA 13 builds sm_75 and later)"
+            )
+        if preset_sm is not None and target.sm != preset_sm:
+            notes.append(
+                f"built for {target}, not for {vf.arch}'s own sm_{preset_sm}: run it on the "
+                f"GPU whose arithmetic you want to test"
+            )
+    return target, notes
+
+
+def nvcc_command(target: Target, source: str = "probe.cu") -> str:
+    exe = source[:-3] if source.endswith(".cu") else source + ".out"
+    return f"nvcc -arch={target} -o {exe} {source}"
+
+
+# --- code generation -------------------------------------------------------------------
+
+
+def ptx_mnemonic(inst: Instruction) -> str:
+    f = form_of(inst)
+    if f.kind == "wgmma":
+        return f"wgmma.mma_async.sync.aligned.{f.shape}.{f.d}.{f.a}.{f.b}"
+    kind = ".kind::f8f6f4" if f.f8f6f4 else ""
+    return f"mma.sync.aligned.{f.shape}.row.col{kind}.{f.d}.{f.a}.{f.b}.{f.c}"
+
+
+@dataclass(frozen=True)
+class _RegType:
+    ctype: str  # C type holding the bits
+    bits_type: str  # register constraint for bits (r or l)
+    constraint: str  # asm constraint of the value
+    to_value: str  # bits -> value expression template
+    value_type: str  # C type of the value
+    to_bits: str  # value -> bits expression template
+
+
+_B32 = _RegType("uint32_t", "r", "r", "{}", "uint32_t", "{}")
+_F32 = _RegType("uint32_t", "r", "f", "__uint_as_float({})", "float", "__float_as_uint({})")
+_F64 = _RegType(
+    "unsigned long long",
+    "l",
+    "d",
+    "__longlong_as_double((long long)({}))",
+    "double",
+    "(unsigned long long)__double_as_longlong({})",
+)
+
+
+def _ab_type(frag: Fragment) -> _RegType:
+    return _F64 if frag.reg_bits == 64 else _B32
+
+
+def _cd_type(frag: Fragment) -> _RegType:
+    if frag.reg_bits == 64:
+        return _F64
+    return _F32 if frag.elem_bits == 32 else _B32
+
+
+def _mask(bits: int) -> str:
+    return f"0x{(1 << bits) - 1:x}ull"
+
+
+def _loads(
+    frag: Fragment, lay: Layout, reg: str, want, src: str, storage: int, shift: int, rt
+) -> list[str]:
+    """Per-thread statements that put the wanted elements into registers.
+
+    `want(row, col)` returns the index expression into `src` for a wanted element, or None.
+    """
+    by_thread: dict[int, list[str]] = {}
+    for t, elems in enumerate(frag.place):
+        if lay.group[t] != 0:
+            continue
+        for i, (row, col) in enumerate(elems):
+            idx = want(row, col)
+            if idx is None:
+                continue
+            r, off = frag.slot(i)
+            sh = off + shift
+            by_thread.setdefault(t, []).append(
+                f"{reg}[{r}] |= ({rt.ctype})(({src}{idx} & {_mask(storage)}) << {sh});"
+                f"  // {frag.operand.split('/')[0]}[{row}][{col}]"
+            )
+    out = ["switch (t) {"]
+    for t, stmts in sorted(by_thread.items()):
+        out.append(f"  case {t}:")
+        out.extend(f"    {s}" for s in stmts)
+        out.append("    break;")
+    out.append("  default:")
+    out.append("    break;")
+    out.append("}")
+    return out
+
+
+def _d_holder(lay: Layout) -> tuple[int, int, int]:
+    """(thread, register, bit offset) of D[0][0] in product 0."""
+    (t, i), *_ = lay.d.holders(0, 0, lay.group)
+    r, off = lay.d.slot(i)
+    return t, r, off
+
+
+def _c_literal(values: list[int], per_line: int = 8) -> str:
+    items = [f"0x{v:x}ull" for v in values]
+    lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
+    return ",\n    ".join(lines) if lines else "0ull"
+
+
+def _asm_list(start: int, n: int) -> str:
+    return "{" + ", ".join(f"%{start + i}" for i in range(n)) + "}"
+
+
+def _kernel_mma(inst: Instruction, lay: Layout) -> str:
+    p = inst.params
+    at, bt, ct, dt = _ab_type(lay.a), _ab_type(lay.b), _cd_type(lay.c), _cd_type(lay.d)
+    na, nb, nc, nd = lay.a.regs, lay.b.regs, lay.c.regs, lay.d.regs
+    mn = ptx_mnemonic(inst)
+    asm = (
+        f"{mn} {_asm_list(0, nd)}, {_asm_list(nd, na)}, "
+        f"{_asm_list(nd + na, nb)}, {_asm_list(nd + na + nb, nc)};"
+    )
+    outs = ", ".join(f'"={dt.constraint}"(fd[{i}])' for i in range(nd))
+    ins = ", ".join(
+        [f'"{at.constraint}"({at.to_value.format(f"ra[{i}]")})' for i in range(na)]
+        + [f'"{bt.constraint}"({bt.to_value.format(f"rb[{i}]")})' for i in range(nb)]
+        + [f'"{ct.constraint}"({ct.to_value.format(f"rc[{i}]")})' for i in range(nc)]
+    )
+    sa, sb, sc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
+    body = [
+        f"{at.ctype} ra[{na}] = {{0}};",
+        f"{bt.ctype} rb[{nb}] = {{0}};",
+        f"{ct.ctype} rc[{nc}] = {{0}};",
+        f"{dt.value_type} fd[{nd}];",
+        "// A: row 0 holds the vector's a (every other element of A is zero)",
+        *_loads(
+            lay.a,
+            lay,
+            "ra",
+            lambda r, c: f"[{c}]" if r == 0 else None,
+            "a",
+            sa,
+            container_shift(p.a_fmt),
+            at,
+        ),
+        "// B: column 0 holds the vector's b",
+        *_loads(
+            lay.b,
+            lay,
+            "rb",
+            lambda r, c: f"[{r}]" if c == 0 else None,
+            "b",
+            sb,
+            container_shift(p.b_fmt),
+            bt,
+        ),
+        "// C: C[0][0] = the vector's c",
+        *_loads(
+            lay.c,
+            lay,
+            "rc",
+            lambda r, c: "" if (r, c) == (0, 0) else None,
+            "c",
+            sc,
+            0,
+            ct,
+        ),
+        f'asm volatile("{asm}"',
+        f"    : {outs}",
+        f"    : {ins});",
+    ]
+    return "\n".join(body)
+
+
+def _kernel_wgmma(inst: Instruction, lay: Layout) -> str:
+    p = inst.params
+    f = form_of(inst)
+    smem = lay.b
+    at, ct = _ab_type(lay.a), _cd_type(lay.c)
+    na, nc = lay.a.regs, lay.c.regs
+    sa, sb, sc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
+    ebytes = smem.elem_bytes
+    btype = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t"}[ebytes]
+    offsets = ", ".join(str(smem.offset[k][0]) for k in range(smem.rows))
+    trans = ", 0" if f.a in ("f16", "bf16") else ""  # imm-trans-b (f16/bf16 forms only)
+    asm = (
+        "{\\n"
+        ".reg .pred p;\\n"
+        f"setp.ne.b32 p, %{nc + na + 1}, 0;\\n"
+        f"{ptx_mnemonic(inst)} {_asm_list(0, nc)}, {_asm_list(nc, na)}, %{nc + na}, p, 1, 1{trans};\\n"
+        "}\\n"
+    )
+    inouts = ", ".join(f'"+{ct.constraint}"(fd[{i}])' for i in range(nc))
+    ins = ", ".join(
+        [f'"{at.constraint}"({at.to_value.format(f"ra[{i}]")})' for i in range(na)]
+        + ['"l"(desc_b)', '"r"(1u)']
+    )
+    fence = "\n".join(
+        f'asm volatile("" : "+{ct.constraint}"(fd[{i}]) :: "memory");' for i in range(nc)
+    )
+    body = [
+        f"__shared__ __align__(1024) unsigned char smem_b[{smem.size}];",
+        "// B (K x N, K-major) in shared memory: no swizzle, 8x16-byte core matrices,",
+        f"// LBO = {smem.lbo} bytes between core matrices along K, SBO = {smem.sbo} (N = 8: one",
+        "// core matrix along N). B_OFFSET[k] is the byte offset of B[k][0].",
+        f"const unsigned B_OFFSET[{smem.rows}] = {{{offsets}}};",
+        f"for (unsigned i = t; i < {smem.size}u; i += blockDim.x) smem_b[i] = 0;",
+        "__syncthreads();",
+        f"if (t < {smem.rows}u) {{",
+        f"  *reinterpret_cast<{btype}*>(smem_b + B_OFFSET[t]) = ({btype})((b[t] & {_mask(sb)}) << {container_shift(p.b_fmt)});",
+        "}",
+        "// make the generic-proxy stores visible to the async proxy that wgmma reads with",
+        'asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");',
+        "__syncthreads();",
+        "const uint32_t b_addr = (uint32_t)__cvta_generic_to_shared(smem_b);",
+        "const unsigned long long desc_b =",
+        "    (unsigned long long)((b_addr & 0x3FFFF) >> 4)",
+        f"    | ((unsigned long long)(({smem.lbo} & 0x3FFFF) >> 4) << 16)",
+        f"    | ((unsigned long long)(({smem.sbo} & 0x3FFFF) >> 4) << 32);  // bits 62-63: swizzle 0",
+        f"{at.ctype} ra[{na}] = {{0}};",
+        f"{ct.ctype} rc[{nc}] = {{0}};",
+        "// A (from registers): row 0 holds the vector's a",
+        *_loads(
+            lay.a,
+            lay,
+            "ra",
+            lambda r, c: f"[{c}]" if r == 0 else None,
+            "a",
+            sa,
+            container_shift(p.a_fmt),
+            at,
+        ),
+        "// D starts as C: D[0][0] = the vector's c (scale-d = 1 accumulates into it)",
+        *_loads(
+            lay.c,
+            lay,
+            "rc",
+            lambda r, c: "" if (r, c) == (0, 0) else None,
+            "c",
+            sc,
+            0,
+            ct,
+        ),
+        f"{ct.value_type} fd[{nc}];",
+        *(f"fd[{i}] = {ct.to_value.format(f'rc[{i}]')};" for i in range(nc)),
+        fence,
+        'asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");',
+        f'asm volatile("{asm}"',
+        f"    : {inouts}",
+        f"    : {ins}",
+        '    : "memory");',
+        'asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");',
+        'asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");',
+        fence,
+    ]
+    return "\n".join(body)
+
+
+_UNSUPPORTED = """  int unsupported = 0;
+  CHECK(cudaMemcpyFromSymbol(&unsupported, g_unsupported, sizeof(int)));
+  if (unsupported) {{
+    fprintf(stderr, "probe: this GPU (sm_%d) ran the portable PTX, which lacks the instruction; "
+                    "{target} code needs an sm_{target.sm} GPU\\n", sm);
+    return 1;
+  }}
+"""
+
+
+def _comment(text: str) -> str:
+    """Text safe inside a // comment: one line, printable, no trailing backslash."""
+    flat = " ".join(str(text).split())
+    return "".join(ch if ch.isprintable() else "?" for ch in flat).rstrip("\\")
+
+
+def _indent(text: str, n: int) -> str:
+    pad = " " * n
+    return "\n".join(pad + line if line else line for line in text.splitlines())
+
+
+def generate(
+    vf: VectorFile, sm: str | None = None, source_name: str = "probe.cu", vectors_name: str = ""
+) -> str:
+    """The CUDA source of a probe for every vector of `vf`."""
+    vf.validate()
+    inst = vf.instr()
+    lay = layout_for(inst)  # UserError for tcgen05 / MFMA
+    if not vf.vectors:
+        raise UserError("vectors: the file has no vectors to probe")
+    target, notes = choose_target(vf, sm)
+    p = inst.params
+    K = p.K
+    d_fmt = p.d_fmt
+    kernel = _kernel_wgmma(inst, lay) if lay.threads == 128 else _kernel_mma(inst, lay)
+    t_d, r_d, off_d = _d_holder(lay)
+    ct = _cd_type(lay.d)
+    vname = _comment(vectors_name or "VECTORS.json")
+    source_name = _comment(source_name)
+    cmd = nvcc_command(target, source_name)
+    exe = cmd.split(" -o ")[1].split()[0]
+    nvec = len(vf.vectors)
+    fmts = vf.formats()
+    header = [
+        f"// {source_name}: tensor-core probe generated by tcsmt {__version__} (tensorcore-smt)",
+        "//",
+        f"// arch:        {vf.arch} ({PRESETS[vf.arch].description})",
+        f"// instruction: {inst.name}",
+        f"// PTX:         {ptx_mnemonic(inst)}",
+        f"// operands:    a {fmts['a'].spec.name}, b {fmts['b'].spec.name}, "
+        f"c {fmts['c'].spec.name}, d {fmts['d'].spec.name}; K = {K}",
+        f"// target:      {target}",
+        f"// vectors:     {nvec} from {vname}"
+        + (f" (property {vf.property})" if vf.property else ""),
+        f"// variants:    {', '.join(vf.variants) if vf.variants else '(none)'}",
+        "//",
+        f"// build:  {cmd}",
+        f"// run:    ./{exe} > probe_output.txt",
+        f"// check:  tcsmt probe --check {vname} probe_output.txt",
+        "//",
+        "// Each vector is one dot product d = c + sum_k a[k] b[k]: a goes to row 0 of A, b to",
+        "// column 0 of B, c to C[0][0], every other element is zero (Fasi et al. §III), and",
+        "// D[0][0] is printed as `vector <index> d=0x<hex>` (one line per vector on standard",
+        "// output; device details and errors go to standard error). Register placement:",
+        f"// {lay.source}.",
+    ]
+    for n in notes:
+        header.append("//")
+        line = "// NOTE:"
+        for part in n.split("\n"):
+            for w in part.split():
+                if len(line) + 1 + len(w) > 92:
+                    header.append(line)
+                    line = "//      "
+                line += " " + w
+            header.append(line)
+            line = "//      "
+    threads = lay.threads
+    if target.suffix == "a":
+        # `nvcc -arch=sm_XXa` also embeds portable compute_XX PTX, where the instruction
+        # does not exist: compile it only for the arch-specific target.
+        guard_open = f"#if defined(__CUDA_ARCH_FEAT_SM{target.sm}_ALL)\n"
+        guard_close = "#else\n  (void)va, (void)vb, (void)vc, (void)vd;\n  if (t == 0) g_unsupported = 1;\n#endif\n"
+        unsupported = _UNSUPPORTED.format(target=target)
+    else:
+        guard_open = guard_close = unsupported = ""
+    notes_lines = [
+        f"//   vector {i}: {_comment(v.note)}" for i, v in enumerate(vf.vectors) if v.note
+    ]
+    src = f"""{chr(10).join(header)}
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+
+#define CHECK(call)                                                              \\
+  do {{                                                                           \\
+    cudaError_t err_ = (call);                                                   \\
+    if (err_ != cudaSuccess) {{                                                   \\
+      fprintf(stderr, "probe: CUDA error %s at %s:%d: %s\\n", cudaGetErrorName(err_), \\
+              __FILE__, __LINE__, cudaGetErrorString(err_));                     \\
+      exit(1);                                                                   \\
+    }}                                                                            \\
+  }} while (0)
+
+static const int NV = {nvec};  // vectors
+static const int K = {K};  // products per dot product
+static const int THREADS = {threads};  // one {"warpgroup" if threads == 128 else "warp"} per vector
+static const int TARGET_SM = {target.sm};
+
+// The vectors' bit patterns (a: {fmts["a"].spec.name}, b: {fmts["b"].spec.name}, c: {fmts["c"].spec.name}), one 64-bit word each.
+{chr(10).join(notes_lines) if notes_lines else "// (no notes)"}
+static const unsigned long long VA[NV * K] = {{
+    {_c_literal([x for v in vf.vectors for x in v.a])}}};
+static const unsigned long long VB[NV * K] = {{
+    {_c_literal([x for v in vf.vectors for x in v.b])}}};
+static const unsigned long long VC[NV] = {{
+    {_c_literal([v.c for v in vf.vectors])}}};
+
+{"__device__ int g_unsupported = 0;  // set when the kernel ran without the instruction" + chr(10) + chr(10) if unsupported else ""}__global__ void __launch_bounds__({threads}) probe_kernel(const unsigned long long* __restrict__ va,
+                                          const unsigned long long* __restrict__ vb,
+                                          const unsigned long long* __restrict__ vc,
+                                          unsigned long long* __restrict__ vd) {{
+  const unsigned t = threadIdx.x;
+{guard_open}  const unsigned long long* a = va + (size_t)blockIdx.x * K;
+  const unsigned long long* b = vb + (size_t)blockIdx.x * K;
+  const unsigned long long c = vc[blockIdx.x];
+{_indent(kernel, 2)}
+  // D[0][0]: thread {t_d}, register {r_d}, bits {off_d}..
+  if (t == {t_d}u) {{
+    vd[blockIdx.x] = ((unsigned long long)({ct.to_bits.format(f"fd[{r_d}]")}) >> {off_d}) & {_mask(d_fmt.spec.storage)};
+  }}
+{guard_close}}}
+
+int main() {{
+  int dev = 0;
+  CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, dev));
+  const int sm = prop.major * 10 + prop.minor;
+  fprintf(stderr, "probe: device %d: %s (sm_%d), {inst.name}, %d vectors\\n", dev, prop.name, sm, NV);
+  if (sm != TARGET_SM) {{
+    fprintf(stderr, "probe: warning: built for sm_%d, running on sm_%d\\n", TARGET_SM, sm);
+  }}
+  unsigned long long *da = nullptr, *db = nullptr, *dc = nullptr, *dd = nullptr;
+  CHECK(cudaMalloc(&da, sizeof(VA)));
+  CHECK(cudaMalloc(&db, sizeof(VB)));
+  CHECK(cudaMalloc(&dc, sizeof(VC)));
+  CHECK(cudaMalloc(&dd, sizeof(unsigned long long) * NV));
+  CHECK(cudaMemcpy(da, VA, sizeof(VA), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(db, VB, sizeof(VB), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(dc, VC, sizeof(VC), cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(dd, 0xff, sizeof(unsigned long long) * NV));
+  probe_kernel<<<NV, THREADS>>>(da, db, dc, dd);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+{unsupported}  static unsigned long long out[NV];
+  CHECK(cudaMemcpy(out, dd, sizeof(out), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < NV; ++i) {{
+    printf("vector %d d=0x%0{d_fmt.spec.hex_digits}llx\\n", i, out[i]);
+  }}
+  CHECK(cudaFree(da));
+  CHECK(cudaFree(db));
+  CHECK(cudaFree(dc));
+  CHECK(cudaFree(dd));
+  if (fflush(stdout) != 0) {{
+    fprintf(stderr, "probe: cannot write the output\\n");
+    return 1;
+  }}
+  return 0;
+}}
+"""
+    return src
+
+
+__all__ = [
+    "Form",
+    "Requirement",
+    "Target",
+    "choose_target",
+    "generate",
+    "nvcc_command",
+    "parse_sm",
+    "ptx_mnemonic",
+    "requirement",
+]

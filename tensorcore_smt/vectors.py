@@ -1,0 +1,555 @@
+"""Hardware test-vector files: inputs for one instruction and each variant's predicted bits.
+
+A vector is one dot product ``d = c + sum_k a[k] * b[k]`` of an instruction: on the GPU it
+sits in row 0 of A, column 0 of B and C[0][0] with every other element zero (Fasi et al.
+§III), so D[0][0] is the answer. A file holds the target architecture (a preset name),
+the instruction, the variants (hypotheses, e.g. ``volta`` and ``volta[carry_bits=2]``)
+and, per vector, the bits each variant predicts.
+
+Formats: JSON (schema ``tcsmt-vectors``, version 1) and CSV (one row per vector under a
+``# tcsmt-vectors {...}`` line that holds the header fields as JSON). docs/vectors.md
+documents both. Every hex string is the IEEE encoding in that operand's own format
+(fp16: 4 digits, fp32 and tf32: 8, fp8: 2). `load` validates everything and reports the
+first problem as one line naming the file and the field, e.g.
+``v.json: vectors[3].a[2]: 'zz' is not a hex bit pattern``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import csv
+import io
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .api import simulate_one
+from .formats import Format, format_hex, parse_hex
+from .model.params import ModelParams
+from .presets import PRESETS, Instruction, UserError, parse_variant
+
+SCHEMA = "tcsmt-vectors"
+SCHEMA_VERSION = 1
+CSV_MARK = "# tcsmt-vectors "
+
+_TOP_KEYS = {
+    "schema",
+    "schema_version",
+    "tool_version",
+    "arch",
+    "instruction",
+    "property",
+    "variants",
+    "formats",
+    "K",
+    "meta",
+    "vectors",
+}
+_VECTOR_KEYS = {"a", "b", "c", "predicted", "note", "source"}
+
+
+@dataclass
+class Vector:
+    """One dot product's inputs (bit patterns) and each variant's predicted output bits."""
+
+    a: list[int]
+    b: list[int]
+    c: int
+    predicted: dict[str, int]
+    note: str = ""
+    source: str = ""
+
+    def key(self) -> tuple:
+        """Identity of the inputs (two vectors with equal keys are the same test)."""
+        return (tuple(self.a), tuple(self.b), self.c)
+
+
+@dataclass
+class VectorFile:
+    """Test vectors for one instruction of one architecture."""
+
+    arch: str
+    instruction: str
+    variants: list[str]
+    vectors: list[Vector]
+    property: str | None = None
+    meta: dict = field(default_factory=dict)
+
+    # --- the instruction and its operand formats ----------------------------------
+
+    def instr(self) -> Instruction:
+        """The preset instruction (UserError if the arch or instruction is unknown). A
+        variant expression or named hypothesis as `arch` stands for its preset."""
+        try:
+            arch = PRESETS[self.arch] if self.arch in PRESETS else parse_variant(self.arch).preset
+        except (UserError, TypeError, AttributeError):
+            raise UserError(
+                f"arch: unknown architecture {self.arch!r}; known: {', '.join(PRESETS)}"
+            ) from None
+        try:
+            return parse_variant(arch.name).instruction(self.instruction)
+        except UserError as e:
+            raise UserError(f"instruction: {e}") from None
+
+    @builtins.property  # (the field `property` shadows the builtin in this class body)
+    def params(self) -> ModelParams:
+        return self.instr().params
+
+    def formats(self) -> dict[str, Format]:
+        p = self.params
+        return {"a": p.a_fmt, "b": p.b_fmt, "c": p.c_fmt, "d": p.d_fmt}
+
+    def variant_params(self, variant: str) -> ModelParams:
+        """The model of this file's instruction under `variant` (UserError if it differs in
+        operand formats or K, or the variant does not parse)."""
+        v = parse_variant(variant)
+        p = v.params(self.instruction)
+        base = self.params
+        for name in ("a_fmt", "b_fmt", "c_fmt", "d_fmt", "K"):
+            if getattr(p, name) != getattr(base, name):
+                raise UserError(
+                    f"{name.replace('_fmt', '')} differs from the instruction's "
+                    f"({_fmt_name(getattr(p, name))} vs {_fmt_name(getattr(base, name))})"
+                )
+        return p
+
+    # --- validation and serialisation ---------------------------------------------
+
+    def validate(self) -> None:
+        """Raise UserError naming the first bad field (path like ``vectors[3].a[2]``)."""
+        inst = self.instr()
+        if self.arch not in PRESETS:
+            self.arch = parse_variant(self.arch).preset.name
+        self.instruction = inst.name
+        p = inst.params
+        if self.property is not None and not isinstance(self.property, str):
+            raise UserError("property: expected a string or null")
+        if not isinstance(self.meta, dict):
+            raise UserError("meta: expected an object")
+        seen: set[str] = set()
+        for i, v in enumerate(self.variants):
+            where = f"variants[{i}]"
+            if not isinstance(v, str) or not v.strip():
+                raise UserError(f"{where}: expected a variant expression such as 'volta[F=24]'")
+            if v in seen:
+                raise UserError(f"{where}: {v!r} is listed twice")
+            seen.add(v)
+            try:
+                self.variant_params(v)
+            except UserError as e:
+                raise UserError(f"{where}: {e}") from None
+        for i, vec in enumerate(self.vectors):
+            where = f"vectors[{i}]"
+            for name, fmt in (("a", p.a_fmt), ("b", p.b_fmt)):
+                xs = getattr(vec, name)
+                if not isinstance(xs, list | tuple) or len(xs) != p.K:
+                    got = len(xs) if isinstance(xs, list | tuple) else type(xs).__name__
+                    raise UserError(f"{where}.{name}: expected {p.K} entries, got {got}")
+                for j, x in enumerate(xs):
+                    _check_int(x, fmt, f"{where}.{name}[{j}]")
+            _check_int(vec.c, p.c_fmt, f"{where}.c")
+            if not isinstance(vec.predicted, dict):
+                raise UserError(f"{where}.predicted: expected an object")
+            for var, d in vec.predicted.items():
+                if var not in seen:
+                    raise UserError(f"{where}.predicted: {var!r} is not one of the file's variants")
+                _check_int(d, p.d_fmt, f"{where}.predicted[{var!r}]")
+            for name in ("note", "source"):
+                if not isinstance(getattr(vec, name), str):
+                    raise UserError(f"{where}.{name}: expected a string")
+
+    def to_json(self) -> dict:
+        """The file as a JSON-ready dict (validated first)."""
+        self.validate()
+        f = self.formats()
+        vectors = []
+        for vec in self.vectors:
+            row: dict[str, Any] = {
+                "a": [format_hex(x, f["a"]) for x in vec.a],
+                "b": [format_hex(x, f["b"]) for x in vec.b],
+                "c": format_hex(vec.c, f["c"]),
+                "predicted": {
+                    v: format_hex(vec.predicted[v], f["d"])
+                    for v in self.variants
+                    if v in vec.predicted
+                },
+            }
+            if vec.note:
+                row["note"] = vec.note
+            if vec.source:
+                row["source"] = vec.source
+            vectors.append(row)
+        return {
+            **self._header(),
+            "vectors": vectors,
+        }
+
+    def _header(self) -> dict:
+        f = self.formats()
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "tool_version": __version__,
+            "arch": self.arch,
+            "instruction": self.instruction,
+            "property": self.property,
+            "variants": list(self.variants),
+            "formats": {k: v.spec.name for k, v in f.items()},
+            "K": self.params.K,
+            "meta": dict(self.meta),
+        }
+
+
+def _fmt_name(x: Any) -> str:
+    return x.spec.name if isinstance(x, Format) else str(x)
+
+
+def _check_int(x: Any, fmt: Format, where: str) -> None:
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise UserError(f"{where}: expected an integer bit pattern, got {type(x).__name__}")
+    if not 0 <= x < (1 << fmt.spec.storage):
+        raise UserError(
+            f"{where}: {x:#x} does not fit in {fmt.spec.storage}-bit {fmt.spec.name}"
+            if x >= 0
+            else f"{where}: negative bit pattern {x}"
+        )
+
+
+# --- JSON ----------------------------------------------------------------------------
+
+
+def _hex(obj: Any, fmt: Format, where: str) -> int:
+    if not isinstance(obj, str):
+        raise UserError(
+            f"{where}: expected a hex string such as {format_hex(0, fmt)!r}, got {json.dumps(obj)}"
+        )
+    try:
+        return parse_hex(obj, fmt, where)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+def from_json(obj: Any) -> VectorFile:
+    """Build and validate a VectorFile from parsed JSON (errors name the field)."""
+    if not isinstance(obj, dict):
+        raise UserError("not a JSON object (a tcsmt-vectors file is one object)")
+    if "schema" not in obj:
+        raise UserError(f'schema: missing (expected "schema": "{SCHEMA}")')
+    if obj["schema"] != SCHEMA:
+        raise UserError(f"schema: expected {SCHEMA!r}, got {json.dumps(obj['schema'])}")
+    ver = obj.get("schema_version")
+    if isinstance(ver, bool) or not isinstance(ver, int):
+        raise UserError(f"schema_version: expected an integer, got {json.dumps(ver)}")
+    if ver > SCHEMA_VERSION:
+        raise UserError(
+            f"schema_version: {ver} is newer than this tcsmt ({__version__}) reads "
+            f"(up to {SCHEMA_VERSION}); upgrade tensorcore-smt"
+        )
+    if ver < 1:
+        raise UserError(f"schema_version: {ver} is not a valid version")
+    for k in obj:
+        if k not in _TOP_KEYS:
+            raise UserError(f"{k}: unknown field (free-form data belongs in 'meta')")
+    for k in ("arch", "instruction", "variants", "vectors"):
+        if k not in obj:
+            raise UserError(f"{k}: missing")
+    for k in ("arch", "instruction"):
+        if not isinstance(obj[k], str):
+            raise UserError(f"{k}: expected a string, got {json.dumps(obj[k])}")
+    if "tool_version" in obj and not isinstance(obj["tool_version"], str):
+        raise UserError("tool_version: expected a string")
+    prop = obj.get("property")
+    if prop is not None and not isinstance(prop, str):
+        raise UserError(f"property: expected a string or null, got {json.dumps(prop)}")
+    meta = obj.get("meta", {})
+    if not isinstance(meta, dict):
+        raise UserError("meta: expected an object")
+    variants = obj["variants"]
+    if not isinstance(variants, list):
+        raise UserError("variants: expected a list of variant expressions")
+    for i, v in enumerate(variants):
+        if not isinstance(v, str):
+            raise UserError(f"variants[{i}]: expected a string, got {json.dumps(v)}")
+    vf = VectorFile(obj["arch"], obj["instruction"], list(variants), [], prop, dict(meta))
+    vf.validate()  # arch, instruction and variants before the vectors that refer to them
+    inst = vf.instr()
+    p = inst.params
+    fmts = {"a": p.a_fmt, "b": p.b_fmt, "c": p.c_fmt, "d": p.d_fmt}
+    if "formats" in obj:
+        given = obj["formats"]
+        if not isinstance(given, dict):
+            raise UserError("formats: expected an object with keys a, b, c, d")
+        for k, v in given.items():
+            if k not in fmts:
+                raise UserError(f"formats.{k}: unknown operand (expected a, b, c, d)")
+            if v != fmts[k].spec.name:
+                raise UserError(
+                    f"formats.{k}: {inst.name} takes {fmts[k].spec.name}, the file says {json.dumps(v)}"
+                )
+    if "K" in obj and obj["K"] != p.K:
+        raise UserError(f"K: {inst.name} has K={p.K}, the file says {json.dumps(obj['K'])}")
+    rows = obj["vectors"]
+    if not isinstance(rows, list):
+        raise UserError("vectors: expected a list")
+    listed = set(variants)
+    for i, row in enumerate(rows):
+        where = f"vectors[{i}]"
+        if not isinstance(row, dict):
+            raise UserError(f"{where}: expected an object with a, b, c")
+        for k in row:
+            if k not in _VECTOR_KEYS:
+                raise UserError(f"{where}.{k}: unknown field")
+        for k in ("a", "b", "c"):
+            if k not in row:
+                raise UserError(f"{where}.{k}: missing")
+        ab = {}
+        for k in ("a", "b"):
+            xs = row[k]
+            if not isinstance(xs, list):
+                raise UserError(f"{where}.{k}: expected a list of {p.K} hex strings")
+            if len(xs) != p.K:
+                raise UserError(f"{where}.{k}: expected {p.K} entries, got {len(xs)}")
+            ab[k] = [_hex(x, fmts[k], f"{where}.{k}[{j}]") for j, x in enumerate(xs)]
+        c = _hex(row["c"], fmts["c"], f"{where}.c")
+        pred_obj = row.get("predicted", {})
+        if not isinstance(pred_obj, dict):
+            raise UserError(f"{where}.predicted: expected an object {{variant: hex}}")
+        pred = {}
+        for var, d in pred_obj.items():
+            if var not in listed:
+                raise UserError(f"{where}.predicted: {var!r} is not one of the file's variants")
+            pred[var] = _hex(d, fmts["d"], f"{where}.predicted[{var!r}]")
+        for k in ("note", "source"):
+            if k in row and not isinstance(row[k], str):
+                raise UserError(f"{where}.{k}: expected a string")
+        vf.vectors.append(
+            Vector(ab["a"], ab["b"], c, pred, row.get("note", ""), row.get("source", ""))
+        )
+    vf.validate()
+    return vf
+
+
+def load(path: str | Path) -> VectorFile:
+    """Read and validate a vector file (JSON, or CSV when the name ends in .csv)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read ({e})") from None
+    try:
+        return loads(text, csv_format=path.suffix.lower() == ".csv")
+    except UserError as e:
+        raise UserError(f"{path}: {e}") from None
+
+
+def loads(text: str, csv_format: bool = False) -> VectorFile:
+    """Parse and validate the text of a vector file (errors name the field, not the file)."""
+    if csv_format:
+        return from_csv(text)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    return from_json(obj)
+
+
+def save(vf: VectorFile, path: str | Path) -> None:
+    """Write `vf` as JSON, or as CSV when the path ends in .csv (validated first)."""
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        text = to_csv(vf)
+    else:
+        text = json.dumps(vf.to_json(), indent=2) + "\n"
+    path.write_text(text)
+
+
+# --- CSV -----------------------------------------------------------------------------
+
+
+def _csv_columns(K: int, variants: list[str]) -> list[str]:
+    return (
+        ["index"]
+        + [f"a[{i}]" for i in range(K)]
+        + [f"b[{i}]" for i in range(K)]
+        + ["c"]
+        + [f"d[{v}]" for v in variants]
+        + ["note", "source"]
+    )
+
+
+def to_csv(vf: VectorFile) -> str:
+    """CSV text: a ``# tcsmt-vectors {header JSON}`` line, column names, one row per vector.
+
+    Columns: index, a[0..K-1], b[0..K-1], c, d[<variant>] per variant (empty: no
+    prediction), note, source."""
+    obj = vf.to_json()
+    header = {k: v for k, v in obj.items() if k != "vectors"}
+    out = io.StringIO()
+    out.write(CSV_MARK + json.dumps(header) + "\n")
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(_csv_columns(header["K"], vf.variants))
+    for i, row in enumerate(obj["vectors"]):
+        w.writerow(
+            [i, *row["a"], *row["b"], row["c"]]
+            + [row["predicted"].get(v, "") for v in vf.variants]
+            + [row.get("note", ""), row.get("source", "")]
+        )
+    return out.getvalue()
+
+
+def from_csv(text: str) -> VectorFile:
+    """Parse the CSV form (see `to_csv`) and validate it like JSON."""
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith(CSV_MARK):
+        raise UserError(f"line 1: expected the header line '{CSV_MARK}{{...}}'")
+    try:
+        header = json.loads(lines[0][len(CSV_MARK) :])
+    except json.JSONDecodeError as e:
+        raise UserError(f"line 1: header is not valid JSON ({e.msg})") from None
+    if not isinstance(header, dict):
+        raise UserError("line 1: header is not a JSON object")
+    if "vectors" in header:
+        raise UserError("line 1: vectors: belong in the rows, not the header")
+    rows = list(csv.reader(io.StringIO("\n".join(lines[1:]) + "\n")))
+    if not rows:
+        raise UserError("line 2: missing the column names")
+    cols = rows[0]
+    try:
+        k = cols.index("c")
+    except ValueError:
+        raise UserError("line 2: no column 'c'") from None
+    K = (k - 1) // 2
+    variants = []
+    for name in cols[k + 1 :]:
+        if name.startswith("d[") and name.endswith("]"):
+            variants.append(name[2:-1])
+        elif name not in ("note", "source"):
+            raise UserError(f"line 2: unexpected column {name!r}")
+    expected = _csv_columns(K, variants)
+    if [c for c in cols if c not in ("note", "source")] != [
+        c for c in expected if c not in ("note", "source")
+    ]:
+        raise UserError(
+            f"line 2: columns must be {', '.join(expected[:3])}, …, c, d[<variant>]…, note, source"
+        )
+    if "variants" in header and header["variants"] != variants:
+        raise UserError("line 1: variants: the header and the d[...] columns disagree")
+    vectors = []
+    for n, row in enumerate(rows[1:], 3):
+        if not row:
+            continue
+        if len(row) != len(cols):
+            raise UserError(f"line {n}: expected {len(cols)} columns, got {len(row)}")
+        cell = dict(zip(cols, row))
+        vec: dict[str, Any] = {
+            "a": [cell[f"a[{i}]"] for i in range(K)],
+            "b": [cell[f"b[{i}]"] for i in range(K)],
+            "c": cell["c"],
+            "predicted": {v: cell[f"d[{v}]"] for v in variants if cell[f"d[{v}]"].strip()},
+        }
+        for extra in ("note", "source"):
+            if cell.get(extra):
+                vec[extra] = cell[extra]
+        vectors.append(vec)
+    return from_json({**header, "variants": variants, "vectors": vectors})
+
+
+# --- operations on files -------------------------------------------------------------
+
+
+def merge(files: list[VectorFile]) -> VectorFile:
+    """One file from several of the same arch and instruction: the union of the variants,
+    each distinct input once, predictions merged (conflicting predictions are an error)."""
+    if not files:
+        raise UserError("merge: no files")
+    first = files[0]
+    first.validate()
+    variants: list[str] = []
+    by_key: dict[tuple, Vector] = {}
+    props = []
+    meta: dict = {}
+    for n, vf in enumerate(files):
+        vf.validate()
+        if (vf.arch, vf.instruction) != (first.arch, first.instruction):
+            raise UserError(
+                f"files[{n}]: cannot merge {vf.arch} {vf.instruction} into "
+                f"{first.arch} {first.instruction} (arch and instruction must match)"
+            )
+        for v in vf.variants:
+            if v not in variants:
+                variants.append(v)
+        if vf.property and vf.property not in props:
+            props.append(vf.property)
+        for k, v in vf.meta.items():
+            meta.setdefault(k, v)
+        d_fmt = vf.params.d_fmt
+        for vec in vf.vectors:
+            have = by_key.get(vec.key())
+            if have is None:
+                by_key[vec.key()] = Vector(
+                    list(vec.a), list(vec.b), vec.c, dict(vec.predicted), vec.note, vec.source
+                )
+                continue
+            for var, d in vec.predicted.items():
+                if var in have.predicted and have.predicted[var] != d:
+                    idx = list(by_key).index(vec.key())
+                    raise UserError(
+                        f"files[{n}]: vector {idx} (c={format_hex(vec.c, vf.params.c_fmt)}) "
+                        f"predicts {format_hex(d, d_fmt)} for {var}, another file "
+                        f"{format_hex(have.predicted[var], d_fmt)}"
+                    )
+                have.predicted[var] = d
+            for name in ("note", "source"):
+                new, old = getattr(vec, name), getattr(have, name)
+                if new and new not in old.split("; "):
+                    setattr(have, name, f"{old}; {new}" if old else new)
+    if len(props) > 1:
+        meta["properties"] = props
+    return VectorFile(
+        first.arch,
+        first.instruction,
+        variants,
+        list(by_key.values()),
+        props[0] if len(props) == 1 else None,
+        meta,
+    )
+
+
+def predict(vf: VectorFile, *, only_missing: bool = False) -> VectorFile:
+    """A copy of `vf` with every variant's prediction for every vector computed by the
+    concrete (reference) interpreter; `only_missing` keeps predictions already there."""
+    vf.validate()
+    models = {v: vf.variant_params(v) for v in vf.variants}
+    out = []
+    for vec in vf.vectors:
+        pred = dict(vec.predicted) if only_missing else {}
+        for v, p in models.items():
+            if v not in pred:
+                pred[v] = simulate_one(p, list(vec.a), list(vec.b), vec.c)
+        out.append(replace(vec, a=list(vec.a), b=list(vec.b), predicted=pred))
+    return replace(vf, variants=list(vf.variants), vectors=out, meta=dict(vf.meta))
+
+
+def stale_predictions(vf: VectorFile) -> list[tuple[int, str, int, int]]:
+    """(vector index, variant, stored bits, model bits) for every stored prediction the
+    model of this tcsmt does not reproduce."""
+    fresh = predict(vf)
+    out = []
+    for i, (old, new) in enumerate(zip(vf.vectors, fresh.vectors)):
+        for v, d in old.predicted.items():
+            if new.predicted[v] != d:
+                out.append((i, v, d, new.predicted[v]))
+    return out
+
+
+def is_vector_json(text: str) -> bool:
+    """Whether `text` is one JSON object shaped like a vector file (not a JSONL row)."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and ("schema" in obj or "vectors" in obj)
