@@ -23,6 +23,8 @@ def run(*args: str):
 def test_library_has_the_properties_the_papers_ask_about():
     for name in (
         "carry-bits",
+        "precision-product",
+        "precision-accumulation",
         "rounding-final",
         "rounding-accumulator",
         "ordering",
