@@ -12,7 +12,7 @@ their common maximum, and drops c entirely when e_c < e_max - F - 1.
 from __future__ import annotations
 
 from ..bv.core import BV, Bool, any_of
-from ..formats import EXP_W, Format, Rounding, decode, default_nan_bits
+from ..formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
 from . import ieee
 from .params import ModelParams
 from .rounding import Exact, Overflow, round_to_format, special_bits
@@ -38,14 +38,27 @@ def _dot(terms: list[Addend], F: int) -> tuple[BV, BV]:
     return acc, e
 
 
-def _floor_to(x: BV, frac_in: int, e_in: BV, frac_out: int, e_out: BV, w: int) -> BV:
-    """Signed `x` (frac_in fraction bits at e_in) floored onto frac_out bits at e_out >= e_in."""
+def _floor_to(
+    x: BV,
+    frac_in: int,
+    e_in: BV,
+    frac_out: int,
+    e_out: BV,
+    w: int,
+    mode: AlignMode = AlignMode.ROUND_DOWN,
+) -> BV:
+    """Signed `x` (frac_in fraction bits at e_in) moved onto frac_out bits at e_out >= e_in:
+    floored (ROUND_DOWN, the hardware's rule), or truncated toward zero (TRUNCATE, the
+    alternative hypothesis `cdna3[align=truncate]`)."""
     v = x.resize(w, signed=True)
     if frac_out > frac_in:
         v = v << (frac_out - frac_in)
         sh = (e_out - e_in).umin(w)
     else:
         sh = ((e_out - e_in).umin(w) + (frac_in - frac_out)).umin(w)
+    if mode == AlignMode.TRUNCATE:
+        mag = v.abs().lshr(sh.resize(w))
+        return v.is_neg().ite(-mag, mag)
     return v.ashr(sh.resize(w))
 
 
@@ -65,9 +78,9 @@ def _finish(
     w = max(dot.w, 24 + F2 + 4) + F2 + 8
     e_c = uc.exp
     e_max = e_dot.smax(e_c)
-    d = _floor_to(dot, dot_frac, e_dot, F2 + 1, e_max, w)
+    d = _floor_to(dot, dot_frac, e_dot, F2 + 1, e_max, w, p.align)
     c_signed = uc.sign.ite(-(uc.sig.resize(w)), uc.sig.resize(w))
-    c_fl = _floor_to(c_signed, uc.mbits, e_c, F, e_max, w)
+    c_fl = _floor_to(c_signed, uc.mbits, e_c, F, e_max, w, p.align)
     if gate_c:
         c_fl = e_c.slt(e_max - (F + 1)).ite(BV.const(b, 0, w), c_fl)
     total = d + (c_fl << (F2 + 1 - F))
@@ -86,6 +99,9 @@ def _finish(
 def _products(a_bits, b_bits, p: ModelParams, overflow: bool):
     ua = [decode(x, _fmt(p.a_fmt, p)) for x in a_bits]
     ub = [decode(x, _fmt(p.b_fmt, p)) for x in b_bits]
+    if p.flush_inputs:
+        ua = [flush_subnormal(u, _fmt(p.a_fmt, p), keep_sign=False) for u in ua]
+        ub = [flush_subnormal(u, _fmt(p.b_fmt, p), keep_sign=False) for u in ub]
     terms = [product_addend(x, y, ProductExponent.UNNORMALIZED) for x, y in zip(ua, ub)]
     nan_terms = [
         x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
@@ -101,6 +117,11 @@ def _products(a_bits, b_bits, p: ModelParams, overflow: bool):
     return terms, nan_terms, infs
 
 
+def _c_operand(c_bits: BV, c_fmt: Format, p: ModelParams):
+    uc = decode(c_bits, c_fmt)
+    return flush_subnormal(uc, c_fmt, keep_sign=False) if p.flush_inputs else uc
+
+
 def _specials(b, terms, nan_terms, infs, uc):
     pos = any_of(b, [i & ~t.sign for i, t in zip(infs, terms)] + [uc.is_inf & ~uc.sign])
     neg = any_of(b, [i & t.sign for i, t in zip(infs, terms)] + [uc.is_inf & uc.sign])
@@ -111,7 +132,7 @@ def _specials(b, terms, nan_terms, infs, uc):
 def fdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams) -> BV:
     b = c_bits.b
     terms, nan_terms, infs = _products(a_bits, b_bits, p, overflow=True)
-    uc = decode(c_bits, c_fmt)
+    uc = _c_operand(c_bits, c_fmt, p)
     nan, inf, inf_neg = _specials(b, terms, nan_terms, infs, uc)
     dot, e_dot = _dot(terms, p.F)
     return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=False)
@@ -120,14 +141,14 @@ def fdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams) -> BV:
 def gfdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams) -> BV:
     b = c_bits.b
     terms, nan_terms, infs = _products(a_bits, b_bits, p, overflow=False)
-    uc = decode(c_bits, c_fmt)
+    uc = _c_operand(c_bits, c_fmt, p)
     nan, inf, inf_neg = _specials(b, terms, nan_terms, infs, uc)
     s_even, e_even = _dot(terms[0::2], p.F)
     s_odd, e_odd = _dot(terms[1::2], p.F)
     e_dot = e_even.smax(e_odd)
     w = max(s_even.w, s_odd.w) + 2
-    dot = _floor_to(s_even, p.F, e_even, p.F, e_dot, w) + _floor_to(
-        s_odd, p.F, e_odd, p.F, e_dot, w
+    dot = _floor_to(s_even, p.F, e_even, p.F, e_dot, w, p.align) + _floor_to(
+        s_odd, p.F, e_odd, p.F, e_dot, w, p.align
     )
     return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=True)
 
