@@ -40,10 +40,15 @@ _PROVE_EXIT = {Verdict.UNSAT: 0, Verdict.WITNESS: 1, Verdict.UNKNOWN: 3, Verdict
 
 
 def query_options(f: Callable) -> Callable:
-    """Options shared by every command that builds a query from two variants."""
+    """Arguments and options shared by every command that builds a query from two variants."""
+    f = constraint_options(f)
+    f = click.argument("variant_y")(f)
+    return click.argument("variant_x")(f)
+
+
+def constraint_options(f: Callable) -> Callable:
+    """--instr and the input constraints."""
     opts = [
-        click.argument("variant_x"),
-        click.argument("variant_y"),
         click.option("--instr", default=None, help="Instruction (default: X's preset default)."),
         click.option("--positive", is_flag=True, help="Every input has its sign bit clear."),
         click.option(
@@ -361,7 +366,8 @@ def prove(
 
 
 @main.command()
-@query_options
+@click.argument("variants", nargs=-1)
+@constraint_options
 @click.option(
     "--goal",
     type=click.Choice([g.value for g in Goal]),
@@ -369,16 +375,17 @@ def prove(
     show_default=True,
     help="What the query asks.",
 )
+@click.option("--property", "prop_name", default=None, help="Export every query of a property.")
+@click.option("--arch", default=None, help="Architecture for --property.")
 @click.option(
     "--out",
     "out",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     default=None,
-    help="Output file (default: queries/NAME.smt2).",
+    help="Output file (default: queries/NAME.smt2; a directory with --property).",
 )
 def export(
-    variant_x,
-    variant_y,
+    variants,
     instr,
     positive,
     terms,
@@ -388,12 +395,31 @@ def export(
     windows,
     fixes,
     goal,
+    prop_name,
+    arch,
     out,
 ):
-    """Write a query as SMT-LIB2 that z3, cvc5 and bitwuzla all read."""
+    """Write a query as SMT-LIB2 that z3, cvc5 and bitwuzla all read.
+
+    Either two variants (tcsmt export volta 'volta[carry_bits=2]') or a property of the
+    library on an architecture (tcsmt export --property carry-bits --arch ampere).
+    """
+    if prop_name:
+        from .library import get
+
+        if variants:
+            raise UserError("give either two variants or --property, not both")
+        if not arch:
+            raise UserError("--property needs --arch")
+        for _, q in get(prop_name).bind(arch, instr):
+            dst = Path(out) / f"{q.slug}.smt2" if out else None
+            click.echo(str(export_query(q, str(dst) if dst else None)))
+        return
+    if len(variants) != 2:
+        raise UserError(f"export takes two variants (or --property); got {len(variants)}")
     q = build_query(
-        variant_x,
-        variant_y,
+        variants[0],
+        variants[1],
         instr,
         Goal(goal),
         positive,
