@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-slow bench results lint format demo clean
+.PHONY: install test test-slow bench bench-solvers results lint format demo clean
 
 install:
 	$(PY) -m venv $(VENV)
@@ -18,6 +18,9 @@ test-slow:
 
 bench:
 	$(BIN)/python bench/bench_simulate.py
+
+bench-solvers:
+	$(BIN)/python bench/bench_solvers.py
 
 results:
 	$(BIN)/python bench/make_results.py
