@@ -243,3 +243,18 @@ def test_diff_export_option_lists_the_file(tmp_path):
     assert r.exit_code == 1
     assert f"wrote:       {dst}" in r.output
     assert dst.exists()
+
+
+def test_diff_out_writes_a_vector_file_that_probe_reads(tmp_path):
+    from tensorcore_smt import vectors
+
+    dst = tmp_path / "w.json"
+    r = run("diff", "volta", "volta[carry_bits=2]", "--solver", "bitwuzla", "--out", str(dst))
+    assert r.exit_code == 0, r.output
+    vf = vectors.load(dst)
+    assert vf.variants == ["volta", "volta[carry_bits=2]"]
+    (v,) = vf.vectors
+    assert v.predicted["volta"] != v.predicted["volta[carry_bits=2]"]
+    r = run("probe", str(dst), "--out", str(tmp_path / "w.cu"))
+    assert r.exit_code == 0, r.output
+    assert "mma.sync.aligned.m8n8k4" in (tmp_path / "w.cu").read_text()
