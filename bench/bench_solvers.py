@@ -908,7 +908,7 @@ def study_options(args, solvers) -> dict:
     out = {"bitwuzla": [], "cvc5": []}
     seeds = list(range(args.seeds))
     names = ("a", "b", "c", "d")
-    texts = {n: (BY_NAME[n].query(), smtlib(BY_NAME[n].query())) for n in names}
+    texts = {bq.name: (bq.query(), smtlib(bq.query())) for bq in QUERIES}
     body = []
     if "bitwuzla" in solvers:
         for label, opts in BITWUZLA_CONFIGS:
@@ -932,7 +932,7 @@ def study_options(args, solvers) -> dict:
         )
     body = []
     if "cvc5" in solvers:
-        cnames = ("a", "c", "b", "d")
+        cnames = ("a", "c", "b", "e9", "d", "e17")
         for label, opts in CVC5_CONFIGS:
             row = [f"`{label}`"]
             timed_out_at = None

@@ -79,6 +79,11 @@ def _cvc5_solve(text: str, names: list[str], timeout: float, seed: int) -> Outco
     s.setOption("fp-exp", "true")
     s.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
     s.setOption("seed", str(seed))
+    if "FloatingPoint" not in text:
+        # Pure bit-vector queries: eager bit-blasting turns > 120 s timeouts into 6-30 s
+        # answers on the carry-bit queries (docs/encoding.md, study vi).
+        s.setOption("bitblast", "eager")
+        s.setOption("bv-assert-input", "true")
     sm = cvc5.SymbolManager(tm)
     parser = cvc5.InputParser(s, sm)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "query")
