@@ -1028,67 +1028,18 @@ def driver_main(argv: list[str]) -> int:
     text = Path(path).read_text()
     out: dict = {"answer": "unknown", "model": {}, "reason": ""}
     try:
-        if solver == "bitwuzla":
-            out.update(_drive_bitwuzla(text, names, opts, timeout, seed))
-        elif solver == "cvc5":
-            out.update(_drive_cvc5(text, names, opts, timeout, seed))
-        else:
-            raise ValueError(f"no driver for {solver}")
+        from tensorcore_smt.solvers.backends import BACKENDS
+
+        answer, model, reason = BACKENDS[solver].solve(
+            text, names, timeout, seed, extra_options=opts
+        )
+        out.update(answer=answer, model={k: str(v) for k, v in model.items()})
+        if reason:
+            out["reason"] = reason
     except Exception as e:  # noqa: BLE001 - reported to the parent as the reason
         out["reason"] = f"{type(e).__name__}: {str(e).strip()[:200]}"
     print(json.dumps(out))
     return 0
-
-
-def _drive_bitwuzla(text: str, names: list[str], opts: dict, timeout: float, seed: int) -> dict:
-    import bitwuzla as bz
-
-    tm = bz.TermManager()
-    o = bz.Options()
-    o.set(bz.Option.PRODUCE_MODELS, True)
-    o.set(bz.Option.TIME_LIMIT_PER, max(1, int(timeout * 1000)))
-    o.set(bz.Option.SEED, seed)
-    for k, v in opts.items():
-        o.set(getattr(bz.Option, k), v)
-    parser = bz.Parser(tm, o)
-    parser.parse(text, True, False)
-    s = parser.bitwuzla()
-    r = s.check_sat()
-    if r == bz.Result.SAT:
-        funs = {f.symbol(): f for f in parser.get_declared_funs()}
-        model = {n: str(s.get_value(funs[n]).value(10)) for n in names if n in funs}
-        return {"answer": "sat", "model": model}
-    if r == bz.Result.UNSAT:
-        return {"answer": "unsat"}
-    return {"answer": "unknown", "reason": "timeout (solver's own limit)"}
-
-
-def _drive_cvc5(text: str, names: list[str], opts: dict, timeout: float, seed: int) -> dict:
-    import cvc5
-
-    tm = cvc5.TermManager()
-    s = cvc5.Solver(tm)
-    s.setOption("produce-models", "true")
-    s.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
-    s.setOption("seed", str(seed))
-    for k, v in opts.items():
-        s.setOption(k, v)
-    sm = cvc5.SymbolManager(tm)
-    parser = cvc5.InputParser(s, sm)
-    parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "query")
-    while True:
-        cmd = parser.nextCommand()
-        if cmd.isNull():
-            break
-        cmd.invoke(s, sm)
-    r = s.checkSat()
-    if r.isSat():
-        terms = {str(t): t for t in sm.getDeclaredTerms()}
-        model = {n: str(s.getValue(terms[n]).getBitVectorValue(10)) for n in names if n in terms}
-        return {"answer": "sat", "model": model}
-    if r.isUnsat():
-        return {"answer": "unsat"}
-    return {"answer": "unknown", "reason": "timeout (solver's own limit)"}
 
 
 # --- main --------------------------------------------------------------------------------

@@ -268,7 +268,7 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
         text = src.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"{src}: cannot read ({e})") from None
-    from .vectors import is_vector_json, loads
+    from .vectors import is_vector_json, loads, parse_row
 
     if src.suffix.lower() == ".csv" or is_vector_json(text):
         # A tcsmt-vectors file (JSON or CSV): validated as a whole, rows as in JSONL.
@@ -296,21 +296,7 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-            if not isinstance(obj, dict):
-                raise ValueError("row is not a JSON object")
-            for key in ("a", "b", "c"):
-                if key not in obj:
-                    raise ValueError(f"missing field {key!r}")
-            if not isinstance(obj["a"], list) or not isinstance(obj["b"], list):
-                raise ValueError("a and b must be lists of hex strings")
-            if len(obj["a"]) != p.K or len(obj["b"]) != p.K:
-                raise ValueError(
-                    f"a and b need {p.K} entries, got {len(obj['a'])} and {len(obj['b'])}"
-                )
-            a = [parse_hex(str(x), p.a_fmt, f"a[{i}]") for i, x in enumerate(obj["a"])]
-            b = [parse_hex(str(x), p.b_fmt, f"b[{i}]") for i, x in enumerate(obj["b"])]
-            c = parse_hex(str(obj["c"]), p.c_fmt, "c")
+            a, b, c, obj = parse_row(line, p)
         except (ValueError, json.JSONDecodeError) as e:
             error = f"{src}:{lineno}: {e}"
             break

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .cli import main
-from .cli_solve import Spinner, solver_options_common
+from .cli_solve import Spinner, limits_from, solver_options_common
 from .find import QueryAnswer, find, save_vectors
 from .library import get, load_all
 from .presets import PRESETS, UserError
@@ -35,9 +35,9 @@ def _exit_code(answers: list[QueryAnswer]) -> int:
 def _summary_line(a: QueryAnswer) -> str:
     o = a.outcome
     who = "by construction" if o.by_construction else (o.result.solver if o.result else "-")
-    exp = {True: "as expected", False: f"UNEXPECTED (expected {a.spec.expect})", None: ""}[
-        a.as_expected
-    ]
+    expected = a.spec.expect.value if a.spec.expect else ""
+    exp = {True: "as expected", False: f"UNEXPECTED (expected {expected})", None: ""}
+    exp = exp[a.as_expected]
     concl = f" - {a.conclusion}" if a.conclusion else ""
     return f"[{a.spec.id}] {a.answer} ({who}, {o.seconds:.2f} s) {exp}{concl}".rstrip()
 
@@ -56,22 +56,14 @@ def _summary_line(a: QueryAnswer) -> str:
     help="Read properties from this directory instead of the built-in library.",
 )
 @solver_options_common
-@click.option("--confirm/--no-confirm", default=True, help="Confirm unsat with a second solver.")
 def find_cmd(
-    prop_name,
-    arch,
-    instr,
-    run_all,
-    properties_dir,
-    solver,
-    timeout,
-    jobs,
-    memory,
-    seed,
-    as_json,
-    out,
-    confirm,
-):
+    prop_name: str | None,
+    arch: str,
+    instr: str | None,
+    run_all: bool,
+    properties_dir: str | None,
+    **opts,
+) -> None:
     """Find a verified discriminating input (or a proof) for a property on an architecture.
 
     Exit 0: every query answered as the property expects; 1: an answer differs from the
@@ -81,8 +73,9 @@ def find_cmd(
     pdir = Path(properties_dir) if properties_dir else None
     if arch not in PRESETS:
         raise UserError(f"unknown architecture {arch!r}; known: {', '.join(PRESETS)}")
-    solvers_for(solver)
-    limits = Limits(solver, timeout, jobs, memory, confirm, seed)
+    limits = limits_from(opts)
+    solvers_for(limits.solver)
+    as_json, out = opts["as_json"], opts["out"]
     if run_all:
         if prop_name:
             raise UserError("give either --property or --all")

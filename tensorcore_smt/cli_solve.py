@@ -110,6 +110,9 @@ def _solver_opts() -> list:
             "--memory", type=int, default=8192, show_default=True, help="MiB per solver process."
         ),
         click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed."),
+        click.option(
+            "--confirm/--no-confirm", default=True, help="Confirm unsat with a second solver."
+        ),
         click.option("--json", "as_json", is_flag=True, help="Machine-readable report."),
         click.option(
             "--out",
@@ -132,38 +135,36 @@ def _solver_opts() -> list:
 _SOLVER_OPTS = _solver_opts()
 
 
-def build_query(
-    variant_x: str,
-    variant_y: str,
-    instr: str | None,
-    goal: Goal,
-    positive: bool,
-    terms: int | None,
-    finite: bool,
-    normal_only: bool,
-    nonzero: bool,
-    windows: tuple[str, ...],
-    fixes: tuple[str, ...],
-) -> Query:
+def build_query(variant_x: str, variant_y: str, goal: Goal, opts: dict) -> Query:
+    """The query the constraint options in `opts` (as click parsed them) describe."""
     cons: list[Constraint] = []
-    for flag, kind in (
-        (positive, ConstraintKind.POSITIVE),
-        (finite, ConstraintKind.FINITE),
-        (normal_only, ConstraintKind.NORMAL_ONLY),
-        (nonzero, ConstraintKind.NONZERO),
+    for key, kind in (
+        ("positive", ConstraintKind.POSITIVE),
+        ("finite", ConstraintKind.FINITE),
+        ("normal_only", ConstraintKind.NORMAL_ONLY),
+        ("nonzero", ConstraintKind.NONZERO),
     ):
-        if flag:
+        if opts[key]:
             cons.append(Constraint(kind))
-    cons += [parse_window(w) for w in windows]
+    cons += [parse_window(w) for w in opts["windows"]]
+    terms = opts["terms"]
     if terms is not None:
         if terms < 0:
             raise UserError(f"--terms: {terms} is negative")
         cons.append(Constraint(ConstraintKind.TERMS, "ab", lo=terms))
+    instr = opts["instr"]
     q = make_query(variant_x, variant_y, instr, goal, tuple(cons))
-    if fixes:
-        fixed = tuple(parse_fix(f, q.operands) for f in fixes)
+    if opts["fixes"]:
+        fixed = tuple(parse_fix(f, q.operands) for f in opts["fixes"])
         q = make_query(variant_x, variant_y, instr, goal, tuple(cons) + fixed)
     return q
+
+
+def limits_from(opts: dict) -> Limits:
+    """Solver limits from the parsed solver options."""
+    return Limits(
+        opts["solver"], opts["timeout"], opts["jobs"], opts["memory"], opts["confirm"], opts["seed"]
+    )
 
 
 class Spinner:
@@ -257,112 +258,31 @@ def run(
 @main.command()
 @query_options
 @solver_options
-@click.option("--confirm/--no-confirm", default=True, help="Confirm unsat with a second solver.")
 @click.option(
     "--compare-errors",
     is_flag=True,
     help="Instead of any difference, find inputs where X's error is smaller than Y's.",
 )
-def diff(
-    variant_x,
-    variant_y,
-    instr,
-    positive,
-    terms,
-    finite,
-    normal_only,
-    nonzero,
-    windows,
-    fixes,
-    solver,
-    timeout,
-    jobs,
-    memory,
-    seed,
-    as_json,
-    out,
-    export_path,
-    confirm,
-    compare_errors,
-):
+def diff(variant_x: str, variant_y: str, compare_errors: bool, **opts) -> None:
     """Find inputs on which two variants of one instruction give different bits.
 
     Exit 0: witness found (re-checked on the concrete model); 1: proved equal; 3: unknown.
     """
     goal = Goal.COMPARE_ERRORS if compare_errors else Goal.DIFFER
-    q = build_query(
-        variant_x,
-        variant_y,
-        instr,
-        goal,
-        positive,
-        terms,
-        finite,
-        normal_only,
-        nonzero,
-        windows,
-        fixes,
-    )
-    run(
-        q,
-        Limits(solver, timeout, jobs, memory, confirm, seed),
-        as_json,
-        out,
-        export_path,
-        _DIFF_EXIT,
-    )
+    q = build_query(variant_x, variant_y, goal, opts)
+    run(q, limits_from(opts), opts["as_json"], opts["out"], opts["export_path"], _DIFF_EXIT)
 
 
 @main.command()
 @query_options
 @solver_options
-@click.option("--confirm/--no-confirm", default=True, help="Confirm unsat with a second solver.")
-def prove(
-    variant_x,
-    variant_y,
-    instr,
-    positive,
-    terms,
-    finite,
-    normal_only,
-    nonzero,
-    windows,
-    fixes,
-    solver,
-    timeout,
-    jobs,
-    memory,
-    seed,
-    as_json,
-    out,
-    export_path,
-    confirm,
-):
+def prove(variant_x: str, variant_y: str, **opts) -> None:
     """Prove two variants give the same bits on every input (subject to the constraints).
 
     Exit 0: proved; 1: refuted (a witness is shown); 3: unknown.
     """
-    q = build_query(
-        variant_x,
-        variant_y,
-        instr,
-        Goal.EQUIVALENT,
-        positive,
-        terms,
-        finite,
-        normal_only,
-        nonzero,
-        windows,
-        fixes,
-    )
-    run(
-        q,
-        Limits(solver, timeout, jobs, memory, confirm, seed),
-        as_json,
-        out,
-        export_path,
-        _PROVE_EXIT,
-    )
+    q = build_query(variant_x, variant_y, Goal.EQUIVALENT, opts)
+    run(q, limits_from(opts), opts["as_json"], opts["out"], opts["export_path"], _PROVE_EXIT)
 
 
 @main.command()
@@ -385,20 +305,13 @@ def prove(
     help="Output file (default: queries/NAME.smt2; a directory with --property).",
 )
 def export(
-    variants,
-    instr,
-    positive,
-    terms,
-    finite,
-    normal_only,
-    nonzero,
-    windows,
-    fixes,
-    goal,
-    prop_name,
-    arch,
-    out,
-):
+    variants: tuple[str, ...],
+    goal: str,
+    prop_name: str | None,
+    arch: str | None,
+    out: str | None,
+    **opts,
+) -> None:
     """Write a query as SMT-LIB2 that z3, cvc5 and bitwuzla all read.
 
     Either two variants (tcsmt export volta 'volta[carry_bits=2]') or a property of the
@@ -411,23 +324,11 @@ def export(
             raise UserError("give either two variants or --property, not both")
         if not arch:
             raise UserError("--property needs --arch")
-        for _, q in get(prop_name).bind(arch, instr):
+        for _, q in get(prop_name).bind(arch, opts["instr"]):
             dst = Path(out) / f"{q.slug}.smt2" if out else None
             click.echo(str(export_query(q, str(dst) if dst else None)))
         return
     if len(variants) != 2:
         raise UserError(f"export takes two variants (or --property); got {len(variants)}")
-    q = build_query(
-        variants[0],
-        variants[1],
-        instr,
-        Goal(goal),
-        positive,
-        terms,
-        finite,
-        normal_only,
-        nonzero,
-        windows,
-        fixes,
-    )
+    q = build_query(variants[0], variants[1], Goal(goal), opts)
     click.echo(str(export_query(q, out)))

@@ -14,7 +14,7 @@ import click
 
 from . import vectors as vec
 from .cli import describe, main
-from .formats import format_hex, parse_hex
+from .formats import format_hex
 from .presets import PRESETS, UserError, parse_variant
 
 
@@ -172,24 +172,13 @@ def vectors_new(
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-            if not isinstance(obj, dict):
-                raise ValueError("row is not a JSON object")
-            for k in ("a", "b", "c"):
-                if k not in obj:
-                    raise ValueError(f"missing field {k!r}")
-            ab = {}
-            for k, fmt in (("a", p.a_fmt), ("b", p.b_fmt)):
-                if not isinstance(obj[k], list) or len(obj[k]) != p.K:
-                    raise ValueError(f"{k}: expected a list of {p.K} hex strings")
-                ab[k] = [parse_hex(str(x), fmt, f"{k}[{i}]") for i, x in enumerate(obj[k])]
-            c = parse_hex(str(obj["c"]), p.c_fmt, "c")
+            a, b, c, obj = vec.parse_row(line, p)
             note = obj.get("note", "")
             if not isinstance(note, str):
                 raise ValueError("note: expected a string")
         except ValueError as e:
             raise UserError(f"{src}:{lineno}: {e}") from None
-        vf.vectors.append(vec.Vector(ab["a"], ab["b"], c, {}, note, str(src)))
+        vf.vectors.append(vec.Vector(a, b, c, {}, note, str(src)))
     vf = vec.predict(vf)
     vec.save(vf, out)
     click.echo(f"wrote {out}: {len(vf.vectors)} vectors x {len(vf.variants)} variants")

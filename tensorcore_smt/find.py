@@ -29,7 +29,7 @@ class QueryAnswer:
         no definite answer)."""
         if self.spec.expect is None or self.answer not in ("sat", "unsat"):
             return None
-        return self.answer == self.spec.expect
+        return self.answer == self.spec.expect.value
 
     @property
     def conclusion(self) -> str:
@@ -41,7 +41,7 @@ class QueryAnswer:
         out.update(
             id=self.spec.id,
             answer=self.answer,
-            expect=self.spec.expect,
+            expect=self.spec.expect.value if self.spec.expect else None,
             as_expected=self.as_expected,
             conclusion=self.conclusion,
         )

@@ -14,12 +14,14 @@ import operator
 import re
 import sys
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from .formats import Format
 from .model.params import ModelParams
 from .presets import PRESETS, Instruction, Preset, UserError
 from .query import Constraint, ConstraintKind, Goal, Query, make_query
+from .solvers.result import Answer
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,6 +29,14 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 BUILTIN_DIR = Path(__file__).parent / "properties"
+
+
+class GroupPreference(Enum):
+    """Which instructions a property prefers when several satisfy its conditions."""
+
+    ANY = ""  # the preset's default first
+    SINGLE = "single"  # one fused group (K <= L): a smaller query asks the same question
+    MULTI = "multi"  # chained groups (K > L): needed to observe 2L
 
 
 @dataclass(frozen=True)
@@ -38,7 +48,7 @@ class QuerySpec:
     x: str
     y: str
     constraints: tuple[dict, ...] = ()
-    expect: str | None = None  # "sat" | "unsat" | None (either answer is informative)
+    expect: Answer | None = None  # None: either answer is informative
     meaning: dict = field(default_factory=dict)  # answer -> one-line conclusion
     timeout: float | None = None
 
@@ -51,7 +61,7 @@ class Property:
     question: str
     source: str
     when: dict
-    prefer_groups: str  # "single": one fused group if possible; "multi": chained groups
+    prefer_groups: GroupPreference
     queries: tuple[QuerySpec, ...]
     predict: tuple[str, ...] = ()
     path: Path | None = None
@@ -76,9 +86,9 @@ class Property:
         order = [preset.instructions[preset.default_instr]] + [
             i for n, i in preset.instructions.items() if n != preset.default_instr
         ]
-        if self.prefer_groups == "single":
+        if self.prefer_groups == GroupPreference.SINGLE:
             order.sort(key=lambda i: len(i.params.groups()) > 1)
-        elif self.prefer_groups == "multi":
+        elif self.prefer_groups == GroupPreference.MULTI:
             order.sort(key=lambda i: len(i.params.groups()) == 1)
         reasons: list[str] = []
         for inst in order:
@@ -231,7 +241,7 @@ def _load_one(path: Path) -> Property:
                     x=q["x"],
                     y=q["y"],
                     constraints=tuple(q.get("constraint", [])),
-                    expect=q.get("expect"),
+                    expect=Answer(q["expect"]) if "expect" in q else None,
                     meaning=dict(q.get("meaning", {})),
                     timeout=q.get("timeout"),
                 )
@@ -241,7 +251,7 @@ def _load_one(path: Path) -> Property:
             question=data["question"].strip(),
             source=data["source"],
             when=dict(data.get("when", {})),
-            prefer_groups=str(data.get("prefer_groups", "")),
+            prefer_groups=GroupPreference(str(data.get("prefer_groups", ""))),
             queries=tuple(queries),
             predict=tuple(data.get("predict", [])),
             path=path,

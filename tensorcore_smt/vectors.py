@@ -546,6 +546,28 @@ def stale_predictions(vf: VectorFile) -> list[tuple[int, str, int, int]]:
     return out
 
 
+def parse_row(line: str, p: ModelParams) -> tuple[list[int], list[int], int, dict]:
+    """One JSONL row `{"a": [K hex], "b": [K hex], "c": hex, ...}` for the model `p`:
+    (a, b, c, the row object). ValueError naming the field if the row is malformed."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON ({e.msg})") from None
+    if not isinstance(obj, dict):
+        raise ValueError("row is not a JSON object")
+    for key in ("a", "b", "c"):
+        if key not in obj:
+            raise ValueError(f"missing field {key!r}")
+    if not isinstance(obj["a"], list) or not isinstance(obj["b"], list):
+        raise ValueError("a and b must be lists of hex strings")
+    if len(obj["a"]) != p.K or len(obj["b"]) != p.K:
+        raise ValueError(f"a and b need {p.K} entries, got {len(obj['a'])} and {len(obj['b'])}")
+    a = [parse_hex(str(x), p.a_fmt, f"a[{i}]") for i, x in enumerate(obj["a"])]
+    b = [parse_hex(str(x), p.b_fmt, f"b[{i}]") for i, x in enumerate(obj["b"])]
+    c = parse_hex(str(obj["c"]), p.c_fmt, "c")
+    return a, b, c, obj
+
+
 def is_vector_json(text: str) -> bool:
     """Whether `text` is one JSON object shaped like a vector file (not a JSONL row)."""
     try:

@@ -338,7 +338,7 @@ def test_vectors_predict_and_new(tmp_path):
     assert r.exit_code == 2 and "--variant: variants[2]: unknown instruction" in r.output
     rows.write_text('{"a": ["0x3c00"], "b": [], "c": "0"}\n')
     r = run("vectors", "new", "--arch", "volta", "--rows", str(rows), "--out", str(out))
-    assert r.exit_code == 2 and "rows.jsonl:1: a: expected a list of 4 hex strings" in r.output
+    assert r.exit_code == 2 and "rows.jsonl:1: a and b need 4 entries, got 1 and 0" in r.output
 
 
 def test_simulate_reads_a_vector_file(tmp_path):

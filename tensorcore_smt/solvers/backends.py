@@ -70,7 +70,10 @@ def _cvc5_version() -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def _cvc5_solve(text: str, names: list[str], timeout: float, seed: int) -> Outcome:
+def _cvc5_solve(
+    text: str, names: list[str], timeout: float, seed: int, extra_options: dict | None = None
+) -> Outcome:
+    """`extra_options`: cvc5 option name -> value, set last (the encoding study uses it)."""
     import cvc5
 
     tm = cvc5.TermManager()
@@ -84,6 +87,8 @@ def _cvc5_solve(text: str, names: list[str], timeout: float, seed: int) -> Outco
         # answers on the carry-bit queries (docs/encoding.md, study vi).
         s.setOption("bitblast", "eager")
         s.setOption("bv-assert-input", "true")
+    for k, v in (extra_options or {}).items():
+        s.setOption(k, str(v))
     sm = cvc5.SymbolManager(tm)
     parser = cvc5.InputParser(s, sm)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "query")
@@ -113,7 +118,11 @@ def _bitwuzla_version() -> str:
     return bitwuzla.version()
 
 
-def _bitwuzla_solve(text: str, names: list[str], timeout: float, seed: int) -> Outcome:
+def _bitwuzla_solve(
+    text: str, names: list[str], timeout: float, seed: int, extra_options: dict | None = None
+) -> Outcome:
+    """`extra_options`: bitwuzla Option name (e.g. REWRITE_LEVEL) -> value, set before the
+    solver is made (the encoding study uses it)."""
     import bitwuzla as bz
 
     tm = bz.TermManager()
@@ -121,6 +130,8 @@ def _bitwuzla_solve(text: str, names: list[str], timeout: float, seed: int) -> O
     opts.set(bz.Option.PRODUCE_MODELS, True)
     opts.set(bz.Option.TIME_LIMIT_PER, max(1, int(timeout * 1000)))
     opts.set(bz.Option.SEED, seed)
+    for k, v in (extra_options or {}).items():
+        opts.set(getattr(bz.Option, k), v)
     parser = bz.Parser(tm, opts)
     parser.parse(text, True, False)
     s = parser.bitwuzla()
