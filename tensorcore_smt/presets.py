@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from .formats import Format, Rounding
-from .model.params import Algorithm, ModelParams, parse_value
+from .model.params import Algorithm, ModelParams, Split, parse_value
 from .model.rounding import Overflow
 from .model.terms import AlignMode
 
@@ -489,10 +489,32 @@ class Variant:
         """The model of `instr` (default: the preset's) under this variant's overrides."""
         p = self.instruction(instr).params
         changes = dict(self.overrides)
+        if changes.get("split", Split.NONE) != Split.NONE:
+            # a split algorithm reads single-precision inputs (the unit's c format) and
+            # feeds the unit its own operand format, unless the variant says otherwise
+            changes.setdefault("split_fmt", p.a_fmt)
+            changes.setdefault("a_fmt", p.c_fmt)
+            changes.setdefault("b_fmt", p.c_fmt)
         try:
-            return p.with_(**changes)
+            q = p.with_(**changes)
         except TypeError as e:
             raise UserError(str(e)) from None
+        if q.split != Split.NONE:
+            _check_split(self.text, self.instruction(instr).name, q)
+        return q
+
+
+def _check_split(text: str, instr: str, p: ModelParams) -> None:
+    """A split needs inputs wider than the unit's operands and a unit that can be chained."""
+    if p.c_fmt != p.d_fmt:
+        raise UserError(
+            f"{text}: a split chains the unit, so c and d need the same format ({instr})"
+        )
+    if p.a_fmt.spec.precision <= p.split_fmt.spec.precision:
+        raise UserError(
+            f"{text}: {instr} takes {p.split_fmt.spec.name} operands and a {p.c_fmt.spec.name} "
+            f"addend; splitting needs wider inputs (pick an instruction with fp32 c and d)"
+        )
 
 
 def _normalise_instr(name: str) -> str:

@@ -46,6 +46,17 @@ class Tf32Input(Enum):
     FULL = "full"  # all 23 mantissa bits used (an fp32 operand)
 
 
+class Split(Enum):
+    """Single-precision products on a half-precision unit by operand splitting (paper 000
+    §6): each fp32 input x becomes x_hi = RN_fp16(x) and a residual x_lo, and the unit
+    computes the cross products."""
+
+    NONE = "none"  # the unit itself, on its own operand formats
+    MARKIDIS = "markidis"  # Markidis et al.: all four products accumulated in the unit, c inside
+    OOTOMO_YOKOTA = "ootomo-yokota"  # residuals scaled by 2^split_scale; unit runs with c = 0,
+    # the three partial results and c are added outside in fp32 round-to-nearest
+
+
 class ZeroSign(Enum):
     """Sign of an exactly-zero fused result."""
 
@@ -88,6 +99,9 @@ class ModelParams:
     fused_products: bool = False  # SEQUENTIAL: FMA instead of a rounded product
     G: int = 4  # GPS group size
     F2: int = 31  # CDNA3: fraction bits of the dot product when c is added
+    split: Split = Split.NONE  # composite algorithm on top of the unit (a_fmt, b_fmt: its inputs)
+    split_fmt: Format = Format.FP16  # the unit's own a/b format under a split
+    split_scale: int = 11  # Ootomo-Yokota: residuals are scaled by 2^split_scale
 
     @property
     def out_fmt(self) -> Format:
@@ -139,6 +153,7 @@ def parse_value(name: str, text: str) -> Any:
         "Tf32Input": Tf32Input,
         "CarryOverflow": CarryOverflow,
         "ZeroSign": ZeroSign,
+        "Split": Split,
     }
     for key, enum in enums.items():
         if ann.replace(" | None", "") == key:
