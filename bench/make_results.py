@@ -6,7 +6,11 @@ For each (arch, property) it writes results/ARCH/PROPERTY.json (the `tcsmt find 
 report: witnesses re-checked on the concrete model, unsat answers with the solvers that
 agreed) and, when there are witnesses, results/ARCH/PROPERTY.vectors.json (test vectors
 with every variant's prediction, ready for `tcsmt probe`). results/README.md summarises
-them in one table per architecture; results/summary.json holds the same rows.
+them in one table per architecture, followed by the Markidis vs Ootomo-Yokota witnesses
+with both errors; results/summary.json holds the same rows. Finally the feature matrix
+(tensorcore_smt.features: every witness run through the presets, beside FTTN Table IV,
+paper 000 and MMA-Sim Table III) is written to results/features.md and features.json;
+`--features-only` rebuilds just that from the vectors already there.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import platform
 import time
 from pathlib import Path
 
-from tensorcore_smt import __version__
+from tensorcore_smt import __version__, features
 from tensorcore_smt.find import find, save_vectors
 from tensorcore_smt.library import load_all
 from tensorcore_smt.presets import PRESETS
@@ -30,9 +34,13 @@ def main() -> None:
     ap.add_argument("--arch", action="append", default=None, help="architecture (repeatable)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per solver run")
     ap.add_argument("--out", default="results", help="output directory")
+    ap.add_argument("--features-only", action="store_true", help="only rebuild the matrix")
     args = ap.parse_args()
     archs = args.arch or list(PRESETS)
     out = Path(args.out)
+    if args.features_only:
+        write_features(out)
+        return
     props = load_all()
     limits = Limits(timeout=args.timeout)
     summary_path = out / "summary.json"
@@ -78,7 +86,58 @@ def main() -> None:
             print(f"{arch:14s} {name:24s} {time.monotonic() - t0:7.1f} s", flush=True)
             summary_path.write_text(json.dumps(rows, indent=2) + "\n")
     summary_path.write_text(json.dumps(rows, indent=2) + "\n")
-    (out / "README.md").write_text(render(rows, args.timeout))
+    (out / "README.md").write_text(render(rows, args.timeout) + render_p5(out, rows))
+    write_features(out)
+
+
+def write_features(out: Path) -> None:
+    """results/features.md and features.json from the vectors under `out`."""
+    matrix = features.build(out, list(PRESETS))
+    (out / "features.json").write_text(json.dumps(features.to_json(matrix), indent=2) + "\n")
+    (out / "features.md").write_text(features.to_markdown(matrix))
+    print(f"feature matrix: {out / 'features.md'}")
+
+
+def render_p5(out: Path, rows: dict) -> str:
+    """The Markidis vs Ootomo-Yokota witnesses (paper 000 §6, Property 5) with both errors."""
+    lines = [
+        "## Markidis vs Ootomo-Yokota (paper 000 §6, Property 5)",
+        "",
+        "fp32 inputs split into fp16 + residual on each architecture's fp16 unit; a and b in",
+        "O-Y's Type 1 range 2^-15..2^14, c free. `markidis-more-accurate` is Property 5: a",
+        "witness where Markidis's error is smaller than O-Y's; `ootomo-more-accurate` asks the",
+        "converse. Errors are |d - exact| with the exact c + sum a*b in rational arithmetic.",
+        "",
+        "| arch | query | a | b | c | exact | Markidis d (error) | O-Y d (error) | solver | s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    found = False
+    for arch in rows:
+        f = out / arch / "markidis-vs-ootomo.json"
+        if not f.exists():
+            continue
+        for q in json.loads(f.read_text())["queries"]:
+            w = q.get("witness")
+            if not w:
+                lines.append(f"| {arch} | {q['id']} | {q['verdict']} | | | | | | | |")
+                continue
+            found = True
+            ins = w["inputs"]
+            k = sum(1 for n in ins if n.startswith("a"))
+            a = ", ".join(ins[f"a{i}"]["hex"] for i in range(k))
+            b = ", ".join(ins[f"b{i}"]["hex"] for i in range(k))
+            outs = list(w["outputs"].values())
+            errs = w.get("errors", {})
+            by_method = {}
+            for v, o in zip(q["variants"], outs):
+                key = "m" if "markidis" in v else "oy"
+                by_method[key] = f"{o['hex']} ({errs.get(v, '?')})"
+            who = (q.get("solver") or {}).get("solver", "")
+            lines.append(
+                f"| {arch} | {q['id']} | {a} | {b} | {ins['c']['hex']} | {errs.get('exact', '?')} "
+                f"| {by_method.get('m', '')} | {by_method.get('oy', '')} | {who} | {q['seconds']} |"
+            )
+    return "\n".join(lines) + "\n" if found else ""
 
 
 def render(rows: dict, timeout: float) -> str:

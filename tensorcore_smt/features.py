@@ -1,0 +1,402 @@
+"""The feature matrix: what each architecture does, decided by the library's witnesses.
+
+A feature (FTTN Table IV's columns, plus paper 000's carry bits) is a set of candidate
+hypotheses, each a variant of the arch preset: extra alignment bits 0..3 are F = 23..26,
+fp16-output rounding is one of five modes, and so on. Its value on an architecture is
+what survives when every test vector the library produced for that architecture (the
+witnesses in results/ARCH/*.vectors.json, pooled per instruction) is run through an
+observer: the preset itself by default, or measured outputs from silicon. A candidate
+survives when it predicts every observation; the value is the surviving labels.
+
+The same deduction runs on hardware outputs (`observed`), so the matrix built from the
+presets is the prediction a GPU run confirms or refutes. FTTN Table IV and MMA-Sim
+Table III are kept as data beside it, and every disagreement carries its explanation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .api import simulate_one
+from .library import expand
+from .model.params import ModelParams
+from .presets import PRESETS, UserError, parse_variant
+from .vectors import Vector, VectorFile, load
+
+Candidates = Callable[[ModelParams], dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One column: which property's instruction it is read on and its candidates."""
+
+    key: str
+    column: str
+    property: str  # the property whose instruction (and witnesses) decide it
+    candidates: Candidates  # label -> variant template over {arch}, from the unit's params
+    source: str
+    least: bool = False  # more than the least survivor is proved to change nothing: show it
+
+
+def _around(name: str, value: int, lo: int, hi: int, label=str) -> dict[str, str]:
+    return {
+        label(v): f"{{arch}}[{name}={v}]" for v in range(max(lo, value - 2), value + 3) if v <= hi
+    }
+
+
+FEATURES: tuple[Feature, ...] = (
+    Feature(
+        "subnormals_in",
+        "subnormals in",
+        "subnormals",
+        lambda p: {"yes": "{arch}[flush_inputs=false]", "no": "{arch}[flush_inputs=true]"},
+        "Fasi et al. §III-B; FTTN Table IV",
+    ),
+    Feature(
+        "subnormals_out",
+        "subnormals out",
+        "subnormals",
+        lambda p: {"yes": "{arch}[flush_outputs=false]", "no": "{arch}[flush_outputs=true]"},
+        "FTTN Table IV",
+    ),
+    Feature(
+        "extra_bits",
+        "extra alignment bits (F - 23)",
+        "alignment-bits",
+        lambda p: _around("F", p.F, 20, 30, lambda f: str(f - 23)),
+        "FTTN Table IV (extra bits); MMA-Sim Table III (F)",
+    ),
+    Feature(
+        "rounding",
+        "accumulator rounding",
+        "rounding-accumulator",
+        lambda p: {
+            "truncate": "{arch}[align=truncate,rounding=rz]",
+            "RZ": "{arch}[align=exact,rounding=rz]",
+            "RNE": "{arch}[align=exact,rounding=rne]",
+            "RTP": "{arch}[align=exact,rounding=rtp]",
+            "RTN": "{arch}[align=exact,rounding=rtn]",
+        },
+        "FTTN Table IV; paper 000 §4.2",
+    ),
+    Feature(
+        "width",
+        "block-FMA width",
+        "block-width",
+        # wider than K cannot be observed on a K-term instruction
+        lambda p: {str(w): f"{{arch}}[L={w}]" for w in (p.L // 2, p.L, 2 * p.L) if 1 <= w <= p.K},
+        "FTTN Table IV (FMA unit width)",
+    ),
+    Feature(
+        "carry_bits",
+        "carry bits",
+        "carry-bits",
+        lambda p: _around("carry_bits", p.carry_bits or 0, 1, 8),
+        "paper 000 §4.3",
+        least=True,  # the carry-bits property proves k + 1 bits change nothing
+    ),
+    Feature(
+        "fp16_out",
+        "fp16-output rounding",
+        "rounding-final",
+        lambda p: {
+            m.upper(): f"{{arch}}[rounding={m}]" for m in ("rne", "rz", "rtp", "rtn", "rna")
+        },
+        "FTTN Table IV (last column); paper 000 §4.2",
+    ),
+)
+
+_BY_KEY = {f.key: f for f in FEATURES}
+
+# FTTN Table IV, FP16 rows (V100, A100, H100, MI250X; MI100 is CDNA1, not modelled).
+# "N.A." where FTTN could not measure.
+FTTN_FP16: dict[str, dict[str, str]] = {
+    "volta": {
+        "subnormals_in": "yes",
+        "subnormals_out": "yes",
+        "extra_bits": "0",
+        "rounding": "truncate",
+        "width": "N.A.",
+        "fp16_out": "RNE",
+    },
+    "ampere": {
+        "subnormals_in": "yes",
+        "subnormals_out": "yes",
+        "extra_bits": "1",
+        "rounding": "truncate",
+        "width": "8",
+        "fp16_out": "RNE",
+    },
+    "hopper": {
+        "subnormals_in": "yes",
+        "subnormals_out": "yes",
+        "extra_bits": ">=2",
+        "rounding": "truncate",
+        "width": ">=16",
+        "fp16_out": "RNE",
+    },
+    "cdna2": {
+        "subnormals_in": "no",
+        "subnormals_out": "no",
+        "extra_bits": "3",
+        "rounding": "RNE",
+        "width": "1",
+        "fp16_out": "RNE",
+    },
+}
+
+# Paper 000 §4.3: the 5-term unit needs 3 carry bits (hardware-confirmed on Volta and
+# Turing); the 9-term unit "should likewise require 4" (not found there: 6 h timeout).
+PAPER000: dict[str, dict[str, str]] = {
+    "volta": {"carry_bits": "3"},
+    "turing": {"carry_bits": "3"},
+    "ampere": {"carry_bits": "4"},
+}
+
+# MMA-Sim Table III (F of the fp16 HMMA/HGMMA forms) and §IV-C (fused group sizes:
+# CoFDA for HMMA.16816 on Ampere/Ada = two groups of 8; one group of 16 from Hopper on).
+MMASIM: dict[str, dict[str, str]] = {
+    "volta": {"extra_bits": "0", "width": "4"},
+    "turing": {"extra_bits": "1", "width": "4"},
+    "ampere": {"extra_bits": "1", "width": "8"},
+    "ada": {"extra_bits": "1", "width": "8"},
+    "hopper": {"extra_bits": "2", "width": "16"},
+    "blackwell": {"extra_bits": "2", "width": "16"},
+    "rtx-blackwell": {"extra_bits": "2", "width": "16"},
+}
+
+# Why a reference and the deduced value differ: (arch, feature, reference) -> text.
+EXPLAINED: dict[tuple[str, str, str], str] = {
+    ("volta", "width", "FTTN"): (
+        "FTTN could not measure the width on V100 (no extra bit, so its half-ulp probe "
+        "vanishes in every block); the 4-term unit is paper 000's and MMA-Sim's"
+    ),
+    ("turing", "extra_bits", "MMA-Sim"): (
+        "MMA-Sim Table III gives HMMA.884 on Turing F=24; paper 000 §4 found Turing's 884 "
+        "unit identical to Volta's (F=23) on hardware. The preset follows paper 000; "
+        "MMA-Sim's reading is the named hypothesis mmasim1-turing, and the "
+        "alignment-bits vectors tell the two apart on a Turing GPU"
+    ),
+    ("hopper", "extra_bits", "FTTN"): (
+        "FTTN tested only for 'more than 2' extra bits on H100 (its footnote 6); 2 is "
+        "consistent with that and with MMA-Sim's F=25"
+    ),
+    ("hopper", "width", "FTTN"): (
+        "FTTN reports 'at least 16' without testing further (footnote 6); 16 is MMA-Sim's "
+        "single fused group for HMMA.16816 on Hopper"
+    ),
+    ("cdna2", "extra_bits", "FTTN"): (
+        "CDNA2 fp16 is modelled as IEEE fp32 additions (MMA-Sim §IV-B GPS), which round "
+        "correctly: FTTN's 3 extra bits are the guard, round and sticky bits of such an "
+        "adder; there is no truncating alignment window F to ask about"
+    ),
+    ("cdna2", "rounding", "FTTN"): (
+        "RNE is the rounding of each GPS addition (MMA-Sim §IV-B); the accumulator-rounding "
+        "property asks about a truncating alignment window, which GPS does not have"
+    ),
+    ("cdna2", "width", "FTTN"): (
+        "GPS rounds after every pairwise addition, so no block is fused: FTTN's width 1; "
+        "the block-width property asks about fused groups, which GPS does not have"
+    ),
+    ("cdna2", "fp16_out", "FTTN"): (
+        "the modelled CDNA2 fp16 instructions all write fp32 (there is no fp16-output "
+        "MFMA form in the preset), so the fp16-output rounding cannot be asked"
+    ),
+}
+
+
+@dataclass
+class Cell:
+    """One feature on one architecture."""
+
+    value: str  # surviving labels joined by " or ", "none of ..." or "—"
+    instruction: str = ""
+    survivors: list[str] = field(default_factory=list)
+    candidates: dict[str, str] = field(default_factory=dict)
+    vectors: int = 0
+    why: str = ""  # when no value: why
+
+
+def _files(results: Path, arch: str) -> list[VectorFile]:
+    out = []
+    for f in sorted((results / arch).glob("*.vectors.json")):
+        try:
+            out.append(load(f))
+        except UserError:
+            continue
+    return out
+
+
+def _instruction(results: Path, arch: str, prop: str) -> str | None:
+    f = results / arch / f"{prop}.json"
+    if not f.exists():
+        return None
+    return json.loads(f.read_text()).get("instruction")
+
+
+Observer = Callable[[str, str, Vector], int | None]
+
+
+def preset_observer(arch: str, instr: str, vec: Vector) -> int:
+    """The arch preset's output: the stand-in for silicon."""
+    return simulate_one(parse_variant(arch).params(instr), vec.a, vec.b, vec.c)
+
+
+def deduce(
+    arch: str, results: Path = Path("results"), observe: Observer = preset_observer
+) -> dict[str, Cell]:
+    """Every feature's value on `arch` from the vectors under `results`."""
+    files = _files(results, arch)
+    cells: dict[str, Cell] = {}
+    for feat in FEATURES:
+        instr = _instruction(results, arch, feat.property)
+        if instr is None:
+            summary = results / "summary.json"
+            why = ""
+            if summary.exists():
+                row = json.loads(summary.read_text()).get(arch, {}).get(feat.property, {})
+                why = row.get("not_applicable", "")
+            cells[feat.key] = Cell("—", why=why or f"no {feat.property} results")
+            continue
+        p = PRESETS[arch].instructions[instr].params
+        cands = {k: expand(t, {"arch": arch}) for k, t in feat.candidates(p).items()}
+        try:
+            models = {k: parse_variant(v).params(instr) for k, v in cands.items()}
+        except UserError as e:
+            cells[feat.key] = Cell("—", instr, why=str(e))
+            continue
+        vecs = [v for f in files if f.instruction == instr for v in f.vectors]
+        alive = dict(models)
+        used = 0
+        for vec in vecs:
+            seen = observe(arch, instr, vec)
+            if seen is None:
+                continue
+            used += 1
+            for k in list(alive):
+                if simulate_one(alive[k], vec.a, vec.b, vec.c) != seen:
+                    del alive[k]
+        survivors = list(alive)
+        if not survivors:
+            value = "none of " + ", ".join(cands)
+        elif feat.least:
+            value = survivors[0]
+        else:
+            value = " or ".join(survivors)
+        cells[feat.key] = Cell(value, instr, survivors, cands, used)
+    return cells
+
+
+def _agrees(ref: str, cell: Cell, least: bool) -> bool:
+    if least:
+        return cell.value == ref
+    if ref.startswith(">="):
+        lo = int(ref[2:])
+        return bool(cell.survivors) and all(s.isdigit() and int(s) >= lo for s in cell.survivors)
+    return cell.survivors == [ref]
+
+
+@dataclass
+class Comparison:
+    arch: str
+    feature: str
+    reference: str  # "FTTN" | "MMA-Sim"
+    theirs: str
+    ours: str
+    agrees: bool
+    explanation: str
+
+
+def compare(matrix: dict[str, dict[str, Cell]]) -> list[Comparison]:
+    """Every reference figure beside the deduced value; disagreements with their reason."""
+    out = []
+    for ref_name, table in (("FTTN", FTTN_FP16), ("paper 000", PAPER000), ("MMA-Sim", MMASIM)):
+        for arch, row in table.items():
+            if arch not in matrix:
+                continue
+            for key, theirs in row.items():
+                cell = matrix[arch][key]
+                ok = _agrees(theirs, cell, _BY_KEY[key].least)
+                out.append(
+                    Comparison(
+                        arch,
+                        key,
+                        ref_name,
+                        theirs,
+                        cell.value,
+                        ok,
+                        "" if ok else EXPLAINED.get((arch, key, ref_name), ""),
+                    )
+                )
+    return out
+
+
+def to_json(matrix: dict[str, dict[str, Cell]]) -> dict:
+    return {
+        "features": [
+            {"key": f.key, "column": f.column, "property": f.property, "source": f.source}
+            for f in FEATURES
+        ],
+        "matrix": {
+            arch: {
+                k: {
+                    "value": c.value,
+                    "instruction": c.instruction,
+                    "survivors": c.survivors,
+                    "candidates": c.candidates,
+                    "vectors": c.vectors,
+                    "why": c.why,
+                }
+                for k, c in cells.items()
+            }
+            for arch, cells in matrix.items()
+        },
+        "references": [c.__dict__ for c in compare(matrix)],
+    }
+
+
+def to_markdown(matrix: dict[str, dict[str, Cell]], observer: str = "the presets") -> str:
+    cols = [f.column for f in FEATURES]
+    lines = [
+        "# Feature matrix",
+        "",
+        f"Each cell is what survives when every test vector in results/ARCH/ is run through "
+        f"{observer}: the candidates of a feature are variants of the preset (e.g. extra "
+        "alignment bits F - 23 for F within 2 of the preset's), and a candidate survives when it predicts "
+        "every observed output. Cells read on fp16-input instructions (the instruction "
+        "each property chose is in features.json). `—`: no property of the library asks "
+        "it on that architecture (reason in features.json). Regenerate with `make results`.",
+        "",
+        "| arch | " + " | ".join(cols) + " |",
+        "| --- | " + " | ".join("---" for _ in cols) + " |",
+    ]
+    for arch, cells in matrix.items():
+        lines.append(f"| {arch} | " + " | ".join(cells[f.key].value for f in FEATURES) + " |")
+    comps = compare(matrix)
+    lines += [
+        "",
+        "## Beside FTTN Table IV (FP16 rows), paper 000 and MMA-Sim Table III",
+        "",
+        "FTTN: V100 = volta, A100 = ampere, H100 = hopper, MI250X = cdna2 (MI100, CDNA1, is "
+        "not modelled). Paper 000 §4.3: carry bits. MMA-Sim: F of the fp16 HMMA forms "
+        "as extra bits F - 23, and the fused group sizes (§IV-C).",
+        "",
+        "| arch | feature | reference | theirs | ours | agree | why they differ |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    names = {f.key: f.column for f in FEATURES}
+    for c in comps:
+        mark = "yes" if c.agrees else "**no**"
+        lines.append(
+            f"| {c.arch} | {names[c.feature]} | {c.reference} | {c.theirs} | {c.ours} | "
+            f"{mark} | {c.explanation} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def build(results: Path = Path("results"), archs: list[str] | None = None) -> dict:
+    """The matrix for `archs` (default: every preset) from the vectors under `results`."""
+    return {a: deduce(a, results) for a in (archs or list(PRESETS))}
