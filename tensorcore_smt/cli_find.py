@@ -90,6 +90,7 @@ def find_cmd(
         answers = find(prop, arch, instr, limits, spinner)
     finally:
         spinner.clear()
+    not_asked = prop.skipped(arch, instr)  # queries that are no question on this unit
     files = []
     if out:
         saved = save_vectors(prop, arch, answers, Path(out))
@@ -105,6 +106,7 @@ def find_cmd(
                     "arch": arch,
                     "instruction": answers[0].outcome.query.instruction,
                     "queries": [a.to_json() for a in answers],
+                    "not_asked": dict(not_asked),
                     "files": files,
                 },
                 indent=2,
@@ -119,6 +121,9 @@ def find_cmd(
             click.echo("")
             click.echo(_summary_line(a))
             click.echo(to_text(a.outcome, []))
+        for qid, why in not_asked:
+            click.echo("")
+            click.echo(f"[{qid}] not asked on this instruction: {why}")
         click.echo("")
         for f in files:
             click.echo(f"wrote:       {f}")
@@ -133,6 +138,7 @@ def _find_all(arch: str, pdir: Path | None, limits: Limits, as_json: bool, out: 
     props = load_all(pdir)
     preset = PRESETS[arch]
     rows: list[tuple[str, str, list[QueryAnswer] | None]] = []
+    skipped: dict[str, list[tuple[str, str]]] = {}  # queries not asked on this unit
     console = Console(stderr=True)
     with Progress(console=console, transient=True, disable=as_json) as bar:
         task = bar.add_task(f"properties on {arch}", total=len(props))
@@ -143,6 +149,7 @@ def _find_all(arch: str, pdir: Path | None, limits: Limits, as_json: bool, out: 
             else:
                 bar.update(task, description=f"{name} on {arch}")
                 rows.append((name, "", find(prop, arch, None, limits)))
+                skipped[name] = prop.skipped(arch)
             bar.advance(task)
     codes = [_exit_code(ans) for _, _, ans in rows if ans is not None]
     if as_json:
@@ -173,5 +180,7 @@ def _find_all(arch: str, pdir: Path | None, limits: Limits, as_json: bool, out: 
                 table.add_row(
                     name, a.spec.id, a.answer + flag, who, f"{o.seconds:.2f}", a.conclusion
                 )
+            for qid, why in skipped.get(name, []):
+                table.add_row(name, qid, "n/a", "", "", why)
         Console(width=160).print(table)
     sys.exit(max(codes) if codes else 0)

@@ -5,6 +5,11 @@ the user names) holds the question in words, where it comes from, which instruct
 it applies to, and one or more queries: two variant templates over the arch preset
 (`{arch}` vs `{arch}[carry_bits={carry_bits-1}]`), a goal, input constraints each with
 the reason it keeps the question meaningful, and the answer the question expects.
+
+`[when]` conditions (a parameter's allowed values; `has`, `min_K`, and `rounds`: the unit
+rounds intermediate products or sums) choose the instruction; a query's own `when` says
+on which instructions that query is a real question: elsewhere it is not asked, and
+`skipped` says why. `[prefer]` (same keys) orders the instructions that qualify.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ class QuerySpec:
     expect: Answer | None = None  # None: either answer is informative
     meaning: dict = field(default_factory=dict)  # answer -> one-line conclusion
     timeout: float | None = None
+    when: dict = field(default_factory=dict)  # conditions for this query to be asked
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,7 @@ class Property:
     queries: tuple[QuerySpec, ...]
     predict: tuple[str, ...] = ()
     path: Path | None = None
+    prefer: dict = field(default_factory=dict)  # conditions of the instructions tried first
 
     def instruction_for(self, preset: Preset) -> Instruction:
         """The instruction this property asks about on `preset` (UserError if none)."""
@@ -90,13 +97,29 @@ class Property:
             order.sort(key=lambda i: len(i.params.groups()) > 1)
         elif self.prefer_groups == GroupPreference.MULTI:
             order.sort(key=lambda i: len(i.params.groups()) == 1)
+        if self.prefer:
+            order.sort(key=lambda i: _mismatch(self.prefer, i.params) is not None)
         reasons: list[str] = []
         for inst in order:
             r = _mismatch(self.when, inst.params)
             if r is None:
-                return inst, reasons
+                whys = [_mismatch(q.when, inst.params) for q in self.queries]
+                if any(w is None for w in whys):
+                    return inst, reasons
+                r = "no query applies: " + "; ".join(sorted(set(map(str, whys))))
             reasons.append(r)
         return None, reasons
+
+    def skipped(self, arch: str, instr: str | None = None) -> list[tuple[str, str]]:
+        """(query id, why) of the queries `bind` leaves out on this instruction."""
+        preset = PRESETS[arch]
+        inst = preset.instructions[instr] if instr else self.instruction_for(preset)
+        out = []
+        for spec in self.queries:
+            why = _mismatch(spec.when, inst.params)
+            if why is not None:
+                out.append((spec.id, why))
+        return out
 
     def bind(self, arch: str, instr: str | None = None) -> list[tuple[QuerySpec, Query]]:
         """The property's queries on one architecture (and instruction)."""
@@ -115,6 +138,8 @@ class Property:
         env = _template_env(arch, inst.params)
         out = []
         for spec in self.queries:
+            if _mismatch(spec.when, inst.params) is not None:
+                continue  # not a question on this instruction: see `skipped`
             x, y = expand(spec.x, env), expand(spec.y, env)
             cons = tuple(_constraint(c, env) for c in spec.constraints)
             q = make_query(x, y, inst.name, spec.goal, cons, name=f"{self.name}-{spec.id}-{arch}")
@@ -127,6 +152,7 @@ class Property:
                 spec.expect,
                 {k: expand(v, env) for k, v in spec.meaning.items()},
                 spec.timeout,
+                when=spec.when,
             )
             out.append((bound, q))
         return out
@@ -147,6 +173,12 @@ def _mismatch(when: dict, p: ModelParams) -> str | None:
         if key == "min_K":
             if p.K < allowed:
                 return f"K={p.K} < {allowed}"
+            continue
+        if key == "rounds":
+            for kind in allowed:
+                why = p.no_rounded(kind)
+                if why:
+                    return why
             continue
         value = getattr(p, key, None)
         shown = value.spec.name if isinstance(value, Format) else getattr(value, "value", value)
@@ -195,7 +227,9 @@ def expand(template: str, env: dict) -> str:
 def _template_env(arch: str, p: ModelParams) -> dict:
     env: dict = {"arch": arch}
     for k, v in p.__dict__.items():
-        if isinstance(v, int) and not isinstance(v, bool):
+        if isinstance(v, bool):
+            env[k] = "true" if v else "false"  # for texts: `flush_inputs={flush_inputs}`
+        elif isinstance(v, int):
             env[k] = v
     return env
 
@@ -244,6 +278,7 @@ def _load_one(path: Path) -> Property:
                     expect=Answer(q["expect"]) if "expect" in q else None,
                     meaning=dict(q.get("meaning", {})),
                     timeout=q.get("timeout"),
+                    when=dict(q.get("when", {})),
                 )
             )
         return Property(
@@ -255,6 +290,7 @@ def _load_one(path: Path) -> Property:
             queries=tuple(queries),
             predict=tuple(data.get("predict", [])),
             path=path,
+            prefer=dict(data.get("prefer", {})),
         )
     except KeyError as e:
         raise UserError(f"{path}: missing field {e.args[0]!r}") from None

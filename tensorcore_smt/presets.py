@@ -119,6 +119,10 @@ def _nv_fda(
         rounding_fmt=Format.E8M13 if (e8m13 and not fp16_out) else None,
         overflow=Overflow.TO_INF,
         nan_bits=NV_NAN16 if fp16_out else NV_NAN32,
+        # Subnormal inputs, results and outputs are all kept: Fasi et al. §III-B (Volta,
+        # fp16 and fp32), FTTN Table IV (V100, A100, H100 for fp16, bf16 and tf32).
+        flush_inputs=False,
+        flush_outputs=False,
     )
 
 
@@ -359,7 +363,13 @@ def _amd_instructions(arch_name: str) -> dict[str, Instruction]:
                 L=K,
                 G=min(G, K),
                 rounding=Rounding.RNE,
+                # MMA-Sim §IV-B Algorithm 3: subnormal inputs -> +0 (step 1), fp32 products
+                # (step 2), pairwise and running sums (steps 3-4) and so d flushed keeping
+                # their sign; FTTN Table IV: MI250X fp16/bf16 subnormals neither in nor out.
                 flush_inputs=True,
+                flush_products=True,
+                flush_sums=True,
+                flush_outputs=True,
                 overflow=Overflow.IEEE,
             )
         else:

@@ -7,6 +7,10 @@ aligned to max(e_dot, e_c) and added; the sum is floored to F2 fraction bits of 
 leading exponent (an E8M31 value, round toward -inf) and finally rounded to fp32 (RNE).
 GFDRDA sums even and odd products separately (truncated), floors both to F bits at
 their common maximum, and drops c entirely when e_c < e_max - F - 1.
+Products are exact and a group has no intermediate sum, so the flushes that apply are
+`flush_inputs` (a, b and c read as +0), `flush_outputs` (a subnormal fp32 result becomes a
+zero of its sign) and, between chained groups, `flush_sums`. MMA-Sim §VI-B: CDNA3 keeps
+subnormals, so the presets set none of them.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ def _finish(
     inf: Bool,
     inf_neg: Bool,
     gate_c: bool,
+    flush: bool,
 ) -> BV:
     b = dot.b
     F, F2 = p.F, p.F2
@@ -91,7 +96,7 @@ def _finish(
     # A negative sum that underflows in the final RNE conversion still gives -0.
     zsign = Bool.const(b, False)
     mid = round_to_format(x, Format.E8M31, Rounding.RTN, zsign, Overflow.IEEE)
-    out = ieee.convert(mid, Format.E8M31, Format.FP32, Rounding.RNE)
+    out = ieee.convert_unpacked(decode(mid, Format.E8M31), Format.FP32, Rounding.RNE, flush=flush)
     nan_bits = default_nan_bits(Format.FP32) if p.nan_bits is None else p.nan_bits
     return special_bits(b, Format.FP32, nan_bits, nan, inf, inf_neg, out)
 
@@ -129,16 +134,16 @@ def _specials(b, terms, nan_terms, infs, uc):
     return nan, pos | neg, neg
 
 
-def fdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams) -> BV:
+def fdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams, flush: bool) -> BV:
     b = c_bits.b
     terms, nan_terms, infs = _products(a_bits, b_bits, p, overflow=True)
     uc = _c_operand(c_bits, c_fmt, p)
     nan, inf, inf_neg = _specials(b, terms, nan_terms, infs, uc)
     dot, e_dot = _dot(terms, p.F)
-    return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=False)
+    return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=False, flush=flush)
 
 
-def gfdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams) -> BV:
+def gfdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams, flush: bool) -> BV:
     b = c_bits.b
     terms, nan_terms, infs = _products(a_bits, b_bits, p, overflow=False)
     uc = _c_operand(c_bits, c_fmt, p)
@@ -150,13 +155,15 @@ def gfdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams) -> BV:
     dot = _floor_to(s_even, p.F, e_even, p.F, e_dot, w, p.align) + _floor_to(
         s_odd, p.F, e_odd, p.F, e_dot, w, p.align
     )
-    return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=True)
+    return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=True, flush=flush)
 
 
 def _chain(group, a_bits, b_bits, c_bits, p: ModelParams) -> BV:
     c, c_fmt = c_bits, p.c_fmt
-    for lo, hi in p.groups():
-        c = group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p)
+    groups = p.groups()
+    for i, (lo, hi) in enumerate(groups):
+        flush = p.flush_outputs if i == len(groups) - 1 else p.flush_sums
+        c = group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p, flush)
         c_fmt = Format.FP32
     return c
 

@@ -15,8 +15,12 @@ One group of L products and c (MMA-Sim §IV-C, paper 000 Algorithm 1):
     `carry_bits` is set, even when it is wide enough for every input: that it never
     overflows is then a fact a solver proves (`tcsmt prove volta 'volta[carry_bits=4]'`);
  5. normalisation and one rounding into the output format (RZ to fp32 with overflow to
-    Inf, RZ to E8M13 for FP8 on Ada/Hopper, RNE to fp16).
-K > L chains groups: d = g(g(c, first L), next L), the intermediate in the output format.
+    Inf, RZ to E8M13 for FP8 on Ada/Hopper, RNE to fp16); `flush_outputs` turns a
+    subnormal d into zero (+0 under the positive zero sign), `flush_inputs` reads
+    subnormal a, b, c as +0. Products are exact and the sum has no intermediate format,
+    so `flush_products` has nothing to act on.
+K > L chains groups: d = g(g(c, first L), next L), the intermediate in the output format;
+the intermediate group results are the unit's only rounded sums (`flush_sums`).
 """
 
 from __future__ import annotations
@@ -44,8 +48,16 @@ def _exact_frac_bits(terms: list[Addend], p: ModelParams) -> int:
     return max(t.fb for t in terms) + prod_span
 
 
-def fda_group(a_bits: list[BV], b_bits: list[BV], c_bits: BV, c_fmt: Format, p: ModelParams) -> BV:
-    """One fused group: c + sum a_k b_k with the unit's alignment, carry and rounding."""
+def fda_group(
+    a_bits: list[BV],
+    b_bits: list[BV],
+    c_bits: BV,
+    c_fmt: Format,
+    p: ModelParams,
+    flush: bool | None = None,
+) -> BV:
+    """One fused group: c + sum a_k b_k with the unit's alignment, carry and rounding.
+    `flush`: flush a subnormal result to zero (None: as `p.flush_outputs`, the last group)."""
     b = c_bits.b
     fa, fb_ = _operand_fmt(p.a_fmt, p), _operand_fmt(p.b_fmt, p)
     ua = [decode(x, fa) for x in a_bits]
@@ -130,7 +142,8 @@ def fda_group(a_bits: list[BV], b_bits: list[BV], c_bits: BV, c_fmt: Format, p: 
         zsign = Bool.const(b, False)
     else:
         zsign = _all_neg_zero(terms)
-    finite = round_to_format(exact, p.out_fmt, p.rounding, zsign, p.overflow)
+    flush = p.flush_outputs if flush is None else flush
+    finite = round_to_format(exact, p.out_fmt, p.rounding, zsign, p.overflow, flush)
     finite = finite if p.out_fmt == p.d_fmt else finite.resize(p.d_fmt.spec.storage)
     if p.zero_sign == ZeroSign.POSITIVE:
         # A result that rounds to zero is +0 as well (MMA-Sim §IV-C: -0.0 becomes +0.0).
@@ -150,7 +163,9 @@ def _all_neg_zero(terms: list[Addend]) -> Bool:
 def fda(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
     """Chained FDA over all K products (one group when K <= L)."""
     c, c_fmt = c_bits, p.c_fmt
-    for lo, hi in p.groups():
-        c = fda_group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p)
+    groups = p.groups()
+    for i, (lo, hi) in enumerate(groups):
+        flush = p.flush_outputs if i == len(groups) - 1 else p.flush_sums
+        c = fda_group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p, flush)
         c_fmt = p.d_fmt
     return c

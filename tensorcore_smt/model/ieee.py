@@ -4,6 +4,7 @@ They are the building blocks of the sequential references (Fasi's binary32 addit
 paper 000's properties), of SFMA (DMMA, fp32/fp64 MFMA) and of GPS (CDNA2). Each result
 is exact and then rounded once by `round_to_format`; two-addend sums keep a window of
 p+3 bits below the larger operand plus a sticky bit, which is enough for correct rounding.
+`flush` asks the rounding for flush-to-zero: a subnormal result becomes a zero of its sign.
 """
 
 from __future__ import annotations
@@ -63,15 +64,21 @@ def _finish(
     inf: Bool,
     inf_neg: Bool,
     nan_bits: int | None,
+    flush: bool = False,
 ) -> BV:
     b = x.mag.b
-    finite = round_to_format(x, out, mode, zero_sign, Overflow.IEEE)
+    finite = round_to_format(x, out, mode, zero_sign, Overflow.IEEE, flush)
     nb = default_nan_bits(out) if nan_bits is None else nan_bits
     return special_bits(b, out, nb, nan, inf, inf_neg, finite)
 
 
 def add_unpacked(
-    x: Unpacked, y: Unpacked, out: Format, mode: Rounding, nan_bits: int | None = None
+    x: Unpacked,
+    y: Unpacked,
+    out: Format,
+    mode: Rounding,
+    nan_bits: int | None = None,
+    flush: bool = False,
 ) -> BV:
     """x + y rounded into `out`."""
     tx, ty = operand_addend(x), operand_addend(y)
@@ -79,22 +86,34 @@ def add_unpacked(
     inf = x.is_inf | y.is_inf
     inf_neg = x.is_inf.ite(x.sign, y.sign)
     ex = exact_sum([tx, ty], out.spec.precision)
-    return _finish(ex, out, mode, _zero_sign(mode, [tx, ty]), nan, inf, inf_neg, nan_bits)
+    zs = _zero_sign(mode, [tx, ty])
+    return _finish(ex, out, mode, zs, nan, inf, inf_neg, nan_bits, flush)
 
 
 def mul_unpacked(
-    x: Unpacked, y: Unpacked, out: Format, mode: Rounding, nan_bits: int | None = None
+    x: Unpacked,
+    y: Unpacked,
+    out: Format,
+    mode: Rounding,
+    nan_bits: int | None = None,
+    flush: bool = False,
 ) -> BV:
     """x * y rounded into `out`."""
     p = product_addend(x, y, ProductExponent.UNNORMALIZED)
     nan = x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
     inf = x.is_inf | y.is_inf
     ex = exact_sum([p], out.spec.precision)
-    return _finish(ex, out, mode, p.sign, nan, inf, p.sign, nan_bits)
+    return _finish(ex, out, mode, p.sign, nan, inf, p.sign, nan_bits, flush)
 
 
 def fma_unpacked(
-    a: Unpacked, bb: Unpacked, c: Unpacked, out: Format, mode: Rounding, nan_bits: int | None = None
+    a: Unpacked,
+    bb: Unpacked,
+    c: Unpacked,
+    out: Format,
+    mode: Rounding,
+    nan_bits: int | None = None,
+    flush: bool = False,
 ) -> BV:
     """a * b + c with a single rounding into `out`."""
     p = product_addend(a, bb, ProductExponent.UNNORMALIZED)
@@ -105,14 +124,17 @@ def fma_unpacked(
     inf = p_inf | c.is_inf
     inf_neg = p_inf.ite(p.sign, c.sign)
     ex = exact_sum([p, tc], out.spec.precision)
-    return _finish(ex, out, mode, _zero_sign(mode, [p, tc]), nan, inf, inf_neg, nan_bits)
+    zs = _zero_sign(mode, [p, tc])
+    return _finish(ex, out, mode, zs, nan, inf, inf_neg, nan_bits, flush)
 
 
-def convert_unpacked(x: Unpacked, out: Format, mode: Rounding, nan_bits: int | None = None) -> BV:
+def convert_unpacked(
+    x: Unpacked, out: Format, mode: Rounding, nan_bits: int | None = None, flush: bool = False
+) -> BV:
     """x rounded into `out`."""
     t = operand_addend(x)
     ex = exact_sum([t], out.spec.precision)
-    return _finish(ex, out, mode, x.sign, x.is_nan, x.is_inf, x.sign, nan_bits)
+    return _finish(ex, out, mode, x.sign, x.is_nan, x.is_inf, x.sign, nan_bits, flush)
 
 
 def add(x: BV, fx: Format, y: BV, fy: Format, out: Format, mode: Rounding) -> BV:

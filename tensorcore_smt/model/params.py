@@ -91,7 +91,10 @@ class ModelParams:
     overflow: Overflow = Overflow.TO_INF
     nan_bits: int | None = None  # None: the output format's default quiet NaN
     tf32: Tf32Input = Tf32Input.TRUNCATE
-    flush_inputs: bool = False
+    flush_inputs: bool = False  # subnormal a, b, c read as +0 (MMA-Sim §IV-B step 1)
+    flush_products: bool = False  # a rounded product in the subnormal range -> signed 0
+    flush_sums: bool = False  # a rounded intermediate sum in the subnormal range -> signed 0
+    flush_outputs: bool = False  # a subnormal d -> signed 0 (then the unit's zero sign)
     zero_sign: ZeroSign = ZeroSign.POSITIVE
     acc_fmt: Format = Format.FP32  # intermediate format of SEQUENTIAL / GPS / SFMA
     acc_rounding: Rounding = Rounding.RNE
@@ -106,6 +109,37 @@ class ModelParams:
     @property
     def out_fmt(self) -> Format:
         return self.rounding_fmt or self.d_fmt
+
+    def no_rounded(self, kind: str) -> str | None:
+        """Why the unit rounds no intermediate `kind` ("products" or "sums") that
+        `flush_products` / `flush_sums` could act on; None when it does.
+
+        Products are rounded on their own (into `acc_fmt`, FP32 for GPS) only by GPS and
+        by SEQUENTIAL without fused products. Intermediate sums are the rounded results
+        of every addition but the one that produces d: those of SEQUENTIAL, GPS and SFMA
+        when K >= 2, and the results of all but the last group of a chained fused unit."""
+        fused = self.algorithm in (Algorithm.FDA, Algorithm.FDRDA, Algorithm.GFDRDA)
+        alg = self.algorithm.value
+        if kind == "products":
+            if self.algorithm == Algorithm.GPS:
+                return None
+            if self.algorithm == Algorithm.SEQUENTIAL and not self.fused_products:
+                return None
+            if fused:
+                return f"{alg} keeps products exact: none is rounded into an intermediate format"
+            return f"{alg} fuses each product into an FMA: no product is rounded on its own"
+        if kind == "sums":
+            if fused:
+                if len(self.groups()) > 1:
+                    return None
+                return (
+                    f"{alg} with one fused group (K={self.K} <= L={self.L}) sums every "
+                    "term in one fused step whose result is d: no intermediate sum"
+                )
+            if self.K >= 2:
+                return None
+            return f"{alg} with K=1 rounds one addition, the one that produces d"
+        raise ValueError(f"unknown intermediate {kind!r}; known: products, sums")
 
     def with_(self, **changes: Any) -> ModelParams:
         return dataclasses.replace(self, **changes)

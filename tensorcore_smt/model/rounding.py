@@ -45,10 +45,18 @@ def _increment(mode: Rounding, sign: Bool, lsb: Bool, rnd: Bool, sticky: Bool) -
 
 
 def round_to_format(
-    x: Exact, fmt: Format, mode: Rounding, zero_sign: Bool, overflow: Overflow = Overflow.IEEE
+    x: Exact,
+    fmt: Format,
+    mode: Rounding,
+    zero_sign: Bool,
+    overflow: Overflow = Overflow.IEEE,
+    flush: bool = False,
 ) -> BV:
     """Bits of `x` rounded into `fmt` (storage width). A zero magnitude gives a zero
-    whose sign is `zero_sign`. Subnormal results are produced exactly as IEEE 754 asks."""
+    whose sign is `zero_sign`. Subnormal results are produced exactly as IEEE 754 asks,
+    or, with `flush`, replaced by a zero of the result's sign: flush-to-zero decided on
+    the rounded value (MMA-Sim Algorithm 3 tests |x| < 2^emin after each FP32 operation),
+    so a value that rounds up to the smallest normal number is kept."""
     s = fmt.spec
     if s.specials != Specials.IEEE:
         raise ValueError(f"rounding into {s.name} (no infinities) is not supported")
@@ -93,6 +101,8 @@ def round_to_format(
         to_inf = x.sign
     big = to_inf.ite(BV.const(b, inf_mag, enc_w), BV.const(b, max_mag, enc_w))
     mag_bits = overflowed.ite(big, mag_bits)
+    if flush:  # a zero exponent field after rounding: subnormal, becomes a signed zero
+        mag_bits = mag_bits.ult(1 << s.mbits).ite(BV.const(b, 0, enc_w), mag_bits)
     body_w = s.ebits + s.mbits
     is_zero = x.mag.eq(0)
     sign = is_zero.ite(zero_sign, x.sign)

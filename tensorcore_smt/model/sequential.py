@@ -7,6 +7,12 @@
 - GPS (MMA-Sim §IV-B, CDNA2): subnormal and zero inputs flushed to +0; fp32 products with
   sign-preserving flush; groups of G summed pairwise, then added to c in order; every
   addition flushes subnormal results keeping their sign.
+
+Flush-to-zero is four independent switches, each a flag of the one rounding routine
+(a subnormal rounded result becomes a zero of its sign) or of the operand decoding:
+`flush_inputs` (a, b, c), `flush_products` (each rounded product), `flush_sums` (every
+addition or FMA but the one that produces d) and `flush_outputs` (d, in d's format).
+GPS applies exactly the flushes its parameters ask for; the CDNA2 presets set all four.
 """
 
 from __future__ import annotations
@@ -43,41 +49,35 @@ def sequential(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -
     """IEEE sum of c and the K products in `p.order`, rounded after every operation."""
     acc, mode = p.acc_fmt, p.acc_rounding
     ua, ub, uc = _operands(a_bits, b_bits, c_bits, p)
-    flush = p.flush_inputs
 
-    def fix(x: BV) -> BV:
-        if not flush:
-            return x
-        u = flush_subnormal(decode(x, acc), acc, keep_sign=True)
-        return ieee.convert_unpacked(u, acc, mode)
-
-    def add(x: BV, y: BV) -> BV:
-        return fix(ieee.add_unpacked(decode(x, acc), decode(y, acc), acc, mode))
+    def add(x: BV, y: BV, last: bool = False) -> BV:
+        # the last addition's result is d before its conversion, where flush_outputs acts
+        flush = p.flush_sums and not last
+        return ieee.add_unpacked(decode(x, acc), decode(y, acc), acc, mode, flush=flush)
 
     c = ieee.convert_unpacked(uc, acc, mode)
     if p.fused_products:
         d = c
-        idx = range(p.K - 1, -1, -1) if p.order == Order.REVERSE else range(p.K)
+        idx = list(range(p.K - 1, -1, -1) if p.order == Order.REVERSE else range(p.K))
         for k in idx:
-            d = ieee.fma_unpacked(ua[k], ub[k], decode(d, acc), acc, mode)
+            flush = p.flush_sums and k != idx[-1]
+            d = ieee.fma_unpacked(ua[k], ub[k], decode(d, acc), acc, mode, flush=flush)
     else:
-        prods = [fix(ieee.mul_unpacked(x, y, acc, mode)) for x, y in zip(ua, ub)]
-        if p.order == Order.C_FIRST:
+        prods = [ieee.mul_unpacked(x, y, acc, mode, flush=p.flush_products) for x, y in zip(ua, ub)]
+        if p.order in (Order.C_FIRST, Order.REVERSE):
             d = c
-            for q in prods:
-                d = add(d, q)
-        elif p.order == Order.REVERSE:
-            d = c
-            for q in reversed(prods):
-                d = add(d, q)
+            seq = prods if p.order == Order.C_FIRST else prods[::-1]
+            for i, q in enumerate(seq):
+                d = add(d, q, last=i == len(seq) - 1)
         elif p.order == Order.C_LAST:
             d = prods[0]
             for q in prods[1:]:
                 d = add(d, q)
-            d = add(d, c)
+            d = add(d, c, last=True)
         else:  # PAIRWISE
-            d = add(c, _pairwise(prods, add))
-    return ieee.convert_unpacked(decode(d, acc), p.d_fmt, p.rounding, p.nan_bits)
+            d = add(c, _pairwise(prods, add), last=True)
+    out = decode(d, acc)
+    return ieee.convert_unpacked(out, p.d_fmt, p.rounding, p.nan_bits, flush=p.flush_outputs)
 
 
 def sfma(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
@@ -85,8 +85,9 @@ def sfma(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
     ua, ub, uc = _operands(a_bits, b_bits, c_bits, p)
     out = p.d_fmt
     d = ieee.convert_unpacked(uc, out, p.rounding, p.nan_bits)
-    for x, y in zip(ua, ub):
-        d = ieee.fma_unpacked(x, y, decode(d, out), out, p.rounding, p.nan_bits)
+    for k, (x, y) in enumerate(zip(ua, ub)):
+        flush = p.flush_outputs if k == p.K - 1 else p.flush_sums
+        d = ieee.fma_unpacked(x, y, decode(d, out), out, p.rounding, p.nan_bits, flush)
     return d
 
 
@@ -99,21 +100,27 @@ def _flush_to_plus_zero(u: Unpacked, fmt: Format) -> Unpacked:
 
 
 def gps(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
-    """CDNA2 group-pairwise-sum with flush-to-zero (MMA-Sim Algorithm 3)."""
+    """CDNA2 group-pairwise-sum (MMA-Sim Algorithm 3), with the flushes `p` asks for:
+    inputs to +0 (a -0 too), products, pairwise and running sums and d to signed zeros."""
     acc, mode = Format.FP32, Rounding.RNE
-    ua = [_flush_to_plus_zero(decode(x, p.a_fmt), p.a_fmt) for x in a_bits]
-    ub = [_flush_to_plus_zero(decode(x, p.b_fmt), p.b_fmt) for x in b_bits]
-    uc = _flush_to_plus_zero(decode(c_bits, p.c_fmt), p.c_fmt)
 
-    def ftz(x: BV) -> BV:
-        u = flush_subnormal(decode(x, acc), acc, keep_sign=True)
-        return ieee.convert_unpacked(u, acc, mode, p.nan_bits)
+    def operand(x: BV, fmt: Format) -> Unpacked:
+        u = decode(x, fmt)
+        return _flush_to_plus_zero(u, fmt) if p.flush_inputs else u
 
-    def add(x: BV, y: BV) -> BV:
-        return ftz(ieee.add_unpacked(decode(x, acc), decode(y, acc), acc, mode, p.nan_bits))
+    ua = [operand(x, p.a_fmt) for x in a_bits]
+    ub = [operand(x, p.b_fmt) for x in b_bits]
+    uc = operand(c_bits, p.c_fmt)
 
-    prods = [ftz(ieee.mul_unpacked(x, y, acc, mode, p.nan_bits)) for x, y in zip(ua, ub)]
+    def add(x: BV, y: BV, flush: bool = p.flush_sums) -> BV:
+        return ieee.add_unpacked(decode(x, acc), decode(y, acc), acc, mode, p.nan_bits, flush)
+
+    prods = [
+        ieee.mul_unpacked(x, y, acc, mode, p.nan_bits, p.flush_products) for x, y in zip(ua, ub)
+    ]
     d = ieee.convert_unpacked(uc, acc, mode, p.nan_bits)
-    for lo in range(0, p.K, p.G):
-        d = add(d, _pairwise(prods[lo : lo + p.G], add))
+    starts = range(0, p.K, p.G)
+    for lo in starts:
+        flush = p.flush_outputs if lo == starts[-1] else p.flush_sums
+        d = add(d, _pairwise(prods[lo : lo + p.G], add), flush)
     return d
