@@ -366,8 +366,10 @@ def to_markdown(matrix: dict[str, dict[str, Cell]], observer: str = "the presets
         f"Each cell is what survives when every test vector in results/ARCH/ is run through "
         f"{observer}: the candidates of a feature are variants of the preset (e.g. extra "
         "alignment bits F - 23 for F within 2 of the preset's), and a candidate survives when it predicts "
-        "every observed output. Cells read on fp16-input instructions (the instruction "
-        "each property chose is in features.json). `—`: no property of the library asks "
+        "every observed output. Cells are read on the instruction each property chose "
+        "(features.json): fp16 inputs, except CDNA2's subnormal columns, read on bf16 "
+        "(its fp16 GPS cannot produce a subnormal once inputs are flushed; FTTN gives "
+        "MI250X bf16 the same answer as fp16). `—`: no property of the library asks "
         "it on that architecture (reason in features.json). Regenerate with `make results`.",
         "",
         "| arch | " + " | ".join(cols) + " |",
