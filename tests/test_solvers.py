@@ -69,6 +69,30 @@ def test_each_solver_answers_sat_with_a_reproducing_model(solver):
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
+def test_each_solver_reports_its_own_query_time(solver):
+    """solver_s (parse + check inside the child) is part of the run's wall time."""
+    r = solve(job(small_query(2)), solver)
+    assert r.answer == Answer.SAT, r.reason
+    assert r.solver_s is not None
+    assert 0 < r.solver_s <= r.seconds
+    assert r.to_json()["solver_s"] == round(r.solver_s, 6)
+
+
+def test_back_end_without_query_time_reports_its_call_time(plugins):
+    # The fake back ends return (answer, model, reason) only, as plugins written before
+    # the query time may: the worker times the whole call instead.
+    r = solve(job(small_query(2)), "liar")
+    assert r.answer == Answer.SAT
+    assert r.solver_s is not None and 0 <= r.solver_s <= r.seconds
+
+
+def test_killed_solver_has_no_query_time(plugins):
+    r = solve(job(small_query(2), timeout=1), "hang")
+    assert r.answer == Answer.UNKNOWN and r.solver_s is None
+    assert "solver_s" not in r.to_json()
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
 def test_each_solver_answers_unsat(solver):
     r = solve(job(small_query(4)), solver)
     assert r.answer == Answer.UNSAT, r.reason

@@ -140,7 +140,16 @@ class _Child:
         reason = data.get("reason", "")
         if answer == Answer.UNKNOWN and "time" in reason.lower():
             reason = f"timeout after {self.job.timeout:g} s (solver's own limit)"
-        return SolveResult(self.solver, answer, seconds, data.get("version", ""), model, reason)
+        solver_s = data.get("solver_s")
+        return SolveResult(
+            self.solver,
+            answer,
+            seconds,
+            data.get("version", ""),
+            model,
+            reason,
+            None if solver_s is None else float(solver_s),
+        )
 
     def _crash_reason(self, rc: int | None) -> str:
         try:
