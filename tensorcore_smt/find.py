@@ -73,7 +73,10 @@ def find(
 
 
 def vectors_of(prop: Property, arch: str, answers: list[QueryAnswer]):
-    """A test-vector file with every verified witness, predicted by every variant."""
+    """A test-vector file with every verified witness, predicted by every variant.
+
+    A non-monotone witness becomes two ordinary vectors, u and then u_2, whose notes tie
+    them together: the hardware follows the witness when it returns both predictions."""
     from . import vectors
 
     witnesses = [a for a in answers if a.outcome.verdict == Verdict.WITNESS]
@@ -91,15 +94,26 @@ def vectors_of(prop: Property, arch: str, answers: list[QueryAnswer]):
     vecs = []
     for a in witnesses:
         w, q = a.outcome.witness, a.outcome.query
-        vecs.append(
-            vectors.Vector(
-                a=[w.inputs[f"a{i}"] for i in range(q.p.K)],
-                b=[w.inputs[f"b{i}"] for i in range(q.p.K)],
-                c=w.inputs["c"],
-                predicted={},
-                note=f"{prop.name}/{a.spec.id}: {q.variants[0]} vs {q.variants[1]}",
+        tag = f"{prop.name}/{a.spec.id}"
+        if q.goal.one_variant:
+            x = q.variants[0]
+            notes = [
+                f"{tag}: u, paired with the next vector u_2 >= u ({q.relation}); "
+                f"{x} predicts d(u) > d(u_2)",
+                f"{tag}: u_2, paired with the previous vector u; {x} predicts d(u_2) < d(u)",
+            ]
+        else:
+            notes = [f"{tag}: {q.variants[0]} vs {q.variants[1]}"]
+        for u, note in zip(q.input_sets(w.inputs), notes):
+            vecs.append(
+                vectors.Vector(
+                    a=[u[f"a{i}"] for i in range(q.p.K)],
+                    b=[u[f"b{i}"] for i in range(q.p.K)],
+                    c=u["c"],
+                    predicted={},
+                    note=note,
+                )
             )
-        )
     vf = vectors.VectorFile(
         arch=arch, instruction=q0.instruction, variants=names, vectors=vecs, property=prop.name
     )

@@ -10,6 +10,12 @@ the reason it keeps the question meaningful, and the answer the question expects
 rounds intermediate products or sums) choose the instruction; a query's own `when` says
 on which instructions that query is a real question: elsewhere it is not asked, and
 `skipped` says why. `[prefer]` (same keys) orders the instructions that qualify.
+
+Goal `non-monotone` takes one variant `x` (no `y`) and `grow`, the operand groups that
+grow from the first input set u to the second u_2 (`"c"`, `"abc"`). `expect` is either
+an answer or a table `{ sat = {conditions}, unsat = {conditions} }` in the syntax of
+`[when]`, tested in order on the X variant's parameters: the first answer whose
+conditions hold is expected; when none holds, either answer is informative.
 """
 
 from __future__ import annotations
@@ -51,12 +57,24 @@ class QuerySpec:
     id: str
     goal: Goal
     x: str
-    y: str
+    y: str | None  # None for the one-variant goal non-monotone
     constraints: tuple[dict, ...] = ()
     expect: Answer | None = None  # None: either answer is informative
     meaning: dict = field(default_factory=dict)  # answer -> one-line conclusion
     timeout: float | None = None
+    grow: str = ""  # non-monotone: operand groups that grow from u to u_2
+    # (answer, conditions) pairs: expect the first answer whose conditions X meets
+    expect_if: tuple[tuple[Answer, dict], ...] = ()
     when: dict = field(default_factory=dict)  # conditions for this query to be asked
+
+    def expectation(self, px: ModelParams) -> Answer | None:
+        """The expected answer for a query whose variant X has parameters `px`."""
+        if not self.expect_if:
+            return self.expect
+        for ans, cond in self.expect_if:
+            if _mismatch(cond, px) is None:
+                return ans
+        return None
 
 
 @dataclass(frozen=True)
@@ -140,18 +158,28 @@ class Property:
         for spec in self.queries:
             if _mismatch(spec.when, inst.params) is not None:
                 continue  # not a question on this instruction: see `skipped`
-            x, y = expand(spec.x, env), expand(spec.y, env)
+            x = expand(spec.x, env)
+            y = expand(spec.y, env) if spec.y is not None else None
             cons = tuple(_constraint(c, env) for c in spec.constraints)
-            q = make_query(x, y, inst.name, spec.goal, cons, name=f"{self.name}-{spec.id}-{arch}")
+            q = make_query(
+                x,
+                y,
+                inst.name,
+                spec.goal,
+                cons,
+                name=f"{self.name}-{spec.id}-{arch}",
+                grows=spec.grow or None,
+            )
             bound = QuerySpec(
                 spec.id,
                 spec.goal,
                 x,
                 y,
                 spec.constraints,
-                spec.expect,
+                spec.expectation(q.p),
                 {k: expand(v, env) for k, v in spec.meaning.items()},
                 spec.timeout,
+                spec.grow,
                 when=spec.when,
             )
             out.append((bound, q))
@@ -268,16 +296,21 @@ def _load_one(path: Path) -> Property:
                 if not c.get("reason"):
                     raise UserError(f"{path}: query[{i}] constraint {c} has no reason")
                 ConstraintKind(c["kind"])
+            goal = Goal(q.get("goal", "differ"))
+            _check_variants(path, i, goal, q)
+            expect, expect_if = _expectation(path, i, q.get("expect"))
             queries.append(
                 QuerySpec(
                     id=q.get("id", str(i)),
-                    goal=Goal(q.get("goal", "differ")),
+                    goal=goal,
                     x=q["x"],
-                    y=q["y"],
+                    y=q.get("y"),
                     constraints=tuple(q.get("constraint", [])),
-                    expect=Answer(q["expect"]) if "expect" in q else None,
+                    expect=expect,
                     meaning=dict(q.get("meaning", {})),
                     timeout=q.get("timeout"),
+                    grow=str(q.get("grow", "")),
+                    expect_if=expect_if,
                     when=dict(q.get("when", {})),
                 )
             )
@@ -296,6 +329,39 @@ def _load_one(path: Path) -> Property:
         raise UserError(f"{path}: missing field {e.args[0]!r}") from None
     except ValueError as e:
         raise UserError(f"{path}: {e}") from None
+
+
+def _check_variants(path: Path, i: int, goal: Goal, q: dict) -> None:
+    """The variants a goal needs: x and y, or (non-monotone) x alone and `grow`."""
+    where = f"{path}: query[{i}]"
+    if "x" not in q:
+        raise UserError(f"{where}: goal {goal.value} needs a variant x")
+    if goal.one_variant:
+        if "y" in q:
+            raise UserError(
+                f"{where}: goal {goal.value} evaluates one variant x on two inputs; remove y"
+            )
+    else:
+        if "y" not in q:
+            raise UserError(f"{where}: goal {goal.value} compares x with y; y is missing")
+        if "grow" in q:
+            raise UserError(f"{where}: grow applies only to goal {Goal.NON_MONOTONE.value}")
+
+
+def _expectation(path: Path, i: int, raw) -> tuple[Answer | None, tuple[tuple[Answer, dict], ...]]:
+    """`expect = "sat"` or `expect = { sat = {conditions}, unsat = {conditions} }`."""
+    if raw is None:
+        return None, ()
+    if isinstance(raw, str):
+        return Answer(raw), ()
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: query[{i}] expect: an answer or a table of conditions")
+    pairs = []
+    for ans, cond in raw.items():
+        if not isinstance(cond, dict):
+            raise UserError(f"{path}: query[{i}] expect.{ans}: expected a table of conditions")
+        pairs.append((Answer(ans), dict(cond)))
+    return None, tuple(pairs)
 
 
 def load_all(directory: Path | None = None) -> dict[str, Property]:

@@ -1,5 +1,10 @@
 """Queries as data: declared inputs, the variants compared, constraints, and a goal.
 
+Most goals compare two variants X and Y on the same inputs. The `non-monotone` goal
+instead evaluates one variant X twice, on inputs u and u_2 >= u (Fasi et al. §III-D5):
+the operands of the groups that grow are declared a second time with the suffix `_2`
+(`c_2`, or `a0_2 .. b3_2, c_2`), the others are shared by both evaluations.
+
 A `Query` is built on any interpreter. On the symbolic one it becomes SMT-LIB2 text
 for the solvers (and for `tcsmt export`); on the concrete one it re-checks a solver's
 witness: the same code decides what the solver was asked and whether its answer holds.
@@ -16,7 +21,7 @@ from .bv.concrete import CONCRETE
 from .bv.core import BV, Bool, all_of
 from .bv.smtlib import to_smtlib
 from .bv.symbolic import SymbolicBackend
-from .formats import EXP_W, Format, decode, format_hex, parse_hex
+from .formats import EXP_W, Format, decode, format_hex, parse_hex, payload
 from .model import dot_add
 from .model.exact import exact_dot, grid, value_on_grid
 from .model.params import ModelParams
@@ -29,6 +34,14 @@ class Goal(Enum):
     DIFFER = "differ"  # sat: inputs where X and Y give different bits
     EQUIVALENT = "equivalent"  # unsat: X and Y agree on every input (same formula as DIFFER)
     COMPARE_ERRORS = "compare-errors"  # sat: inputs where |X - exact| < |Y - exact|
+    # sat: inputs u <= u_2 (the groups in Query.grows grow, the rest are equal) with
+    # X(u_2) < X(u); unsat: X is monotone in that sense (Fasi et al. §III-D5)
+    NON_MONOTONE = "non-monotone"
+
+    @property
+    def one_variant(self) -> bool:
+        """Whether the goal asks about one variant X (on two inputs), not two."""
+        return self == Goal.NON_MONOTONE
 
     @property
     def meaning_of_sat(self) -> str:
@@ -36,7 +49,28 @@ class Goal(Enum):
             Goal.DIFFER: "inputs on which the variants' outputs differ",
             Goal.EQUIVALENT: "a counterexample: inputs on which the variants differ",
             Goal.COMPARE_ERRORS: "inputs on which the first variant's error is smaller",
+            Goal.NON_MONOTONE: "inputs u <= u_2 on which X(u_2) < X(u)",
         }[self]
+
+    @property
+    def meaning_of_unsat(self) -> str:
+        return {
+            Goal.COMPARE_ERRORS: "X is never more accurate than Y",
+            Goal.NON_MONOTONE: "X never decreases when its inputs grow as the relation says",
+        }.get(self, "X and Y equal on every input")
+
+
+SECOND = "_2"  # suffix of the second input set's operands (goal non-monotone)
+GROW_GROUPS = "abc"
+
+
+def split_name(name: str) -> tuple[str, int | None, bool]:
+    """`a3_2` -> ("a", 3, True); `c` -> ("c", None, False): operand group, index, and
+    whether the operand belongs to the second input set."""
+    m = re.fullmatch(r"([abc])(\d*)(_2)?", name)
+    if not m:
+        raise ValueError(f"not an operand name: {name!r}")
+    return m.group(1), int(m.group(2)) if m.group(2) else None, bool(m.group(3))
 
 
 class ConstraintKind(Enum):
@@ -65,11 +99,14 @@ class Constraint:
     reason: str = ""
 
     def applies_to(self, name: str) -> bool:
+        """Whether the constraint restricts input `name` (both input sets of a
+        non-monotone query alike, except FIX, which names one input)."""
         if self.kind == ConstraintKind.FIX:
             return name == self.operands
+        group, index, _ = split_name(name)
         if self.kind == ConstraintKind.TERMS:
-            return name[0] in "ab" and int(name[1:]) >= self.lo
-        return name[0] in self.operands
+            return group in "ab" and index >= self.lo
+        return group in self.operands
 
     def holds(self, x: BV, fmt: Format) -> Bool:
         """Whether the input `x` (format `fmt`) satisfies this constraint."""
@@ -134,21 +171,25 @@ class Operand:
 
 @dataclass(frozen=True)
 class Query:
-    """A question about two variants of one instruction."""
+    """A question about two variants of one instruction, or (goal non-monotone) about
+    one variant on two related inputs: then `variants` and `params` hold X alone and
+    `grows` names the operand groups that grow from u to u_2 ("c", "abc", ...)."""
 
-    variants: tuple[str, str]
+    variants: tuple[str, ...]
     instruction: str
     goal: Goal = Goal.DIFFER
     constraints: tuple[Constraint, ...] = ()
     name: str = ""
-    params: tuple[ModelParams, ModelParams] = field(default=None, compare=False, repr=False)
+    params: tuple[ModelParams, ...] = field(default=None, compare=False, repr=False)
+    grows: str = ""
 
     @property
     def p(self) -> ModelParams:
         return self.params[0]
 
     @property
-    def operands(self) -> list[Operand]:
+    def base_operands(self) -> list[Operand]:
+        """a0.., b0.., c: the inputs of one evaluation (u)."""
         p = self.p
         return (
             [Operand(f"a{i}", p.a_fmt) for i in range(p.K)]
@@ -157,17 +198,53 @@ class Query:
         )
 
     @property
+    def operands(self) -> list[Operand]:
+        """Every declared input: u's, then (non-monotone) u_2's operands that grow."""
+        base = self.base_operands
+        return base + [Operand(o.name + SECOND, o.fmt) for o in base if o.name[0] in self.grows]
+
+    @property
     def output_names(self) -> tuple[str, str]:
+        """out0, out1: X and Y on the inputs, or (non-monotone) X on u and on u_2."""
         return ("out0", "out1")
+
+    @property
+    def output_labels(self) -> tuple[str, str]:
+        """What each output is, for reports: the variants, or `X(u)`, `X(u_2)`."""
+        if self.goal.one_variant:
+            return (f"{self.variants[0]} at u", f"{self.variants[0]} at u_2")
+        return (self.variants[0], self.variants[1])
+
+    @property
+    def relation(self) -> str:
+        """The order between u and u_2 in words (non-monotone queries; '' otherwise)."""
+        if not self.goal.one_variant:
+            return ""
+        parts = []
+        for g in GROW_GROUPS:
+            k = "" if g == "c" else "_k"
+            parts.append(f"{g}{k} <= {g}{k}{SECOND}" if g in self.grows else f"{g}{k} shared")
+        return "u <= u_2: " + ", ".join(parts) + " (as real numbers, not NaN)"
 
     @property
     def slug(self) -> str:
         """A file name for the query."""
         if self.name:
             return _safe(self.name)
+        if self.goal.one_variant:
+            return _safe(f"{self.goal.value}_{self.variants[0]}_{self.grows}_{self.instruction}")
         return _safe(
             f"{self.goal.value}_{self.variants[0]}_vs_{self.variants[1]}_{self.instruction}"
         )
+
+    def input_sets(self, values: dict) -> tuple[dict, dict]:
+        """(u, u_2) keyed by the base operand names (a0.., b0.., c): u_2 takes each
+        `NAME_2` when declared, else the shared `NAME`. Works for bits or BV terms."""
+        base = [o.name for o in self.base_operands]
+        u = {n: values[n] for n in base}
+        if not self.goal.one_variant:
+            return u, dict(u)
+        return u, {n: values.get(n + SECOND, values[n]) for n in base}
 
 
 def _safe(text: str) -> str:
@@ -176,14 +253,24 @@ def _safe(text: str) -> str:
 
 def make_query(
     a: str,
-    b: str,
+    b: str | None,
     instr: str | None = None,
     goal: Goal = Goal.DIFFER,
     constraints: tuple[Constraint, ...] = (),
     name: str = "",
+    grows: str | None = None,
 ) -> Query:
     """Resolve two variant expressions on one instruction; UserError if they cannot be
-    compared (different instruction shapes or operand formats)."""
+    compared (different instruction shapes or operand formats).
+
+    Goal non-monotone takes one variant `a` (`b` is None, or the same variant) and
+    `grows`, the operand groups that grow from u to u_2 (default "c")."""
+    if goal.one_variant:
+        return _make_one_variant_query(a, b, instr, goal, constraints, name, grows)
+    if grows:
+        raise UserError(f"grow={grows!r} applies only to goal {Goal.NON_MONOTONE.value}")
+    if not b:
+        raise UserError(f"goal {goal.value} compares two variants X and Y; Y is missing")
     va, vb = parse_variant(a), parse_variant(b)
     inst = va.instruction(instr)
     try:
@@ -201,15 +288,53 @@ def make_query(
                 f"instruction shape can be compared"
             )
     q = Query((a, b), inst.name, goal, tuple(constraints), name, (pa, pb))
-    names = {o.name: o for o in q.operands}
-    for c in constraints:
-        if c.kind == ConstraintKind.FIX:
-            if c.operands not in names:
-                raise UserError(
-                    f"--fix {c.operands}: no such input; inputs are a0..a{pa.K - 1}, "
-                    f"b0..b{pa.K - 1}, c"
-                )
+    _check_fixes(q)
     return q
+
+
+def _make_one_variant_query(
+    a: str,
+    b: str | None,
+    instr: str | None,
+    goal: Goal,
+    constraints: tuple[Constraint, ...],
+    name: str,
+    grows: str | None,
+) -> Query:
+    if b and b.strip() != a.strip():
+        raise UserError(
+            f"goal {goal.value} evaluates one variant X on two inputs; got a second "
+            f"variant {b!r} (give X alone, or X twice)"
+        )
+    grows = "c" if grows is None else grows
+    bad = sorted(set(grows) - set(GROW_GROUPS))
+    if bad or not grows or len(set(grows)) != len(grows):
+        raise UserError(
+            f"grow={grows!r}: expected one or more of the operand groups a, b, c "
+            f"(e.g. 'c' or 'abc')"
+        )
+    grows = "".join(g for g in GROW_GROUPS if g in grows)
+    va = parse_variant(a)
+    inst = va.instruction(instr)
+    q = Query((a,), inst.name, goal, tuple(constraints), name, (va.params(inst.name),), grows)
+    _check_fixes(q)
+    return q
+
+
+def _check_fixes(q: Query) -> None:
+    names = {o.name for o in q.operands}
+    for c in q.constraints:
+        if c.kind == ConstraintKind.FIX and c.operands not in names:
+            K = q.p.K
+            second = (
+                ", " + ", ".join(o.name for o in q.operands if o.name.endswith(SECOND))
+                if q.goal.one_variant
+                else ""
+            )
+            raise UserError(
+                f"--fix {c.operands}: no such input; inputs are a0..a{K - 1}, "
+                f"b0..b{K - 1}, c{second}"
+            )
 
 
 def parse_fix(text: str, q_operands: list[Operand]) -> Constraint:
@@ -235,23 +360,61 @@ class Built:
 
 def build(q: Query, inputs: dict[str, BV]) -> Built:
     """The query's formula on the interpreter of `inputs` (symbolic vars or constants)."""
-    pa, pb = q.params
     ops = q.operands
-    a = [inputs[o.name] for o in ops if o.name.startswith("a")]
-    b = [inputs[o.name] for o in ops if o.name.startswith("b")]
-    c = inputs["c"]
-    x, y = dot_add(a, b, c, pa), dot_add(a, b, c, pb)
+    K = q.p.K
+    u, u2 = q.input_sets(inputs)
+    a, b, c = [u[f"a{i}"] for i in range(K)], [u[f"b{i}"] for i in range(K)], u["c"]
     conds = [
         cn.holds(inputs[o.name], o.fmt)
         for cn in q.constraints
         for o in ops
         if cn.applies_to(o.name)
     ]
-    if q.goal in (Goal.DIFFER, Goal.EQUIVALENT):
-        goal = x.ne(y)
+    if q.goal == Goal.NON_MONOTONE:
+        px = q.p
+        x = dot_add(a, b, c, px)
+        y = dot_add([u2[f"a{i}"] for i in range(K)], [u2[f"b{i}"] for i in range(K)], u2["c"], px)
+        # u <= u_2: every operand of a growing group is at most its second copy
+        conds += [
+            value_le(inputs[o.name], inputs[o.name + SECOND], o.fmt)
+            for o in q.base_operands
+            if o.name[0] in q.grows
+        ]
+        goal = value_lt(y, x, px.d_fmt)
     else:
-        goal = _more_accurate(x, y, a, b, c, pa)
+        pa, pb = q.params
+        x, y = dot_add(a, b, c, pa), dot_add(a, b, c, pb)
+        if q.goal in (Goal.DIFFER, Goal.EQUIVALENT):
+            goal = x.ne(y)
+        else:
+            goal = _more_accurate(x, y, a, b, c, pa)
     return Built(inputs, (x, y), all_of(c.b, conds), goal)
+
+
+def _order_key(x: BV, fmt: Format) -> tuple[Bool, BV]:
+    """(is NaN, a signed integer that orders the other values of `fmt` as the reals they
+    stand for). Magnitudes of IEEE-style encodings grow with their bits (subnormals,
+    normals, then Inf), so the key is the magnitude bits, negated for a negative sign;
+    both zeros get 0. TF32 is read as the model reads it (payload, low bits dropped)."""
+    s = fmt.spec
+    u = decode(x, fmt)
+    bits = payload(x, fmt)
+    mag = bits.extract(s.mbits + s.ebits - 1, 0).zext(1)
+    return u.is_nan, u.sign.ite(-mag, mag)
+
+
+def value_le(x: BV, y: BV, fmt: Format) -> Bool:
+    """x <= y as real numbers (+0 = -0, -Inf < finite < +Inf); false if either is NaN."""
+    nx, kx = _order_key(x, fmt)
+    ny, ky = _order_key(y, fmt)
+    return ~nx & ~ny & kx.sle(ky)
+
+
+def value_lt(x: BV, y: BV, fmt: Format) -> Bool:
+    """x < y as real numbers; false if either is NaN."""
+    nx, kx = _order_key(x, fmt)
+    ny, ky = _order_key(y, fmt)
+    return ~nx & ~ny & kx.slt(ky)
 
 
 def _more_accurate(x: BV, y: BV, a: list[BV], b: list[BV], c: BV, p: ModelParams) -> Bool:
@@ -321,10 +484,17 @@ def _header(q: Query) -> list[str]:
         f"tensorcore-smt {__version__} query {q.slug}",
         f"instruction: {q.instruction} ({p.a_fmt.spec.name} x {p.b_fmt.spec.name} + "
         f"{p.c_fmt.spec.name} -> {p.d_fmt.spec.name}, K={p.K})",
-        f"variant X (out0): {q.variants[0]}",
-        f"variant Y (out1): {q.variants[1]}",
-        f"goal: {q.goal.value}; sat means {q.goal.meaning_of_sat}"
-        + ("; unsat proves X and Y equal on every input" if q.goal != Goal.COMPARE_ERRORS else ""),
+    ]
+    if q.goal.one_variant:
+        lines += [
+            f"variant X: {q.variants[0]}; out0 = X(u), out1 = X(u_2)",
+            f"relation: {q.relation}",
+        ]
+    else:
+        lines += [f"variant X (out0): {q.variants[0]}", f"variant Y (out1): {q.variants[1]}"]
+    unsat = "" if q.goal == Goal.COMPARE_ERRORS else f"; unsat proves {q.goal.meaning_of_unsat}"
+    lines += [
+        f"goal: {q.goal.value}; sat means {q.goal.meaning_of_sat}{unsat}",
         "constraints: " + (" ".join(c.describe() for c in q.constraints) or "none"),
         "inputs: " + ", ".join(f"{o.name} ({o.fmt.spec.name})" for o in q.operands),
     ]

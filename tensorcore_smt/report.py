@@ -33,26 +33,45 @@ def exact_result(q: Query, inputs: dict[str, int]) -> Fraction | None:
     return vals["c"] + sum(vals[f"a{i}"] * vals[f"b{i}"] for i in range(p.K))
 
 
-def reproduce_command(q: Query, inputs: dict[str, int]) -> str:
-    """One `tcsmt simulate` line that prints both variants' outputs for the inputs."""
+def reproduce_commands(q: Query, inputs: dict[str, int]) -> list[str]:
+    """`tcsmt simulate` lines that print the outputs for the inputs: one line with both
+    variants, or (non-monotone) one line per input set, u then u_2."""
     p = q.p
-    a = ",".join(format_hex(inputs[f"a{i}"], p.a_fmt) for i in range(p.K))
-    b = ",".join(format_hex(inputs[f"b{i}"], p.b_fmt) for i in range(p.K))
-    c = format_hex(inputs["c"], p.c_fmt)
-    parts = ["tcsmt", "simulate"]
-    for v in q.variants:
-        parts += ["--arch", v]
-    parts += ["--instr", q.instruction, "--a", a, "--b", b, "--c", c]
-    return shlex.join(parts)
+    out = []
+    for u in q.input_sets(inputs)[: 2 if q.goal.one_variant else 1]:
+        a = ",".join(format_hex(u[f"a{i}"], p.a_fmt) for i in range(p.K))
+        b = ",".join(format_hex(u[f"b{i}"], p.b_fmt) for i in range(p.K))
+        c = format_hex(u["c"], p.c_fmt)
+        parts = ["tcsmt", "simulate"]
+        for v in q.variants:
+            parts += ["--arch", v]
+        parts += ["--instr", q.instruction, "--a", a, "--b", b, "--c", c]
+        out.append(shlex.join(parts))
+    return out
+
+
+def reproduce_command(q: Query, inputs: dict[str, int]) -> str:
+    """One shell line that prints the outputs for the inputs (`&&` between the two
+    evaluations of a non-monotone witness)."""
+    return " && ".join(reproduce_commands(q, inputs))
 
 
 def question(q: Query) -> str:
+    if q.goal == Goal.NON_MONOTONE:
+        grown = _words([g for g in "abc" if g in q.grows])
+        fixed = _words([g for g in "abc" if g not in q.grows])
+        rest = f", with {fixed} unchanged," if fixed else ""
+        return f"can raising {grown}{rest} lower the result of {q.variants[0]}?"
     x, y = q.variants
     if q.goal == Goal.COMPARE_ERRORS:
         return f"is {x} ever more accurate than {y}?"
     if q.goal == Goal.EQUIVALENT:
         return f"are {x} and {y} equal on every input?"
     return f"do {x} and {y} ever differ?"
+
+
+def _words(items: list[str]) -> str:
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 2 else items)
 
 
 def to_json(o: Outcome, files: list[str]) -> dict:
@@ -71,6 +90,7 @@ def to_json(o: Outcome, files: list[str]) -> dict:
         },
         "variants": list(q.variants),
         "constraints": [c.describe() for c in q.constraints],
+        **({"relation": q.relation, "grows": q.grows} if q.goal.one_variant else {}),
         "verdict": o.verdict.value,
         "seconds": round(o.seconds, 3),
         "solver": o.result.to_json() if o.result else None,
@@ -93,7 +113,7 @@ def to_json(o: Outcome, files: list[str]) -> dict:
             },
             "outputs": {
                 v: {"hex": format_hex(d, p.d_fmt), "value": decimal(d, p.d_fmt)}
-                for v, d in zip(q.variants, w.outputs)
+                for v, d in zip(q.output_labels, w.outputs)
             },
             "rechecked_on_concrete_model": True,
             "reproduces": w.reproduces,
@@ -101,6 +121,16 @@ def to_json(o: Outcome, files: list[str]) -> dict:
         }
         if q.goal == Goal.COMPARE_ERRORS:
             out["witness"]["errors"] = _errors(o)
+        if q.goal.one_variant:
+            out["witness"]["input_sets"] = {
+                name: {
+                    "a": [format_hex(s[f"a{i}"], p.a_fmt) for i in range(p.K)],
+                    "b": [format_hex(s[f"b{i}"], p.b_fmt) for i in range(p.K)],
+                    "c": format_hex(s["c"], p.c_fmt),
+                    "d": format_hex(d, p.d_fmt),
+                }
+                for name, s, d in zip(("u", "u_2"), q.input_sets(w.inputs), w.outputs)
+            }
     return out
 
 
@@ -140,9 +170,11 @@ def to_text(o: Outcome, files: list[str]) -> str:
         f"question:    {question(q)}",
         f"instruction: {q.instruction} ({p.a_fmt.spec.name} x {p.b_fmt.spec.name} + "
         f"{p.c_fmt.spec.name} -> {p.d_fmt.spec.name}, K={p.K})",
-        f"variants:    X = {q.variants[0]}",
-        f"             Y = {q.variants[1]}",
     ]
+    if q.goal.one_variant:
+        lines += [f"variant:     X = {q.variants[0]}", f"relation:    {q.relation}"]
+    else:
+        lines += [f"variants:    X = {q.variants[0]}", f"             Y = {q.variants[1]}"]
     if q.constraints:
         lines.append("constraints: " + " ".join(c.describe() for c in q.constraints))
     if o.by_construction:
@@ -167,8 +199,12 @@ def to_text(o: Outcome, files: list[str]) -> str:
         lines.append("witness:")
         for op in q.operands:
             lines.append(f"  {op.name:4s} = {describe(w.inputs[op.name], op.fmt)}")
-        for tag, v, d in zip("XY", q.variants, w.outputs):
-            lines.append(f"  {tag}: d = {describe(d, p.d_fmt)}   [{v}]")
+        if q.goal.one_variant:
+            for tag, d in zip(("X(u)  ", "X(u_2)"), w.outputs):
+                lines.append(f"  {tag}: d = {describe(d, p.d_fmt)}   [{q.variants[0]}]")
+        else:
+            for tag, v, d in zip("XY", q.variants, w.outputs):
+                lines.append(f"  {tag}: d = {describe(d, p.d_fmt)}   [{v}]")
         if q.goal == Goal.COMPARE_ERRORS:
             errs = _errors(o)
             if errs:
@@ -183,7 +219,8 @@ def to_text(o: Outcome, files: list[str]) -> str:
             lines.append(
                 "  NOT reproduced on the concrete model: this is a bug in tcsmt, please report it"
             )
-        lines.append(f"reproduce:   {reproduce_command(q, w.inputs)}")
+        for i, cmd in enumerate(reproduce_commands(q, w.inputs)):
+            lines.append(f"{'reproduce:' if i == 0 else '':13s}{cmd}")
     lines.append(f"verdict:     {_verdict_words(o)} ({o.seconds:.2f} s)")
     for f in files:
         lines.append(f"wrote:       {f}")
@@ -193,6 +230,8 @@ def to_text(o: Outcome, files: list[str]) -> str:
 def _verdict_words(o: Outcome) -> str:
     q = o.query
     if o.verdict == Verdict.WITNESS:
+        if q.goal == Goal.NON_MONOTONE:
+            return "X is not monotone: u <= u_2 but X(u_2) < X(u)"
         return (
             "X is more accurate than Y on this input"
             if q.goal == Goal.COMPARE_ERRORS
@@ -201,6 +240,10 @@ def _verdict_words(o: Outcome) -> str:
     if o.verdict == Verdict.UNSAT:
         if q.goal == Goal.COMPARE_ERRORS:
             return "X is never more accurate than Y (under the constraints)"
+        if q.goal == Goal.NON_MONOTONE:
+            return "proved: X never decreases when its inputs grow as the relation says" + (
+                " (under the constraints)" if q.constraints else ""
+            )
         return "proved: the variants agree on every input" + (
             " satisfying the constraints" if q.constraints else ""
         )
