@@ -24,6 +24,7 @@ from .query import (
     Query,
     make_query,
     parse_fix,
+    parse_representable,
     parse_window,
     smtlib,
 )
@@ -68,6 +69,12 @@ def constraint_options(f: Callable) -> Callable:
             multiple=True,
             metavar="[OPS=]LO:HI",
             help="Nonzero inputs (of operands OPS, e.g. ab) have 2^LO <= |x| < 2^(HI+1).",
+        ),
+        click.option(
+            "--representable",
+            multiple=True,
+            metavar="[OPS=]FMT",
+            help="Inputs (of operands OPS) are zero or normal numbers of FMT (ab=fp16).",
         ),
         click.option(
             "--fix", "fixes", multiple=True, metavar="NAME=HEX", help="Fix one input (a0=0x3c00)."
@@ -147,6 +154,7 @@ def build_query(variant_x: str, variant_y: str, goal: Goal, opts: dict) -> Query
         if opts[key]:
             cons.append(Constraint(kind))
     cons += [parse_window(w) for w in opts["windows"]]
+    cons += [parse_representable(r) for r in opts["representable"]]
     terms = opts["terms"]
     if terms is not None:
         if terms < 0:

@@ -273,6 +273,8 @@ def _constraint(d: dict, env: dict) -> Constraint:
             bits=int(bits, 0) if isinstance(bits, str) else bits,
             reason=d.get("reason", ""),
         )
+    if kind == ConstraintKind.REPRESENTABLE:
+        return Constraint(kind, ops, fmt=Format.parse(str(d["format"])), reason=d.get("reason", ""))
     lo = d.get("lo")
     hi = d.get("hi")
     return Constraint(

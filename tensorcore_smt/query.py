@@ -84,6 +84,7 @@ class ConstraintKind(Enum):
     EXPONENT_WINDOW = "exponent-window"  # zero, or 2^lo <= |x| < 2^(hi+1)
     FIX = "fix"  # one input has a given bit pattern
     TERMS = "terms"  # only products 0..lo-1 are free; a_k = b_k = +0 for k >= lo
+    REPRESENTABLE = "representable"  # zero or a normal number of the narrower format `fmt`
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class Constraint:
     hi: int | None = None
     bits: int | None = None
     reason: str = ""
+    fmt: Format | None = None  # REPRESENTABLE: the narrower format
 
     def applies_to(self, name: str) -> bool:
         """Whether the constraint restricts input `name` (both input sets of a
@@ -132,6 +134,14 @@ class Constraint:
             return finite & (u.is_zero | inside)
         if self.kind == ConstraintKind.FIX:
             return x.eq(self.bits)
+        if self.kind == ConstraintKind.REPRESENTABLE:
+            # the bits fmt has no room for are zero, and the exponent is in its normal range
+            t = self.fmt.spec
+            drop = u.mbits - t.mbits
+            low = x.extract(drop - 1, 0).eq(0) if drop > 0 else Bool.const(b, True)
+            lead = u.exp - u.sig.clz().resize(EXP_W)
+            inside = lead.sge(BV.const(b, t.emin, EXP_W)) & lead.sle(BV.const(b, t.emax, EXP_W))
+            return finite & (u.is_zero | (inside & low))
         raise AssertionError(self.kind)
 
     def describe(self) -> str:
@@ -143,6 +153,8 @@ class Constraint:
         sel = "" if self.operands == "abc" else f"{self.operands}="
         if self.kind == ConstraintKind.EXPONENT_WINDOW:
             return f"--exponent-window {sel}{self.lo}:{self.hi}"
+        if self.kind == ConstraintKind.REPRESENTABLE:
+            return f"--representable {sel}{self.fmt.spec.name}"
         return f"--{self.kind.value}" + (f" {self.operands}" if sel else "")
 
 
@@ -155,6 +167,18 @@ def parse_window(text: str) -> Constraint:
     if lo > hi:
         raise UserError(f"--exponent-window: LO {lo} is above HI {hi}")
     return Constraint(ConstraintKind.EXPONENT_WINDOW, m.group(1) or "abc", lo, hi)
+
+
+def parse_representable(text: str) -> Constraint:
+    """`FMT` or `OPERANDS=FMT` (e.g. `ab=fp16`): inputs that are zero or normal FMT numbers."""
+    m = re.fullmatch(r"\s*(?:([abc]+)=)?([A-Za-z0-9_]+)\s*", text)
+    if not m:
+        raise UserError(f"--representable: expected FMT or OPERANDS=FMT, got {text!r}")
+    try:
+        fmt = Format.parse(m.group(2))
+    except ValueError as e:
+        raise UserError(f"--representable: {e}") from None
+    return Constraint(ConstraintKind.REPRESENTABLE, m.group(1) or "abc", fmt=fmt)
 
 
 @dataclass(frozen=True)

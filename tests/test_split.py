@@ -181,3 +181,39 @@ def test_property5_witness_from_a_real_solver():
     err_m = abs(value_of(r.outputs[0], Format.FP32) - exact)
     err_oy = abs(value_of(r.outputs[1], Format.FP32) - exact)
     assert err_m < err_oy
+
+
+def test_representable_constraint_accepts_exactly_the_fp16_numbers():
+    from tensorcore_smt.query import ConstraintKind, parse_representable
+
+    c = parse_representable("ab=fp16")
+    assert (c.kind, c.operands, c.fmt) == (ConstraintKind.REPRESENTABLE, "ab", Format.FP16)
+    assert c.describe() == "--representable ab=fp16"
+    rng = np.random.default_rng(3)
+    xs = np.concatenate(
+        [
+            rng.integers(0, 1 << 32, 3000, dtype=np.uint64),
+            np.array([0, 0x80000000, 0x3F800000, 0x477FE000, 0x47800000, 0x38800000, 0x387FC000]),
+        ]
+    )
+    for x in xs:
+        f = np.uint32(x).view(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            h = np.float16(f)
+        want = bool(
+            np.isfinite(f)
+            and float(h) == float(f)
+            and (f == 0 or abs(float(f)) >= 2.0**-14)  # fp16 normal or zero
+        )
+        got = bool(c.holds(BV(CONCRETE, int(x), 32), Format.FP32).v)
+        assert got == want, hex(int(x))
+
+
+def test_representable_bad_format_is_one_line():
+    from click.testing import CliRunner
+
+    from tensorcore_smt.cli import main
+
+    r = CliRunner().invoke(main, ["diff", MARKIDIS, OOTOMO, "--representable", "ab=fp99"])
+    assert r.exit_code == 2
+    assert "--representable" in r.stderr and "Traceback" not in r.stderr
