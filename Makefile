@@ -24,6 +24,7 @@ bench-solvers:
 
 results:
 	$(BIN)/python bench/make_results.py
+	$(BIN)/python bench/bench_solvers.py --table4 --write results
 
 lint:
 	$(BIN)/ruff check tensorcore_smt tests bench
