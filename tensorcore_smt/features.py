@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from .api import simulate_one
@@ -27,6 +28,14 @@ from .presets import PRESETS, UserError, parse_variant
 from .vectors import Vector, VectorFile, load
 
 Candidates = Callable[[ModelParams], dict[str, str]]
+
+
+class Reference(Enum):
+    """The published tables the matrix is compared with."""
+
+    FTTN = "FTTN"  # Table IV
+    PAPER000 = "paper 000"  # §4.3
+    MMASIM = "MMA-Sim"  # Table III, §IV-C
 
 
 @dataclass(frozen=True)
@@ -169,39 +178,39 @@ MMASIM: dict[str, dict[str, str]] = {
 }
 
 # Why a reference and the deduced value differ: (arch, feature, reference) -> text.
-EXPLAINED: dict[tuple[str, str, str], str] = {
-    ("volta", "width", "FTTN"): (
+EXPLAINED: dict[tuple[str, str, Reference], str] = {
+    ("volta", "width", Reference.FTTN): (
         "FTTN could not measure the width on V100 (no extra bit, so its half-ulp probe "
         "vanishes in every block); the 4-term unit is paper 000's and MMA-Sim's"
     ),
-    ("turing", "extra_bits", "MMA-Sim"): (
+    ("turing", "extra_bits", Reference.MMASIM): (
         "MMA-Sim Table III gives HMMA.884 on Turing F=24; paper 000 §4 found Turing's 884 "
         "unit identical to Volta's (F=23) on hardware. The preset follows paper 000; "
         "MMA-Sim's reading is the named hypothesis mmasim1-turing, and the "
         "alignment-bits vectors tell the two apart on a Turing GPU"
     ),
-    ("hopper", "extra_bits", "FTTN"): (
+    ("hopper", "extra_bits", Reference.FTTN): (
         "FTTN tested only for 'more than 2' extra bits on H100 (its footnote 6); 2 is "
         "consistent with that and with MMA-Sim's F=25"
     ),
-    ("hopper", "width", "FTTN"): (
+    ("hopper", "width", Reference.FTTN): (
         "FTTN reports 'at least 16' without testing further (footnote 6); 16 is MMA-Sim's "
         "single fused group for HMMA.16816 on Hopper"
     ),
-    ("cdna2", "extra_bits", "FTTN"): (
+    ("cdna2", "extra_bits", Reference.FTTN): (
         "CDNA2 fp16 is modelled as IEEE fp32 additions (MMA-Sim §IV-B GPS), which round "
         "correctly: FTTN's 3 extra bits are the guard, round and sticky bits of such an "
         "adder; there is no truncating alignment window F to ask about"
     ),
-    ("cdna2", "rounding", "FTTN"): (
+    ("cdna2", "rounding", Reference.FTTN): (
         "RNE is the rounding of each GPS addition (MMA-Sim §IV-B); the accumulator-rounding "
         "property asks about a truncating alignment window, which GPS does not have"
     ),
-    ("cdna2", "width", "FTTN"): (
+    ("cdna2", "width", Reference.FTTN): (
         "GPS rounds after every pairwise addition, so no block is fused: FTTN's width 1; "
         "the block-width property asks about fused groups, which GPS does not have"
     ),
-    ("cdna2", "fp16_out", "FTTN"): (
+    ("cdna2", "fp16_out", Reference.FTTN): (
         "the modelled CDNA2 fp16 instructions all write fp32 (there is no fp16-output "
         "MFMA form in the preset), so the fp16-output rounding cannot be asked"
     ),
@@ -221,13 +230,7 @@ class Cell:
 
 
 def _files(results: Path, arch: str) -> list[VectorFile]:
-    out = []
-    for f in sorted((results / arch).glob("*.vectors.json")):
-        try:
-            out.append(load(f))
-        except UserError:
-            continue
-    return out
+    return [load(f) for f in sorted((results / arch).glob("*.vectors.json"))]
 
 
 def _instruction(results: Path, arch: str, prop: str) -> str | None:
@@ -303,7 +306,7 @@ def _agrees(ref: str, cell: Cell, least: bool) -> bool:
 class Comparison:
     arch: str
     feature: str
-    reference: str  # "FTTN" | "MMA-Sim"
+    reference: Reference
     theirs: str
     ours: str
     agrees: bool
@@ -313,7 +316,12 @@ class Comparison:
 def compare(matrix: dict[str, dict[str, Cell]]) -> list[Comparison]:
     """Every reference figure beside the deduced value; disagreements with their reason."""
     out = []
-    for ref_name, table in (("FTTN", FTTN_FP16), ("paper 000", PAPER000), ("MMA-Sim", MMASIM)):
+    tables = (
+        (Reference.FTTN, FTTN_FP16),
+        (Reference.PAPER000, PAPER000),
+        (Reference.MMASIM, MMASIM),
+    )
+    for ref_name, table in tables:
         for arch, row in table.items():
             if arch not in matrix:
                 continue
@@ -354,7 +362,7 @@ def to_json(matrix: dict[str, dict[str, Cell]]) -> dict:
             }
             for arch, cells in matrix.items()
         },
-        "references": [c.__dict__ for c in compare(matrix)],
+        "references": [c.__dict__ | {"reference": c.reference.value} for c in compare(matrix)],
     }
 
 
@@ -393,7 +401,7 @@ def to_markdown(matrix: dict[str, dict[str, Cell]], observer: str = "the presets
     for c in comps:
         mark = "yes" if c.agrees else "**no**"
         lines.append(
-            f"| {c.arch} | {names[c.feature]} | {c.reference} | {c.theirs} | {c.ours} | "
+            f"| {c.arch} | {names[c.feature]} | {c.reference.value} | {c.theirs} | {c.ours} | "
             f"{mark} | {c.explanation} |"
         )
     return "\n".join(lines) + "\n"

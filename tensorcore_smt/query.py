@@ -21,7 +21,7 @@ from .bv.concrete import CONCRETE
 from .bv.core import BV, Bool, all_of
 from .bv.smtlib import to_smtlib
 from .bv.symbolic import SymbolicBackend
-from .formats import EXP_W, Format, decode, format_hex, parse_hex, payload
+from .formats import EXP_W, Format, Unpacked, decode, format_hex, parse_hex, payload
 from .model import dot_add
 from .model.exact import exact_dot, grid, value_on_grid
 from .model.params import ModelParams
@@ -128,10 +128,7 @@ class Constraint:
         if self.kind == ConstraintKind.NORMAL_ONLY:
             return finite & (u.is_zero | u.sig.bit(u.mbits))
         if self.kind == ConstraintKind.EXPONENT_WINDOW:
-            # exponent of the leading one: exp - (leading zeros of the significand)
-            lead = u.exp - u.sig.clz().resize(EXP_W)
-            inside = lead.sge(BV.const(b, self.lo, EXP_W)) & lead.sle(BV.const(b, self.hi, EXP_W))
-            return finite & (u.is_zero | inside)
+            return finite & (u.is_zero | _lead_in(u, self.lo, self.hi))
         if self.kind == ConstraintKind.FIX:
             return x.eq(self.bits)
         if self.kind == ConstraintKind.REPRESENTABLE:
@@ -139,9 +136,7 @@ class Constraint:
             t = self.fmt.spec
             drop = u.mbits - t.mbits
             low = x.extract(drop - 1, 0).eq(0) if drop > 0 else Bool.const(b, True)
-            lead = u.exp - u.sig.clz().resize(EXP_W)
-            inside = lead.sge(BV.const(b, t.emin, EXP_W)) & lead.sle(BV.const(b, t.emax, EXP_W))
-            return finite & (u.is_zero | (inside & low))
+            return finite & (u.is_zero | (_lead_in(u, t.emin, t.emax) & low))
         raise AssertionError(self.kind)
 
     def describe(self) -> str:
@@ -156,6 +151,14 @@ class Constraint:
         if self.kind == ConstraintKind.REPRESENTABLE:
             return f"--representable {sel}{self.fmt.spec.name}"
         return f"--{self.kind.value}" + (f" {self.operands}" if sel else "")
+
+
+def _lead_in(u: Unpacked, lo: int, hi: int) -> Bool:
+    """Whether 2^lo <= |u| < 2^(hi+1): the exponent of the leading one (exp minus the
+    significand's leading zeros) lies in [lo, hi]."""
+    b = u.exp.b
+    lead = u.exp - u.sig.clz().resize(EXP_W)
+    return lead.sge(BV.const(b, lo, EXP_W)) & lead.sle(BV.const(b, hi, EXP_W))
 
 
 def parse_window(text: str) -> Constraint:
