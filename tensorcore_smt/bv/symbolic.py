@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import ranges as R
 from .concrete import CONCRETE
 from .core import BV, Backend, Bool
 
@@ -52,6 +53,57 @@ _BIN_CONCRETE = {
     "ashr": CONCRETE.ashr,
 }
 _CMP_CONCRETE = {"eq": CONCRETE.eq, "ult": CONCRETE.ult, "slt": CONCRETE.slt}
+_RANGE_BIN = {
+    "add": R.add,
+    "sub": R.sub,
+    "mul": R.mul,
+    "and": R.and_,
+    "or": R.or_,
+    "xor": R.xor,
+    "shl": R.shl,
+    "lshr": R.lshr,
+    "ashr": R.ashr,
+}
+_RANGE_CMP = {"eq": R.eq, "ult": R.ult, "slt": R.slt}
+
+
+def _sign_bit_of(p: Term, q: Term) -> Term | None:
+    """v when (= p q) is (= #b1 ((_ extract w-1 w-1) v)), the test `v < 0`."""
+    if p.is_const and p.value == 1 and p.width == 1 and q.op == "extract":
+        v = q.args[0]
+        if q.params == (v.width - 1, v.width - 1):
+            return v
+    return None
+
+
+def _on_path(arm: Term, v: Term, rv: R.Range, plain: R.Range) -> R.Range:
+    """The range of `arm` on a path where `v` lies in `rv`: for v itself, or its
+    negation 0 - v (the arm of an absolute value); otherwise `plain`."""
+    if arm is v:
+        return R.intersect(plain, None, (rv.slo, rv.shi))
+    negation = arm.op == "sub" and arm.args[0].is_const and arm.args[0].value == 0
+    if negation and arm.args[1] is v and rv.slo > -(1 << (v.width - 1)):  # no wrap
+        return R.intersect(plain, None, (-rv.shi, -rv.slo))
+    return plain
+
+
+def _same_clamp(c: Term, x: Term, y: Term) -> Term | None:
+    """The inner clamp when (ite c x y) repeats a min/max clamp already applied to one
+    arm: min(min(q, k), k) or max(max(q, k), k), written as (ite (p < k) p k) and
+    (ite (p < k) k p) with `<` unsigned or signed; else None."""
+    if c.op not in ("ult", "slt"):
+        return None
+    p, k = c.args
+    inner, other = (x, y) if x is p else (y, x) if y is p else (None, None)
+    if inner is None or other is not k or inner.op != "ite":
+        return None
+    ic, ix, iy = inner.args
+    if ic.op != c.op or ic.args[1] is not k:
+        return None
+    q = ic.args[0]
+    # the inner clamp has the same shape: the same arm order relative to the comparison
+    same = (ix is q and iy is k and x is p) or (ix is k and iy is q and y is p)
+    return inner if same else None
 
 
 class SymbolicBackend(Backend):
@@ -61,16 +113,99 @@ class SymbolicBackend(Backend):
 
     def __init__(self) -> None:
         self._table: dict[tuple, Term] = {}
+        self._ranges: dict[int, R.Range] = {}
+        self._nodes = 0
         self.variables: dict[str, Term] = {}
 
     # --- node construction ---------------------------------------------------------
     def mk(self, op: str, args: tuple, width: int, params: tuple = (), sort: tuple = ()) -> Term:
+        """The node (op args), shared with an equal node built before; a bit-vector node
+        whose value range (tensorcore_smt.bv.ranges) is one value becomes that constant."""
         key = (op, tuple(a.uid for a in args), width, params, sort)
         t = self._table.get(key)
-        if t is None:
-            t = Term(op, args, width, params, sort, uid=len(self._table) + 1)
-            self._table[key] = t
+        if t is not None:
+            return t
+        rng = None
+        if width and not sort and op != "const":
+            rng = self._range_of(op, args, width, params)
+            if rng.const is not None:
+                t = self.const(rng.const, width)
+                self._table[key] = t
+                return t
+        self._nodes += 1
+        t = Term(op, args, width, params, sort, uid=len(self._table) + 1)
+        self._table[key] = t
+        if op == "const":
+            rng = R.exact(params[0], width)
+        if rng is not None:
+            self._ranges[t.uid] = rng
         return t
+
+    def range(self, t: Term) -> R.Range:
+        """Bounds on the values of bit-vector term `t`."""
+        r = self._ranges.get(t.uid)
+        return r if r is not None else R.full(t.width)
+
+    def _range_of(self, op: str, args: tuple, w: int, params: tuple) -> R.Range:
+        """Bounds of a new node from its arguments' bounds (full when nothing is known)."""
+        g = [self.range(a) if a.width else None for a in args]
+        if op in _RANGE_BIN:
+            return _RANGE_BIN[op](g[0], g[1])
+        if op == "not":
+            return R.not_(g[0])
+        if op == "ite":
+            return self._ite_range(args)
+        if op == "extract":
+            return R.extract(g[0], params[0], params[1])
+        if op == "concat":
+            return R.concat(g[0], g[1])
+        if op == "zext":
+            return R.zext(g[0], params[0])
+        if op == "sext":
+            return R.sext(g[0], params[0])
+        return R.full(w)
+
+    def _ite_range(self, args: tuple) -> R.Range:
+        """Bounds of (ite c x y): the hull of the arms, each narrowed by what `c` says on
+        its path when the arm is an operand of the comparison `c` (min, max, clamps) or
+        `c` tests a sign (absolute values)."""
+        c, x, y = args
+        rx, ry = self.range(x), self.range(y)
+        if c.op in ("ult", "slt"):
+            p, q = c.args
+            rp, rq = self.range(p), self.range(q)
+            signed = c.op == "slt"
+            lo_p, hi_p = (rp.slo, rp.shi) if signed else (rp.ulo, rp.uhi)
+            lo_q, hi_q = (rq.slo, rq.shi) if signed else (rq.ulo, rq.uhi)
+            big = 1 << x.width
+
+            def narrow(r: R.Range, lo: int, hi: int) -> R.Range:
+                return R.intersect(r, None, (lo, hi)) if signed else R.intersect(r, (lo, hi), None)
+
+            # then-path: p < q;  else-path: p >= q
+            if x is p:
+                rx = narrow(rx, -big, hi_q - 1)
+            elif x is q:
+                rx = narrow(rx, lo_p + 1, big)
+            if y is p:
+                ry = narrow(ry, lo_q, big)
+            elif y is q:
+                ry = narrow(ry, -big, hi_p)
+        elif c.op == "eq":
+            p, q = c.args
+            if q.is_const:
+                p, q = q, p
+            # (= k v): v is k on the then-path
+            if p.is_const and x is q:
+                rx = R.exact(p.value, x.width)
+            v = _sign_bit_of(p, q)
+            if v is not None:  # then-path: v < 0; else-path: v >= 0
+                rv = self.range(v)
+                neg = R.intersect(rv, None, (rv.slo, -1))
+                nonneg = R.intersect(rv, None, (0, rv.shi))
+                rx = _on_path(x, v, neg, rx)
+                ry = _on_path(y, v, nonneg, ry)
+        return R.hull(rx, ry)
 
     def const(self, value: int, width: int) -> Term:
         return self.mk("const", (), width, (value & ((1 << width) - 1),))
@@ -171,6 +306,9 @@ class SymbolicBackend(Backend):
             return self.bool_const(_CMP_CONCRETE[op](x.value, y.value, w))
         if x is y:
             return self.bool_const(op == "eq")
+        decided = _RANGE_CMP[op](self.range(x), self.range(y))
+        if decided is not None:
+            return self.bool_const(decided)
         if op == "ult" and y.is_const and y.value == 0:
             return self.bool_const(False)
         if op == "eq" and x.uid > y.uid:
@@ -193,6 +331,9 @@ class SymbolicBackend(Backend):
             return x
         if c.op == "bnot":
             return self.mk("ite", (c.args[0], y, x), w)
+        inner = _same_clamp(c, x, y)
+        if inner is not None:
+            return inner
         return self.mk("ite", (c, x, y), w)
 
     def extract(self, x, hi, lo, w):
@@ -283,7 +424,8 @@ class SymbolicBackend(Backend):
         return self.mk("bite", (c, x, y), 0)
 
     def node_count(self) -> int:
-        return len(self._table)
+        """Distinct nodes built (folded nodes not counted)."""
+        return self._nodes
 
 
 def evaluate(root: Term, env: dict[str, int | bool]) -> int | bool:
