@@ -24,6 +24,9 @@ class ConcreteBackend(Backend):
     def bool_const(self, value: bool) -> bool:
         return bool(value)
 
+    def known(self, x: bool) -> bool:
+        return bool(x)
+
     def add(self, x: int, y: int, w: int) -> int:
         return (x + y) & _mask(w)
 

@@ -55,6 +55,12 @@ class Backend:
     def bxor(self, x: Any, y: Any) -> Any: ...
     def bite(self, c: Any, x: Any, y: Any) -> Any: ...
 
+    def known(self, x: Any) -> bool | None:
+        """The value of raw bool `x` when it is the same on every input the backend
+        represents (a constant), else None. Lets an algorithm skip work that a constant
+        makes void, such as adding a term that is zero on every input."""
+        return None
+
     # --- derived primitives a backend may implement faster ----------------------------
     # Each default below builds its result from the primitives above, in the order the
     # corresponding `BV` method always did, so the symbolic DAG does not depend on them.
@@ -163,6 +169,10 @@ class Bool:
         else:
             raise TypeError("ite needs at least one bit-vector arm")
         return BV(self.b, self.b.ite(self.v, _coerce(self.b, x, w), _coerce(self.b, y, w), w), w)
+
+    def known(self) -> bool | None:
+        """True/False when this bool is a constant of its interpreter, else None."""
+        return self.b.known(self.v)
 
     def to_bv(self, w: int = 1) -> BV:
         return self.ite(BV.const(self.b, 1, w), BV.const(self.b, 0, w))

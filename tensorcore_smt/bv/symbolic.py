@@ -221,6 +221,9 @@ class SymbolicBackend(Backend):
         self.variables[name] = t
         return BV(self, t, width)
 
+    def known(self, x: Term) -> bool | None:
+        return bool(x.value) if x.op == "bconst" else None
+
     def bool_var(self, name: str) -> Bool:
         t = self.mk("bvar", (), 0, (name,))
         self.variables[name] = t

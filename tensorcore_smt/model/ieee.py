@@ -32,6 +32,9 @@ def _zero_sign(mode: Rounding, terms: list[Addend]) -> Bool:
 def exact_sum(terms: list[Addend], p_out: int) -> Exact:
     """Sum one or two addends exactly enough to round to `p_out` bits correctly."""
     b = terms[0].sign.b
+    nonzero = [t for t in terms if t.is_zero.known() is not True]
+    if len(nonzero) == 1:  # the other addend is zero on every input: it adds nothing
+        terms = nonzero
     if len(terms) == 1:
         t = terms[0]
         return Exact(t.sign, t.mag, t.exp - t.fb)
