@@ -175,3 +175,15 @@ def test_recheck_rejects_a_model_where_the_goal_fails():
     q = make_query("volta", "volta[carry_bits=2]", goal=Goal.DIFFER)
     w = recheck(q, {})  # all-zero inputs: both give +0
     assert not w.reproduces and not w.goal_ok
+
+
+@pytest.mark.parametrize("head", ["", "; a comment\n", "(set-logic QF_BV)\n"])
+def test_bitwuzla_reads_scripts_with_or_without_a_logic(head):
+    """The bitwuzla back end makes its solver from the script's set-logic before the
+    clock starts; a script without one (the calibration formulas) is read as ALL."""
+    from tensorcore_smt.solvers.backends import _bitwuzla_solve
+
+    text = head + "(declare-fun x () (_ BitVec 4))\n(assert (= (bvadd x #x1) #x4))\n"
+    answer, model, _, query_s = _bitwuzla_solve(text, ["x"], 10.0, 0)
+    assert (answer, model) == ("sat", {"x": 3})
+    assert query_s > 0

@@ -165,7 +165,10 @@ def _split_header(text: str) -> tuple[str, str]:
     n = 0
     while n < len(lines) and lines[n].lstrip().startswith(("(set-logic", "(set-option", ";")):
         n += 1
-    return "".join(lines[:n]), "".join(lines[n:])
+    header = "".join(lines[:n])
+    if "(set-logic" not in header:
+        header += "(set-logic ALL)\n"  # what the solver assumes without one
+    return header, "".join(lines[n:])
 
 
 def _bitwuzla_solve(
