@@ -13,7 +13,9 @@ One group of L products and c (MMA-Sim §IV-C, paper 000 Algorithm 1):
     partial sum reaches the bound, shifts it right one bit (truncating) and bumps its
     scale so later terms lose one more low bit. The register is built whenever
     `carry_bits` is set, even when it is wide enough for every input: that it never
-    overflows is then a fact a solver proves (`tcsmt prove volta 'volta[carry_bits=4]'`);
+    overflows is then a fact a solver proves (`tcsmt prove volta 'volta[carry_bits=4]'`).
+    An ideal accumulator (align=exact) with at most two terms that can be nonzero sums
+    them with the IEEE two-addend adder (ieee.exact_sum) instead of its full register;
  5. normalisation and one rounding into the output format (RZ to fp32 with overflow to
     Inf, RZ to E8M13 for FP8 on Ada/Hopper, RNE to fp16); `flush_outputs` turns a
     subnormal d into zero (+0 under the positive zero sign), `flush_inputs` reads
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 from ..bv.core import BV, Bool, any_of
 from ..formats import EXP_W, Format, decode, default_nan_bits, flush_subnormal
+from .ieee import exact_sum
 from .params import CarryOverflow, ModelParams, Tf32Input, ZeroSign
 from .rounding import Exact, round_to_format, special_bits
 from .terms import EXP_MIN, Addend, AlignMode, align, operand_addend, product_addend
@@ -81,6 +84,18 @@ def fda_group(
     # Step 2: exact products; c joins as a term.
     terms = [product_addend(x, y, p.product_exponent) for x, y in zip(ua, ub)]
     terms = [operand_addend(uc)] + terms
+
+    live = [t for t in terms if t.is_zero.known() is not True]
+    fits = p.carry_bits is None or len(live) <= 1 << p.carry_bits
+    if p.align == AlignMode.EXACT and fits and 1 <= len(live) <= 2:
+        # Steps 3-4 of an ideal accumulator when at most two terms can be nonzero (the
+        # others are zero on every input): the sum of two addends, kept to the output's
+        # precision plus guard, round and sticky bits, rounds exactly as the full exact
+        # register would, in a few dozen bits instead of hundreds. n terms, each below
+        # 2^int_bits units of 2^e_max, never outgrow carry_bits >= log2(n) bits of
+        # headroom, so a limited register cannot overflow either.
+        exact = exact_sum(live, p.out_fmt.spec.precision)
+        return _finish(exact, terms, p, flush, is_nan, is_inf, neg_inf)
 
     # Step 3: alignment to e_max with F fraction bits.
     zero_e = BV.const(b, EXP_MIN if p.e_zero is None else p.e_zero, EXP_W)
@@ -138,6 +153,20 @@ def fda_group(
     # Step 5: normalise and round.
     neg = acc.is_neg()
     exact = Exact(neg, acc.abs(), e_max - frac + scale)
+    return _finish(exact, terms, p, flush, is_nan, is_inf, neg_inf)
+
+
+def _finish(
+    exact: Exact,
+    terms: list[Addend],
+    p: ModelParams,
+    flush: bool | None,
+    is_nan: Bool,
+    is_inf: Bool,
+    neg_inf: Bool,
+) -> BV:
+    """Step 5 and the special values: `exact` (the group's sum) rounded into the output."""
+    b = exact.mag.b
     if p.zero_sign == ZeroSign.POSITIVE:
         zsign = Bool.const(b, False)
     else:
