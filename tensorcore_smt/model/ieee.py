@@ -10,7 +10,7 @@ p+3 bits below the larger operand plus a sticky bit, which is enough for correct
 from __future__ import annotations
 
 from ..bv.core import BV, Bool
-from ..formats import EXP_W, Format, Rounding, Unpacked, decode, default_nan_bits
+from ..formats import EXP_W, Format, Rounding, Specials, Unpacked, decode, default_nan_bits
 from .rounding import Exact, Overflow, round_to_format, special_bits
 from .terms import EXP_MIN, Addend, ProductExponent, operand_addend, product_addend
 
@@ -107,6 +107,29 @@ def mul_unpacked(
     inf = x.is_inf | y.is_inf
     ex = exact_sum([p], out.spec.precision)
     return _finish(ex, out, mode, p.sign, nan, inf, p.sign, nan_bits, flush)
+
+
+def products_exact_in(fx: Format, fy: Format, out: Format) -> bool:
+    """Whether every product of a number of `fx` and one of `fy` is a number of `out`:
+    its significand fits out's precision, its magnitude stays below out's overflow
+    threshold and its lowest bit on out's subnormal grid (fp16 x fp16 in fp32, not bf16
+    x bf16), and `out` has Inf and NaN for the products that are not finite."""
+    sx, sy, so = fx.spec, fy.spec, out.spec
+    return (
+        so.specials == Specials.IEEE
+        and sx.precision + sy.precision <= so.precision
+        and sx.emax + sy.emax + 1 <= so.emax
+        and (sx.emin - sx.mbits) + (sy.emin - sy.mbits) >= so.emin - so.mbits
+    )
+
+
+def exact_product(x: Unpacked, y: Unpacked) -> Unpacked:
+    """x * y unrounded, as an unpacked value with a two-integer-bit significand: what
+    `mul_unpacked` returns when `products_exact_in` holds, without packing it into the
+    output format and decoding it again."""
+    p = product_addend(x, y, ProductExponent.UNNORMALIZED)
+    nan = x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
+    return Unpacked(p.sign, p.exp, p.mag, p.fb, p.is_zero & ~nan, x.is_inf | y.is_inf, nan)
 
 
 def fma_unpacked(

@@ -45,25 +45,46 @@ def _pairwise(vals: list[BV], add) -> BV:
     return add(_pairwise(vals[:mid], add), _pairwise(vals[mid:], add))
 
 
+SKIP_EXACT_STEPS = True
+"""`sequential` leaves out the steps that cannot change a value (tests turn it off to
+compare the two paths)."""
+
+
 def sequential(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
-    """IEEE sum of c and the K products in `p.order`, rounded after every operation."""
+    """IEEE sum of c and the K products in `p.order`, rounded after every operation.
+
+    Steps that cannot change a value are left out: c already in the accumulator's
+    format is not converted, products that the format always holds exactly
+    (`ieee.products_exact_in`, e.g. fp16 x fp16 in fp32) go to the additions unrounded,
+    and a result already in d's format is not converted again. Each of them would only
+    pack a value and decode it again (NaNs become the default NaN either way)."""
     acc, mode = p.acc_fmt, p.acc_rounding
     ua, ub, uc = _operands(a_bits, b_bits, c_bits, p)
+    fa, fb = _fmt(p.a_fmt, p), _fmt(p.b_fmt, p)
 
-    def add(x: BV, y: BV, last: bool = False) -> BV:
+    def unpacked(x: BV | Unpacked) -> Unpacked:
+        return x if isinstance(x, Unpacked) else decode(x, acc)
+
+    def add(x: BV | Unpacked, y: BV | Unpacked, last: bool = False) -> BV:
         # the last addition's result is d before its conversion, where flush_outputs acts
         flush = p.flush_sums and not last
-        return ieee.add_unpacked(decode(x, acc), decode(y, acc), acc, mode, flush=flush)
+        return ieee.add_unpacked(unpacked(x), unpacked(y), acc, mode, flush=flush)
 
-    c = ieee.convert_unpacked(uc, acc, mode)
+    skip = SKIP_EXACT_STEPS
+    c: BV | Unpacked = uc if skip and p.c_fmt == acc else ieee.convert_unpacked(uc, acc, mode)
     if p.fused_products:
         d = c
         idx = list(range(p.K - 1, -1, -1) if p.order == Order.REVERSE else range(p.K))
         for k in idx:
             flush = p.flush_sums and k != idx[-1]
-            d = ieee.fma_unpacked(ua[k], ub[k], decode(d, acc), acc, mode, flush=flush)
+            d = ieee.fma_unpacked(ua[k], ub[k], unpacked(d), acc, mode, flush=flush)
     else:
-        prods = [ieee.mul_unpacked(x, y, acc, mode, flush=p.flush_products) for x, y in zip(ua, ub)]
+        if skip and ieee.products_exact_in(fa, fb, acc) and not p.flush_products:
+            prods = [ieee.exact_product(x, y) for x, y in zip(ua, ub)]
+        else:
+            prods = [
+                ieee.mul_unpacked(x, y, acc, mode, flush=p.flush_products) for x, y in zip(ua, ub)
+            ]
         if p.order in (Order.C_FIRST, Order.REVERSE):
             d = c
             seq = prods if p.order == Order.C_FIRST else prods[::-1]
@@ -76,8 +97,9 @@ def sequential(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -
             d = add(d, c, last=True)
         else:  # PAIRWISE
             d = add(c, _pairwise(prods, add), last=True)
-    out = decode(d, acc)
-    return ieee.convert_unpacked(out, p.d_fmt, p.rounding, p.nan_bits, flush=p.flush_outputs)
+    if skip and p.d_fmt == acc and p.nan_bits is None and not p.flush_outputs:
+        return d
+    return ieee.convert_unpacked(unpacked(d), p.d_fmt, p.rounding, p.nan_bits, p.flush_outputs)
 
 
 def sfma(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
