@@ -104,7 +104,8 @@ def test_symbolic_query_with_one_free_product_takes_the_small_adder(mode):
     vec = simulate_params(p, a, b, c)
     for i in range(len(c)):
         env = {"a0": int(a[i, 0]), "b0": int(b[i, 0]), "c": int(c[i])}
-        assert evaluate(d.v, env) == int(vec[i]), env
+        got, want = evaluate(d.v, env), int(vec[i])
+        assert got == want, f"{env}: DAG {got:#x} != vector {want:#x}"
 
 
 def _nodes(root):

@@ -138,7 +138,8 @@ def _check_symbolic(p, names, a, b, c) -> None:
         env = {f"a{k}": int(a[i][k]) for k in range(p.K)}
         env |= {f"b{k}": int(b[i][k]) for k in range(p.K)}
         env["c"] = int(c[i])
-        assert evaluate(d.v, env) == want, f"DAG evaluator disagrees for {where}"
+        got = evaluate(d.v, env)  # a local: pytest would print the DAG's repr
+        assert got == want, f"DAG evaluator disagrees for {where}"
 
 
 @pytest.mark.parametrize("entry", MODELS, ids=MODEL_IDS)

@@ -152,7 +152,8 @@ def test_interpreters_agree_on_split(variant):
             f"b{k}": int(b[i][k]) for k in range(p.K)
         }
         env["c"] = int(c[i])
-        assert evaluate(d.v, env) == conc
+        got = evaluate(d.v, env)  # a local: pytest would print the DAG's repr
+        assert got == conc, env
 
 
 def test_split_needs_wider_inputs():

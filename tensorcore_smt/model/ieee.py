@@ -93,6 +93,21 @@ def add_unpacked(
     return _finish(ex, out, mode, zs, nan, inf, inf_neg, nan_bits, flush)
 
 
+def add_known_zero(x_bits: BV, zero: Unpacked, out: Format, mode: Rounding) -> BV:
+    """x + z for `x_bits` a value of `out` and `zero` an addend that is zero on every
+    input: what `add_unpacked` returns, without rounding anything. The sum is x itself,
+    except that a zero x takes IEEE's sign of a sum of two zeros and a NaN becomes the
+    default NaN. Formats with Inf, a sign bit and no ignored bits only."""
+    s = out.spec
+    assert s.specials == Specials.IEEE and s.signed and not (s.ignored_low or s.ignored_high)
+    b = x_bits.b
+    x = decode(x_bits, out)
+    zs = _zero_sign(mode, [operand_addend(x), operand_addend(zero)])
+    signed_zero = zs.ite(BV.const(b, 1 << (s.storage - 1), s.storage), BV.const(b, 0, s.storage))
+    nan = BV.const(b, default_nan_bits(out), s.storage)
+    return x.is_nan.ite(nan, x.is_zero.ite(signed_zero, x_bits))
+
+
 def mul_unpacked(
     x: Unpacked,
     y: Unpacked,

@@ -18,7 +18,7 @@ GPS applies exactly the flushes its parameters ask for; the CDNA2 presets set al
 from __future__ import annotations
 
 from ..bv.core import BV, Bool
-from ..formats import Format, Rounding, Unpacked, decode, flush_subnormal
+from ..formats import Format, Rounding, Specials, Unpacked, decode, flush_subnormal
 from . import ieee
 from .params import ModelParams, Order, Tf32Input
 
@@ -56,21 +56,29 @@ def sequential(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -
     Steps that cannot change a value are left out: c already in the accumulator's
     format is not converted, products that the format always holds exactly
     (`ieee.products_exact_in`, e.g. fp16 x fp16 in fp32) go to the additions unrounded,
-    and a result already in d's format is not converted again. Each of them would only
-    pack a value and decode it again (NaNs become the default NaN either way)."""
+    adding a term that is zero on every input (`--terms`, a fixed zero) returns the
+    other addend without rounding it again (`ieee.add_known_zero`), and a result
+    already in d's format is not converted again. Each of them would only pack a value
+    and decode it again (NaNs become the default NaN either way)."""
     acc, mode = p.acc_fmt, p.acc_rounding
     ua, ub, uc = _operands(a_bits, b_bits, c_bits, p)
     fa, fb = _fmt(p.a_fmt, p), _fmt(p.b_fmt, p)
+    skip = SKIP_EXACT_STEPS
 
     def unpacked(x: BV | Unpacked) -> Unpacked:
         return x if isinstance(x, Unpacked) else decode(x, acc)
 
+    plain_acc = acc.spec.specials == Specials.IEEE and not acc.spec.ignored_low
+
     def add(x: BV | Unpacked, y: BV | Unpacked, last: bool = False) -> BV:
         # the last addition's result is d before its conversion, where flush_outputs acts
         flush = p.flush_sums and not last
+        if skip and plain_acc and not flush:
+            for u, v in ((x, y), (y, x)):
+                if isinstance(u, BV) and unpacked(v).is_zero.known() is True:
+                    return ieee.add_known_zero(u, unpacked(v), acc, mode)
         return ieee.add_unpacked(unpacked(x), unpacked(y), acc, mode, flush=flush)
 
-    skip = SKIP_EXACT_STEPS
     c: BV | Unpacked = uc if skip and p.c_fmt == acc else ieee.convert_unpacked(uc, acc, mode)
     if p.fused_products:
         d = c
