@@ -96,7 +96,10 @@ def _cvc5_solve(
     s.setOption("seed", str(seed))
     if "FloatingPoint" not in text:
         # Pure bit-vector queries: eager bit-blasting turns > 120 s timeouts into 6-30 s
-        # answers on the carry-bit queries (docs/encoding.md, study vi).
+        # answers on the carry-bit queries (docs/encoding.md, study vi). It needs the
+        # logic QF_BV: without a set-logic cvc5 assumes ALL, which it rejects.
+        if "(set-logic" not in text:
+            s.setLogic("QF_BV")
         s.setOption("bitblast", "eager")
         s.setOption("bv-assert-input", "true")
     for k, v in (extra_options or {}).items():

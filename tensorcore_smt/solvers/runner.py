@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -65,6 +66,16 @@ def check_solver_names(names: list[str]) -> None:
             raise ValueError(f"unknown solver {n!r}; known: {', '.join(known)}, portfolio")
         if n not in inst:
             raise ValueError(f"solver {n!r} is not installed (pip install {known[n].distribution})")
+
+
+def _is_time_limit(reason: str) -> bool:
+    """Whether a back end's `unknown` reason says its time limit ran out (z3: timeout or
+    canceled, cvc5: timeout, bitwuzla: time limit reached); an error whose text merely
+    contains "time" (a RuntimeError) is not one."""
+    low = reason.lower()
+    if low.startswith(("error", "out of memory")):
+        return False
+    return bool(re.search(r"\btime ?out\b|\btime limit\b|\bcancel", low))
 
 
 class _Child:
@@ -138,7 +149,7 @@ class _Child:
         answer = Answer(data.get("answer", "unknown"))
         model = {k: int(v) for k, v in data.get("model", {}).items()}
         reason = data.get("reason", "")
-        if answer == Answer.UNKNOWN and "time" in reason.lower():
+        if answer == Answer.UNKNOWN and _is_time_limit(reason):
             reason = f"timeout after {self.job.timeout:g} s (solver's own limit)"
         solver_s = data.get("solver_s")
         return SolveResult(
