@@ -21,7 +21,15 @@ from . import ieee
 from .params import ModelParams
 from .rounding import Exact, Overflow, round_to_format, special_bits
 from .sequential import _fmt
-from .terms import EXP_MIN, Addend, AlignMode, ProductExponent, align, product_addend
+from .terms import (
+    EXP_MIN,
+    Addend,
+    AlignMode,
+    ProductExponent,
+    align,
+    product_addend,
+    product_is_nan,
+)
 
 
 def _dot(terms: list[Addend], F: int) -> tuple[BV, BV]:
@@ -108,10 +116,7 @@ def _products(a_bits, b_bits, p: ModelParams, overflow: bool):
         ua = [flush_subnormal(u, _fmt(p.a_fmt, p), keep_sign=False) for u in ua]
         ub = [flush_subnormal(u, _fmt(p.b_fmt, p), keep_sign=False) for u in ub]
     terms = [product_addend(x, y, ProductExponent.UNNORMALIZED) for x, y in zip(ua, ub)]
-    nan_terms = [
-        x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
-        for x, y in zip(ua, ub)
-    ]
+    nan_terms = [product_is_nan(x, y) for x, y in zip(ua, ub)]
     infs = []
     for x, y, t in zip(ua, ub, terms):
         inf = x.is_inf | y.is_inf

@@ -32,7 +32,15 @@ from ..formats import EXP_W, Format, decode, default_nan_bits, flush_subnormal
 from .ieee import exact_sum
 from .params import CarryOverflow, ModelParams, Tf32Input, ZeroSign
 from .rounding import Exact, round_to_format, special_bits
-from .terms import EXP_MIN, Addend, AlignMode, align, operand_addend, product_addend
+from .terms import (
+    EXP_MIN,
+    Addend,
+    AlignMode,
+    align,
+    invalid_product,
+    operand_addend,
+    product_addend,
+)
 
 
 def _operand_fmt(fmt: Format, p: ModelParams) -> Format:
@@ -72,7 +80,7 @@ def fda_group(
         uc = flush_subnormal(uc, c_fmt, keep_sign=False)
 
     # Step 1: special values.
-    prod_nan = [(x.is_inf & y.is_zero) | (x.is_zero & y.is_inf) for x, y in zip(ua, ub)]
+    prod_nan = [invalid_product(x, y) for x, y in zip(ua, ub)]
     prod_inf = [x.is_inf | y.is_inf for x, y in zip(ua, ub)]
     prod_sign = [x.sign ^ y.sign for x, y in zip(ua, ub)]
     nan_in = any_of(b, [u.is_nan for u in ua + ub + [uc]] + prod_nan)

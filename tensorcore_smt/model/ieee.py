@@ -12,7 +12,15 @@ from __future__ import annotations
 from ..bv.core import BV, Bool
 from ..formats import EXP_W, Format, Rounding, Specials, Unpacked, decode, default_nan_bits
 from .rounding import Exact, Overflow, round_to_format, special_bits
-from .terms import EXP_MIN, Addend, ProductExponent, operand_addend, product_addend
+from .terms import (
+    EXP_MIN,
+    Addend,
+    ProductExponent,
+    invalid_product,
+    operand_addend,
+    product_addend,
+    product_is_nan,
+)
 
 
 def _zero_sign(mode: Rounding, terms: list[Addend]) -> Bool:
@@ -93,13 +101,20 @@ def add_unpacked(
     return _finish(ex, out, mode, zs, nan, inf, inf_neg, nan_bits, flush)
 
 
+def passes_zero_through(fmt: Format) -> bool:
+    """Whether `add_known_zero` can add into `fmt`: Inf and NaN, a sign bit, no ignored
+    bits (every pattern it returns is one the format reads back unchanged)."""
+    s = fmt.spec
+    return s.specials == Specials.IEEE and s.signed and not (s.ignored_low or s.ignored_high)
+
+
 def add_known_zero(x_bits: BV, zero: Unpacked, out: Format, mode: Rounding) -> BV:
     """x + z for `x_bits` a value of `out` and `zero` an addend that is zero on every
     input: what `add_unpacked` returns, without rounding anything. The sum is x itself,
     except that a zero x takes IEEE's sign of a sum of two zeros and a NaN becomes the
     default NaN. Formats with Inf, a sign bit and no ignored bits only."""
     s = out.spec
-    assert s.specials == Specials.IEEE and s.signed and not (s.ignored_low or s.ignored_high)
+    assert passes_zero_through(out), s.name
     b = x_bits.b
     x = decode(x_bits, out)
     zs = _zero_sign(mode, [operand_addend(x), operand_addend(zero)])
@@ -118,7 +133,7 @@ def mul_unpacked(
 ) -> BV:
     """x * y rounded into `out`."""
     p = product_addend(x, y, ProductExponent.UNNORMALIZED)
-    nan = x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
+    nan = product_is_nan(x, y)
     inf = x.is_inf | y.is_inf
     ex = exact_sum([p], out.spec.precision)
     return _finish(ex, out, mode, p.sign, nan, inf, p.sign, nan_bits, flush)
@@ -143,7 +158,7 @@ def exact_product(x: Unpacked, y: Unpacked) -> Unpacked:
     `mul_unpacked` returns when `products_exact_in` holds, without packing it into the
     output format and decoding it again."""
     p = product_addend(x, y, ProductExponent.UNNORMALIZED)
-    nan = x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
+    nan = product_is_nan(x, y)
     return Unpacked(p.sign, p.exp, p.mag, p.fb, p.is_zero & ~nan, x.is_inf | y.is_inf, nan)
 
 
@@ -159,7 +174,7 @@ def fma_unpacked(
     """a * b + c with a single rounding into `out`."""
     p = product_addend(a, bb, ProductExponent.UNNORMALIZED)
     tc = operand_addend(c)
-    p_nan = (a.is_inf & bb.is_zero) | (a.is_zero & bb.is_inf)
+    p_nan = invalid_product(a, bb)
     p_inf = a.is_inf | bb.is_inf
     nan = a.is_nan | bb.is_nan | c.is_nan | p_nan | (p_inf & c.is_inf & (p.sign ^ c.sign))
     inf = p_inf | c.is_inf

@@ -18,7 +18,7 @@ GPS applies exactly the flushes its parameters ask for; the CDNA2 presets set al
 from __future__ import annotations
 
 from ..bv.core import BV, Bool
-from ..formats import Format, Rounding, Specials, Unpacked, decode, flush_subnormal
+from ..formats import Format, Rounding, Unpacked, decode, flush_subnormal
 from . import ieee
 from .params import ModelParams, Order, Tf32Input
 
@@ -68,7 +68,7 @@ def sequential(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -
     def unpacked(x: BV | Unpacked) -> Unpacked:
         return x if isinstance(x, Unpacked) else decode(x, acc)
 
-    plain_acc = acc.spec.specials == Specials.IEEE and not acc.spec.ignored_low
+    plain_acc = ieee.passes_zero_through(acc)
 
     def add(x: BV | Unpacked, y: BV | Unpacked, last: bool = False) -> BV:
         # the last addition's result is d before its conversion, where flush_outputs acts

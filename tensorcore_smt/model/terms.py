@@ -65,6 +65,16 @@ def product_addend(ua: Unpacked, ub: Unpacked, mode: ProductExponent) -> Addend:
     return Addend(sign, mag, exp, fb, is_zero)
 
 
+def invalid_product(ua: Unpacked, ub: Unpacked) -> Bool:
+    """0 * Inf or Inf * 0: the product is NaN although neither operand is."""
+    return (ua.is_inf & ub.is_zero) | (ua.is_zero & ub.is_inf)
+
+
+def product_is_nan(ua: Unpacked, ub: Unpacked) -> Bool:
+    """The product of two operands is NaN: a NaN operand, or 0 * Inf."""
+    return ua.is_nan | ub.is_nan | invalid_product(ua, ub)
+
+
 def max_exponent(terms: list[BV]) -> BV:
     """Signed maximum of exponents."""
     out = terms[0]
