@@ -195,7 +195,7 @@ _MMA_FROM = {
     "turing": {70, 75},
     "ampere": {75, 80},
     "ada": {75, 80, 89},
-    "hopper": {75, 80, 90},
+    "hopper": {75, 80, 89, 90},
     "blackwell": {75, 80},
     "rtx-blackwell": {75, 80, 89, 120},
 }
@@ -207,6 +207,11 @@ _MMA_QUIRKS: dict[tuple[str, int], dict] = {
     ("turing", 70): {"as_arch": "volta"},
     # Ada's FP8 QMMA keeps F=13 and truncates fp32 output to E8M13 (MMA-Sim §VI-A).
     ("ada", 89): {"F": 13, "e8m13": True},
+    # Hopper's FP8 mma.sync: the MATLAB tensor-core model (models/H100TC.m) gives Hopper FP8
+    # one group of 32 products with F = 13 (2 + 23 - 10 alignment bits) and no mma/wgmma
+    # distinction, as MMA-Sim's HGMMA FP8. The competing belief (the sm_90 legacy path runs
+    # FP8 as f16 HMMA.16816) is the named variant `hopper-fp8-mma-f16`.
+    ("hopper", 89): {"F": 13, "e8m13": True},
 }
 
 
@@ -461,6 +466,11 @@ ALIASES: dict[str, tuple[str, str]] = {
     "mmasim1-turing": (
         "turing[F=24]",
         "MMA-Sim first version, Table III: Turing HMMA.884 with F=24",
+    ),
+    "hopper-fp8-mma-f16": (
+        "hopper[F=25,L=16,carry_bits=5,rounding_fmt=none]",
+        "Hopper mma.sync with e4m3/e5m2 operands run as f16 HMMA.16816 on converted "
+        "operands (exact: every fp8 value is an fp16 value): chained groups of 16, F=25",
     ),
     "ieee-fp32-rz": (
         "volta[algorithm=sequential,acc_rounding=rz]",

@@ -387,6 +387,41 @@ def _indent(text: str, n: int) -> str:
     return "\n".join(pad + line if line else line for line in text.splitlines())
 
 
+def kernel_definition(inst: Instruction, target: Target) -> str:
+    """CUDA source of `probe_kernel` (and `g_unsupported` on arch-specific targets): block
+    `i` computes the dot product of vector `i` of the arrays `va` (K words a vector), `vb`,
+    `vc` and stores d's bits in `vd[i]`. The program defines `K`."""
+    lay = layout_for(inst)
+    p = inst.params
+    kernel = _kernel_wgmma(inst, lay) if lay.threads == 128 else _kernel_mma(inst, lay)
+    t_d, r_d, off_d = _d_holder(lay)
+    ct = _cd_type(lay.d)
+    threads = lay.threads
+    if target.suffix == "a":
+        # `nvcc -arch=sm_XXa` also embeds portable compute_XX PTX, where the instruction
+        # does not exist: compile it only for the arch-specific target.
+        decl = "__device__ int g_unsupported = 0;  // set when the kernel ran without the instruction\n\n"
+        guard_open = f"#if defined(__CUDA_ARCH_FEAT_SM{target.sm}_ALL)\n"
+        guard_close = "#else\n  (void)va, (void)vb, (void)vc, (void)vd;\n  if (t == 0) g_unsupported = 1;\n#endif\n"
+    else:
+        decl = guard_open = guard_close = ""
+    return f"""{decl}__global__ void __launch_bounds__({threads}) probe_kernel(const unsigned long long* __restrict__ va,
+                                          const unsigned long long* __restrict__ vb,
+                                          const unsigned long long* __restrict__ vc,
+                                          unsigned long long* __restrict__ vd) {{
+  const unsigned t = threadIdx.x;
+{guard_open}  const unsigned long long* a = va + (size_t)blockIdx.x * K;
+  const unsigned long long* b = vb + (size_t)blockIdx.x * K;
+  const unsigned long long c = vc[blockIdx.x];
+{_indent(kernel, 2)}
+  // D[0][0]: thread {t_d}, register {r_d}, bits {off_d}..
+  if (t == {t_d}u) {{
+    vd[blockIdx.x] = ((unsigned long long)({ct.to_bits.format(f"fd[{r_d}]")}) >> {off_d}) & {_mask(p.d_fmt.spec.storage)};
+  }}
+{guard_close}}}
+"""
+
+
 def generate(
     vf: VectorFile, sm: str | None = None, source_name: str = "probe.cu", vectors_name: str = ""
 ) -> str:
@@ -400,9 +435,6 @@ def generate(
     p = inst.params
     K = p.K
     d_fmt = p.d_fmt
-    kernel = _kernel_wgmma(inst, lay) if lay.threads == 128 else _kernel_mma(inst, lay)
-    t_d, r_d, off_d = _d_holder(lay)
-    ct = _cd_type(lay.d)
     vname = _comment(vectors_name or "VECTORS.json")
     source_name = _comment(source_name)
     cmd = nvcc_command(target, source_name)
@@ -444,14 +476,7 @@ def generate(
             header.append(line)
             line = "//      "
     threads = lay.threads
-    if target.suffix == "a":
-        # `nvcc -arch=sm_XXa` also embeds portable compute_XX PTX, where the instruction
-        # does not exist: compile it only for the arch-specific target.
-        guard_open = f"#if defined(__CUDA_ARCH_FEAT_SM{target.sm}_ALL)\n"
-        guard_close = "#else\n  (void)va, (void)vb, (void)vc, (void)vd;\n  if (t == 0) g_unsupported = 1;\n#endif\n"
-        unsupported = _UNSUPPORTED.format(target=target)
-    else:
-        guard_open = guard_close = unsupported = ""
+    unsupported = _UNSUPPORTED.format(target=target) if target.suffix == "a" else ""
     notes_lines = [
         f"//   vector {i}: {_comment(v.note)}" for i, v in enumerate(vf.vectors) if v.note
     ]
@@ -486,21 +511,7 @@ static const unsigned long long VB[NV * K] = {{
 static const unsigned long long VC[NV] = {{
     {_c_literal([v.c for v in vf.vectors])}}};
 
-{"__device__ int g_unsupported = 0;  // set when the kernel ran without the instruction" + chr(10) + chr(10) if unsupported else ""}__global__ void __launch_bounds__({threads}) probe_kernel(const unsigned long long* __restrict__ va,
-                                          const unsigned long long* __restrict__ vb,
-                                          const unsigned long long* __restrict__ vc,
-                                          unsigned long long* __restrict__ vd) {{
-  const unsigned t = threadIdx.x;
-{guard_open}  const unsigned long long* a = va + (size_t)blockIdx.x * K;
-  const unsigned long long* b = vb + (size_t)blockIdx.x * K;
-  const unsigned long long c = vc[blockIdx.x];
-{_indent(kernel, 2)}
-  // D[0][0]: thread {t_d}, register {r_d}, bits {off_d}..
-  if (t == {t_d}u) {{
-    vd[blockIdx.x] = ((unsigned long long)({ct.to_bits.format(f"fd[{r_d}]")}) >> {off_d}) & {_mask(d_fmt.spec.storage)};
-  }}
-{guard_close}}}
-
+{kernel_definition(inst, target)}
 int main() {{
   int dev = 0;
   CHECK(cudaGetDevice(&dev));
@@ -548,6 +559,7 @@ __all__ = [
     "Target",
     "choose_target",
     "generate",
+    "kernel_definition",
     "nvcc_command",
     "parse_sm",
     "ptx_mnemonic",
