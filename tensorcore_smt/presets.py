@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from .formats import Format, Rounding
-from .model.params import Algorithm, ModelParams, Split, parse_value
+from .model.params import Algorithm, ModelParams, NanRule, Split, parse_value
 from .model.rounding import Overflow
 from .model.terms import AlignMode
 
@@ -126,10 +126,25 @@ def _nv_fda(
     )
 
 
-def _sfma(K: int, fmt: Format) -> ModelParams:
+def _sfma(K: int, fmt: Format, **quirks) -> ModelParams:
     return ModelParams(
-        Algorithm.SFMA, fmt, fmt, fmt, fmt, K=K, L=1, rounding=Rounding.RNE, overflow=Overflow.IEEE
+        Algorithm.SFMA,
+        fmt,
+        fmt,
+        fmt,
+        fmt,
+        K=K,
+        L=1,
+        rounding=Rounding.RNE,
+        overflow=Overflow.IEEE,
+        **quirks,
     )
+
+
+NV_DMMA = dict(nan_bits=0xFFF8000000000000, nan_rule=NanRule.B_ACC_A)
+"""NVIDIA DMMA's NaNs, read off an H100 (results/hardware/h100/validation): an FMA with a
+NaN operand returns the first of b_k, the running sum, a_k made quiet; an invalid
+operation (Inf - Inf, 0 x Inf) gives the negative quiet NaN 0xFFF8000000000000."""
 
 
 _NV_ARCH = {
@@ -231,7 +246,7 @@ def _nv_instructions(arch_name: str) -> dict[str, Instruction]:
         K, a, b, c, d = _parse_mma(name)
         quirk = _MMA_QUIRKS.get((arch_name, sm), {})
         if a == Format.FP64:
-            params = _sfma(K, Format.FP64)
+            params = _sfma(K, Format.FP64, **NV_DMMA)
         else:
             base = _NV_ARCH[quirk.get("as_arch", arch_name)]
             params = _nv_fda(base, K, a, b, c, d, F=quirk.get("F"), e8m13=quirk.get("e8m13", False))

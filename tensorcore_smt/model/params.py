@@ -57,6 +57,15 @@ class Split(Enum):
     # the three partial results and c are added outside in fp32 round-to-nearest
 
 
+class NanRule(Enum):
+    """Which NaN a sequential FMA returns when an operand is NaN."""
+
+    CANONICAL = "canonical"  # always the unit's one NaN (`nan_bits`)
+    # the first NaN operand among b_k, the running sum, a_k, made quiet: NVIDIA DMMA on
+    # H100 (results/hardware/h100: 4 x 10^6 random f64 rows, every NaN payload explained)
+    B_ACC_A = "b-acc-a"
+
+
 class ZeroSign(Enum):
     """Sign of an exactly-zero fused result."""
 
@@ -90,6 +99,7 @@ class ModelParams:
     rounding_fmt: Format | None = None  # None: d_fmt; E8M13 for FP8 on Ada/Hopper
     overflow: Overflow = Overflow.TO_INF
     nan_bits: int | None = None  # None: the output format's default quiet NaN
+    nan_rule: NanRule = NanRule.CANONICAL  # SFMA: which NaN an FMA with a NaN operand returns
     tf32: Tf32Input = Tf32Input.TRUNCATE
     flush_inputs: bool = False  # subnormal a, b, c read as +0 (MMA-Sim §IV-B step 1)
     flush_products: bool = False  # a rounded product in the subnormal range -> signed 0
@@ -187,6 +197,7 @@ def parse_value(name: str, text: str) -> Any:
         "Tf32Input": Tf32Input,
         "CarryOverflow": CarryOverflow,
         "ZeroSign": ZeroSign,
+        "NanRule": NanRule,
         "Split": Split,
     }
     for key, enum in enums.items():

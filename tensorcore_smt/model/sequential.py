@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..bv.core import BV, Bool
 from ..formats import Format, Rounding, Unpacked, decode, flush_subnormal
 from . import ieee
-from .params import ModelParams, Order, Tf32Input
+from .params import ModelParams, NanRule, Order, Tf32Input
 
 
 def _fmt(fmt: Format, p: ModelParams) -> Format:
@@ -114,11 +114,34 @@ def sfma(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
     """Sequential fused multiply-adds in the output format, round to nearest even."""
     ua, ub, uc = _operands(a_bits, b_bits, c_bits, p)
     out = p.d_fmt
-    d = ieee.convert_unpacked(uc, out, p.rounding, p.nan_bits)
+    if p.nan_rule == NanRule.B_ACC_A and p.c_fmt == out:
+        d = c_bits  # a NaN c reaches the first FMA with its payload
+    else:
+        d = ieee.convert_unpacked(uc, out, p.rounding, p.nan_bits)
     for k, (x, y) in enumerate(zip(ua, ub)):
         flush = p.flush_outputs if k == p.K - 1 else p.flush_sums
-        d = ieee.fma_unpacked(x, y, decode(d, out), out, p.rounding, p.nan_bits, flush)
+        acc = decode(d, out)
+        r = ieee.fma_unpacked(x, y, acc, out, p.rounding, p.nan_bits, flush)
+        if p.nan_rule == NanRule.B_ACC_A:
+            r = _first_nan(
+                [(b_bits[k], y, p.b_fmt), (d, acc, out), (a_bits[k], x, p.a_fmt)], r, out
+            )
+        d = r
     return d
+
+
+def _first_nan(operands: list[tuple[BV, Unpacked, Format]], otherwise: BV, out: Format) -> BV:
+    """The first NaN operand, made quiet, in `out`'s encoding; else `otherwise`. Operands
+    must already be in `out`'s format (the NaN keeps its payload)."""
+    quiet = 1 << (out.spec.mbits - 1)
+    r = otherwise
+    for bits, u, fmt in reversed(operands):
+        if fmt != out:
+            raise ValueError(
+                f"nan_rule=b-acc-a needs operands in {out.spec.name}, not {fmt.spec.name}"
+            )
+        r = u.is_nan.ite(bits | BV.const(bits.b, quiet, bits.w), r)
+    return r
 
 
 def _flush_to_plus_zero(u: Unpacked, fmt: Format) -> Unpacked:

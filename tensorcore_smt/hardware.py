@@ -1,0 +1,486 @@
+"""The hardware campaign: every probe, the random validation and `identify` on a real GPU,
+with everything the silicon returned written under results/hardware/<gpu>/.
+
+Two halves, so that GPU time is spent on runs only:
+
+- ``python -m tensorcore_smt.hardware vectors`` (no GPU; `make hardware-vectors`): every
+  property of the library on every probed instruction of the architecture, answered by
+  the solvers here; the witnesses become vector files under
+  results/hardware/vectors/<instr>/<property>.vectors.json (committed).
+- ``python -m tensorcore_smt.hardware run`` (`make hardware`, on the GPU machine): builds
+  the probe of every vector file, keeps the SASS excerpt of every instruction (which
+  HMMA / HGMMA / QMMA / DMMA the PTX became), runs the probes and checks their output
+  (`tcsmt probe --check`), validates every instruction on random rows (`rows.py`) bit for
+  bit against the vector interpreter through the batch runner (`probe/runner.py`),
+  matching the mismatches against the named competing hypotheses, and runs
+  `tcsmt identify --oracle cuda` on the probed instructions. Without a GPU it exits 2 with
+  one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .formats import format_hex
+from .presets import PRESETS, UserError, parse_variant
+
+PROBED: dict[str, tuple[str, ...]] = {
+    # The instructions every property is probed on: each operand type and output type of
+    # the legacy mma.sync path and of the warpgroup (wgmma) path.
+    "hopper": (
+        "m16n8k16.f32.f16.f16.f32",
+        "m16n8k16.f16.f16.f16.f16",
+        "m16n8k16.f32.bf16.bf16.f32",
+        "m16n8k8.f32.tf32.tf32.f32",
+        "m16n8k32.f32.e4m3.e4m3.f32",
+        "m16n8k32.f16.e4m3.e4m3.f16",
+        "m16n8k32.f32.e5m2.e5m2.f32",
+        "wgmma.m64n8k16.f32.f16.f16",
+        "wgmma.m64n8k16.f16.f16.f16",
+        "wgmma.m64n8k16.f32.bf16.bf16",
+        "wgmma.m64n8k8.f32.tf32.tf32",
+        "wgmma.m64n8k32.f32.e4m3.e4m3",
+        "wgmma.m64n8k32.f16.e4m3.e4m3",
+    ),
+}
+
+ALTERNATIVES: dict[str, tuple[str, ...]] = {
+    # Competing hypotheses whose agreement with the silicon the validation also counts
+    # (a mismatch of the preset is then explained, or not, by a named belief).
+    "hopper": (
+        "hopper-fp8-mma-f16",
+        "hopper[F=24]",
+        "hopper[F=26]",
+        "hopper[e_zero=none]",
+        "hopper[product_exponent=normalized]",
+    ),
+}
+
+MISMATCHES_KEPT = 500
+"""Mismatching rows saved per instruction as a vector file (all are counted)."""
+
+SASS_OPS = re.compile(r"\b(HMMA|HGMMA|QMMA|DMMA|IMMA|F2FP|HFMA2|FFMA|DFMA|I2F|F2F)\S*")
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+# --- the CPU half: property vectors ---------------------------------------------------
+
+
+def make_vectors(arch: str, out: Path, timeout: float, properties: list[str] | None) -> None:
+    """Every property on every probed instruction of `arch`: vector files under `out`."""
+    from .find import find, save_vectors
+    from .library import load_all
+    from .solve import Limits
+
+    limits = Limits(timeout=timeout)
+    summary_path = out / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    for instr in PROBED[arch]:
+        row = summary.setdefault(instr, {})
+        for name, prop in load_all().items():
+            if properties and name not in properties:
+                continue
+            t0 = time.monotonic()
+            try:
+                answers = find(prop, arch, instr, limits)
+            except UserError as e:
+                row[name] = {"not_applicable": str(e)}
+                continue
+            path = out / _safe(instr) / f"{name}.vectors.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                saved = save_vectors(prop, arch, answers, path)
+            except UserError as e:
+                saved = None
+                row[name] = {"no_vectors": str(e)}
+            if saved is not None or name not in row:
+                row[name] = {
+                    "answers": [a.answer for a in answers],
+                    "vectors": str(path.relative_to(out)) if saved else None,
+                    "seconds": round(time.monotonic() - t0, 1),
+                }
+            print(f"{instr:34s} {name:24s} {row[name]}", flush=True)
+            summary_path.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+# --- the GPU half -------------------------------------------------------------------------
+
+
+@dataclass
+class Gpu:
+    name: str
+    sm: int
+    driver: str
+
+    @property
+    def slug(self) -> str:
+        """Folder name under results/hardware: h100, h200, … (else the name, made safe)."""
+        m = re.search(r"\b([A-Z]{1,2}\d{2,4}[A-Z]?)\b", self.name.upper())
+        return (m.group(1).lower() if m else _safe(self.name).lower()) or "gpu"
+
+
+def detect_gpu() -> Gpu:
+    """GPU 0, from nvidia-smi; UserError (one line) where there is none or no nvcc."""
+    if shutil.which("nvidia-smi") is None:
+        raise UserError("make hardware needs an NVIDIA GPU: nvidia-smi is not installed here")
+    r = subprocess.run(
+        [
+            "nvidia-smi",
+            "--query-gpu=name,compute_cap,driver_version",
+            "--format=csv,noheader",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    lines = r.stdout.strip().splitlines()
+    if r.returncode != 0 or not lines:
+        raise UserError("make hardware needs an NVIDIA GPU: nvidia-smi lists none")
+    name, cap, driver = (x.strip() for x in lines[0].split(","))
+    major, _, minor = cap.partition(".")
+    if shutil.which("nvcc") is None:
+        raise UserError("make hardware needs nvcc (the CUDA compiler) on PATH")
+    return Gpu(name, int(major) * 10 + int(minor or 0), driver)
+
+
+def _run(cmd: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def sass_ops(sass: str) -> dict[str, int]:
+    """Counts of the matrix and conversion opcodes (with their suffixes) in SASS text."""
+    counts: dict[str, int] = {}
+    for line in sass.splitlines():
+        if "/*" not in line:
+            continue
+        for m in SASS_OPS.finditer(line):
+            counts[m.group(0)] = counts.get(m.group(0), 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def sass_excerpt(sass: str) -> str:
+    """The SASS lines with matrix or conversion opcodes."""
+    return "\n".join(ln.strip() for ln in sass.splitlines() if SASS_OPS.search(ln) and "/*" in ln)
+
+
+def run_probes(arch: str, gpu: Gpu, vec_root: Path, out: Path, jobs: int) -> list[dict]:
+    """Build, disassemble, run and check every probe; one summary row per vector file."""
+    from .probe import check, cuda
+    from .vectors import load
+
+    build = out / "build"
+    build.mkdir(parents=True, exist_ok=True)
+    files = sorted(vec_root.glob("*/*.vectors.json"))
+    jobs_list = []
+    for f in files:
+        vf = load(f)
+        inst = vf.instr()
+        req = cuda.requirement(inst)
+        sm = f"{gpu.sm}{'a' if req.arch_specific else ''}"
+        stem = build / f"{f.parent.name}__{f.name.removesuffix('.vectors.json')}"
+        src = cuda.generate(vf, sm=sm, source_name=stem.name + ".cu", vectors_name=str(f))
+        stem.with_suffix(".cu").write_text(src)
+        jobs_list.append((f, vf, stem, sm))
+
+    def compile_one(job):
+        f, vf, stem, sm = job
+        r = _run(["nvcc", f"-arch=sm_{sm}", "-O2", "-o", str(stem), str(stem.with_suffix(".cu"))])
+        return r.returncode, r.stderr[-400:]
+
+    with ThreadPoolExecutor(jobs) as pool:
+        built = list(pool.map(compile_one, jobs_list))
+    rows = []
+    sass_dir = out / "sass"
+    sass_dir.mkdir(exist_ok=True)
+    raw_dir = out / "probes"
+    raw_dir.mkdir(exist_ok=True)
+    seen_sass: dict[str, dict] = {}
+    for (f, vf, stem, sm), (rc, err) in zip(jobs_list, built):
+        row = {"file": str(f), "instruction": vf.instruction, "property": vf.property, "sm": sm}
+        if rc != 0:
+            row["error"] = f"nvcc: {err.strip().splitlines()[-1] if err.strip() else rc}"
+            rows.append(row)
+            continue
+        if vf.instruction not in seen_sass:
+            s = _run(["cuobjdump", "--dump-sass", str(stem)])
+            text = s.stdout
+            (sass_dir / f"{_safe(vf.instruction)}.sass.txt").write_text(sass_excerpt(text) + "\n")
+            seen_sass[vf.instruction] = sass_ops(text)
+        row["sass"] = seen_sass[vf.instruction]
+        r = _run([str(stem)])
+        name = f"{f.parent.name}__{f.name.removesuffix('.vectors.json')}"
+        (raw_dir / f"{name}.out.txt").write_text(r.stdout)
+        if r.returncode != 0:
+            row["error"] = f"probe exit {r.returncode}: {r.stderr.strip()[-300:]}"
+            rows.append(row)
+            continue
+        try:
+            rep = check.check_output(vf, r.stdout)
+        except UserError as e:
+            row["error"] = str(e)
+            rows.append(row)
+            continue
+        (raw_dir / f"{name}.check.txt").write_text(check.report_text(rep, f"{name}.out.txt"))
+        rj = rep.to_json()
+        (raw_dir / f"{name}.check.json").write_text(json.dumps(rj, indent=2) + "\n")
+        row["verdict"] = rep.verdict()
+        row["survivors"] = rj.get("survivors")
+        row["ok"] = rep.ok()
+        rows.append(row)
+        print(f"probe {name:60s} {row['verdict']}", flush=True)
+    return rows
+
+
+def _simulate_chunk(args) -> tuple[str, np.ndarray]:
+    from .api import simulate_params
+
+    variant, instr, a, b, c = args
+    return variant, simulate_params(parse_variant(variant).params(instr), a, b, c)
+
+
+def validate(
+    arch: str,
+    gpu: Gpu,
+    rows: int,
+    seed: int,
+    out: Path,
+    jobs: int,
+    instrs: list[str] | None = None,
+    keep_rows: int = 0,
+    keep_dir: Path | None = None,
+) -> list[dict]:
+    """Every instruction of `arch` runnable on this GPU, on `rows` random rows: the GPU's d
+    against the preset's and each alternative's; mismatching rows saved as vectors."""
+    from . import vectors
+    from .probe.runner import build_runner, run_binary, runner_target
+    from .rows import KINDS, random_rows
+
+    preset = PRESETS[arch]
+    vdir = out / "validation"
+    vdir.mkdir(parents=True, exist_ok=True)
+    names = instrs or list(preset.instructions)
+    runnable = []
+    for name in names:
+        inst = preset.instructions[name]
+        try:
+            runner_target(inst, gpu.sm)
+        except UserError:
+            continue
+        runnable.append(name)
+    with ThreadPoolExecutor(jobs) as pool:
+        cmds = dict(
+            zip(
+                runnable,
+                pool.map(lambda n: build_runner(arch, n, out / "build" / "runners"), runnable),
+            )
+        )
+    sass_dir = out / "sass"
+    sass_dir.mkdir(exist_ok=True)
+    sass = {}
+    for name in runnable:
+        text = _run(["cuobjdump", "--dump-sass", cmds[name][0]]).stdout
+        (sass_dir / f"{_safe(name)}.runner.sass.txt").write_text(sass_excerpt(text) + "\n")
+        sass[name] = sass_ops(text)
+    (sass_dir / "opcodes.json").write_text(json.dumps(sass, indent=2) + "\n")
+    report = []
+    for i, name in enumerate(runnable):
+        p = preset.instructions[name].params
+        t0 = time.monotonic()
+        a, b, c, kind = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, rows, seed + i)
+        tg = time.monotonic()
+        d_gpu = run_binary(cmds[name], a, b, c, out / "build" / "tmp")
+        t_gpu = time.monotonic() - tg
+        variants = [arch] + [v for v in ALTERNATIVES.get(arch, ()) if _applies(v, name)]
+        step = max(1, rows // jobs)
+        tasks = [
+            (v, name, a[lo : lo + step], b[lo : lo + step], c[lo : lo + step])
+            for v in variants
+            for lo in range(0, rows, step)
+        ]
+        preds: dict[str, list[np.ndarray]] = {v: [] for v in variants}
+        with ProcessPoolExecutor(jobs) as pool:
+            for v, d in pool.map(_simulate_chunk, tasks):
+                preds[v].append(d)
+        model = {v: np.concatenate(preds[v]) for v in variants}
+        bad = model[arch] != d_gpu
+        n_bad = int(bad.sum())
+        entry = {
+            "instruction": name,
+            "rows": rows,
+            "seed": seed + i,
+            "mismatches": n_bad,
+            "mismatches_by_kind": {
+                k.value: int((bad & (kind == j)).sum()) for j, k in enumerate(KINDS)
+            },
+            "alternatives": {v: int((model[v] != d_gpu).sum()) for v in variants[1:]},
+            "gpu_seconds": round(t_gpu, 2),
+            "seconds": round(time.monotonic() - t0, 1),
+            "mismatch_file": None,
+            "sass": sass.get(name),
+        }
+        if n_bad and keep_rows:
+            m = min(rows, keep_rows)
+            np.savez_compressed(
+                keep_dir / f"{_safe(name)}.rows.npz", a=a[:m], b=b[:m], c=c[:m], d=d_gpu[:m]
+            )
+        if n_bad:
+            idx = np.flatnonzero(bad)[:MISMATCHES_KEPT]
+            vf = vectors.VectorFile(
+                arch=arch,
+                instruction=name,
+                variants=[arch],
+                vectors=[
+                    vectors.Vector(
+                        a=[int(x) for x in a[j]],
+                        b=[int(x) for x in b[j]],
+                        c=int(c[j]),
+                        predicted={arch: int(model[arch][j])},
+                        note=f"GPU d={format_hex(int(d_gpu[j]), p.d_fmt)} "
+                        f"({KINDS[int(kind[j])].value} row {int(j)} of seed {seed + i})",
+                    )
+                    for j in idx
+                ],
+                property=None,
+                meta={
+                    "gpu": gpu.name,
+                    "observed": [format_hex(int(d_gpu[j]), p.d_fmt) for j in idx],
+                },
+            )
+            path = vdir / f"{_safe(name)}.mismatches.json"
+            vectors.save(vf, path)
+            entry["mismatch_file"] = str(path.relative_to(out))
+        report.append(entry)
+        print(
+            f"validate {name:36s} rows {rows} mismatches {n_bad} "
+            f"alternatives {entry['alternatives']} ({entry['seconds']} s)",
+            flush=True,
+        )
+        (vdir / "validation.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def _applies(variant: str, instr: str) -> bool:
+    """Whether a named alternative is a different model of `instr` (not the preset's own,
+    nor inapplicable)."""
+    try:
+        v = parse_variant(variant)
+        return v.params(instr) != v.preset.instructions[instr].params
+    except (UserError, KeyError, ValueError):
+        return False
+
+
+def run_identify(arch: str, instrs: tuple[str, ...], out: Path, budget: int) -> list[dict]:
+    """`tcsmt identify --oracle cuda` on each instruction; reports under out/identify/."""
+    idir = out / "identify"
+    idir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    exe = [sys.executable, "-c", "from tensorcore_smt.cli import main; main()"]
+    for name in instrs:
+        t0 = time.monotonic()
+        base = [*exe, "identify", "--arch", arch, "--instr", name, "--oracle", "cuda"]
+        base += ["--budget", str(budget)]
+        r = _run([*base, "--json"], timeout=1800)
+        (idir / f"{_safe(name)}.json").write_text(r.stdout)
+        (idir / f"{_safe(name)}.stderr.txt").write_text(r.stderr)
+        row = {"instruction": name, "exit": r.returncode, "seconds": round(time.monotonic() - t0)}
+        try:
+            js = json.loads(r.stdout)
+            row["survivors"] = [s.get("variant") for s in js.get("survivors", [])]
+            row["oracle_vectors"] = js.get("oracle_vectors")
+        except json.JSONDecodeError:
+            row["error"] = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        rows.append(row)
+        print(f"identify {name:36s} {row}", flush=True)
+        (idir / "identify.json").write_text(json.dumps(rows, indent=2) + "\n")
+    return rows
+
+
+def campaign(args: argparse.Namespace) -> int:
+    """The GPU half (see the module docstring)."""
+    try:
+        gpu = detect_gpu()
+    except UserError as e:
+        print(f"tcsmt hardware: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out) / gpu.slug
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = args.jobs or os.cpu_count() or 1
+    meta = {
+        "gpu": gpu.name,
+        "sm": gpu.sm,
+        "driver": gpu.driver,
+        "nvcc": (_run(["nvcc", "--version"]).stdout.strip().splitlines() or [""])[-1],
+        "tcsmt": __version__,
+        "python": platform.python_version(),
+        "rows_per_instruction": args.rows,
+        "seed": args.seed,
+    }
+    (out / "machine.json").write_text(json.dumps(meta, indent=2) + "\n")
+    t0 = time.monotonic()
+    steps = args.steps.split(",")
+    if "probes" in steps:
+        rows = run_probes(args.arch, gpu, Path(args.vectors), out, jobs)
+        (out / "probes.json").write_text(json.dumps(rows, indent=2) + "\n")
+    if "validate" in steps:
+        keep = Path(args.keep_dir) if args.keep_dir else out / "rows"
+        keep.mkdir(parents=True, exist_ok=True)
+        validate(args.arch, gpu, args.rows, args.seed, out, jobs, None, args.keep_rows, keep)
+    if "identify" in steps:
+        run_identify(args.arch, PROBED[args.arch], out, args.budget)
+    shutil.rmtree(out / "build", ignore_errors=True)
+    print(f"hardware campaign: {time.monotonic() - t0:.0f} s, results in {out}", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tensorcore_smt.hardware", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    v = sub.add_parser("vectors", help="property vectors for the probed instructions (no GPU)")
+    v.add_argument("--arch", default="hopper", choices=sorted(PROBED))
+    v.add_argument("--out", default="results/hardware/vectors")
+    v.add_argument("--timeout", type=float, default=120.0)
+    v.add_argument("--property", action="append", default=None)
+    r = sub.add_parser("run", help="the GPU campaign")
+    r.add_argument("--arch", default="hopper", choices=sorted(PROBED))
+    r.add_argument("--vectors", default="results/hardware/vectors")
+    r.add_argument("--out", default="results/hardware")
+    r.add_argument("--rows", type=int, default=1_000_000)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--budget", type=int, default=200)
+    r.add_argument("--jobs", type=int, default=0)
+    r.add_argument("--steps", default="probes,validate,identify")
+    r.add_argument(
+        "--keep-rows",
+        type=int,
+        default=0,
+        help="rows (with the GPU's d) kept per mismatching instruction",
+    )
+    r.add_argument("--keep-dir", default="", help="where kept rows go (default OUT/GPU/rows)")
+    args = ap.parse_args(argv)
+    if args.cmd == "vectors":
+        make_vectors(args.arch, Path(args.out), args.timeout, args.property)
+        return 0
+    if args.rows <= 0:
+        print("tcsmt hardware: --rows must be positive", file=sys.stderr)
+        return 2
+    return campaign(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
