@@ -18,7 +18,7 @@ another architecture:
 | 3 Carry Bits | §4.3: Volta's 5-term sum needs 3 carry bits | (a) `volta` vs `volta[carry_bits=2]` |
 | 4 Carry Bits (Ampere) | §4.3: Ampere's 9-term sum needs 4 (the paper: no answer in 6 h) | (b) `ampere` vs `ampere[carry_bits=3]` |
 
-The property queries come from the property library (tensorcore_smt/properties/*.toml);
+The property queries come from the property library (properties/*.toml);
 the bench adds only c = 0 to `rne-vs-rz`, as Property 2 sets every other value to 0.
 For each row and installed solver it reports the solver's own query time `solver_s`
 (handing the SMT-LIB text to the solver's parser until `check-sat` answers: parse +

@@ -1,7 +1,7 @@
 """The property library: declarative questions about matrix-unit arithmetic.
 
-A property file (TOML, one per property, in tensorcore_smt/properties/ or a directory
-the user names) holds the question in words, where it comes from, which instructions
+A property file (TOML, one per property, in properties/, installed with the package, or
+a directory the user names) holds the question in words, where it comes from, which instructions
 it applies to, and one or more queries: two variant templates over the arch preset
 (`{arch}` vs `{arch}[carry_bits={carry_bits-1}]`), a goal, input constraints each with
 the reason it keeps the question meaningful, and the answer the question expects.
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from .datadirs import data_dir
 from .formats import Format
 from .model.params import ModelParams
 from .presets import PRESETS, Instruction, Preset, UserError
@@ -39,7 +40,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-BUILTIN_DIR = Path(__file__).parent / "properties"
+BUILTIN_DIR = data_dir("properties")
 
 
 class GroupPreference(Enum):
