@@ -62,7 +62,7 @@ ALTERNATIVES: dict[str, tuple[str, ...]] = {
     # Competing hypotheses whose agreement with the silicon the validation also counts
     # (a mismatch of the preset is then explained, or not, by a named belief).
     "hopper": (
-        "hopper-fp8-mma-f16",
+        "matlab-h100-fp8",
         "hopper[F=24]",
         "hopper[F=26]",
         "hopper[e_zero=none]",
@@ -73,7 +73,9 @@ ALTERNATIVES: dict[str, tuple[str, ...]] = {
 MISMATCHES_KEPT = 500
 """Mismatching rows saved per instruction as a vector file (all are counted)."""
 
-SASS_OPS = re.compile(r"\b(HMMA|HGMMA|QMMA|DMMA|IMMA|F2FP|HFMA2|FFMA|DFMA|I2F|F2F)\S*")
+SASS_OPS = re.compile(
+    r"\b(HMMA|HGMMA|QGMMA|QMMA|DMMA|IMMA|F2FP|HFMA2|HADD2|FADD|FFMA|DFMA|I2F|F2F)\S*"
+)
 
 
 def _safe(name: str) -> str:
@@ -83,8 +85,15 @@ def _safe(name: str) -> str:
 # --- the CPU half: property vectors ---------------------------------------------------
 
 
-def make_vectors(arch: str, out: Path, timeout: float, properties: list[str] | None) -> None:
-    """Every property on every probed instruction of `arch`: vector files under `out`."""
+def make_vectors(
+    arch: str,
+    out: Path,
+    timeout: float,
+    properties: list[str] | None,
+    instrs: list[str] | None = None,
+) -> None:
+    """Every property on every probed instruction of `arch` (or of `instrs`): vector
+    files under `out`."""
     from .find import find, save_vectors
     from .library import load_all
     from .solve import Limits
@@ -92,7 +101,7 @@ def make_vectors(arch: str, out: Path, timeout: float, properties: list[str] | N
     limits = Limits(timeout=timeout)
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    for instr in PROBED[arch]:
+    for instr in instrs or PROBED[arch]:
         row = summary.setdefault(instr, {})
         for name, prop in load_all().items():
             if properties and name not in properties:
@@ -337,7 +346,11 @@ def validate(
         if n_bad and keep_rows:
             m = min(rows, keep_rows)
             np.savez_compressed(
-                keep_dir / f"{_safe(name)}.rows.npz", a=a[:m], b=b[:m], c=c[:m], d=d_gpu[:m]
+                keep_dir / f"{_safe(name)}.rows.npz",
+                a=_narrow(a[:m], p.a_fmt),
+                b=_narrow(b[:m], p.b_fmt),
+                c=_narrow(c[:m], p.c_fmt),
+                d=_narrow(d_gpu[:m], p.d_fmt),
             )
         if n_bad:
             idx = np.flatnonzero(bad)[:MISMATCHES_KEPT]
@@ -373,6 +386,21 @@ def validate(
         )
         (vdir / "validation.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def _narrow(x: np.ndarray, fmt) -> np.ndarray:
+    """Bit patterns in the narrowest unsigned dtype of the format's storage."""
+    bits = fmt.spec.storage
+    dtype = (
+        np.uint8
+        if bits <= 8
+        else np.uint16
+        if bits <= 16
+        else np.uint32
+        if bits <= 32
+        else np.uint64
+    )
+    return x.astype(dtype)
 
 
 def _applies(variant: str, instr: str) -> bool:
@@ -456,6 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--out", default="results/hardware/vectors")
     v.add_argument("--timeout", type=float, default=120.0)
     v.add_argument("--property", action="append", default=None)
+    v.add_argument("--instr", action="append", default=None)
     r = sub.add_parser("run", help="the GPU campaign")
     r.add_argument("--arch", default="hopper", choices=sorted(PROBED))
     r.add_argument("--vectors", default="results/hardware/vectors")
@@ -474,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--keep-dir", default="", help="where kept rows go (default OUT/GPU/rows)")
     args = ap.parse_args(argv)
     if args.cmd == "vectors":
-        make_vectors(args.arch, Path(args.out), args.timeout, args.property)
+        make_vectors(args.arch, Path(args.out), args.timeout, args.property, args.instr)
         return 0
     if args.rows <= 0:
         print("tcsmt hardware: --rows must be positive", file=sys.stderr)

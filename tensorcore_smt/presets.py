@@ -14,7 +14,15 @@ import re
 from dataclasses import dataclass, field
 
 from .formats import Format, Rounding
-from .model.params import Algorithm, ModelParams, NanRule, Split, parse_value
+from .model.params import (
+    Algorithm,
+    CAddend,
+    GroupMap,
+    ModelParams,
+    NanRule,
+    Split,
+    parse_value,
+)
 from .model.rounding import Overflow
 from .model.terms import AlignMode
 
@@ -222,11 +230,13 @@ _MMA_QUIRKS: dict[tuple[str, int], dict] = {
     ("turing", 70): {"as_arch": "volta"},
     # Ada's FP8 QMMA keeps F=13 and truncates fp32 output to E8M13 (MMA-Sim §VI-A).
     ("ada", 89): {"F": 13, "e8m13": True},
-    # Hopper's FP8 mma.sync: the MATLAB tensor-core model (models/H100TC.m) gives Hopper FP8
-    # one group of 32 products with F = 13 (2 + 23 - 10 alignment bits) and no mma/wgmma
-    # distinction, as MMA-Sim's HGMMA FP8. The competing belief (the sm_90 legacy path runs
-    # FP8 as f16 HMMA.16816) is the named variant `hopper-fp8-mma-f16`.
-    ("hopper", 89): {"F": 13, "e8m13": True},
+    # Hopper's FP8 mma.sync is not the FP8 wgmma unit: nvcc 13 lowers it to F2FP.UNPACK_B
+    # conversions to f16 (exact) and two chained f16 HMMAs (HMMA.16816 for k32, HMMA.1688
+    # for k16) that start from C = 0, each taking bytes 0-1 then bytes 2-3 of every
+    # register, and adds c at the end with one round-to-nearest addition; 4 x 10^6 random
+    # rows on an H100 match it bit for bit (results/hardware/h100). The MATLAB model's
+    # belief (one group of 32 at F = 13, as the FP8 wgmma) is the variant matlab-h100-fp8.
+    ("hopper", 89): {"groups": 2, "group_map": GroupMap.BYTE_PAIRS, "c_add": CAddend.AFTER},
 }
 
 
@@ -250,6 +260,14 @@ def _nv_instructions(arch_name: str) -> dict[str, Instruction]:
         else:
             base = _NV_ARCH[quirk.get("as_arch", arch_name)]
             params = _nv_fda(base, K, a, b, c, d, F=quirk.get("F"), e8m13=quirk.get("e8m13", False))
+            if "groups" in quirk:
+                L = K // quirk["groups"]
+                params = params.with_(
+                    L=L,
+                    carry_bits=carry_bits_for(L),
+                    group_map=quirk["group_map"],
+                    c_add=quirk["c_add"],
+                )
         out[name] = Instruction(name, "mma", params, sm=arch["sm"])
     if arch_name == "hopper":
         for name, (K, a, d) in _wgmma_rows().items():
@@ -482,10 +500,11 @@ ALIASES: dict[str, tuple[str, str]] = {
         "turing[F=24]",
         "MMA-Sim first version, Table III: Turing HMMA.884 with F=24",
     ),
-    "hopper-fp8-mma-f16": (
-        "hopper[F=25,L=16,carry_bits=5,rounding_fmt=none]",
-        "Hopper mma.sync with e4m3/e5m2 operands run as f16 HMMA.16816 on converted "
-        "operands (exact: every fp8 value is an fp16 value): chained groups of 16, F=25",
+    "matlab-h100-fp8": (
+        "hopper[L=32,F=13,carry_bits=6,rounding_fmt=e8m13,group_map=contiguous,c_add=fused]",
+        "MATLAB tensor-core models, models/H100TC.m: FP8 in one group of 32 products with "
+        "F = 13 and no mma/wgmma distinction (the FP8 wgmma unit); the H100 refutes it for "
+        "mma.sync",
     ),
     "ieee-fp32-rz": (
         "volta[algorithm=sequential,acc_rounding=rz]",

@@ -22,15 +22,19 @@ One group of L products and c (MMA-Sim §IV-C, paper 000 Algorithm 1):
     subnormal a, b, c as +0. Products are exact and the sum has no intermediate format,
     so `flush_products` has nothing to act on.
 K > L chains groups: d = g(g(c, first L), next L), the intermediate in the output format;
-the intermediate group results are the unit's only rounded sums (`flush_sums`).
+the intermediate group results are the unit's only rounded sums (`flush_sums`). Which
+products share a group is `group_map` (index order, or the byte pairs of Hopper's FP8
+mma.sync); `c_add=after` runs the chain from +0 and adds c at the end in IEEE arithmetic
+(round to nearest even), as Hopper's FP8 mma.sync does (an HMMA chain, then FADD).
 """
 
 from __future__ import annotations
 
 from ..bv.core import BV, Bool, any_of
-from ..formats import EXP_W, Format, decode, default_nan_bits, flush_subnormal
+from ..formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
+from . import ieee
 from .ieee import exact_sum
-from .params import CarryOverflow, ModelParams, Tf32Input, ZeroSign
+from .params import CAddend, CarryOverflow, ModelParams, Tf32Input, ZeroSign
 from .rounding import Exact, round_to_format, special_bits
 from .terms import (
     EXP_MIN,
@@ -198,11 +202,27 @@ def _all_neg_zero(terms: list[Addend]) -> Bool:
 
 
 def fda(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
-    """Chained FDA over all K products (one group when K <= L)."""
-    c, c_fmt = c_bits, p.c_fmt
+    """Chained FDA over all K products (one group when K <= L), the products taken in
+    `p.k_order()`; with `c_add=after` the chain starts from +0 and c is added to its
+    result by one IEEE addition in d's format, round to nearest even."""
+    order = p.k_order()
+    a_bits = [a_bits[k] for k in order]
+    b_bits = [b_bits[k] for k in order]
+    after = p.c_add == CAddend.AFTER
+    c, c_fmt = (BV.const(c_bits.b, 0, p.c_fmt.spec.storage) if after else c_bits), p.c_fmt
     groups = p.groups()
     for i, (lo, hi) in enumerate(groups):
-        flush = p.flush_outputs if i == len(groups) - 1 else p.flush_sums
+        last = i == len(groups) - 1 and not after
+        flush = p.flush_outputs if last else p.flush_sums
         c = fda_group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p, flush)
         c_fmt = p.d_fmt
+    if after:
+        c = ieee.add_unpacked(
+            decode(c, p.d_fmt),
+            decode(c_bits, p.c_fmt),
+            p.d_fmt,
+            Rounding.RNE,
+            default_nan_bits(p.d_fmt) if p.nan_bits is None else p.nan_bits,
+            p.flush_outputs,
+        )
     return c

@@ -66,6 +66,25 @@ class NanRule(Enum):
     B_ACC_A = "b-acc-a"
 
 
+class GroupMap(Enum):
+    """Which products share a fused group when K > L."""
+
+    CONTIGUOUS = "contiguous"  # k = 0..L-1, then L..2L-1, ...
+    # bytes 0-1 of every 32-bit register of 8-bit operands first (k mod 4 in {0, 1}), then
+    # bytes 2-3: Hopper's FP8 mma.sync, whose F2FP.UNPACK_B converts the low and the high
+    # half of each register for two HMMAs (results/hardware/h100/sass)
+    BYTE_PAIRS = "byte-pairs"
+
+
+class CAddend(Enum):
+    """Where c enters a fused unit."""
+
+    FUSED = "fused"  # c is a term of the first fused group
+    # the groups run on c = +0 and c is added to their result by one IEEE addition in d's
+    # format, round to nearest even (Hopper's FP8 mma.sync: HMMA with C = RZ, then FADD)
+    AFTER = "after"
+
+
 class ZeroSign(Enum):
     """Sign of an exactly-zero fused result."""
 
@@ -99,6 +118,8 @@ class ModelParams:
     rounding_fmt: Format | None = None  # None: d_fmt; E8M13 for FP8 on Ada/Hopper
     overflow: Overflow = Overflow.TO_INF
     nan_bits: int | None = None  # None: the output format's default quiet NaN
+    group_map: GroupMap = GroupMap.CONTIGUOUS  # FDA: which products share a group
+    c_add: CAddend = CAddend.FUSED  # FDA: c inside the first group, or added at the end
     nan_rule: NanRule = NanRule.CANONICAL  # SFMA: which NaN an FMA with a NaN operand returns
     tf32: Tf32Input = Tf32Input.TRUNCATE
     flush_inputs: bool = False  # subnormal a, b, c read as +0 (MMA-Sim §IV-B step 1)
@@ -154,6 +175,15 @@ class ModelParams:
     def with_(self, **changes: Any) -> ModelParams:
         return dataclasses.replace(self, **changes)
 
+    def k_order(self) -> list[int]:
+        """The product indices in the order the fused groups take them (`groups()` are
+        ranges of this order)."""
+        if self.group_map == GroupMap.BYTE_PAIRS:
+            return [k for k in range(self.K) if k % 4 < 2] + [
+                k for k in range(self.K) if k % 4 >= 2
+            ]
+        return list(range(self.K))
+
     def groups(self) -> list[tuple[int, int]]:
         """Index ranges of the chained fused groups."""
         L = min(self.L, self.K)
@@ -198,6 +228,8 @@ def parse_value(name: str, text: str) -> Any:
         "CarryOverflow": CarryOverflow,
         "ZeroSign": ZeroSign,
         "NanRule": NanRule,
+        "GroupMap": GroupMap,
+        "CAddend": CAddend,
         "Split": Split,
     }
     for key, enum in enums.items():

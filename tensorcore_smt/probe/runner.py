@@ -257,7 +257,9 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
 
 
-def run_binary(cmd: list[str], a: np.ndarray, b: np.ndarray, c: np.ndarray, tmp: Path) -> np.ndarray:
+def run_binary(
+    cmd: list[str], a: np.ndarray, b: np.ndarray, c: np.ndarray, tmp: Path
+) -> np.ndarray:
     """Run a built runner on (N, K), (N, K), (N,) bit arrays through its binary mode."""
     n = c.shape[0]
     tmp.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,200 @@
+"""The hardware campaign's pieces: random validation rows, the batch runner, SASS reading,
+the no-GPU exit, and the facts an H100 taught the hopper preset.
+
+tests/data/h100_silicon.jsonl holds rows an H100 (sm_90, driver 580.159.04, nvcc 13.0)
+computed through the batch runner, chosen where the beliefs the preset held before the
+run (the FP8 mma.sync as the FP8 wgmma unit; DMMA with one canonical NaN) disagreed with
+the silicon: every row is a real answer the model must reproduce bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tensorcore_smt import api, hardware
+from tensorcore_smt.formats import Format, Specials
+from tensorcore_smt.presets import PRESETS, parse_variant
+from tensorcore_smt.probe.runner import generate_runner, runner_target
+from tensorcore_smt.rows import KINDS, RowKind, random_rows
+
+DATA = Path(__file__).parent / "data" / "h100_silicon.jsonl"
+NVCC = shutil.which("nvcc")
+
+
+def _silicon_rows() -> dict[str, list[dict]]:
+    rows: dict[str, list[dict]] = {}
+    for line in DATA.read_text().splitlines():
+        r = json.loads(line)
+        rows.setdefault(r["instr"], []).append(r)
+    return rows
+
+
+def _run_rows(variant: str, instr: str, rows: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    p = parse_variant(variant).params(instr)
+    a = np.array([[int(x, 16) for x in r["a"]] for r in rows], dtype=np.uint64)
+    b = np.array([[int(x, 16) for x in r["b"]] for r in rows], dtype=np.uint64)
+    c = np.array([int(r["c"], 16) for r in rows], dtype=np.uint64)
+    d = np.array([int(r["d"], 16) for r in rows], dtype=np.uint64)
+    return api.simulate_params(p, a, b, c), d
+
+
+# --- what the H100 returned ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("instr", sorted(_silicon_rows()))
+def test_hopper_preset_reproduces_the_h100(instr):
+    """Every recorded row, bit for bit, on the vector and the concrete interpreter."""
+    rows = _silicon_rows()[instr]
+    model, silicon = _run_rows("hopper", instr, rows)
+    assert model.tolist() == silicon.tolist()
+    p = parse_variant("hopper").params(instr)
+    r = rows[0]
+    one = api.simulate_one(
+        p, [int(x, 16) for x in r["a"]], [int(x, 16) for x in r["b"]], int(r["c"], 16)
+    )
+    assert one == int(r["d"], 16)
+
+
+@pytest.mark.parametrize(
+    "instr", [i for i in sorted(_silicon_rows()) if "e4m3" in i or "e5m2" in i]
+)
+def test_fp8_mma_sync_is_not_the_fp8_wgmma_unit(instr):
+    """The MATLAB model's belief (one group of 32 at F = 13, as the FP8 wgmma) mispredicts
+    rows the silicon answered, on every FP8 mma.sync form."""
+    model, silicon = _run_rows("matlab-h100-fp8", instr, _silicon_rows()[instr])
+    assert (model != silicon).any()
+
+
+def test_fp8_mma_sync_structure_is_needed():
+    """Each part of the structure read off the SASS matters: c inside the first group, or
+    groups of consecutive k, mispredict recorded rows."""
+    fp8 = [i for i in sorted(_silicon_rows()) if "e4m3" in i or "e5m2" in i]
+    for belief in ("hopper[c_add=fused]", "hopper[group_map=contiguous]"):
+        wrong = 0
+        for instr in fp8:
+            model, silicon = _run_rows(belief, instr, _silicon_rows()[instr])
+            wrong += int((model != silicon).sum())
+        assert wrong >= 10, belief
+
+
+@pytest.mark.parametrize("instr", [i for i in sorted(_silicon_rows()) if ".f64." in i])
+def test_dmma_nan_payloads(instr):
+    """DMMA returns the first NaN of b_k, the running sum, a_k (quiet), not one NaN."""
+    rows = _silicon_rows()[instr]
+    model, silicon = _run_rows("hopper[nan_rule=canonical]", instr, rows)
+    assert (model != silicon).any()
+
+
+def test_dmma_invalid_nan_is_negative():
+    rows = [r for i, rs in _silicon_rows().items() if ".f64." in i for r in rs]
+    assert any(int(r["d"], 16) == 0xFFF8000000000000 for r in rows)  # Inf - Inf, 0 x Inf
+    assert not any(int(r["d"], 16) == 0x7FF8000000000000 for r in rows)
+
+
+def test_byte_pairs_order_and_c_after():
+    p = parse_variant("hopper").params("m16n8k32.f32.e4m3.e4m3.f32")
+    assert p.k_order()[:4] == [0, 1, 4, 5] and sorted(p.k_order()) == list(range(32))
+    assert p.groups() == [(0, 16), (16, 32)]
+    # c added after the chain with round to nearest: 1 + 0.625 ulp(1) rounds up, where
+    # the fused group's RZ (c inside the chain) truncates it
+    a = [0x38] + [0] * 31  # 1.0 in e4m3
+    b = [0x38] + [0] * 31
+    c = 0x33A00000  # 1.25 * 2^-24 = 0.625 ulp(1)
+    assert api.simulate_one(p, a, b, c) == 0x3F800001
+    fused = parse_variant("hopper[c_add=fused]").params("m16n8k32.f32.e4m3.e4m3.f32")
+    assert api.simulate_one(fused, a, b, c) == 0x3F800000
+
+
+# --- random rows ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", [Format.FP16, Format.BF16, Format.TF32, Format.E4M3, Format.E5M2])
+def test_random_rows_mix(fmt):
+    a, b, c, kind = random_rows(fmt, fmt, Format.FP32, 16, 7000, seed=3)
+    a2, b2, c2, kind2 = random_rows(fmt, fmt, Format.FP32, 16, 7000, seed=3)
+    assert (a == a2).all() and (b == b2).all() and (c == c2).all() and (kind == kind2).all()
+    assert set(np.unique(kind)) == set(range(len(KINDS)))
+    s = fmt.spec
+    assert int(a.max()) < (1 << s.storage)
+    field = (a >> np.uint64(s.mbits + s.ignored_low)) & np.uint64((1 << s.ebits) - 1)
+    normal = kind == KINDS.index(RowKind.NORMAL)
+    top = (1 << s.ebits) - 1
+    # normal rows: no zero exponent field (zeros, subnormals) and no NaN
+    assert (field[normal] > 0).all()
+    if s.specials == Specials.IEEE:
+        assert (field[normal] < top).all()
+    # the special kind carries Inf/NaN patterns, the subnormal kind subnormals
+    special = kind == KINDS.index(RowKind.SPECIAL)
+    assert (field[special] == top).any()
+    sub = kind == KINDS.index(RowKind.SUBNORMAL)
+    assert (field[sub] == 0).any()
+    if s.ignored_low:
+        low = a & np.uint64((1 << s.ignored_low) - 1)
+        assert (low[kind != KINDS.index(RowKind.BITS)] == 0).all()
+        assert (low[kind == KINDS.index(RowKind.BITS)] != 0).any()
+
+
+def test_cancel_rows_cancel():
+    a, b, c, kind = random_rows(Format.FP16, Format.FP16, Format.FP32, 16, 2000, seed=1)
+    rows = kind == KINDS.index(RowKind.CANCEL)
+    assert (a[rows, 8:] == a[rows, :8]).all()
+    assert ((b[rows, 8:] ^ b[rows, :8]) >> np.uint64(15) == 1).all()
+
+
+# --- the runner program and the campaign ----------------------------------------------
+
+
+def test_runner_targets():
+    h = PRESETS["hopper"].instructions
+    assert str(runner_target(h["wgmma.m64n8k16.f32.f16.f16"], 90)) == "sm_90a"
+    assert str(runner_target(h["m16n8k32.f32.e4m3.e4m3.f32"], 90)) == "sm_90"
+    with pytest.raises(Exception, match="cannot run on an sm_80"):
+        runner_target(h["m16n8k32.f32.e4m3.e4m3.f32"], 80)
+
+
+@pytest.mark.parametrize(
+    "instr",
+    ["m16n8k16.f32.f16.f16.f32", "m16n8k32.f16.e4m3.e5m2.f16", "wgmma.m64n8k32.f32.e4m3.e4m3"],
+)
+def test_runner_compiles(tmp_path, instr):
+    if NVCC is None:
+        pytest.skip("nvcc not found on PATH: the runner is not compiled")
+    inst = PRESETS["hopper"].instructions[instr]
+    target = runner_target(inst, 90)
+    src = tmp_path / "r.cu"
+    src.write_text(generate_runner(inst, target))
+    r = subprocess.run(
+        [NVCC, f"-arch={target}", "-o", str(tmp_path / "r"), str(src)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+def test_campaign_without_gpu_is_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert hardware.main(["run", "--steps", "validate"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "needs an NVIDIA GPU" in err[0]
+
+
+def test_sass_ops():
+    sass = """
+        /*0960*/                   HMMA.16816.F32 R16, R12, R2, RZ ;   /* 0x000000020c10723c */
+        /*0970*/                   F2FP.F16.E4M3.UNPACK_B R2, R10.H1 ; /* 0x0000000aff02723e */
+        /*09b0*/                   HMMA.16816.F32 R12, R12, R2, R16 ; /* 0x000000020c0c723c */
+        Function : probe_kernel
+    """
+    assert hardware.sass_ops(sass) == {"F2FP.F16.E4M3.UNPACK_B": 1, "HMMA.16816.F32": 2}
+    assert hardware.sass_excerpt(sass).count("\n") == 2
+
+
+def test_gpu_slug():
+    assert hardware.Gpu("NVIDIA H100 80GB HBM3", 90, "x").slug == "h100"
+    assert hardware.Gpu("NVIDIA H200", 90, "x").slug == "h200"
