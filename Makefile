@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-slow bench bench-solvers results lint format demo clean
+.PHONY: install test test-slow bench bench-solvers results lint format demo clean hardware hardware-vectors
 
 install:
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,18 @@ bench-solvers:
 results:
 	$(BIN)/python bench/make_results.py
 	$(BIN)/python bench/bench_solvers.py --table4 --write results
+
+# The GPU campaign (results/hardware/<gpu>/): probes, SASS, 10^6-row validation, identify.
+# Runs where an NVIDIA GPU and nvcc are; exits 2 with one line elsewhere. Uses .venv when
+# there is one, else python3 with this checkout on PYTHONPATH (a GPU machine without pip).
+HWPY := $(if $(wildcard $(BIN)/python),$(BIN)/python,PYTHONPATH=$(CURDIR) $(PY))
+
+hardware:
+	$(HWPY) -m tensorcore_smt.hardware run
+
+# Property witnesses on every probed instruction (solvers, no GPU): results/hardware/vectors.
+hardware-vectors:
+	$(HWPY) -m tensorcore_smt.hardware vectors
 
 lint:
 	$(BIN)/ruff check tensorcore_smt tests bench
