@@ -1,0 +1,106 @@
+"""Hypotheses run on rows with the vector interpreter, and the oracle's answers they face.
+
+`Evaluator` runs each hypothesis once on every row known so far (the pool and the
+solver's witnesses) and keeps the predictions: a later question about the hypothesis
+costs an array lookup, and a row added later is run through it on demand. `Evidence` is
+the oracle's answers (row index -> d); a hypothesis *survives* when it predicts every
+answered row bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..api import simulate_params
+from ..formats import Format
+from .pool import Rows
+from .space import Hypothesis, Space
+
+
+class Evaluator:
+    """Predictions of hypotheses on the rows of `rows` (cached, extended as rows grow)."""
+
+    def __init__(self, space: Space, rows: Rows) -> None:
+        self.space = space
+        self.rows = rows
+        self.cache: dict[Hypothesis, np.ndarray] = {}
+        self.failed: dict[Hypothesis, str] = {}
+        self.calls = 0
+
+    def predict(self, h: Hypothesis) -> np.ndarray | None:
+        """d bits of `h` on every row (None if the model cannot run this hypothesis)."""
+        if h in self.failed:
+            return None
+        n = len(self.rows)
+        pred = self.cache.get(h)
+        have = 0 if pred is None else len(pred)
+        if have < n:
+            try:
+                new = simulate_params(
+                    self.space.params(h),
+                    self.rows.a[have:n],
+                    self.rows.b[have:n],
+                    self.rows.c[have:n],
+                )
+            except (ValueError, TypeError, AssertionError, KeyError, IndexError) as e:
+                self.failed[h] = f"{type(e).__name__}: {e}"
+                self.cache.pop(h, None)
+                return None
+            self.calls += 1
+            pred = new.astype(np.uint64) if pred is None else np.concatenate([pred, new])
+            self.cache[h] = pred
+        return pred
+
+
+@dataclass
+class Evidence:
+    """The oracle's answers: for each answered row, the d it returned."""
+
+    d_fmt: Format
+    index: list[int] = field(default_factory=list)
+    d: list[int] = field(default_factory=list)
+
+    def add(self, rows: list[int], d: list[int]) -> None:
+        for i, x in zip(rows, d):
+            if i not in self.index:
+                self.index.append(i)
+                self.d.append(int(x))
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self.index, dtype=np.int64), np.asarray(self.d, dtype=np.uint64)
+
+    def first_miss(self, pred: np.ndarray) -> int | None:
+        """The first answered row (position in the evidence) that `pred` mispredicts."""
+        idx, d = self.arrays()
+        bad = np.nonzero(pred[idx] != d)[0]
+        return int(bad[0]) if len(bad) else None
+
+    def score(self, pred: np.ndarray | None) -> tuple[int, float]:
+        """(rows matched, minus the summed log2 distance of the misses in ulps): how close
+        a hypothesis comes, for the search to climb on."""
+        if pred is None:
+            return (-1, float("-inf"))
+        if not self.index:
+            return (0, 0.0)
+        idx, d = self.arrays()
+        got = pred[idx]
+        hit = got == d
+        miss = ~hit
+        if not miss.any():
+            return (int(hit.sum()), 0.0)
+        dist = np.abs(_order(got[miss], self.d_fmt) - _order(d[miss], self.d_fmt))
+        return (int(hit.sum()), -float(np.log2(1.0 + dist).sum()))
+
+
+def _order(bits: np.ndarray, fmt: Format) -> np.ndarray:
+    """Encodings as signed integers ordered like the values they stand for (float64)."""
+    w = fmt.spec.storage
+    b = bits.astype(np.uint64)
+    sign = (b >> np.uint64(w - 1)) & np.uint64(1)
+    mag = (b & np.uint64((1 << (w - 1)) - 1)).astype(np.float64)
+    return np.where(sign == 1, -mag, mag)

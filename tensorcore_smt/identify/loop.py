@@ -1,0 +1,407 @@
+"""`identify`: learn a unit's parameters by asking an oracle the questions that split the
+surviving hypotheses (version-space learning with the solvers as the question setter).
+
+1. A few pool rows covering every kind go to the oracle (one call).
+2. A search (`search.search`) finds the hypotheses that reproduce every answer and their
+   one-parameter neighbours that do too; these are grouped into classes by their
+   predictions on the whole pool.
+3. Several classes: the pool rows that split them best go to the oracle (one call).
+4. One class with several members: for each member, the solvers are asked for an input
+   on which it and the class's first member differ (`diff`); a witness (re-checked on
+   the concrete model) goes to the oracle, an unsat confirmed by a second solver merges
+   the two (the instruction cannot tell them apart), unknown is noted.
+5. Stop when one class is left and every member is proved equal (or undecided), when no
+   hypothesis reproduces the answers, or when the budget of oracle vectors is spent.
+
+Each step keeps its evidence: the vectors sent, the oracle's answers, and every
+surviving hypothesis they refuted with the vector and both outputs. An oracle that fails
+ends the loop with its error; what was learnt until then is kept in the result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..query import Goal, make_query
+from ..solve import Limits, Outcome, Verdict, answer
+from .evaluate import Evaluator, Evidence
+from .oracle import Oracle, OracleError
+from .pool import Rows, first_rows, make_pool
+from .search import classes, search, splitting_rows, survives
+from .space import Hypothesis, Space
+
+FIRST_ROWS = 12
+"""Vectors of the opening round (pool rows of every kind)."""
+BATCH = 8
+"""Most vectors per later oracle call."""
+
+
+@dataclass
+class Kill:
+    """A surviving hypothesis refuted by one answered vector."""
+
+    hypothesis: str
+    vector: int  # position in Result.vectors
+    predicted: int
+    oracle: int
+
+
+@dataclass
+class Step:
+    """One oracle call (or the recorded rows of a file): why, what was sent, who died."""
+
+    kind: str  # recorded | random | split | solver
+    vectors: list[int]
+    why: str
+    killed: list[Kill] = field(default_factory=list)
+    survivors: int = 0
+    classes: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Proof:
+    """A solver's answer to `diff A B` for two survivors the pool could not split."""
+
+    a: Hypothesis
+    b: Hypothesis
+    verdict: Verdict
+    solvers: list[str]
+    seconds: float
+    by_construction: bool = False
+    note: str = ""
+    vector: int | None = None  # the witness, once answered
+
+
+@dataclass
+class Vector:
+    """An answered vector: inputs, the oracle's d, where the row came from."""
+
+    a: list[int]
+    b: list[int]
+    c: int
+    d: int
+    kind: str
+    row: int  # index in the row table
+
+
+@dataclass
+class Result:
+    """Everything `identify` (or `fit`) learnt: the report is made from it."""
+
+    space: Space
+    oracle: str
+    vectors: list[Vector] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    classes: list[list[Hypothesis]] = field(default_factory=list)
+    best: list[tuple[Hypothesis, int]] = field(default_factory=list)
+    proofs: list[Proof] = field(default_factory=list)
+    next_probe: dict | None = None
+    stopped: str = ""
+    error: str | None = None
+    seconds: float = 0.0
+    oracle_vectors: int = 0
+    oracle_calls: int = 0
+    evaluations: int = 0
+    rows: Rows | None = None
+    evaluator: Evaluator | None = None
+    evidence: Evidence | None = None
+
+    @property
+    def survivors(self) -> list[Hypothesis]:
+        return [h for c in self.classes for h in c]
+
+    def proof_between(self, a: Hypothesis, b: Hypothesis) -> Proof | None:
+        for p in self.proofs:
+            if {p.a, p.b} == {a, b}:
+                return p
+        return None
+
+
+Progress = Callable[[str], None]
+
+
+class Identifier:
+    """The state of one identification: rows, predictions, answers, steps."""
+
+    def __init__(
+        self,
+        space: Space,
+        oracle: Oracle,
+        budget: int = 200,
+        limits: Limits | None = None,
+        pool_size: int = 1536,
+        seed: int = 0,
+        progress: Progress | None = None,
+    ) -> None:
+        self.space = space
+        self.oracle = oracle
+        self.budget = budget
+        self.limits = limits or Limits(timeout=60.0)
+        self.seed = seed
+        self.progress = progress
+        self.t0 = time.monotonic()
+        self.rows = make_pool(space.base, pool_size, seed)
+        self.ev = Evaluator(space, self.rows)
+        self.evidence = Evidence(space.base.d_fmt)
+        self.alive: list[Hypothesis] = [space.preset()]
+        self.res = Result(space, oracle.spec, rows=self.rows, evaluator=self.ev)
+        self.res.evidence = self.evidence
+
+    # --- the oracle ----------------------------------------------------------------
+
+    def _record(self, idx: list[int], d: list[int], kind: str, why: str, t0: float) -> None:
+        """Add answers, note which live hypotheses they refute, append the step."""
+        start = len(self.res.vectors)
+        fresh = [(i, x) for i, x in zip(idx, d) if i not in self.evidence.index]
+        for i, x in fresh:
+            self.res.vectors.append(
+                Vector(
+                    [int(v) for v in self.rows.a[i]],
+                    [int(v) for v in self.rows.b[i]],
+                    int(self.rows.c[i]),
+                    int(x),
+                    self.rows.kinds[i],
+                    i,
+                )
+            )
+        self.evidence.add([i for i, _ in fresh], [x for _, x in fresh])
+        step = Step(kind, list(range(start, len(self.res.vectors))), why)
+        for h in self.alive:
+            pred = self.ev.predict(h)
+            if pred is None:
+                continue
+            for pos in step.vectors:
+                v = self.res.vectors[pos]
+                if int(pred[v.row]) != v.d:
+                    step.killed.append(Kill(h.expr(self.space.arch), pos, int(pred[v.row]), v.d))
+                    break
+        self.alive = [h for h in self.alive if survives(self.ev, self.evidence, h)]
+        step.seconds = time.monotonic() - t0
+        self.res.steps.append(step)
+
+    def ask(self, idx: list[int], kind: str, why: str) -> bool:
+        """Send rows to the oracle (within the budget); False when nothing could be sent."""
+        room = self.budget - self.oracle.vectors
+        idx = [i for i in dict.fromkeys(idx) if i not in self.evidence.index][: max(room, 0)]
+        if not idx:
+            return False
+        t0 = time.monotonic()
+        d = self.oracle.ask(self.rows.a[idx], self.rows.b[idx], self.rows.c[idx])
+        self._record(idx, [int(x) for x in d], kind, why, t0)
+        self._progress()
+        return True
+
+    def _progress(self, note: str = "") -> None:
+        if self.progress:
+            n_cls = len(self.res.classes)
+            self.progress(
+                f"{len(self.alive)} hypotheses left"
+                + (f" ({n_cls} classes)" if n_cls else "")
+                + f", {self.oracle.vectors} vectors spent, "
+                f"{time.monotonic() - self.t0:.1f} s" + (f"; {note}" if note else "")
+            )
+
+    # --- the loop ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Recorded rows (file oracles), then the opening round."""
+        rec = self.oracle.recorded()
+        if rec:
+            t0 = time.monotonic()
+            idx = self.rows.add(
+                [r[0] for r in rec], [r[1] for r in rec], [r[2] for r in rec], "recorded"
+            )
+            self._record(idx, [r[3] for r in rec], "recorded", "rows given", t0)
+        if self.oracle.can_ask:
+            pool = [i for i, k in enumerate(self.rows.kinds) if k != "recorded"]
+            sub = Rows(self.rows.a[pool], self.rows.b[pool], self.rows.c[pool])
+            sub.kinds = [self.rows.kinds[i] for i in pool]
+            picks = [pool[i] for i in first_rows(sub, FIRST_ROWS, self.seed)]
+            self.ask(picks, "random", "opening round: pool rows of every kind")
+
+    def run(self) -> Result:
+        """The loop of the module docstring; never raises for an oracle's failure."""
+        try:
+            self.start()
+            self._loop()
+        except OracleError as e:
+            self.res.error = str(e)
+            self.res.stopped = "the oracle failed"
+        self._finish()
+        return self.res
+
+    def _loop(self) -> None:
+        first = True
+        while True:
+            found = search(self.space, self.ev, self.evidence, self.alive, all_seeds=first)
+            first = False
+            if not found.survivors:
+                self.res.classes = []
+                self.res.best = [
+                    (h, self.evidence.score(self.ev.predict(h))[0]) for h in found.best
+                ]
+                self.alive = []
+                self.res.stopped = "no hypothesis of the space reproduces every answer"
+                return
+            self.alive = list(found.survivors)
+            cls = self._merge(classes(self.ev, found.survivors))
+            self.res.classes = cls
+            self._progress()
+            if self.oracle.vectors >= self.budget and self.oracle.can_ask:
+                self.res.stopped = f"budget of {self.budget} oracle vectors spent"
+                return
+            if len(cls) > 1:
+                if not self.oracle.can_ask:
+                    self.res.stopped = "recorded rows only: these classes remain"
+                    return
+                reps = [c[0] for c in cls]
+                rows = splitting_rows(self.ev, reps, set(self.evidence.index), BATCH)
+                if self.ask(rows, "split", f"pool rows splitting {len(cls)} classes"):
+                    continue
+            if not self._prove(cls[0]):
+                self.res.stopped = (
+                    "one class left" if len(cls) == 1 else "no row or solver splits the classes"
+                )
+                return
+
+    def _merge(self, cls: list[list[Hypothesis]]) -> list[list[Hypothesis]]:
+        """Classes that an earlier solver proof showed equal are one class."""
+        out: list[list[Hypothesis]] = []
+        for c in cls:
+            for o in out:
+                p = self.res.proof_between(o[0], c[0])
+                if p and p.verdict == Verdict.UNSAT:
+                    o.extend(c)
+                    break
+            else:
+                out.append(list(c))
+        return out
+
+    def _prove(self, members: list[Hypothesis]) -> bool:
+        """Solver questions between the class's first member and the others; witnesses go
+        to the oracle. True when some witness was sent (the loop goes on)."""
+        rep = members[0]
+        witness_rows: list[int] = []
+        pending: list[Proof] = []
+        for o in members[1:]:
+            if self.res.proof_between(rep, o):
+                continue
+            self._progress(f"asking the solvers: {self._short(rep)} vs {self._short(o)}")
+            proof, row = self._diff(rep, o)
+            self.res.proofs.append(proof)
+            if row is not None:
+                witness_rows.append(row)
+                pending.append(proof)
+            if len(witness_rows) >= BATCH:
+                break
+        if not witness_rows or not self.oracle.can_ask:
+            return False
+        start = len(self.res.vectors)
+        sent = self.ask(witness_rows, "solver", "solver witnesses between survivors")
+        for p in pending:
+            for pos in range(start, len(self.res.vectors)):
+                pred_a = self.ev.predict(p.a)[self.res.vectors[pos].row]
+                pred_b = self.ev.predict(p.b)[self.res.vectors[pos].row]
+                if pred_a != pred_b:
+                    p.vector = pos
+                    break
+        return sent
+
+    def _short(self, h: Hypothesis) -> str:
+        return h.expr(self.space.arch)
+
+    def _diff(self, a: Hypothesis, b: Hypothesis) -> tuple[Proof, int | None]:
+        """`diff a b` on the instruction: a proof, or a witness row (added to the rows)."""
+        arch, instr = self.space.arch, self.space.instr
+        q = make_query(a.expr(arch), b.expr(arch), instr, Goal.DIFFER)
+        o: Outcome = answer(q, self.limits)
+        solvers = []
+        if o.result is not None:
+            solvers.append(o.result.solver)
+        solvers += [r.solver for r in o.confirmations if r.answer.value == "unsat"]
+        proof = Proof(a, b, o.verdict, solvers, o.seconds, o.by_construction, o.note)
+        if o.verdict == Verdict.UNSAT and not o.by_construction and len(solvers) < 2:
+            proof.note = (
+                proof.note + "; " if proof.note else ""
+            ) + "not confirmed by a second solver"
+        if o.verdict != Verdict.WITNESS or o.witness is None:
+            return proof, None
+        w = o.witness.inputs
+        K = self.space.base.K
+        row = self.rows.add(
+            [[w[f"a{i}"] for i in range(K)]], [[w[f"b{i}"] for i in range(K)]], [w["c"]], "solver"
+        )[0]
+        return proof, row
+
+    def _finish(self) -> None:
+        r = self.res
+        r.seconds = time.monotonic() - self.t0
+        r.oracle_vectors = self.oracle.vectors
+        r.oracle_calls = self.oracle.calls
+        r.evaluations = self.ev.calls
+        if len(r.classes) > 1 or (r.classes and not self.oracle.can_ask):
+            r.next_probe = next_probe(self, r.classes)
+
+
+def next_probe(ident: Identifier, cls: list[list[Hypothesis]]) -> dict | None:
+    """The input to run next: a pool row that splits the classes, else a solver witness
+    between two members of the class that the rows leave together."""
+    from ..formats import format_hex
+
+    p = ident.space.base
+    arch = ident.space.arch
+    reps = [c[0] for c in cls]
+    rows = splitting_rows(ident.ev, reps, set(ident.evidence.index), 1)
+    source = "pool"
+    if not rows:
+        members = cls[0] if cls else []
+        rows = []
+        for o in members[1:]:
+            proof = ident.res.proof_between(members[0], o)
+            if proof is None:
+                proof, row = ident._diff(members[0], o)
+                ident.res.proofs.append(proof)
+                if row is not None:
+                    rows = [row]
+                    reps = [members[0], o]
+                    source = "solver"
+                    break
+    if not rows:
+        return None
+    i = rows[0]
+    preds = {h.expr(arch): format_hex(int(ident.ev.predict(h)[i]), p.d_fmt) for h in reps}
+    return {
+        "a": [format_hex(int(x), p.a_fmt) for x in ident.rows.a[i]],
+        "b": [format_hex(int(x), p.b_fmt) for x in ident.rows.b[i]],
+        "c": format_hex(int(ident.rows.c[i]), p.c_fmt),
+        "source": source,
+        "kind": ident.rows.kinds[i],
+        "predicted": preds,
+        "distinct": len(set(preds.values())),
+    }
+
+
+def identify(
+    space: Space,
+    oracle: Oracle,
+    budget: int = 200,
+    limits: Limits | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> Result:
+    """Identify the oracle's unit within `space` (see the module docstring)."""
+    return Identifier(space, oracle, budget, limits, seed=seed, progress=progress).run()
+
+
+def hypothesis_row_counts(res: Result, h: Hypothesis) -> int:
+    """How many answered vectors `h` reproduces."""
+    pred = res.evaluator.predict(h)
+    if pred is None:
+        return 0
+    idx, d = res.evidence.arrays()
+    return int(np.sum(pred[idx] == d))

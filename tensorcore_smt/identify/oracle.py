@@ -1,0 +1,252 @@
+"""Oracles: whatever answers input vectors with the unit's d bits.
+
+An oracle spec is `KIND:ARGUMENT` (or a bare `KIND`), looked up in `ORACLES`:
+
+- ``variant:EXPR``: a hidden model (any variant expression), run on the vector interpreter;
+- ``file:ROWS``: recorded answers only (JSONL rows with ``d``, or a vector file); it can
+  answer no new question, so `identify` with it is `fit` plus the next probe to run;
+- ``cmd:PROGRAM``: any program (split like a shell command line) that reads vector
+  JSONL on stdin (``{"a": [hex...], "b": [hex...], "c": "0x.."}``, one row a line) and
+  prints one d per line (hex, ``0x`` optional), in order;
+- ``cuda``: builds a runner for the instruction with nvcc and runs it on the local GPU
+  (`tensorcore_smt.probe.runner.build_runner`), then behaves as ``cmd:``.
+
+Each call sends a batch of vectors (a process per call for ``cmd:`` and ``cuda``).
+Anything wrong with an oracle's answer (a crash, a wrong number of lines, a pattern that
+is not hex or does not fit d's format) raises `OracleError`, one line.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..api import simulate_params
+from ..formats import format_hex, parse_hex
+from ..model.params import ModelParams
+from ..presets import UserError, parse_variant
+
+CMD_TIMEOUT = 600.0
+"""Seconds a `cmd:` or `cuda` oracle may take to answer one batch."""
+
+
+class OracleError(UserError):
+    """An oracle that could not answer, or answered something malformed."""
+
+
+@dataclass
+class Oracle:
+    """A source of d bits for input vectors of one instruction."""
+
+    spec: str
+    p: ModelParams
+    calls: int = 0
+    vectors: int = 0
+
+    can_ask: bool = True
+
+    def ask(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """d bits for the rows (a: (N, K), b: (N, K), c: (N,)); counts calls and vectors."""
+        d = self._answer(a, b, c)
+        self.calls += 1
+        self.vectors += len(c)
+        return d
+
+    def _answer(self, a, b, c) -> np.ndarray:
+        raise NotImplementedError
+
+    def recorded(self) -> list[tuple[list[int], list[int], int, int]]:
+        """Rows answered before any question was asked (a, b, c, d): file oracles."""
+        return []
+
+
+@dataclass
+class VariantOracle(Oracle):
+    """A hidden model: the vector interpreter on a variant expression."""
+
+    hidden: ModelParams | None = None
+
+    def _answer(self, a, b, c) -> np.ndarray:
+        return simulate_params(self.hidden, a, b, c)
+
+
+@dataclass
+class CmdOracle(Oracle):
+    """A program that reads vector JSONL on stdin and prints one d per line."""
+
+    argv: list[str] = field(default_factory=list)
+
+    def _answer(self, a, b, c) -> np.ndarray:
+        p = self.p
+        lines = [
+            json.dumps(
+                {
+                    "a": [format_hex(int(x), p.a_fmt) for x in ra],
+                    "b": [format_hex(int(x), p.b_fmt) for x in rb],
+                    "c": format_hex(int(rc), p.c_fmt),
+                }
+            )
+            for ra, rb, rc in zip(a, b, c)
+        ]
+        name = self.argv[0] if self.argv else "?"
+        try:
+            r = subprocess.run(
+                self.argv,
+                input="\n".join(lines) + "\n",
+                capture_output=True,
+                text=True,
+                timeout=CMD_TIMEOUT,
+            )
+        except FileNotFoundError:
+            raise OracleError(f"oracle {self.spec}: cannot run {name!r}: no such program") from None
+        except PermissionError:
+            raise OracleError(f"oracle {self.spec}: cannot run {name!r}: not executable") from None
+        except subprocess.TimeoutExpired:
+            raise OracleError(
+                f"oracle {self.spec}: no answer within {CMD_TIMEOUT:.0f} s for {len(c)} vectors"
+            ) from None
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or ["no message"])[-1]
+            raise OracleError(
+                f"oracle {self.spec}: exited with status {r.returncode} on {len(c)} vectors: {last}"
+            )
+        out = [s.strip() for s in r.stdout.splitlines() if s.strip()]
+        if len(out) != len(c):
+            raise OracleError(
+                f"oracle {self.spec}: printed {len(out)} lines for {len(c)} vectors "
+                "(expected one d per line)"
+            )
+        d = []
+        for i, s in enumerate(out):
+            try:
+                d.append(parse_hex(s, p.d_fmt, f"line {i + 1}"))
+            except ValueError as e:
+                raise OracleError(f"oracle {self.spec}: {e}") from None
+        return np.asarray(d, dtype=np.uint64)
+
+
+@dataclass
+class FileOracle(Oracle):
+    """Recorded answers only: asks nothing new."""
+
+    rows: list[tuple[list[int], list[int], int, int]] = field(default_factory=list)
+    can_ask: bool = False
+
+    def _answer(self, a, b, c) -> np.ndarray:
+        raise OracleError(f"oracle {self.spec}: recorded answers only; it cannot run new vectors")
+
+    def recorded(self) -> list[tuple[list[int], list[int], int, int]]:
+        return self.rows
+
+
+def read_rows(path: Path, p: ModelParams) -> list[tuple[list[int], list[int], int, int]]:
+    """Recorded rows (a, b, c, d) from JSONL rows with `d` (what `simulate --vectors`
+    writes), or from a vector file (JSON or CSV) whose vectors carry exactly one
+    prediction each (the observed d). UserError naming the line or field if bad."""
+    from ..vectors import is_vector_json, loads, parse_row
+
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read ({e})") from None
+    out = []
+    if path.suffix.lower() == ".csv" or is_vector_json(text):
+        try:
+            vf = loads(text, csv_format=path.suffix.lower() == ".csv")
+        except UserError as e:
+            raise UserError(f"{path}: {e}") from None
+        q = vf.params
+        if (q.K, q.a_fmt, q.b_fmt, q.c_fmt, q.d_fmt) != (p.K, p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt):
+            raise UserError(f"{path}: its instruction {vf.instruction} is not the one identified")
+        for i, v in enumerate(vf.vectors):
+            ds = set(v.predicted.values())
+            if len(ds) != 1:
+                raise UserError(
+                    f"{path}: vectors[{i}]: expected one recorded d (the observed output), "
+                    f"got {len(ds)} distinct predictions"
+                )
+            out.append((list(v.a), list(v.b), v.c, ds.pop()))
+        return out
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            a, b, c, obj = parse_row(line, p)
+            if "d" not in obj:
+                raise ValueError("missing field 'd' (the recorded output)")
+            d = parse_hex(str(obj["d"]), p.d_fmt, "d")
+        except (ValueError, json.JSONDecodeError) as e:
+            raise UserError(f"{path}:{lineno}: {e}") from None
+        out.append((a, b, c, d))
+    if not out:
+        raise UserError(f"{path}: no rows")
+    return out
+
+
+def _variant(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:
+    if not arg:
+        raise UserError(f"oracle {spec!r}: expected variant:EXPR, e.g. variant:hopper[F=24]")
+    v = parse_variant(arg)
+    hidden = v.params(instr)
+    if (hidden.K, hidden.a_fmt, hidden.b_fmt, hidden.c_fmt, hidden.d_fmt) != (
+        p.K,
+        p.a_fmt,
+        p.b_fmt,
+        p.c_fmt,
+        p.d_fmt,
+    ):
+        raise UserError(f"oracle {spec!r}: the variant takes other operands than {instr}")
+    return VariantOracle(spec, p, hidden=hidden)
+
+
+def _file(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:
+    if not arg:
+        raise UserError(f"oracle {spec!r}: expected file:ROWS")
+    return FileOracle(spec, p, rows=read_rows(Path(arg), p))
+
+
+def _cmd(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:
+    try:
+        argv = shlex.split(arg)
+    except ValueError as e:
+        raise UserError(f"oracle {spec!r}: cannot split the command line ({e})") from None
+    if not argv:
+        raise UserError(f"oracle {spec!r}: expected cmd:PROGRAM [ARGS]")
+    return CmdOracle(spec, p, argv=argv)
+
+
+def _cuda(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:
+    from ..probe.runner import build_runner  # nvcc and a GPU are needed only here
+
+    work = Path(arg) if arg else Path(tempfile.mkdtemp(prefix="tcsmt-identify-"))
+    argv = build_runner(arch, instr, work)
+    return CmdOracle(spec, p, argv=list(argv))
+
+
+ORACLES: dict[str, tuple[Callable[..., Oracle], str]] = {
+    "variant": (_variant, "variant:EXPR    a hidden model (any variant expression)"),
+    "file": (_file, "file:ROWS       recorded (a, b, c, d) rows only: fit and the next probe"),
+    "cmd": (_cmd, "cmd:PROGRAM     reads vector JSONL on stdin, prints one d per line"),
+    "cuda": (_cuda, "cuda[:DIR]      build the instruction with nvcc, run it on the local GPU"),
+}
+
+
+def make_oracle(spec: str, p: ModelParams, arch: str, instr: str) -> Oracle:
+    """The oracle a spec names, for the instruction `instr` of `arch` (model `p`)."""
+    kind, _, arg = spec.partition(":")
+    entry = ORACLES.get(kind.strip())
+    if entry is None:
+        raise UserError(
+            f"unknown oracle {spec!r}; expected one of: "
+            + ", ".join(v[1].split()[0] for v in ORACLES.values())
+        )
+    return entry[0](spec, arg.strip(), p, arch, instr)

@@ -1,0 +1,133 @@
+"""Finding the hypotheses that survive the evidence, one parameter at a time.
+
+The space is never enumerated. A *climb* starts from a hypothesis and repeatedly moves to
+the neighbour (one parameter changed, or another family's seed) that reproduces more
+answered rows, or as many rows with outputs closer to the oracle's; so parameters are
+decided one after another, each by the rows that depend on it. Climbs start from the
+previous survivors and, when those have all been refuted, from every family's seed.
+The *neighbourhood* of the hypotheses a climb reaches is then run on every answered row:
+the survivors among them are the alternatives that the evidence has not yet ruled out,
+grouped into classes that predict the same bits on every row of the pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .evaluate import Evaluator, Evidence
+from .space import Hypothesis, Space
+
+MAX_STEPS = 60
+
+
+def score(ev: Evaluator, evidence: Evidence, h: Hypothesis) -> tuple:
+    """The climb's objective: rows matched, closeness of the misses, then fewer
+    parameters changed from the preset."""
+    m, dist = evidence.score(ev.predict(h))
+    return (m, dist, -len(h.overrides))
+
+
+def climb(space: Space, ev: Evaluator, evidence: Evidence, start: Hypothesis) -> Hypothesis:
+    """Best-improvement local search from `start` (ends where no neighbour is better)."""
+    cur, cur_s = start, score(ev, evidence, start)
+    for _ in range(MAX_STEPS):
+        if cur_s[0] == len(evidence) and cur_s[2] == 0:
+            break
+        best, best_s = None, cur_s
+        for n in space.neighbours(cur):
+            s = score(ev, evidence, n)
+            if s > best_s:
+                best, best_s = n, s
+        if best is None:
+            break
+        cur, cur_s = best, best_s
+    return cur
+
+
+def survives(ev: Evaluator, evidence: Evidence, h: Hypothesis) -> bool:
+    pred = ev.predict(h)
+    return pred is not None and evidence.first_miss(pred) is None
+
+
+@dataclass
+class Found:
+    """The survivors a search found, and the best hypotheses when none survives."""
+
+    survivors: list[Hypothesis]
+    best: list[Hypothesis]
+
+
+def search(
+    space: Space,
+    ev: Evaluator,
+    evidence: Evidence,
+    starts: list[Hypothesis],
+    all_seeds: bool = False,
+) -> Found:
+    """Climb from `starts` (and every family's seed when `all_seeds` or when no start
+    leads to a survivor); return the survivors in the neighbourhood of the climbs' ends."""
+    ends: list[Hypothesis] = []
+
+    def run(froms: list[Hypothesis]) -> None:
+        for s in froms:
+            e = climb(space, ev, evidence, s)
+            if e not in ends:
+                ends.append(e)
+
+    run(list(dict.fromkeys(starts)))
+    if all_seeds or not any(survives(ev, evidence, e) for e in ends):
+        run([space.seed(f.name) for f in space.families if space.seed(f.name) not in starts])
+    alive = [e for e in ends if survives(ev, evidence, e)]
+    if not alive:
+        ranked = sorted(ends, key=lambda h: score(ev, evidence, h), reverse=True)
+        return Found([], ranked)
+    found: list[Hypothesis] = list(alive)
+    for e in alive:
+        for n in space.neighbours(e):
+            if n not in found and survives(ev, evidence, n):
+                found.append(n)
+    found.sort(key=lambda h: score(ev, evidence, h), reverse=True)
+    return Found(found, [])
+
+
+def classes(ev: Evaluator, hyps: list[Hypothesis]) -> list[list[Hypothesis]]:
+    """`hyps` grouped by their predictions on every known row (order kept)."""
+    groups: dict[bytes, list[Hypothesis]] = {}
+    for h in hyps:
+        groups.setdefault(ev.predict(h).tobytes(), []).append(h)
+    return list(groups.values())
+
+
+def splitting_rows(
+    ev: Evaluator, reps: list[Hypothesis], exclude: set[int], limit: int
+) -> list[int]:
+    """Up to `limit` rows that split the representatives `reps` as finely as possible:
+    greedily, each row separating the most pairs that the rows before it left together."""
+    if len(reps) < 2:
+        return []
+    P = np.stack([ev.predict(h) for h in reps])  # (hypotheses, rows)
+    block = np.zeros(len(reps), dtype=np.int64)
+    chosen: list[int] = []
+    usable = np.ones(P.shape[1], dtype=bool)
+    usable[list(exclude)] = False
+    for _ in range(limit):
+        same = block[:, None] == block[None, :]
+        iu = np.triu_indices(len(reps), 1)
+        pairs = same[iu]
+        if not pairs.any():
+            break
+        ia, ib = iu[0][pairs], iu[1][pairs]
+        split = (P[ia] != P[ib]).sum(axis=0)  # pairs each row separates
+        split[~usable] = -1
+        best = int(np.argmax(split))
+        if split[best] <= 0:
+            break
+        chosen.append(best)
+        usable[best] = False
+        _, block = np.unique(
+            np.stack([block, P[:, best].astype(np.int64)]), axis=1, return_inverse=True
+        )
+        block = block.reshape(-1)
+    return chosen
