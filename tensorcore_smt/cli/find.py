@@ -8,13 +8,13 @@ from pathlib import Path
 
 import click
 
-from .cli import main
-from .cli_solve import Spinner, limits_from, solver_options_common
-from .find import QueryAnswer, find, save_vectors
-from .library import get, load_all
-from .presets import PRESETS, UserError
-from .report import to_text
-from .solve import Limits, Verdict, solvers_for
+from ..find import QueryAnswer, find, save_vectors
+from ..library import get, load_all
+from ..presets import PRESETS, UserError
+from ..report import to_text
+from ..solve import Limits, Verdict, solvers_for
+from .base import main
+from .options import Spinner, limits_from, solver_options_common
 
 EXIT_UNEXPECTED = 1
 EXIT_UNKNOWN = 3

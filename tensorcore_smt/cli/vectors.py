@@ -12,10 +12,11 @@ from pathlib import Path
 
 import click
 
-from . import vectors as vec
-from .cli import describe, main
-from .formats import format_hex
-from .presets import PRESETS, UserError, parse_variant
+from .. import vectors as vec
+from ..formats import format_hex
+from ..presets import PRESETS, UserError, parse_variant
+from ..report import describe
+from .base import main
 
 
 @main.group("vectors")
@@ -218,8 +219,8 @@ def probe(
     --check exits 0 when every vector matched at least one variant, 1 when some vector
     matched none, 2 on a malformed or truncated output or vector file.
     """
-    from .probe import cuda
-    from .probe.check import check_output, report_text
+    from ..probe import cuda
+    from ..probe.check import check_output, report_text
 
     if check_mode:
         if out or sm:

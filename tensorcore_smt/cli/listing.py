@@ -1,0 +1,138 @@
+"""`tcsmt list archs|properties|solvers`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..model.params import ModelParams
+from ..presets import ALIASES, PRESETS, UserError
+from .base import main
+
+
+@main.group("list", invoke_without_command=True)
+@click.pass_context
+def list_(ctx: click.Context) -> None:
+    """List architectures, properties or solvers."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_archs)
+
+
+def _param_summary(p: ModelParams) -> str:
+    from ..model.params import Algorithm
+
+    fmts = f"{p.a_fmt.spec.name}x{p.b_fmt.spec.name}+{p.c_fmt.spec.name}->{p.d_fmt.spec.name}"
+    if p.algorithm == Algorithm.FDA:
+        groups = len(p.groups())
+        rnd = f"{p.rounding.value}" + (f"/{p.rounding_fmt.spec.name}" if p.rounding_fmt else "")
+        return (
+            f"FDA{'x' + str(groups) if groups > 1 else ''} K={p.K} L={p.L} F={p.F} "
+            f"carry={p.carry_bits} e_zero={p.e_zero} {rnd} {fmts}"
+        )
+    if p.algorithm == Algorithm.GPS:
+        return f"GPS K={p.K} G={p.G} ftz {fmts}"
+    if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
+        groups = len(p.groups())
+        return (
+            f"{p.algorithm.name}{'x' + str(groups) if groups > 1 else ''} K={p.K} L={p.L} "
+            f"F={p.F} F2={p.F2} {fmts}"
+        )
+    return f"{p.algorithm.name} K={p.K} {p.rounding.value} {fmts}"
+
+
+@list_.command("archs")
+@click.option("--arch", default=None, help="Only this architecture.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_archs(arch: str | None, as_json: bool) -> None:
+    """Architecture presets, their instructions and model parameters."""
+    names = [arch] if arch else list(PRESETS)
+    for n in names:
+        if n not in PRESETS:
+            raise UserError(f"unknown architecture {n!r}; known: {', '.join(PRESETS)}")
+    if as_json:
+        out = {}
+        for n in names:
+            pr = PRESETS[n]
+            out[n] = {
+                "description": pr.description,
+                "sm": pr.sm,
+                "default": pr.default_instr,
+                "instructions": {k: _params_json(i.params) for k, i in pr.instructions.items()},
+            }
+        click.echo(
+            json.dumps({"archs": out, "aliases": {k: v[0] for k, v in ALIASES.items()}}, indent=2)
+        )
+        return
+    for n in names:
+        pr = PRESETS[n]
+        click.echo(f"{n}: {pr.description}")
+        for k, inst in pr.instructions.items():
+            mark = "*" if k == pr.default_instr else " "
+            click.echo(f"  {mark} {k:48s} {_param_summary(inst.params)}")
+    if not arch:
+        click.echo("\nNamed hypotheses (usable wherever a variant is):")
+        for k, (expr, why) in ALIASES.items():
+            click.echo(f"  {k:16s} = {expr:45s} {why}")
+        click.echo(
+            "\n* default instruction. Variants: ARCH[param=value,...], e.g. volta[carry_bits=2]."
+        )
+
+
+def _params_json(p: ModelParams) -> dict:
+    out = {}
+    for k, v in p.__dict__.items():
+        if hasattr(v, "spec"):
+            v = v.spec.name
+        elif hasattr(v, "value"):
+            v = v.value
+        out[k] = v
+    return out
+
+
+@list_.command("properties")
+@click.option(
+    "--properties-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="List this directory's properties instead of the built-in library.",
+)
+@click.option("--arch", default=None, help="Say whether each property applies to ARCH.")
+def list_properties(properties_dir: str | None, arch: str | None) -> None:
+    """Properties in the property library (question, source, queries)."""
+    from ..library import load_all
+
+    props = load_all(Path(properties_dir) if properties_dir else None)
+    if arch and arch not in PRESETS:
+        raise UserError(f"unknown architecture {arch!r}; known: {', '.join(PRESETS)}")
+    if not props:
+        click.echo("no properties found")
+        return
+    for name, prop in props.items():
+        queries = ", ".join(f"{q.id} ({q.goal.value})" for q in prop.queries)
+        click.echo(f"{name}: {' '.join(prop.question.split())}")
+        click.echo(f"    source: {prop.source}")
+        click.echo(f"    queries: {queries}")
+        if arch:
+            why = prop.not_applicable(PRESETS[arch])
+            if why:
+                click.echo(f"    {arch}: does not apply ({why.split(': ', 1)[-1]})")
+            else:
+                click.echo(f"    {arch}: {prop.instruction_for(PRESETS[arch]).name}")
+
+
+@list_.command("solvers")
+def list_solvers() -> None:
+    """SMT solvers importable here, with their versions (portfolio order)."""
+    from ..solvers.backends import all_backends
+
+    usable = []
+    for name, backend in all_backends().items():
+        try:
+            version = backend.version()
+            usable.append(name)
+        except Exception as e:  # noqa: BLE001 - any import failure means "not available"
+            version = f"not available ({type(e).__name__}: {str(e).splitlines()[0][:60]})"
+        click.echo(f"{name:10s} {version}")
+    click.echo(f"{'portfolio':10s} " + (", ".join(usable) if usable else "no solver available"))

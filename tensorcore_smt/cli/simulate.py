@@ -1,0 +1,171 @@
+"""`tcsmt simulate`: bit-exact outputs of one instruction, for given inputs or a file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import numpy as np
+
+from ..api import simulate_params
+from ..formats import Format, format_hex, parse_hex, to_float
+from ..model.params import ModelParams
+from ..presets import UserError, parse_variant
+from ..report import describe
+from .base import main
+
+
+def _parse_list(text: str, fmt: Format, field: str, k: int) -> list[int]:
+    items = [t for t in text.split(",")] if text.strip() else []
+    if len(items) != k:
+        raise UserError(f"{field}: expected {k} entries for this instruction, got {len(items)}")
+    return [parse_hex(t, fmt, f"{field}[{i}]") for i, t in enumerate(items)]
+
+
+@main.command()
+@click.option(
+    "--arch",
+    "archs",
+    required=True,
+    multiple=True,
+    help="Variant: ARCH or ARCH[param=value,...]; repeat to compare variants on one input.",
+)
+@click.option("--instr", default=None, help="Instruction (PTX shape.types or MFMA name).")
+@click.option("--a", "a_text", default=None, help="Comma-separated hex patterns of a (K).")
+@click.option("--b", "b_text", default=None, help="Comma-separated hex patterns of b (K).")
+@click.option("--c", "c_text", default=None, help="Hex pattern of c.")
+@click.option(
+    "--vectors", type=click.Path(dir_okay=False), default=None, help="JSONL file of rows {a, b, c}."
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write rows with d added (JSONL); default: standard output.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (single row).")
+def simulate(
+    archs: tuple[str, ...],
+    instr: str | None,
+    a_text: str | None,
+    b_text: str | None,
+    c_text: str | None,
+    vectors: str | None,
+    out: str | None,
+    as_json: bool,
+) -> None:
+    """Bit-exact output of one instruction's dot product, or of every row of a file."""
+    arch = archs[0]
+    variant = parse_variant(arch)
+    p = variant.params(instr)
+    inst_name = variant.instruction(instr).name
+    if vectors:
+        if a_text or b_text or c_text:
+            raise UserError("give either --vectors or --a/--b/--c, not both")
+        if len(archs) > 1:
+            raise UserError("--vectors takes one --arch")
+        _simulate_file(p, Path(vectors), Path(out) if out else None)
+        return
+    if a_text is None or b_text is None or c_text is None:
+        raise UserError("--a, --b and --c are required (or --vectors FILE)")
+    models = [(arch, p)]
+    for other in archs[1:]:
+        q = parse_variant(other).params(inst_name)
+        if (q.K, q.a_fmt, q.b_fmt, q.c_fmt) != (p.K, p.a_fmt, p.b_fmt, p.c_fmt):
+            raise UserError(f"{other!r} takes different operands than {arch!r} on {inst_name}")
+        models.append((other, q))
+    a = _parse_list(a_text, p.a_fmt, "a", p.K)
+    b = _parse_list(b_text, p.b_fmt, "b", p.K)
+    c = parse_hex(c_text, p.c_fmt, "c")
+    for name, pm in models:
+        d = int(
+            simulate_params(
+                pm,
+                np.array([a], dtype=np.uint64),
+                np.array([b], dtype=np.uint64),
+                np.array([c], dtype=np.uint64),
+            )[0]
+        )
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {
+                        "arch": name,
+                        "instr": inst_name,
+                        "a": [format_hex(x, p.a_fmt) for x in a],
+                        "b": [format_hex(x, p.b_fmt) for x in b],
+                        "c": format_hex(c, p.c_fmt),
+                        "d": format_hex(d, pm.d_fmt),
+                        "d_value": to_float(d, pm.d_fmt),
+                    }
+                )
+            )
+            continue
+        click.echo(f"{name} {inst_name}")
+        click.echo(f"d = {describe(d, pm.d_fmt)}")
+
+
+def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
+    """Simulate every valid row up to the first bad one; write them; then report it."""
+    if not src.exists():
+        raise UserError(f"{src}: no such file")
+    rows: list[tuple[list[int], list[int], int, dict]] = []
+    error: str | None = None
+    try:
+        text = src.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{src}: cannot read ({e})") from None
+    from ..vectors import is_vector_json, loads, parse_row
+
+    if src.suffix.lower() == ".csv" or is_vector_json(text):
+        # A tcsmt-vectors file (JSON or CSV): validated as a whole, rows as in JSONL.
+        try:
+            vf = loads(text, csv_format=src.suffix.lower() == ".csv")
+        except UserError as e:
+            raise UserError(f"{src}: {e}") from None
+        q = vf.params
+        if (q.K, q.a_fmt, q.b_fmt, q.c_fmt) != (p.K, p.a_fmt, p.b_fmt, p.c_fmt):
+            raise UserError(
+                f"{src}: its instruction {vf.instruction} takes other operands than the "
+                f"one simulated; pass --instr {vf.instruction}"
+            )
+        for v in vf.vectors:
+            obj = {
+                "a": [format_hex(x, p.a_fmt) for x in v.a],
+                "b": [format_hex(x, p.b_fmt) for x in v.b],
+                "c": format_hex(v.c, p.c_fmt),
+            }
+            if v.note:
+                obj["note"] = v.note
+            rows.append((v.a, v.b, v.c, obj))
+        text = ""
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            a, b, c, obj = parse_row(line, p)
+        except (ValueError, json.JSONDecodeError) as e:
+            error = f"{src}:{lineno}: {e}"
+            break
+        rows.append((a, b, c, obj))
+    if rows:
+        d = simulate_params(
+            p,
+            np.array([r[0] for r in rows], dtype=np.uint64),
+            np.array([r[1] for r in rows], dtype=np.uint64),
+            np.array([r[2] for r in rows], dtype=np.uint64),
+        )
+        lines = []
+        for (_, _, _, obj), dv in zip(rows, d):
+            obj = dict(obj)
+            obj["d"] = format_hex(int(dv), p.d_fmt)
+            lines.append(json.dumps(obj))
+        payload = "\n".join(lines) + "\n"
+        if dst:
+            dst.write_text(payload)
+        else:
+            click.echo(payload, nl=False)
+    if error:
+        written = f" ({len(rows)} rows before it written)" if rows else ""
+        raise UserError(error + written)

@@ -1,0 +1,175 @@
+"""`tcsmt diff`, `tcsmt prove`, `tcsmt export`: questions about two variants for solvers.
+
+Exit codes. diff: 0 witness found, 1 proved equal, 3 unknown. prove: 0 proved equal,
+1 refuted (witness shown), 3 unknown. Both: 2 bad input, 4 a solver witness that the
+concrete model does not reproduce (a bug, never shown as a result).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..presets import UserError
+from ..query import Goal, Query, smtlib
+from ..report import to_json, to_text
+from ..solve import Limits, Outcome, Verdict, answer, solvers_for
+from .base import main
+from .options import (
+    Spinner,
+    build_query,
+    constraint_options,
+    limits_from,
+    query_options,
+    solver_options,
+)
+
+EXIT_WITNESS_BUG = 4
+EXIT_UNKNOWN = 3
+QUERIES_DIR = Path("queries")
+
+# (verdict -> exit code) per command
+_DIFF_EXIT = {Verdict.WITNESS: 0, Verdict.UNSAT: 1, Verdict.UNKNOWN: 3, Verdict.BAD_WITNESS: 4}
+_PROVE_EXIT = {Verdict.UNSAT: 0, Verdict.WITNESS: 1, Verdict.UNKNOWN: 3, Verdict.BAD_WITNESS: 4}
+
+
+def export_query(q: Query, path: str | None) -> Path:
+    """Write the query as SMT-LIB2 (with check-sat and get-value) and return the path."""
+    dst = Path(path) if path else QUERIES_DIR / f"{q.slug}.smt2"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(smtlib(q, for_export=True))
+    return dst
+
+
+def save_witness(o: Outcome, path: str) -> Path:
+    """Write the witness as a test-vector file with both variants' predicted outputs."""
+    from .. import vectors
+
+    q, w = o.query, o.witness
+    p = q.p
+    vf = vectors.VectorFile(
+        arch=q.variants[0].split("[")[0].strip(),
+        instruction=q.instruction,
+        variants=list(q.variants),
+        vectors=[
+            vectors.Vector(
+                a=[w.inputs[f"a{i}"] for i in range(p.K)],
+                b=[w.inputs[f"b{i}"] for i in range(p.K)],
+                c=w.inputs["c"],
+                predicted=dict(zip(q.variants, w.outputs)),
+                note=f"{q.goal.value}: {q.variants[0]} vs {q.variants[1]}",
+            )
+        ],
+    )
+    vectors.save(vf, Path(path))
+    return Path(path)
+
+
+def run(
+    q: Query, limits: Limits, as_json: bool, out: str | None, export: str | None, codes
+) -> None:
+    """Answer, report, write files, exit with the command's code for the verdict."""
+    solvers_for(limits.solver)  # bad solver names fail before any work
+    files: list[str] = []
+    if export is not None:
+        files.append(str(export_query(q, export or None)))
+    spinner = Spinner(sys.stderr.isatty() and not as_json)
+    try:
+        o = answer(q, limits, spinner)
+    finally:
+        spinner.clear()
+    if out and o.witness and o.verdict == Verdict.WITNESS:
+        files.append(str(save_witness(o, out)))
+    if as_json:
+        click.echo(json.dumps(to_json(o, files), indent=2))
+    else:
+        click.echo(to_text(o, files))
+    if o.verdict == Verdict.BAD_WITNESS:
+        click.echo(
+            "tcsmt: internal error: the solver's witness does not reproduce on the concrete "
+            "model; please report this query (use --export to save it)",
+            err=True,
+        )
+    sys.exit(codes[o.verdict])
+
+
+@main.command()
+@query_options
+@solver_options
+@click.option(
+    "--compare-errors",
+    is_flag=True,
+    help="Instead of any difference, find inputs where X's error is smaller than Y's.",
+)
+def diff(variant_x: str, variant_y: str, compare_errors: bool, **opts) -> None:
+    """Find inputs on which two variants of one instruction give different bits.
+
+    Exit 0: witness found (re-checked on the concrete model); 1: proved equal; 3: unknown.
+    """
+    goal = Goal.COMPARE_ERRORS if compare_errors else Goal.DIFFER
+    q = build_query(variant_x, variant_y, goal, opts)
+    run(q, limits_from(opts), opts["as_json"], opts["out"], opts["export_path"], _DIFF_EXIT)
+
+
+@main.command()
+@query_options
+@solver_options
+def prove(variant_x: str, variant_y: str, **opts) -> None:
+    """Prove two variants give the same bits on every input (subject to the constraints).
+
+    Exit 0: proved; 1: refuted (a witness is shown); 3: unknown.
+    """
+    q = build_query(variant_x, variant_y, Goal.EQUIVALENT, opts)
+    run(q, limits_from(opts), opts["as_json"], opts["out"], opts["export_path"], _PROVE_EXIT)
+
+
+@main.command()
+@click.argument("variants", nargs=-1)
+@constraint_options
+@click.option(
+    "--goal",
+    type=click.Choice([g.value for g in Goal]),
+    default=Goal.DIFFER.value,
+    show_default=True,
+    help="What the query asks.",
+)
+@click.option("--property", "prop_name", default=None, help="Export every query of a property.")
+@click.option("--arch", default=None, help="Architecture for --property.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(),
+    default=None,
+    help="Output file (default: queries/NAME.smt2; a directory with --property).",
+)
+def export(
+    variants: tuple[str, ...],
+    goal: str,
+    prop_name: str | None,
+    arch: str | None,
+    out: str | None,
+    **opts,
+) -> None:
+    """Write a query as SMT-LIB2 that z3, cvc5 and bitwuzla all read.
+
+    Either two variants (tcsmt export volta 'volta[carry_bits=2]') or a property of the
+    library on an architecture (tcsmt export --property carry-bits --arch ampere).
+    """
+    if prop_name:
+        from ..library import get
+
+        if variants:
+            raise UserError("give either two variants or --property, not both")
+        if not arch:
+            raise UserError("--property needs --arch")
+        for _, q in get(prop_name).bind(arch, opts["instr"]):
+            dst = Path(out) / f"{q.slug}.smt2" if out else None
+            click.echo(str(export_query(q, str(dst) if dst else None)))
+        return
+    if len(variants) != 2:
+        raise UserError(f"export takes two variants (or --property); got {len(variants)}")
+    q = build_query(variants[0], variants[1], Goal(goal), opts)
+    click.echo(str(export_query(q, out)))
