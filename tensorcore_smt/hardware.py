@@ -273,9 +273,11 @@ def validate(
     instrs: list[str] | None = None,
     keep_rows: int = 0,
     keep_dir: Path | None = None,
+    rows_others: int | None = None,
 ) -> list[dict]:
-    """Every instruction of `arch` runnable on this GPU, on `rows` random rows: the GPU's d
-    against the preset's and each alternative's; mismatching rows saved as vectors."""
+    """Every instruction of `arch` runnable on this GPU on random rows (`rows` for the
+    probed instructions, `rows_others` for the rest; default `rows`): the GPU's d against
+    the preset's and each alternative's; mismatching rows saved as vectors."""
     from . import vectors
     from .probe.runner import build_runner, run_binary, runner_target
     from .rows import KINDS, random_rows
@@ -308,8 +310,11 @@ def validate(
         sass[name] = sass_ops(text)
     (sass_dir / "opcodes.json").write_text(json.dumps(sass, indent=2) + "\n")
     report = []
+    probed = set(PROBED.get(arch, ()))
+    total = rows
     for i, name in enumerate(runnable):
         p = preset.instructions[name].params
+        rows = total if name in probed or rows_others is None else rows_others
         t0 = time.monotonic()
         a, b, c, kind = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, rows, seed + i)
         tg = time.monotonic()
@@ -456,7 +461,8 @@ def campaign(args: argparse.Namespace) -> int:
         "nvcc": (_run(["nvcc", "--version"]).stdout.strip().splitlines() or [""])[-1],
         "tcsmt": __version__,
         "python": platform.python_version(),
-        "rows_per_instruction": args.rows,
+        "rows_per_probed_instruction": args.rows,
+        "rows_per_other_instruction": args.rows_others,
         "seed": args.seed,
     }
     (out / "machine.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -468,7 +474,18 @@ def campaign(args: argparse.Namespace) -> int:
     if "validate" in steps:
         keep = Path(args.keep_dir) if args.keep_dir else out / "rows"
         keep.mkdir(parents=True, exist_ok=True)
-        validate(args.arch, gpu, args.rows, args.seed, out, jobs, None, args.keep_rows, keep)
+        validate(
+            args.arch,
+            gpu,
+            args.rows,
+            args.seed,
+            out,
+            jobs,
+            None,
+            args.keep_rows,
+            keep,
+            args.rows_others,
+        )
     if "identify" in steps:
         run_identify(args.arch, PROBED[args.arch], out, args.budget)
     shutil.rmtree(out / "build", ignore_errors=True)
@@ -514,10 +531,12 @@ def write_report(out: Path, findings: str = "") -> Path:
         val = json.loads(val_path.read_text())
         total = sum(v["rows"] for v in val)
         bad = sum(v["mismatches"] for v in val)
+        counts = sorted({v["rows"] for v in val}, reverse=True)
+        per = " or ".join(f"{n:,}" for n in counts) + " per instruction"
         lines += [
             "## Random validation",
             "",
-            f"{len(val)} instructions, {total:,} random rows ({val[0]['rows']:,} each; the mix "
+            f"{len(val)} instructions, {total:,} random rows ({per}; the mix "
             f"of tensorcore_smt/rows.py: normal, cancelling, wide-range, subnormal, zero, "
             f"Inf/NaN and raw-bit rows), computed by the GPU through the batch runner and "
             f"compared bit for bit with the vector interpreter of the hopper preset: "
@@ -605,6 +624,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--vectors", default="results/hardware/vectors")
     r.add_argument("--out", default="results/hardware")
     r.add_argument("--rows", type=int, default=1_000_000)
+    r.add_argument(
+        "--rows-others",
+        type=int,
+        default=100_000,
+        help="rows for the instructions outside the probed list (default 10^5)",
+    )
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--budget", type=int, default=200)
     r.add_argument("--jobs", type=int, default=0)

@@ -71,7 +71,9 @@ def _normal(fmt: Format, rng: np.random.Generator, centre, width, shape) -> np.n
     it is avoided."""
     s = fmt.spec
     lo_f, hi_f = 1, _max_normal_field(fmt)
-    e = centre[:, None] + rng.integers(-width[:, None], width[:, None] + 1, size=shape)
+    w = width[:, None]
+    # uniform in -w..w; drawn as floats (integers with per-row bounds is slow)
+    e = centre[:, None] + (rng.random(shape) * (2 * w + 1)).astype(np.int64) - w
     field = np.clip(e + s.bias, lo_f, hi_f)
     mant = rng.integers(0, 1 << s.mbits, size=shape, dtype=np.uint64)
     if s.specials == Specials.FN:
