@@ -551,8 +551,10 @@ class Variant:
             changes.setdefault("b_fmt", p.c_fmt)
         try:
             q = p.with_(**changes)
-        except TypeError as e:
-            raise UserError(str(e)) from None
+        except (TypeError, ValueError) as e:
+            raise UserError(
+                f"variant {self.text!r} on {self.instruction(instr).name}: {e}"
+            ) from None
         if q.split != Split.NONE:
             _check_split(self.text, self.instruction(instr).name, q)
         return q

@@ -18,12 +18,30 @@ def fail(msg: str) -> None:
     sys.exit(EXIT_USAGE)
 
 
+def _usage_line(e: click.UsageError) -> str:
+    """A command-line error on one line (click's own display adds usage and hint lines)."""
+    cmd = e.ctx.command_path if e.ctx is not None else "tcsmt"
+    return f"{cmd}: " + " ".join(e.format_message().split())
+
+
 class Group(click.Group):
     """Turns user errors into one line and exit code 2, and hides internal tracebacks."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as e:
+            fail(_usage_line(e))
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as e:
+            fail(_usage_line(e))
         except (UserError, ValueError) as e:
             fail(str(e))
         except OSError as e:

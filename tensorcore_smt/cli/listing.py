@@ -1,4 +1,4 @@
-"""`tcsmt list archs|properties|solvers`."""
+"""`tcsmt list archs|properties|solvers|params`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .base import main
 @main.group("list", invoke_without_command=True)
 @click.pass_context
 def list_(ctx: click.Context) -> None:
-    """List architectures, properties or solvers."""
+    """List architectures, properties, solvers or model parameters."""
     if ctx.invoked_subcommand is None:
         ctx.invoke(list_archs)
 
@@ -136,3 +136,12 @@ def list_solvers() -> None:
             version = f"not available ({type(e).__name__}: {str(e).splitlines()[0][:60]})"
         click.echo(f"{name:10s} {version}")
     click.echo(f"{'portfolio':10s} " + (", ".join(usable) if usable else "no solver available"))
+
+
+@list_.command("params")
+def list_params() -> None:
+    """Model parameters a variant can override, each with its allowed values."""
+    from ..model.params import describe_range, param_names
+
+    for name in param_names():
+        click.echo(f"{name:16s} {describe_range(name)}")

@@ -3,9 +3,11 @@ find): the input constraints, the solver limits, the progress spinner."""
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import click
 
@@ -23,6 +25,59 @@ from ..query import (
 from ..solve import PORTFOLIO, Limits
 
 
+@dataclass(frozen=True)
+class OptionRange:
+    """The values a numeric option may take: lo..hi (lo excluded when `open_lo`)."""
+
+    lo: float
+    hi: float
+    open_lo: bool
+    unit: str
+
+    def describe(self) -> str:
+        low = f"> {_num(self.lo)}" if self.open_lo else f">= {_num(self.lo)}"
+        return f"{low} and <= {_num(self.hi)} {self.unit}"
+
+    def contains(self, v: float) -> bool:
+        above = v > self.lo if self.open_lo else v >= self.lo
+        return math.isfinite(v) and above and v <= self.hi
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+OPTION_RANGES: dict[str, OptionRange] = {
+    "timeout": OptionRange(0, 1e7, True, "seconds"),
+    "jobs": OptionRange(1, 1024, False, "solver processes"),
+    "memory": OptionRange(1, 1 << 30, False, "MiB"),
+    "terms": OptionRange(0, 1 << 16, False, "products"),
+}
+"""Allowed range of every numeric option, checked when the command line is read."""
+
+
+class Ranged(click.ParamType):
+    """An int or float option checked against its OPTION_RANGES entry."""
+
+    def __init__(self, key: str, kind: type) -> None:
+        self.key = key
+        self.kind = kind
+        self.name = kind.__name__
+
+    def convert(self, value, param, ctx):
+        rng = OPTION_RANGES[self.key]
+        if isinstance(value, self.kind) and not isinstance(value, bool):
+            v = value
+        else:
+            try:
+                v = self.kind(str(value).strip())
+            except (ValueError, OverflowError):
+                self.fail(f"{value!r} is not a number; allowed: {rng.describe()}", param, ctx)
+        if not rng.contains(v):
+            self.fail(f"{value} is out of range; allowed: {rng.describe()}", param, ctx)
+        return v
+
+
 def query_options(f: Callable) -> Callable:
     """Arguments and options shared by every command that builds a query from two variants."""
     f = constraint_options(f)
@@ -37,7 +92,7 @@ def constraint_options(f: Callable) -> Callable:
         click.option("--positive", is_flag=True, help="Every input has its sign bit clear."),
         click.option(
             "--terms",
-            type=int,
+            type=Ranged("terms", int),
             default=None,
             help="Only the first N products are free; a_k = b_k = 0 for k >= N.",
         ),
@@ -91,13 +146,24 @@ def _solver_opts() -> list:
             help="z3, cvc5, bitwuzla, or portfolio (all installed ones in parallel).",
         ),
         click.option(
-            "--timeout", type=float, default=300.0, show_default=True, help="Seconds per solver."
+            "--timeout",
+            type=Ranged("timeout", float),
+            default=300.0,
+            show_default=True,
+            help="Seconds per solver.",
         ),
         click.option(
-            "--jobs", type=int, default=None, help="Solvers run at once (default: cores)."
+            "--jobs",
+            type=Ranged("jobs", int),
+            default=None,
+            help="Solvers run at once (default: cores).",
         ),
         click.option(
-            "--memory", type=int, default=8192, show_default=True, help="MiB per solver process."
+            "--memory",
+            type=Ranged("memory", int),
+            default=8192,
+            show_default=True,
+            help="MiB per solver process.",
         ),
         click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed."),
         click.option(

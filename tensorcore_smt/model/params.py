@@ -137,6 +137,9 @@ class ModelParams:
     split_fmt: Format = Format.FP16  # the unit's own a/b format under a split
     split_scale: int = 11  # Ootomo-Yokota: residuals are scaled by 2^split_scale
 
+    def __post_init__(self) -> None:
+        check_params(self)
+
     @property
     def out_fmt(self) -> Format:
         return self.rounding_fmt or self.d_fmt
@@ -190,12 +193,134 @@ class ModelParams:
         return [(i, min(i + L, self.K)) for i in range(0, self.K, L)]
 
 
+PARAM_ENUMS: dict[str, type[Enum]] = {
+    "Algorithm": Algorithm,
+    "AlignMode": AlignMode,
+    "ProductExponent": ProductExponent,
+    "Rounding": Rounding,
+    "Overflow": Overflow,
+    "Order": Order,
+    "Tf32Input": Tf32Input,
+    "CarryOverflow": CarryOverflow,
+    "ZeroSign": ZeroSign,
+    "NanRule": NanRule,
+    "GroupMap": GroupMap,
+    "CAddend": CAddend,
+    "Split": Split,
+}
+
+
+@dataclass(frozen=True)
+class IntRange:
+    """The values an integer parameter may take: lo..hi, and `none` where the field is
+    optional. `why` says where the bounds come from (shown nowhere but here)."""
+
+    lo: int
+    hi: int
+    why: str
+    text: str = ""  # the range in words, where lo..hi alone would mislead
+
+    def describe(self, optional: bool) -> str:
+        return (self.text or f"{self.lo}..{self.hi}") + (" or none" if optional else "")
+
+
+_OPERANDS = frozenset(
+    f for f in Format if f not in (Format.UE8M0, Format.UE4M3, Format.E8M13, Format.E8M31)
+)
+_ACCUMULATORS = frozenset((Format.FP64, Format.FP32, Format.FP16, Format.BF16))
+
+PARAM_RANGES: dict[str, IntRange] = {
+    "K": IntRange(1, 256, "products per output element; the widest instruction has K = 128"),
+    # L > K means one group (groups() caps it); identify spaces try L = 2K
+    "L": IntRange(1, 512, "fused group size; MMA-Sim Table III: 2 (tf32 Volta) to 32 (fp8)"),
+    "F": IntRange(0, 64, "alignment fraction bits; papers: 13 (fp8 Ada/Hopper) to 35 (GDFS)"),
+    "carry_bits": IntRange(0, 32, "integer headroom; paper 000 §4.3: 3 to 4 (ceil log2(L+1))"),
+    "e_zero": IntRange(-16383, 16383, "an exponent that fits the model's 16-bit exponents"),
+    "nan_bits": IntRange(
+        0, (1 << 64) - 1, "checked against d_fmt by check_params", "0..2^w-1 for a w-bit d"
+    ),
+    "G": IntRange(1, 64, "GPS group size; MMA-Sim §IV-B: 2 or 4"),
+    "F2": IntRange(0, 64, "CDNA3 fraction bits when c is added; MMA-Sim §IV-D: 31"),
+    "split_scale": IntRange(0, 64, "Ootomo-Yokota residual scale; paper 000 §6: 11"),
+}
+"""Allowed range of every integer parameter, checked before any arithmetic."""
+
+PARAM_FORMATS: dict[str, frozenset[Format]] = {
+    "a_fmt": _OPERANDS,
+    "b_fmt": _OPERANDS,
+    "c_fmt": _ACCUMULATORS,
+    "d_fmt": _ACCUMULATORS,
+    "rounding_fmt": _ACCUMULATORS | {Format.E8M13, Format.E8M31},
+    "acc_fmt": _ACCUMULATORS,
+    "split_fmt": _OPERANDS,
+}
+"""Formats each format parameter may take (scale-factor formats are no operands)."""
+
+
+def _field_types() -> dict[str, str]:
+    return {f.name: str(f.type) for f in fields(ModelParams)}
+
+
+def describe_range(name: str) -> str:
+    """The allowed values of parameter `name`, in words (for errors and `list params`)."""
+    ann = _field_types()[name]
+    optional = "None" in ann
+    if name in PARAM_RANGES:
+        return PARAM_RANGES[name].describe(optional)
+    if name in PARAM_FORMATS:
+        names = sorted(f.spec.name for f in PARAM_FORMATS[name])
+        return "one of " + ", ".join(names) + (", none" if optional else "")
+    if ann == "bool":
+        return "true or false"
+    enum = PARAM_ENUMS.get(ann.replace(" | None", ""))
+    if enum is not None:
+        return "one of " + ", ".join(m.value for m in enum)
+    return ann
+
+
+def check_value(name: str, value: Any) -> None:
+    """ValueError naming `name` and its range when `value` lies outside it."""
+    if value is None:
+        if "None" not in _field_types()[name]:
+            raise ValueError(f"{name}: none is not allowed; allowed: {describe_range(name)}")
+        return
+    rng = PARAM_RANGES.get(name)
+    if rng is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not rng.lo <= value <= rng.hi
+    ):
+        raise ValueError(f"{name}={value} is out of range; allowed: {describe_range(name)}")
+    allowed = PARAM_FORMATS.get(name)
+    if allowed is not None and value not in allowed:
+        raise ValueError(
+            f"{name}={getattr(value, 'spec', value).name} is not allowed; "
+            f"allowed: {describe_range(name)}"
+        )
+
+
+def check_params(p: ModelParams) -> None:
+    """Every field of `p` in its range, and the ranges that depend on other fields."""
+    for f in fields(p):
+        check_value(f.name, getattr(p, f.name))
+    if p.nan_bits is not None and p.nan_bits >> p.d_fmt.spec.storage:
+        raise ValueError(
+            f"nan_bits={p.nan_bits:#x} does not fit d's format {p.d_fmt.spec.name}; "
+            f"allowed: 0..{(1 << p.d_fmt.spec.storage) - 1:#x} or none"
+        )
+
+
 def param_names() -> list[str]:
     return [f.name for f in fields(ModelParams)]
 
 
 def parse_value(name: str, text: str) -> Any:
-    """Parse a variant override `name=text` into the field's type; ValueError if bad."""
+    """Parse a variant override `name=text` into the field's type and check it against
+    the parameter's range; ValueError naming the parameter and its range if bad."""
+    value = _parse_raw(name, text)
+    check_value(name, value)
+    return value
+
+
+def _parse_raw(name: str, text: str) -> Any:
     field = {f.name: f for f in fields(ModelParams)}.get(name)
     if field is None:
         raise ValueError(f"unknown model parameter {name!r}; known: {', '.join(param_names())}")
@@ -208,7 +333,9 @@ def parse_value(name: str, text: str) -> Any:
         try:
             return int(t, 0)
         except ValueError:
-            raise ValueError(f"{name}: {text!r} is not an integer") from None
+            raise ValueError(
+                f"{name}: {text!r} is not an integer; allowed: {describe_range(name)}"
+            ) from None
     if ann == "bool":
         if low in ("1", "true", "yes", "on"):
             return True
@@ -216,26 +343,16 @@ def parse_value(name: str, text: str) -> Any:
             return False
         raise ValueError(f"{name}: {text!r} is not true/false")
     if "Format" in ann:
-        return Format.parse(t)
-    enums = {
-        "Algorithm": Algorithm,
-        "AlignMode": AlignMode,
-        "ProductExponent": ProductExponent,
-        "Rounding": Rounding,
-        "Overflow": Overflow,
-        "Order": Order,
-        "Tf32Input": Tf32Input,
-        "CarryOverflow": CarryOverflow,
-        "ZeroSign": ZeroSign,
-        "NanRule": NanRule,
-        "GroupMap": GroupMap,
-        "CAddend": CAddend,
-        "Split": Split,
-    }
-    for key, enum in enums.items():
-        if ann.replace(" | None", "") == key:
-            for member in enum:
-                if member.value == low or member.name.lower() == low:
-                    return member
-            raise ValueError(f"{name}: {text!r} is not one of {', '.join(m.value for m in enum)}")
+        try:
+            return Format.parse(t)
+        except ValueError:
+            raise ValueError(
+                f"{name}: {text!r} is not a format; allowed: {describe_range(name)}"
+            ) from None
+    enum = PARAM_ENUMS.get(ann.replace(" | None", ""))
+    if enum is not None:
+        for member in enum:
+            if member.value == low or member.name.lower() == low:
+                return member
+        raise ValueError(f"{name}: {text!r} is not one of {', '.join(m.value for m in enum)}")
     raise ValueError(f"{name}: cannot parse {text!r}")
