@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-slow bench bench-solvers results lint format demo clean hardware hardware-vectors
+.PHONY: install test test-slow test-torch bench bench-solvers results lint format demo clean hardware hardware-vectors
 
 install:
 	$(PY) -m venv $(VENV)
@@ -15,6 +15,13 @@ test:
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow
+
+# The vector interpreter on torch (CPU, and CUDA when present) against numpy, bit for bit,
+# on every instruction of every preset. Needs the torch extra (README: "torch").
+test-torch:
+	@$(BIN)/python -c "import torch" 2>/dev/null || { \
+		echo "make test-torch needs torch: $(BIN)/pip install -e '.[torch]' (README: torch)"; exit 2; }
+	$(BIN)/python -m pytest -q -m torch tests/test_torch.py
 
 bench:
 	$(BIN)/python bench/bench_simulate.py

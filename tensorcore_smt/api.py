@@ -31,8 +31,14 @@ def _check(arr: np.ndarray, fmt: Format, what: str) -> np.ndarray:
     return a
 
 
-def simulate_params(p: ModelParams, a_bits, b_bits, c_bits) -> np.ndarray:
-    """Vector-interpreter run of the model `p` on (N, K), (N, K), (N,) bit patterns."""
+def simulate_params(
+    p: ModelParams, a_bits, b_bits, c_bits, device: str | None = None
+) -> np.ndarray:
+    """Vector-interpreter run of the model `p` on (N, K), (N, K), (N,) bit patterns.
+
+    `device` None runs numpy's interpreter (bv/vector.py); "cpu", "cuda", "cuda:N" run
+    the same model on torch tensors there (bv/xp.py; needs the `torch` extra), and
+    "numpy" runs that array-API code path on numpy. The result is always a numpy array."""
     a = _check(a_bits, p.a_fmt, "a")
     b = _check(b_bits, p.b_fmt, "b")
     c = _check(c_bits, p.c_fmt, "c")
@@ -40,6 +46,8 @@ def simulate_params(p: ModelParams, a_bits, b_bits, c_bits) -> np.ndarray:
         raise UserError(f"a and b must both have shape (N, {p.K}); got {a.shape} and {b.shape}")
     if c.shape != (a.shape[0],):
         raise UserError(f"c must have shape ({a.shape[0]},); got {c.shape}")
+    if device is not None:
+        return _simulate_on(p, a, b, c, device)
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
     n = a.shape[0]
     out = np.empty(n, dtype=np.uint64)
@@ -55,10 +63,56 @@ def simulate_params(p: ModelParams, a_bits, b_bits, c_bits) -> np.ndarray:
     return out
 
 
-def simulate(arch: str, instr: str | None, a_bits, b_bits, c_bits) -> np.ndarray:
+DEVICE_CHUNK_ROWS = 1 << 21
+"""Rows per pass on a GPU, where larger arrays keep the device busy."""
+
+
+def array_backend(device: str):
+    """The array-API interpreter for `device` (UserError if torch or the device is absent)."""
+    from .bv.xp import backend_for
+
+    try:
+        be = backend_for(device)
+    except ImportError:
+        raise UserError(
+            f"device {device!r} needs torch: pip install 'tensorcore-smt[torch]'"
+        ) from None
+    except (RuntimeError, ValueError) as e:
+        raise UserError(f"device {device!r}: {e}") from None
+    dev = getattr(be.device, "type", None)
+    if dev == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UserError(f"device {device!r}: torch sees no CUDA device")
+    return be
+
+
+def _simulate_on(p: ModelParams, a, b, c, device: str) -> np.ndarray:
+    be = array_backend(device)
+    wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
+    n = a.shape[0]
+    step = DEVICE_CHUNK_ROWS if getattr(be.device, "type", None) == "cuda" else CHUNK_ROWS
+    out = np.empty(n, dtype=np.uint64)
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        d = dot_add(
+            [BV(be, x, wa) for x in be.columns(a[lo:hi], wa)],
+            [BV(be, x, wb) for x in be.columns(b[lo:hi], wb)],
+            BV(be, be.lanes(c[lo:hi], wc), wc),
+            p,
+        )
+        out[lo:hi] = be.to_host(d.v, hi - lo)
+    return out
+
+
+def simulate(
+    arch: str, instr: str | None, a_bits, b_bits, c_bits, device: str | None = None
+) -> np.ndarray:
     """d bits for each row: `arch` is a variant expression, `instr` a PTX/MFMA name (None:
-    the preset's default). Shapes (N, K), (N, K), (N,); returns (N,) uint64."""
-    return simulate_params(resolve(arch, instr), a_bits, b_bits, c_bits)
+    the preset's default). Shapes (N, K), (N, K), (N,); returns (N,) uint64. `device`:
+    None (numpy), or "cpu" / "cuda" / "cuda:N" for torch (see `simulate_params`)."""
+    return simulate_params(resolve(arch, instr), a_bits, b_bits, c_bits, device)
 
 
 def simulate_one(p: ModelParams, a_bits: list[int], b_bits: list[int], c_bits: int) -> int:
