@@ -58,15 +58,19 @@ PROBED: dict[str, tuple[str, ...]] = {
     ),
 }
 
-ALTERNATIVES: dict[str, tuple[str, ...]] = {
+FDA_INPUTS = r"\.(f16|bf16|tf32|e4m3|e5m2)\."
+"""The instructions of the fused dot-product unit (not DMMA's f64 FMA chain)."""
+
+ALTERNATIVES: dict[str, tuple[tuple[str, str], ...]] = {
     # Competing hypotheses whose agreement with the silicon the validation also counts
-    # (a mismatch of the preset is then explained, or not, by a named belief).
+    # (a mismatch of the preset is then explained, or not, by a named belief), each with
+    # the instructions it is a belief about (a regular expression on the name).
     "hopper": (
-        "matlab-h100-fp8",
-        "hopper[F=24]",
-        "hopper[F=26]",
-        "hopper[e_zero=none]",
-        "hopper[product_exponent=normalized]",
+        ("matlab-h100-fp8", r"\.e[45]m[23]\."),
+        ("hopper[F=24]", FDA_INPUTS),
+        ("hopper[F=26]", FDA_INPUTS),
+        ("hopper[e_zero=none]", FDA_INPUTS),
+        ("hopper[product_exponent=normalized]", FDA_INPUTS),
     ),
 }
 
@@ -320,7 +324,11 @@ def validate(
         tg = time.monotonic()
         d_gpu = run_binary(cmds[name], a, b, c, out / "build" / "tmp")
         t_gpu = time.monotonic() - tg
-        variants = [arch] + [v for v in ALTERNATIVES.get(arch, ()) if _applies(v, name)]
+        variants = [arch] + [
+            v
+            for v, about in ALTERNATIVES.get(arch, ())
+            if re.search(about, name) and _applies(v, name)
+        ]
         step = max(1, rows // jobs)
         tasks = [
             (v, name, a[lo : lo + step], b[lo : lo + step], c[lo : lo + step])
