@@ -66,6 +66,7 @@ class Instruction:
     params: ModelParams
     sm: int | None = None
     note: str = ""
+    unit: str = ""  # the hardware unit that runs it (instructions with one unit share it)
 
     @property
     def K(self) -> int:
@@ -171,7 +172,7 @@ _NV_DESC = {
     "ampere": "A100 / A-series (sm_80): 9-term fused fp16/bf16 unit, F=24, TF32, DMMA",
     "ada": "L40S / RTX 40 (sm_89): as Ampere, plus FP8 with F=13 and E8M13 output",
     "hopper": "H100 / H200 (sm_90): 17-term fp16 unit, F=25; wgmma; FP8 with F=13",
-    "blackwell": "B200 (sm_100): as Hopper for mma; tcgen05 with FP8 at F=25",
+    "blackwell": "B200 (sm_100): as Hopper for mma (FP8 on the f16 HMMA path); tcgen05, FP8 at F=25",
     "rtx-blackwell": "RTX PRO 6000 / RTX 50 (sm_120): f8f6f4 mma at F=25",
 }
 _F8 = ("e5m2", "e4m3")
@@ -219,8 +220,25 @@ _MMA_FROM = {
     "ampere": {75, 80},
     "ada": {75, 80, 89},
     "hopper": {75, 80, 89, 90},
-    "blackwell": {75, 80},
+    # sm_100 has the sm_89 FP8 forms too (PTX ISA: mma with .e4m3/.e5m2 needs sm_89 or
+    # higher); MMA-Sim's isa_mma leaves them out of Blackwell, so they have no MMA-Sim model
+    "blackwell": {75, 80, 89},
     "rtx-blackwell": {75, 80, 89, 120},
+}
+
+# FP8 mma.sync on the f16 HMMA unit: nvcc 13.0 lowers mma.sync m16n8k32 / m16n8k16 with
+# e4m3/e5m2 operands, for sm_90 and for sm_100a alike, to F2FP.UNPACK_B conversions to
+# f16 (exact), two chained HMMAs (HMMA.16816 for k32, HMMA.1688 for k16) from C = RZ, the
+# first on bytes 0-1 of every register and the second on bytes 2-3, then FADD (f32 d) or
+# HADD2 (f16 d) of c (SASS read with cuobjdump; the H100 matches it bit for bit on 4 x 10^6
+# rows: results/hardware/h100). sm_120a instead runs them on QMMA.16832 / QMMA.16816 with
+# c inside the instruction.
+_HMMA_FP8 = {
+    "groups": 2,
+    "group_map": GroupMap.BYTE_PAIRS,
+    "c_add": CAddend.AFTER,
+    "unit": "HMMA",
+    "note": "fp8 unpacked to f16 (F2FP.UNPACK_B), 2 HMMAs from 0, then c",
 }
 
 
@@ -236,8 +254,32 @@ _MMA_QUIRKS: dict[tuple[str, int], dict] = {
     # register, and adds c at the end with one round-to-nearest addition; 4 x 10^6 random
     # rows on an H100 match it bit for bit (results/hardware/h100). The MATLAB model's
     # belief (one group of 32 at F = 13, as the FP8 wgmma) is the variant matlab-h100-fp8.
-    ("hopper", 89): {"groups": 2, "group_map": GroupMap.BYTE_PAIRS, "c_add": CAddend.AFTER},
+    ("hopper", 89): _HMMA_FP8,
+    # Blackwell B200: the same SASS as sm_90 (see _HMMA_FP8) on Blackwell's f16 HMMA (F=25,
+    # 16 products: MMA-Sim Table III). The MATLAB B200 models' beliefs are the variants
+    # matlab-b200-fp8 (models/B200TC.m) and matlab-b200-fp8-x16 (models/B200TCRN.m).
+    ("blackwell", 89): _HMMA_FP8,
 }
+
+# The unit each kind of instruction runs on, by operand format (SASS opcode families as
+# nvcc 13.0 emits them; a quirk's "unit" overrides). `tcsmt list archs` groups by it.
+_MMA_UNIT = {
+    Format.FP64: "DMMA",
+    Format.FP32: "HMMA",
+    Format.TF32: "HMMA",
+    Format.FP16: "HMMA",
+    Format.BF16: "HMMA",
+}
+_KIND_UNIT = {"wgmma": ("HGMMA", "QGMMA"), "tcgen05": ("UTCHMMA", "UTCQMMA")}
+
+
+def unit_of(kind: str, a: Format) -> str:
+    """The unit an instruction of `kind` with `a` operands runs on when no quirk says."""
+    if kind == "mfma":
+        return "MFMA"
+    if kind in _KIND_UNIT:
+        return _KIND_UNIT[kind][0 if a in _MMA_UNIT else 1]
+    return _MMA_UNIT.get(a, "QMMA")
 
 
 def _parse_mma(name: str) -> tuple[int, Format, Format, Format, Format]:
@@ -268,17 +310,19 @@ def _nv_instructions(arch_name: str) -> dict[str, Instruction]:
                     group_map=quirk["group_map"],
                     c_add=quirk["c_add"],
                 )
-        out[name] = Instruction(name, "mma", params, sm=arch["sm"])
+        unit = quirk.get("unit") or unit_of("mma", a)
+        note = quirk.get("note", "")
+        out[name] = Instruction(name, "mma", params, sm=arch["sm"], note=note, unit=unit)
     if arch_name == "hopper":
         for name, (K, a, d) in _wgmma_rows().items():
             fp8 = a in (Format.E4M3, Format.E5M2)
             b = _PTX_FMT[name.split(".")[-1]]
             params = _nv_fda(arch, K, a, b, d, d, F=13 if fp8 else None, e8m13=fp8)
-            out[name] = Instruction(name, "wgmma", params, sm=90)
+            out[name] = Instruction(name, "wgmma", params, sm=90, unit=unit_of("wgmma", a))
     if arch_name == "blackwell":
         for name, (K, a, b, d) in _tcgen05_rows().items():
             params = _nv_fda(arch, K, a, b, d, d)
-            out[name] = Instruction(name, "tcgen05", params, sm=100)
+            out[name] = Instruction(name, "tcgen05", params, sm=100, unit=unit_of("tcgen05", a))
     return out
 
 
@@ -428,7 +472,7 @@ def _amd_instructions(arch_name: str) -> dict[str, Instruction]:
                 nan_bits=NV_NAN32,
                 overflow=Overflow.IEEE,
             )
-        out[name] = Instruction(name, "mfma", params)
+        out[name] = Instruction(name, "mfma", params, unit=unit_of("mfma", a))
     return out
 
 
@@ -505,6 +549,19 @@ ALIASES: dict[str, tuple[str, str]] = {
         "MATLAB tensor-core models, models/H100TC.m: FP8 in one group of 32 products with "
         "F = 13 and no mma/wgmma distinction (the FP8 wgmma unit); the H100 refutes it for "
         "mma.sync",
+    ),
+    "matlab-b200-fp8": (
+        "blackwell[L=32,carry_bits=6,group_map=contiguous,c_add=fused]",
+        "MATLAB tensor-core models, models/B200TC.m (also RTXPRO6000TC.m): FP8 in one group "
+        "of 32 products (fma = 32) with 2 extra alignment bits (F = 25), RZ, c in the group: "
+        "the FP8 unit MMA-Sim gives tcgen05 kind::f8f6f4; nvcc's SASS for sm_100a says mma.sync "
+        "runs on HMMA instead",
+    ),
+    "matlab-b200-fp8-x16": (
+        "blackwell[L=16,carry_bits=5,group_map=byte-pairs,c_add=fused]",
+        "MATLAB tensor-core models, models/B200TCRN.m and README: two groups of 16 "
+        "interleaved (fma = 16, inter_pattern = 1, the HMMA path) with F = 25, c in the "
+        "first group",
     ),
     "ieee-fp32-rz": (
         "volta[algorithm=sequential,acc_rounding=rz]",

@@ -60,6 +60,7 @@ def list_archs(arch: str | None, as_json: bool) -> None:
                 "sm": pr.sm,
                 "default": pr.default_instr,
                 "instructions": {k: _params_json(i.params) for k, i in pr.instructions.items()},
+                "units": _units(pr.instructions),
             }
         click.echo(
             json.dumps({"archs": out, "aliases": {k: v[0] for k, v in ALIASES.items()}}, indent=2)
@@ -70,7 +71,10 @@ def list_archs(arch: str | None, as_json: bool) -> None:
         click.echo(f"{n}: {pr.description}")
         for k, inst in pr.instructions.items():
             mark = "*" if k == pr.default_instr else " "
-            click.echo(f"  {mark} {k:48s} {_param_summary(inst.params)}")
+            note = f": {inst.note}" if inst.note else ""
+            click.echo(f"  {mark} {k:48s} {_param_summary(inst.params)}  [{inst.unit}{note}]")
+        shared = ", ".join(f"{u} x{len(names)}" for u, names in _units(pr.instructions).items())
+        click.echo(f"    units: {shared} (the instructions of one unit run on it)")
     if not arch:
         click.echo("\nNamed hypotheses (usable wherever a variant is):")
         for k, (expr, why) in ALIASES.items():
@@ -78,6 +82,14 @@ def list_archs(arch: str | None, as_json: bool) -> None:
         click.echo(
             "\n* default instruction. Variants: ARCH[param=value,...], e.g. volta[carry_bits=2]."
         )
+
+
+def _units(instructions: dict) -> dict[str, list[str]]:
+    """Instruction names grouped by the unit that runs them."""
+    out: dict[str, list[str]] = {}
+    for name, inst in instructions.items():
+        out.setdefault(inst.unit, []).append(name)
+    return out
 
 
 def _params_json(p: ModelParams) -> dict:
