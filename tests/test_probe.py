@@ -344,7 +344,6 @@ def test_sm_override_is_validated(tmp_path, arch, name, sm, needle):
 @pytest.mark.parametrize(
     "arch,name,needle",
     [
-        ("blackwell", "tcgen05.m64n8k16.kind::f16.f32.f16.f16", "tcgen05 instructions"),
         ("cdna3", "v_mfma_f32_32x32x8_f16", "AMD MFMA instructions"),
     ],
 )

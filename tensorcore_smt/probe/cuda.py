@@ -21,6 +21,8 @@ from .. import __version__
 from ..presets import PRESETS, Instruction, UserError, parse_variant
 from ..vectors import VectorFile
 from .layouts import Form, Fragment, Layout, container_shift, form_of, layout_for
+from .tcgen05 import kernel_tcgen05, mnemonic
+from .tmem import Tcgen05Layout, tcgen05_layout
 
 NVCC_MIN_SM = 75
 """Oldest target nvcc 13 builds (CUDA 13 dropped sm_70 and older; CUDA 12.x builds sm_70)."""
@@ -52,6 +54,8 @@ def requirement(inst: Instruction) -> Requirement:
     f = form_of(inst)
     if f.kind == "wgmma":
         return Requirement(90, 90, True, "wgmma.mma_async needs sm_90a")
+    if f.kind == "tcgen05":
+        return Requirement(100, 100, True, "tcgen05.mma needs sm_100a")
     if f.f8f6f4:
         return Requirement(120, 121, True, "mma with .kind::f8f6f4 needs sm_120a or sm_121a")
     if f.shape == "m8n8k4" and f.a == "f16":
@@ -128,7 +132,16 @@ def nvcc_command(target: Target, source: str = "probe.cu") -> str:
 # --- code generation -------------------------------------------------------------------
 
 
+def probe_layout(inst: Instruction) -> Layout | Tcgen05Layout:
+    """The placement tables of any instruction a probe can run (UserError for MFMA)."""
+    if inst.kind == "tcgen05":
+        return tcgen05_layout(inst)
+    return layout_for(inst)
+
+
 def ptx_mnemonic(inst: Instruction) -> str:
+    if inst.kind == "tcgen05":
+        return mnemonic(tcgen05_layout(inst))
     f = form_of(inst)
     if f.kind == "wgmma":
         return f"wgmma.mma_async.sync.aligned.{f.shape}.{f.d}.{f.a}.{f.b}"
@@ -391,12 +404,21 @@ def kernel_definition(inst: Instruction, target: Target) -> str:
     """CUDA source of `probe_kernel` (and `g_unsupported` on arch-specific targets): block
     `i` computes the dot product of vector `i` of the arrays `va` (K words a vector), `vb`,
     `vc` and stores d's bits in `vd[i]`. The program defines `K`."""
-    lay = layout_for(inst)
+    lay = probe_layout(inst)
     p = inst.params
-    kernel = _kernel_wgmma(inst, lay) if lay.threads == 128 else _kernel_mma(inst, lay)
-    t_d, r_d, off_d = _d_holder(lay)
-    ct = _cd_type(lay.d)
     threads = lay.threads
+    if isinstance(lay, Tcgen05Layout):
+        kernel = kernel_tcgen05(inst, lay)
+        store = ""
+    else:
+        kernel = _kernel_wgmma(inst, lay) if lay.threads == 128 else _kernel_mma(inst, lay)
+        t_d, r_d, off_d = _d_holder(lay)
+        ct = _cd_type(lay.d)
+        store = f"""  // D[0][0]: thread {t_d}, register {r_d}, bits {off_d}..
+  if (t == {t_d}u) {{
+    vd[blockIdx.x] = ((unsigned long long)({ct.to_bits.format(f"fd[{r_d}]")}) >> {off_d}) & {_mask(p.d_fmt.spec.storage)};
+  }}
+"""
     if target.suffix == "a":
         # `nvcc -arch=sm_XXa` also embeds portable compute_XX PTX, where the instruction
         # does not exist: compile it only for the arch-specific target.
@@ -414,11 +436,7 @@ def kernel_definition(inst: Instruction, target: Target) -> str:
   const unsigned long long* b = vb + (size_t)blockIdx.x * K;
   const unsigned long long c = vc[blockIdx.x];
 {_indent(kernel, 2)}
-  // D[0][0]: thread {t_d}, register {r_d}, bits {off_d}..
-  if (t == {t_d}u) {{
-    vd[blockIdx.x] = ((unsigned long long)({ct.to_bits.format(f"fd[{r_d}]")}) >> {off_d}) & {_mask(p.d_fmt.spec.storage)};
-  }}
-{guard_close}}}
+{store}{guard_close}}}
 """
 
 
@@ -428,7 +446,7 @@ def generate(
     """The CUDA source of a probe for every vector of `vf`."""
     vf.validate()
     inst = vf.instr()
-    lay = layout_for(inst)  # UserError for tcgen05 / MFMA
+    lay = probe_layout(inst)  # UserError for MFMA
     if not vf.vectors:
         raise UserError("vectors: the file has no vectors to probe")
     target, notes = choose_target(vf, sm)

@@ -355,7 +355,7 @@ def _wgmma_layout(ab_bits: int, cd_bits: int) -> Layout:
 class Form:
     """A parsed PTX instruction form."""
 
-    kind: str  # mma | wgmma
+    kind: str  # mma | wgmma | tcgen05
     shape: str  # e.g. m16n8k16
     d: str  # PTX type names
     a: str
@@ -381,7 +381,7 @@ _PTX_NAME = {
 def form_of(inst: Instruction) -> Form:
     """The PTX form of a preset instruction (UserError for kinds without a probe)."""
     p = inst.params
-    if inst.kind not in ("mma", "wgmma"):
+    if inst.kind not in ("mma", "wgmma", "tcgen05"):
         what = "AMD MFMA" if inst.kind == "mfma" else inst.kind
         raise UserError(
             f"probe generation for {what} instructions is not supported yet ({inst.name})"
