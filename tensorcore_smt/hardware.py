@@ -426,17 +426,28 @@ def _applies(variant: str, instr: str) -> bool:
         return False
 
 
-def run_identify(arch: str, instrs: tuple[str, ...], out: Path, budget: int) -> list[dict]:
-    """`tcsmt identify --oracle cuda` on each instruction; reports under out/identify/."""
+def run_identify(
+    arch: str,
+    instrs: tuple[str, ...],
+    out: Path,
+    budget: int,
+    jobs: int = 1,
+    timeout: float = 20.0,
+) -> list[dict]:
+    """`tcsmt identify --oracle cuda` on each instruction (`jobs` at once, each a process
+    of its own); reports under out/identify/."""
     idir = out / "identify"
     idir.mkdir(parents=True, exist_ok=True)
-    rows = []
     exe = [sys.executable, "-c", "from tensorcore_smt.cli import main; main()"]
-    for name in instrs:
+
+    def one(name: str) -> dict:
         t0 = time.monotonic()
-        base = [*exe, "identify", "--arch", arch, "--instr", name, "--oracle", "cuda"]
-        base += ["--budget", str(budget)]
-        r = _run([*base, "--json"], timeout=1800)
+        cmd = [*exe, "identify", "--arch", arch, "--instr", name, "--oracle", "cuda"]
+        cmd += ["--budget", str(budget), "--timeout", str(timeout), "--json"]
+        try:
+            r = _run(cmd, timeout=3600)
+        except subprocess.TimeoutExpired:
+            return {"instruction": name, "exit": None, "error": "timed out after 3600 s"}
         (idir / f"{_safe(name)}.json").write_text(r.stdout)
         (idir / f"{_safe(name)}.stderr.txt").write_text(r.stderr)
         row = {"instruction": name, "exit": r.returncode, "seconds": round(time.monotonic() - t0)}
@@ -446,9 +457,14 @@ def run_identify(arch: str, instrs: tuple[str, ...], out: Path, budget: int) -> 
             row["oracle_vectors"] = js.get("oracle_vectors")
         except json.JSONDecodeError:
             row["error"] = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        rows.append(row)
         print(f"identify {name:36s} {row}", flush=True)
-        (idir / "identify.json").write_text(json.dumps(rows, indent=2) + "\n")
+        return row
+
+    rows: list[dict] = []
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        for row in pool.map(one, instrs):
+            rows.append(row)
+            (idir / "identify.json").write_text(json.dumps(rows, indent=2) + "\n")
     return rows
 
 
@@ -495,7 +511,8 @@ def campaign(args: argparse.Namespace) -> int:
             args.rows_others,
         )
     if "identify" in steps:
-        run_identify(args.arch, PROBED[args.arch], out, args.budget)
+        instrs = tuple(args.identify_instr or PROBED[args.arch])
+        run_identify(args.arch, instrs, out, args.budget, args.identify_jobs, args.identify_timeout)
     shutil.rmtree(out / "build", ignore_errors=True)
     findings = out / "FINDINGS.md"
     write_report(out, findings.read_text() if findings.exists() else "")
@@ -642,6 +659,16 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--budget", type=int, default=200)
     r.add_argument("--jobs", type=int, default=0)
     r.add_argument("--steps", default="probes,validate,identify")
+    r.add_argument(
+        "--identify-instr",
+        action="append",
+        default=None,
+        help="identify only these instructions (repeat; default: the probed list)",
+    )
+    r.add_argument("--identify-jobs", type=int, default=1, help="identify runs at once")
+    r.add_argument(
+        "--identify-timeout", type=float, default=20.0, help="seconds per solver question"
+    )
     r.add_argument(
         "--keep-rows",
         type=int,
