@@ -38,6 +38,8 @@ FIRST_ROWS = 12
 """Vectors of the opening round (pool rows of every kind)."""
 BATCH = 8
 """Most vectors per later oracle call."""
+DEEP_POOL = 32768
+"""Rows of the second, larger pool searched before the solvers are asked."""
 
 
 @dataclass
@@ -103,6 +105,7 @@ class Result:
     next_probe: dict | None = None
     stopped: str = ""
     error: str | None = None
+    notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     oracle_vectors: int = 0
     oracle_calls: int = 0
@@ -151,6 +154,9 @@ class Identifier:
         self.alive: list[Hypothesis] = [space.preset()]
         self.res = Result(space, oracle.spec, rows=self.rows, evaluator=self.ev)
         self.res.evidence = self.evidence
+        self.deep: Rows | None = None
+        self.deep_ev: Evaluator | None = None
+        self.no_solver = ""
 
     # --- the oracle ----------------------------------------------------------------
 
@@ -181,6 +187,7 @@ class Identifier:
                     step.killed.append(Kill(h.expr(self.space.arch), pos, int(pred[v.row]), v.d))
                     break
         self.alive = [h for h in self.alive if survives(self.ev, self.evidence, h)]
+        step.survivors = len(self.alive)
         step.seconds = time.monotonic() - t0
         self.res.steps.append(step)
 
@@ -282,9 +289,36 @@ class Identifier:
                 out.append(list(c))
         return out
 
+    def _deep_split(self, members: list[Hypothesis]) -> list[int]:
+        """Rows of a larger pool (made once) on which members of one class differ; they
+        are added to the row table and their indices returned."""
+        if len(members) < 2:
+            return []
+        if self.deep is None:
+            self.deep = make_pool(self.space.base, DEEP_POOL, self.seed + 1000)
+            self.deep_ev = Evaluator(self.space, self.deep)
+        live = [h for h in members if self.deep_ev.predict(h) is not None]
+        picks = splitting_rows(self.deep_ev, live, set(), BATCH)
+        d = self.deep
+        return [
+            self.rows.add(d.a[i : i + 1], d.b[i : i + 1], d.c[i : i + 1], d.kinds[i])[0]
+            for i in picks
+        ]
+
     def _prove(self, members: list[Hypothesis]) -> bool:
-        """Solver questions between the class's first member and the others; witnesses go
-        to the oracle. True when some witness was sent (the loop goes on)."""
+        """Rows of the larger pool that split the class, else solver questions between
+        the class's first member and the others; what splits them goes to the oracle.
+        True when some vector was sent (the loop goes on). An oracle that can answer
+        nothing new (recorded rows) asks no solver here: `next_probe` does, once."""
+        if not self.oracle.can_ask:
+            return False
+        rows = self._deep_split(members)
+        if rows and self.ask(
+            rows, "split", f"rows of a larger pool splitting {len(members)} survivors"
+        ):
+            return True
+        if self.no_solver:
+            return False
         rep = members[0]
         witness_rows: list[int] = []
         pending: list[Proof] = []
@@ -292,14 +326,19 @@ class Identifier:
             if self.res.proof_between(rep, o):
                 continue
             self._progress(f"asking the solvers: {self._short(rep)} vs {self._short(o)}")
-            proof, row = self._diff(rep, o)
+            try:
+                proof, row = self._diff(rep, o)
+            except ValueError as e:  # no solver installed, or none of those named
+                self.no_solver = str(e)
+                self.res.notes.append(f"survivors not compared by a solver: {e}")
+                break
             self.res.proofs.append(proof)
             if row is not None:
                 witness_rows.append(row)
                 pending.append(proof)
             if len(witness_rows) >= BATCH:
                 break
-        if not witness_rows or not self.oracle.can_ask:
+        if not witness_rows:
             return False
         start = len(self.res.vectors)
         sent = self.ask(witness_rows, "solver", "solver witnesses between survivors")
@@ -344,7 +383,10 @@ class Identifier:
         r.oracle_vectors = self.oracle.vectors
         r.oracle_calls = self.oracle.calls
         r.evaluations = self.ev.calls
-        if len(r.classes) > 1 or (r.classes and not self.oracle.can_ask):
+        spent = self.oracle.can_ask and self.oracle.vectors >= self.budget
+        if r.error is None and (
+            len(r.classes) > 1 or (r.classes and (not self.oracle.can_ask or spent))
+        ):
             r.next_probe = next_probe(self, r.classes)
 
 
@@ -359,12 +401,19 @@ def next_probe(ident: Identifier, cls: list[list[Hypothesis]]) -> dict | None:
     rows = splitting_rows(ident.ev, reps, set(ident.evidence.index), 1)
     source = "pool"
     if not rows:
+        members = [h for c in cls for h in c]
+        rows = ident._deep_split(members)[:1]
+        reps = members
+    if not rows and not ident.no_solver:
         members = cls[0] if cls else []
-        rows = []
         for o in members[1:]:
             proof = ident.res.proof_between(members[0], o)
             if proof is None:
-                proof, row = ident._diff(members[0], o)
+                try:
+                    proof, row = ident._diff(members[0], o)
+                except ValueError as e:  # no solver installed
+                    ident.res.notes.append(f"no next probe from a solver: {e}")
+                    break
                 ident.res.proofs.append(proof)
                 if row is not None:
                     rows = [row]

@@ -227,7 +227,8 @@ def _cmd(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:
 def _cuda(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:
     from ..probe.runner import build_runner  # nvcc and a GPU are needed only here
 
-    work = Path(arg) if arg else Path(tempfile.mkdtemp(prefix="tcsmt-identify-"))
+    # Runners are cached by source hash, so one folder serves every run.
+    work = Path(arg) if arg else Path(tempfile.gettempdir()) / "tcsmt-runners"
     argv = build_runner(arch, instr, work)
     return CmdOracle(spec, p, argv=list(argv))
 

@@ -1,0 +1,155 @@
+"""`tcsmt identify` and `tcsmt fit`: learn which model a unit follows from its outputs.
+
+identify asks an oracle (a hidden variant, recorded rows, a program, the local GPU) the
+questions that split the surviving hypotheses of a space; fit takes recorded rows only.
+Both print the report of `tensorcore_smt.identify.report` (or its JSON with --json).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..identify.loop import Identifier, Result
+from ..identify.oracle import make_oracle
+from ..identify.report import to_json, to_text
+from ..identify.space import resolve_space
+from ..solve import PORTFOLIO, Limits
+from .base import fail, main
+from .options import Ranged
+
+EXIT_NONE = 1
+"""No hypothesis of the space reproduces every answer."""
+
+
+def _progress(enabled: bool):
+    """A one-line progress display on a terminal's stderr (None when not shown)."""
+    if not enabled:
+        return None
+
+    def show(text: str) -> None:
+        sys.stderr.write("\r\033[K" + text[:150])
+        sys.stderr.flush()
+
+    return show
+
+
+def _clear(enabled: bool) -> None:
+    if enabled:
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
+def _emit(res: Result, as_json: bool, extra: dict | None = None) -> None:
+    """Print the report (or JSON), then end: exit 2 with the oracle's error if it failed,
+    1 when no hypothesis reproduces every answer, 0 otherwise."""
+    if as_json:
+        doc = to_json(res)
+        if extra:
+            doc = {**extra, **doc}
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(to_text(res))
+    if res.error:
+        fail(res.error)
+    if not res.classes:
+        sys.exit(EXIT_NONE)
+
+
+def _solver_opts(f):
+    opts = [
+        click.option(
+            "--solver",
+            default=PORTFOLIO,
+            show_default=True,
+            help="Solver for the questions between survivors (z3, cvc5, bitwuzla, portfolio).",
+        ),
+        click.option(
+            "--timeout",
+            type=Ranged("timeout", float),
+            default=10.0,
+            show_default=True,
+            help="Seconds per solver question.",
+        ),
+        click.option("--seed", type=int, default=0, show_default=True, help="Row and solver seed."),
+        click.option("--json", "as_json", is_flag=True, help="Machine-readable report."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+@main.command("identify")
+@click.option("--arch", required=True, help="Architecture preset (the space is built around it).")
+@click.option("--instr", default=None, help="Instruction (default: the preset's default).")
+@click.option(
+    "--oracle",
+    "oracle_spec",
+    required=True,
+    metavar="SPEC",
+    help="Who answers: variant:EXPR, file:ROWS, cmd:PROGRAM, or cuda[:DIR].",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1, max=1 << 20),
+    default=200,
+    show_default=True,
+    help="Most vectors sent to the oracle.",
+)
+@click.option(
+    "--space", "space_name", default=None, help="Hypothesis space: a built-in name or a TOML file."
+)
+@_solver_opts
+def identify_cmd(
+    arch: str,
+    instr: str | None,
+    oracle_spec: str,
+    budget: int,
+    space_name: str | None,
+    solver: str,
+    timeout: float,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Learn which model of the space a unit follows, asking it the inputs that split the
+    surviving hypotheses (oracles: variant:EXPR, file:ROWS, cmd:PROGRAM, cuda)."""
+    space = resolve_space(arch, instr, space_name)
+    oracle = make_oracle(oracle_spec, space.base, space.arch, space.instr)
+    show = sys.stderr.isatty() and not as_json
+    limits = Limits(solver=solver, timeout=timeout, seed=seed)
+    ident = Identifier(space, oracle, budget, limits, seed=seed, progress=_progress(show))
+    res = ident.run()
+    _clear(show)
+    _emit(res, as_json)
+
+
+@main.command("fit")
+@click.argument("rows", type=click.Path(dir_okay=False))
+@click.option("--arch", required=True, help="Architecture preset (the space is built around it).")
+@click.option("--instr", default=None, help="Instruction (default: the preset's default).")
+@click.option(
+    "--space", "space_name", default=None, help="Hypothesis space: a built-in name or a TOML file."
+)
+@_solver_opts
+def fit_cmd(
+    rows: str,
+    arch: str,
+    instr: str | None,
+    space_name: str | None,
+    solver: str,
+    timeout: float,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """The hypotheses of the space that reproduce recorded rows (a, b, c, d: JSONL, vector
+    JSON or CSV), grouped into classes the rows cannot tell apart, and the next probe."""
+    from ..identify.fit import fit
+
+    space = resolve_space(arch, instr, space_name)
+    show = sys.stderr.isatty() and not as_json
+    limits = Limits(solver=solver, timeout=timeout, seed=seed)
+    res = fit(space, rows, limits, seed=seed, progress=_progress(show))
+    _clear(show)
+    _emit(res, as_json, {"rows": len(res.vectors)})
