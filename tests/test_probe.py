@@ -341,22 +341,6 @@ def test_sm_override_is_validated(tmp_path, arch, name, sm, needle):
     )
 
 
-@pytest.mark.parametrize(
-    "arch,name,needle",
-    [
-        ("cdna3", "v_mfma_f32_32x32x8_f16", "AMD MFMA instructions"),
-    ],
-)
-def test_unsupported_kinds_exit_2(tmp_path, arch, name, needle):
-    path = tmp_path / "v.json"
-    save(random_file(arch, name, n=1), path)
-    r = run("probe", str(path), "--out", str(tmp_path / "p.cu"))
-    assert r.exit_code == 2
-    lines = [x for x in r.output.splitlines() if x.strip()]
-    assert len(lines) == 1 and f"probe generation for {needle} is not supported yet" in lines[0]
-    assert not (tmp_path / "p.cu").exists()
-
-
 def test_probe_command_writes_the_program(tmp_path):
     path = tmp_path / "v.json"
     save(random_file("ampere", "m16n8k8.f32.tf32.tf32.f32"), path)

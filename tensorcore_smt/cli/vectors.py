@@ -194,10 +194,12 @@ def vectors_new(
     "--out",
     type=click.Path(dir_okay=False),
     default=None,
-    help="CUDA source to write (default: stdout).",
+    help="CUDA (or, for AMD MFMA, HIP) source to write (default: stdout).",
 )
 @click.option(
-    "--sm", default=None, help="GPU target, e.g. 90a, 89, 120a (default: the file's arch)."
+    "--sm",
+    default=None,
+    help="GPU target, e.g. 90a, 89, 120a, gfx90a, gfx942 (default: the file's arch).",
 )
 @click.option(
     "--check",
@@ -209,17 +211,20 @@ def vectors_new(
 def probe(
     files: tuple[str, ...], out: str | None, sm: str | None, check_mode: bool, as_json: bool
 ) -> None:
-    """Write a CUDA program that runs a vector file on the GPU, or check its output.
+    """Write a CUDA (NVIDIA) or HIP (AMD MFMA) program that runs a vector file on the GPU,
+    or check its output.
 
     \b
     tcsmt probe VECTORS.json --out probe.cu [--sm 90a]
     nvcc -arch=sm_XX -o probe probe.cu && ./probe > probe_output.txt
+    tcsmt probe CDNA3_VECTORS.json --out probe.hip
+    hipcc --offload-arch=gfx942 -o probe probe.hip && ./probe > probe_output.txt
     tcsmt probe --check VECTORS.json probe_output.txt [--json]
 
     --check exits 0 when every vector matched at least one variant, 1 when some vector
     matched none, 2 on a malformed or truncated output or vector file.
     """
-    from ..probe import cuda
+    from ..probe import cuda, hip
     from ..probe.check import check_output, report_text
 
     if check_mode:
@@ -258,14 +263,22 @@ def probe(
         raise UserError("give one vector file: tcsmt probe VECTORS.json --out probe.cu")
     vpath = files[0]
     vf = vec.load(vpath)
-    name = Path(out).name if out else "probe.cu"
+    amd = vf.instr().kind == "mfma"
+    name = Path(out).name if out else ("probe.hip" if amd else "probe.cu")
     try:
-        src = cuda.generate(vf, sm=sm, source_name=name, vectors_name=vpath)
+        if amd:
+            src = hip.generate_hip(vf, arch=sm, source_name=name, vectors_name=vpath)
+        else:
+            src = cuda.generate(vf, sm=sm, source_name=name, vectors_name=vpath)
     except UserError as e:
         msg = str(e)
         raise UserError(msg if msg.startswith("--sm") else f"{vpath}: {msg}") from None
-    target, _ = cuda.choose_target(vf, sm)
-    cmd = cuda.nvcc_command(target, name)
+    if amd:
+        target = hip.hip_target(vf, sm)
+        cmd = hip.hipcc_command(target, name)
+    else:
+        target, _ = cuda.choose_target(vf, sm)
+        cmd = cuda.nvcc_command(target, name)
     summary = (
         f"{len(vf.vectors)} vectors, {vf.arch} {vf.instruction}, target {target}\n"
         f"build: {cmd}\n"

@@ -1,0 +1,220 @@
+"""Generate a self-contained HIP program that runs a vector file's vectors on an AMD GPU.
+
+One wavefront (64 lanes) per vector: the vector goes to row 0 of A and column 0 of B of
+block 0, c to C[0][0], every other element is zero; the MFMA runs once through its clang
+builtin (`__builtin_amdgcn_mfma_*`), and lane 0 stores element 0 of the accumulator,
+D[0][0]. The host prints ``vector <index> d=0x<hex>`` lines as the CUDA probes do, so
+`tcsmt probe --check` reads either.
+
+Build with ROCm's hipcc (`hipcc --offload-arch=gfx90a` for CDNA2 / MI200,
+`--offload-arch=gfx942` for CDNA3 / MI300; compilers older than LLVM 17 know CDNA3 as
+gfx940, which has the same MFMA instructions).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .. import __version__
+from ..presets import PRESETS, UserError
+from ..vectors import VectorFile
+from .mfma import MfmaLayout, mfma_layout
+
+OFFLOAD_ARCH = {"cdna2": "gfx90a", "cdna3": "gfx942"}
+"""Default --offload-arch per preset (MI200 / MI300)."""
+
+_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+
+
+def hip_target(vf: VectorFile, arch: str | None = None) -> str:
+    """The --offload-arch to build for: `arch` when given (gfxNNN), else the preset's."""
+    if arch is not None:
+        t = arch.strip().lower()
+        if not _GFX_RE.match(t):
+            raise UserError(
+                f"--sm {arch}: an AMD probe needs a gfx target such as gfx90a or gfx942"
+            )
+        return t
+    return OFFLOAD_ARCH[_preset_name(vf)]
+
+
+def _preset_name(vf: VectorFile) -> str:
+    from ..presets import parse_variant
+
+    name = vf.arch if vf.arch in PRESETS else parse_variant(vf.arch).preset.name
+    if name not in OFFLOAD_ARCH:
+        raise UserError(f"arch: {name} has no AMD target")
+    return name
+
+
+def hipcc_command(target: str, source: str = "probe.hip") -> str:
+    exe = source.rsplit(".", 1)[0] if "." in source else source + ".out"
+    return f"hipcc --offload-arch={target} -o {exe} {source}"
+
+
+def _literal(values: list[int], per_line: int = 8) -> str:
+    items = [f"0x{v:x}ull" for v in values]
+    lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
+    return ",\n    ".join(lines) if lines else "0ull"
+
+
+def _fill(lay: MfmaLayout, which: str, src: str, storage: int) -> list[str]:
+    """Per-lane statements that write the vector's elements into the operand bytes."""
+    by_lane: dict[int, list[str]] = {}
+    place = lay.a_lane if which == "a" else lay.b_lane
+    mask = f"0x{(1 << storage) - 1:x}ull"
+    for k in range(lay.K):
+        lane, e = place(k)
+        where = f"A[0][{k}]" if which == "a" else f"B[{k}][0]"
+        by_lane.setdefault(lane, []).append(
+            f"put(buf_{which}, {e * lay.elem_bytes}, {lay.elem_bytes}, {src}[{k}] & {mask});"
+            f"  // {where}"
+        )
+    out = ["switch (t) {"]
+    for lane, stmts in sorted(by_lane.items()):
+        out.append(f"  case {lane}:")
+        out.extend(f"    {s}" for s in stmts)
+        out.append("    break;")
+    out += ["  default:", "    break;", "}"]
+    return out
+
+
+def kernel_hip(vf: VectorFile, lay: MfmaLayout) -> str:
+    p = vf.instr().params
+    sa, sb, sc, sd = (f.spec.storage for f in (p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt))
+    acc_elem = "double" if "double" in lay.acc_type else "float"
+    abytes = lay.kpl * lay.elem_bytes
+    body = [
+        f"unsigned char buf_a[{abytes}] = {{0}};",
+        f"unsigned char buf_b[{abytes}] = {{0}};",
+        "// A: row 0 of block 0 holds the vector's a",
+        *_fill(lay, "a", "a", sa),
+        "// B: column 0 of block 0 holds the vector's b",
+        *_fill(lay, "b", "b", sb),
+        "AT av, bv;",
+        "__builtin_memcpy(&av, buf_a, sizeof(AT));",
+        "__builtin_memcpy(&bv, buf_b, sizeof(AT));",
+        "CT acc;",
+        f"for (int i = 0; i < {lay.acc}; ++i) reinterpret_cast<{acc_elem}*>(&acc)[i] = 0;",
+        "if (t == 0) {  // C[0][0] = the vector's c: element 0 of lane 0",
+        f"  const unsigned long long cb = c & 0x{(1 << sc) - 1:x}ull;",
+        f"  __builtin_memcpy(&acc, &cb, {sc // 8});",
+        "}",
+        f"acc = {lay.builtin}(av, bv, acc, 0, 0, 0);",
+        "if (t == 0) {  // D[0][0]: element 0 of lane 0",
+        "  unsigned long long db = 0;",
+        f"  __builtin_memcpy(&db, &acc, {sd // 8});",
+        "  vd[blockIdx.x] = db;",
+        "}",
+    ]
+    return "\n".join(body)
+
+
+def generate_hip(
+    vf: VectorFile, arch: str | None = None, source_name: str = "probe.hip", vectors_name: str = ""
+) -> str:
+    """The HIP source of a probe for every vector of `vf` (an AMD MFMA instruction)."""
+    vf.validate()
+    inst = vf.instr()
+    if inst.kind != "mfma":
+        raise UserError(f"{inst.name} is not an AMD MFMA instruction")
+    if not vf.vectors:
+        raise UserError("vectors: the file has no vectors to probe")
+    preset = _preset_name(vf)
+    lay = mfma_layout(inst, preset)
+    target = hip_target(vf, arch)
+    p = inst.params
+    fmts = vf.formats()
+    cmd = hipcc_command(target, source_name)
+    exe = cmd.split(" -o ")[1].split()[0]
+    nvec = len(vf.vectors)
+    vname = " ".join((vectors_name or "VECTORS.json").split())
+    indent = "\n".join("  " + line if line else line for line in kernel_hip(vf, lay).splitlines())
+    return f"""// {source_name}: matrix-core probe generated by tcsmt {__version__} (tensorcore-smt)
+//
+// arch:        {vf.arch} ({PRESETS[preset].description})
+// instruction: {inst.name} ({lay.M}x{lay.N}x{lay.K}, {lay.blocks} block(s))
+// builtin:     {lay.builtin}
+// operands:    a {fmts["a"].spec.name}, b {fmts["b"].spec.name}, c {fmts["c"].spec.name}, d {fmts["d"].spec.name}; K = {p.K}
+// target:      {target}
+// vectors:     {nvec} from {vname}
+//
+// build:  {cmd}
+// run:    ./{exe} > probe_output.txt
+// check:  tcsmt probe --check {vname} probe_output.txt
+//
+// Each vector is one dot product d = c + sum_k a[k] b[k]: a goes to row 0 of A, b to
+// column 0 of B (block 0), c to C[0][0], every other element is zero; D[0][0] is printed
+// as `vector <index> d=0x<hex>`. Register placement: {lay.source}.
+
+#include <cstdio>
+#include <cstdlib>
+#include <hip/hip_runtime.h>
+
+#define CHECK(call)                                                              \\
+  do {{                                                                           \\
+    hipError_t err_ = (call);                                                    \\
+    if (err_ != hipSuccess) {{                                                    \\
+      fprintf(stderr, "probe: HIP error %s at %s:%d: %s\\n", hipGetErrorName(err_), \\
+              __FILE__, __LINE__, hipGetErrorString(err_));                      \\
+      exit(1);                                                                   \\
+    }}                                                                            \\
+  }} while (0)
+
+static const int NV = {nvec};  // vectors
+static const int K = {p.K};  // products per dot product
+typedef {lay.a_type} AT;  // the builtin's A / B operand
+typedef {lay.acc_type} CT;  // its C / D operand
+
+static const unsigned long long VA[NV * K] = {{
+    {_literal([x for v in vf.vectors for x in v.a])}}};
+static const unsigned long long VB[NV * K] = {{
+    {_literal([x for v in vf.vectors for x in v.b])}}};
+static const unsigned long long VC[NV] = {{
+    {_literal([v.c for v in vf.vectors])}}};
+
+__device__ inline void put(unsigned char* buf, int at, int bytes, unsigned long long v) {{
+  for (int i = 0; i < bytes; ++i) buf[at + i] = (unsigned char)(v >> (8 * i));
+}}
+
+__global__ void __launch_bounds__(64) probe_kernel(const unsigned long long* __restrict__ va,
+                                                   const unsigned long long* __restrict__ vb,
+                                                   const unsigned long long* __restrict__ vc,
+                                                   unsigned long long* __restrict__ vd) {{
+  const unsigned t = threadIdx.x;
+  const unsigned long long* a = va + (size_t)blockIdx.x * K;
+  const unsigned long long* b = vb + (size_t)blockIdx.x * K;
+  const unsigned long long c = vc[blockIdx.x];
+{indent}
+}}
+
+int main() {{
+  int dev = 0;
+  CHECK(hipGetDevice(&dev));
+  hipDeviceProp_t prop;
+  CHECK(hipGetDeviceProperties(&prop, dev));
+  fprintf(stderr, "probe: device %d: %s ({target} build), {inst.name}, %d vectors\\n", dev, prop.name, NV);
+  unsigned long long *da = nullptr, *db = nullptr, *dc = nullptr, *dd = nullptr;
+  CHECK(hipMalloc(&da, sizeof(VA)));
+  CHECK(hipMalloc(&db, sizeof(VB)));
+  CHECK(hipMalloc(&dc, sizeof(VC)));
+  CHECK(hipMalloc(&dd, sizeof(unsigned long long) * NV));
+  CHECK(hipMemcpy(da, VA, sizeof(VA), hipMemcpyHostToDevice));
+  CHECK(hipMemcpy(db, VB, sizeof(VB), hipMemcpyHostToDevice));
+  CHECK(hipMemcpy(dc, VC, sizeof(VC), hipMemcpyHostToDevice));
+  CHECK(hipMemset(dd, 0xff, sizeof(unsigned long long) * NV));
+  hipLaunchKernelGGL(probe_kernel, dim3(NV), dim3(64), 0, 0, da, db, dc, dd);
+  CHECK(hipGetLastError());
+  CHECK(hipDeviceSynchronize());
+  static unsigned long long out[NV];
+  CHECK(hipMemcpy(out, dd, sizeof(out), hipMemcpyDeviceToHost));
+  for (int i = 0; i < NV; ++i) {{
+    printf("vector %d d=0x%0{p.d_fmt.spec.hex_digits}llx\\n", i, out[i]);
+  }}
+  CHECK(hipFree(da));
+  CHECK(hipFree(db));
+  CHECK(hipFree(dc));
+  CHECK(hipFree(dd));
+  return fflush(stdout) == 0 ? 0 : 1;
+}}
+"""

@@ -1,0 +1,151 @@
+"""Where the elements of A, B, C and D of an AMD MFMA instruction live in the registers of
+a 64-lane wavefront, as data tables, and the clang builtin that issues it.
+
+The tables follow the AMD CDNA3 ISA ("Matrix fused multiply add (MFMA)", §7.1: the
+dependent layouts of A, B and C/D) and the CDNA2 ISA (§7.1), as the AMD matrix
+instruction calculator prints them: an instruction of M x N x K with `blocks` independent
+products ("_2b", "_4b", "_16b" in the CDNA3 names) gives each lane `kpl` consecutive k of
+one row of A (one column of B); the lanes of group g = lane // M hold block
+g // (K / kpl) and the k-range (g mod (K / kpl)) * kpl upwards:
+
+    A[block][i][k] -> lane i + M * (block * (K / kpl) + k // kpl), element k % kpl
+    B[block][k][j] -> lane j + N * (block * (K / kpl) + k // kpl), element k % kpl
+
+In every MFMA layout element 0 of lane 0's accumulator holds C[0][0] and D[0][0] of
+block 0, which is all a probe needs of them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..formats import Format
+from ..presets import Instruction
+
+WAVE = 64
+
+_KPL = {
+    Format.FP64: 1,
+    Format.FP32: 1,
+    Format.TF32: 2,  # xf32
+    Format.FP16: 4,
+    Format.BF16: 4,  # CDNA2 bf16 without _1k: 2
+    Format.E4M3FNUZ: 8,
+    Format.E5M2FNUZ: 8,
+}
+"""Elements of A (and of B) per lane."""
+
+_OPERAND_CTYPE = {
+    Format.FP64: "double",
+    Format.FP32: "float",
+    Format.TF32: "float",
+    Format.FP16: "_Float16",
+    Format.BF16: "short",
+}
+"""C element type of the builtin's A/B vector (bf16 travels as raw shorts; fp8 as long)."""
+
+_BUILTIN_TYPE = {
+    Format.FP64: "f64",
+    Format.FP32: "f32",
+    Format.TF32: "_xf32",
+    Format.FP16: "f16",
+    Format.BF16: "bf16",
+    Format.E4M3FNUZ: "fp8",
+    Format.E5M2FNUZ: "bf8",
+}
+
+
+@dataclass(frozen=True)
+class MfmaLayout:
+    """The register placement of one MFMA instruction."""
+
+    name: str
+    M: int
+    N: int
+    K: int
+    blocks: int
+    kpl: int  # A / B elements per lane
+    a: tuple[tuple[tuple[int, int, int], ...], ...]  # a[lane][e] = (block, row, k)
+    b: tuple[tuple[tuple[int, int, int], ...], ...]  # b[lane][e] = (block, k, col)
+    acc: int  # accumulator elements per lane
+    builtin: str
+    a_type: str  # C type of the A / B operand
+    acc_type: str  # C type of C / D
+    elem_bytes: int  # bytes of one A / B element in its operand
+    source: str
+
+    def a_lane(self, k: int) -> tuple[int, int]:
+        """(lane, element) holding A[0][0][k]."""
+        return self.M * (k // self.kpl), k % self.kpl
+
+    def b_lane(self, k: int) -> tuple[int, int]:
+        """(lane, element) holding B[0][k][0]."""
+        return self.N * (k // self.kpl), k % self.kpl
+
+
+def _vec(ctype: str, n: int) -> str:
+    return ctype if n == 1 else f"{ctype} __attribute__((ext_vector_type({n})))"
+
+
+def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
+    """The layout of a preset's MFMA instruction on `arch` (cdna2 or cdna3)."""
+    p = inst.params
+    suffix = inst.name.removeprefix("v_mfma_")
+    m = re.search(r"_(\d+)x(\d+)x(\d+)", suffix)
+    M, N, K = (int(x) for x in m.groups())
+    k1 = suffix.endswith("_1k") or (arch == "cdna3" and p.a_fmt == Format.BF16)
+    kpl = 2 if (p.a_fmt == Format.BF16 and not k1) else _KPL[p.a_fmt]
+    blocks = WAVE * kpl // (M * K)
+    groups = K // kpl
+    a = tuple(
+        tuple(
+            (g // groups, lane % M, (g % groups) * kpl + e) for e in range(kpl) for g in [lane // M]
+        )
+        for lane in range(WAVE)
+    )
+    b = tuple(
+        tuple(
+            (g // groups, (g % groups) * kpl + e, lane % N) for e in range(kpl) for g in [lane // N]
+        )
+        for lane in range(WAVE)
+    )
+    out = "f64" if p.d_fmt == Format.FP64 else "f32"
+    if p.a_fmt in (Format.E4M3FNUZ, Format.E5M2FNUZ):
+        kinds = f"_{_BUILTIN_TYPE[p.a_fmt]}_{_BUILTIN_TYPE[p.b_fmt]}"
+        a_type = "long"
+    else:
+        kinds = _BUILTIN_TYPE[p.a_fmt] + ("_1k" if k1 else "")
+        a_type = _vec(_OPERAND_CTYPE[p.a_fmt], kpl)
+    builtin = f"__builtin_amdgcn_mfma_{out}_{M}x{N}x{K}{kinds}"
+    acc = blocks * M * N // WAVE
+    acc_type = _vec("double" if out == "f64" else "float", acc)
+    elem_bytes = 4 if p.a_fmt == Format.TF32 else max(1, p.a_fmt.spec.storage // 8)
+    return MfmaLayout(
+        inst.name,
+        M,
+        N,
+        K,
+        blocks,
+        kpl,
+        a,
+        b,
+        acc,
+        builtin,
+        a_type,
+        acc_type,
+        elem_bytes,
+        f"AMD {arch.upper()} ISA §7.1 (MFMA operand layouts)",
+    )
+
+
+def all_mfma_layouts() -> dict[tuple[str, str], MfmaLayout]:
+    """Every MFMA instruction of the presets: (arch, name) -> layout."""
+    from ..presets import PRESETS
+
+    return {
+        (arch, name): mfma_layout(inst, arch)
+        for arch, preset in PRESETS.items()
+        for name, inst in preset.instructions.items()
+        if inst.kind == "mfma"
+    }

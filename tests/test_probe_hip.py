@@ -1,0 +1,152 @@
+"""HIP probes for AMD MFMA instructions (cdna2, cdna3): the operand tables of
+probe/mfma.py are bijections that follow the AMD ISA's layout rule, every instruction
+gets a program with a real clang builtin, and hipcc compiles them where it is installed
+(Debian: `apt-get install hipcc libamdhip64-dev`, used with HIP_PLATFORM=amd)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from functools import cache
+
+import pytest
+from click.testing import CliRunner
+from test_probe import random_file
+
+from tensorcore_smt.cli import main
+from tensorcore_smt.presets import PRESETS
+from tensorcore_smt.probe.hip import generate_hip
+from tensorcore_smt.probe.mfma import all_mfma_layouts
+from tensorcore_smt.vectors import save
+
+HIPCC = shutil.which("hipcc")
+LAYOUTS = all_mfma_layouts()
+IDS = [f"{a}:{n}" for a, n in LAYOUTS]
+
+
+@pytest.mark.parametrize("key", list(LAYOUTS), ids=IDS)
+def test_operand_tables_are_bijections(key):
+    lay = LAYOUTS[key]
+    a = [x for lane in lay.a for x in lane]
+    b = [x for lane in lay.b for x in lane]
+    want_a = [(blk, i, k) for blk in range(lay.blocks) for i in range(lay.M) for k in range(lay.K)]
+    want_b = [(blk, k, j) for blk in range(lay.blocks) for k in range(lay.K) for j in range(lay.N)]
+    assert sorted(a) == want_a and sorted(b) == want_b
+    for k in range(lay.K):
+        lane, e = lay.a_lane(k)
+        assert lay.a[lane][e] == (0, 0, k)
+        lane, e = lay.b_lane(k)
+        assert lay.b[lane][e] == (0, k, 0)
+    assert lay.acc * 64 == lay.blocks * lay.M * lay.N
+
+
+def test_layouts_match_the_isa_examples():
+    """v_mfma_f32_32x32x8f16: A[i][k] in lane i + 32 (k // 4), element k % 4; the 4x4x4
+    16-block form: block b's row i in lane i + 4 b; CDNA3's _Nb names give the blocks."""
+    lay = LAYOUTS[("cdna2", "v_mfma_f32_32x32x8f16")]
+    assert (lay.blocks, lay.kpl) == (1, 4)
+    assert lay.a[32 + 5][3] == (0, 5, 7)
+    lay = LAYOUTS[("cdna3", "v_mfma_f32_4x4x4_16b_f16")]
+    assert lay.blocks == 16 and lay.a[4 * 9 + 2][1] == (9, 2, 1)
+    for (_, name), lay in LAYOUTS.items():
+        m = re.search(r"_(\d+)b_", name)
+        if m:
+            assert lay.blocks == int(m.group(1)), name
+    assert LAYOUTS[("cdna2", "v_mfma_f32_32x32x4bf16")].kpl == 2  # bf16 without _1k
+    assert LAYOUTS[("cdna3", "v_mfma_f32_32x32x8_bf16")].kpl == 4
+
+
+def test_builtin_names():
+    names = {k: lay.builtin for k, lay in LAYOUTS.items()}
+    assert names[("cdna3", "v_mfma_f32_16x16x32_fp8_bf8")] == (
+        "__builtin_amdgcn_mfma_f32_16x16x32_fp8_bf8"
+    )
+    assert names[("cdna3", "v_mfma_f32_16x16x8_xf32")] == "__builtin_amdgcn_mfma_f32_16x16x8_xf32"
+    assert names[("cdna3", "v_mfma_f32_32x32x4_2b_bf16")] == (
+        "__builtin_amdgcn_mfma_f32_32x32x4bf16_1k"
+    )
+    assert names[("cdna2", "v_mfma_f64_4x4x4f64")] == "__builtin_amdgcn_mfma_f64_4x4x4f64"
+
+
+def test_every_mfma_instruction_has_a_probe():
+    n = 0
+    for arch in ("cdna2", "cdna3"):
+        for name in PRESETS[arch].instructions:
+            src = generate_hip(random_file(arch, name, n=1))
+            assert "__builtin_amdgcn_mfma_" in src and "hip/hip_runtime.h" in src
+            n += 1
+    assert n == 49
+
+
+def test_probe_command_writes_hip(tmp_path):
+    path = tmp_path / "v.json"
+    save(random_file("cdna2", "v_mfma_f32_32x32x8f16", n=2), path)
+    r = CliRunner().invoke(main, ["probe", str(path), "--out", str(tmp_path / "p.hip")])
+    assert r.exit_code == 0, r.output
+    assert "build: hipcc --offload-arch=gfx90a -o p p.hip" in r.output
+    assert "__builtin_amdgcn_mfma_f32_32x32x8f16" in (tmp_path / "p.hip").read_text()
+    r = CliRunner().invoke(main, ["probe", str(path), "--sm", "90a"])
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and "gfx target" in lines[0]
+
+
+@cache
+def _cdna3_target() -> str:
+    """gfx942 where the compiler knows it; LLVM before 17 (Debian 12's hipcc) has the
+    same MFMA instructions as gfx940."""
+    return "gfx942" if _builds("gfx942") else "gfx940"
+
+
+def _env() -> dict:
+    return dict(os.environ, HIP_PLATFORM="amd")
+
+
+def _builds(target: str) -> bool:
+    r = subprocess.run(
+        [HIPCC, f"--offload-arch={target}", "-x", "hip", "-c", "-", "-o", os.devnull],
+        input="__global__ void k() {}\n",
+        capture_output=True,
+        text=True,
+        env=_env(),
+    )
+    return r.returncode == 0
+
+
+def _compile(tmp_path, jobs: list[tuple[str, str]]) -> list[str]:
+    failures = []
+    for n, (arch, name) in enumerate(jobs):
+        target = "gfx90a" if arch == "cdna2" else _cdna3_target()
+        src = tmp_path / f"h{n}.hip"
+        src.write_text(generate_hip(random_file(arch, name, n=2, seed=n), arch=target))
+        r = subprocess.run(
+            [HIPCC, f"--offload-arch={target}", "-c", str(src), "-o", str(src.with_suffix(".o"))],
+            capture_output=True,
+            text=True,
+            env=_env(),
+        )
+        if r.returncode != 0:
+            failures.append(f"{arch} {name} ({target}): {r.stderr.strip()[-600:]}")
+    return failures
+
+
+def _need_hipcc():
+    if HIPCC is None:
+        pytest.skip("hipcc not found (Debian: apt-get install hipcc libamdhip64-dev)")
+
+
+def test_representative_hip_probes_compile(tmp_path):
+    _need_hipcc()
+    seen: dict[tuple, tuple[str, str]] = {}
+    for (arch, name), lay in LAYOUTS.items():
+        seen.setdefault((arch, lay.a_type, lay.acc_type), (arch, name))
+    failures = _compile(tmp_path, sorted(seen.values()))
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
+def test_every_hip_probe_compiles(tmp_path):
+    _need_hipcc()
+    failures = _compile(tmp_path, sorted(LAYOUTS))
+    assert not failures, "\n".join(failures)
