@@ -569,6 +569,14 @@ def write_report(out: Path, findings: str = "") -> Path:
             "mispredicts (a non-zero count is that hypothesis refuted on this instruction).",
             "",
         ]
+        # only the beliefs about each instruction (ALTERNATIVES), whatever a run counted
+        about = dict(ALTERNATIVES.get(meta.get("arch", "hopper"), ()))
+        for v in val:
+            v["alternatives"] = {
+                a: n
+                for a, n in v["alternatives"].items()
+                if a not in about or re.search(about[a], v["instruction"])
+            }
         alt_names = sorted({a for v in val for a in v["alternatives"]})
         lines += _md_table(
             ["instruction", "rows", "mismatches", *alt_names],
