@@ -120,7 +120,8 @@ FEATURES: tuple[Feature, ...] = (
 
 _BY_KEY = {f.key: f for f in FEATURES}
 
-# FTTN Table IV, FP16 rows (V100, A100, H100, MI250X; MI100 is CDNA1, not modelled).
+# FTTN Table IV, FP16 rows (V100, A100, H100, MI250X; the MI100 row is checked against the
+# cdna1 preset in tests/test_cdna1.py).
 # "N.A." where FTTN could not measure.
 FTTN_FP16: dict[str, dict[str, str]] = {
     "volta": {
@@ -390,8 +391,8 @@ def to_markdown(matrix: dict[str, dict[str, Cell]], observer: str = "the presets
         "",
         "## Beside FTTN Table IV (FP16 rows), paper 000 and MMA-Sim Table III",
         "",
-        "FTTN: V100 = volta, A100 = ampere, H100 = hopper, MI250X = cdna2 (MI100, CDNA1, is "
-        "not modelled). Paper 000 §4.3: carry bits. MMA-Sim: F of the fp16 HMMA forms "
+        "FTTN: V100 = volta, A100 = ampere, H100 = hopper, MI250X = cdna2 (MI100 = cdna1: "
+        "tests/test_cdna1.py). Paper 000 §4.3: carry bits. MMA-Sim: F of the fp16 HMMA forms "
         "as extra bits F - 23, and the fused group sizes (§IV-C).",
         "",
         "| arch | feature | reference | theirs | ours | agree | why they differ |",

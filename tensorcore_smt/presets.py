@@ -21,6 +21,7 @@ from .model.params import (
     ModelParams,
     NanRule,
     Split,
+    ZeroSign,
     parse_value,
 )
 from .model.rounding import Overflow
@@ -361,6 +362,24 @@ def _tcgen05_rows() -> dict[str, tuple[int, Format, Format, Format]]:
 
 # --- AMD (MMA-Sim Table IV; names without the v_mfma_ prefix there) -------------------
 
+_CDNA1_MFMA = [
+    # MI100 (CDNA1 ISA; MMA-Sim 2.1.1 isa_mfma "CDNA1"): no f64, bf16 only without _1k
+    "f32_32x32x2f32",
+    "f32_32x32x1f32",
+    "f32_16x16x4f32",
+    "f32_16x16x1f32",
+    "f32_4x4x1f32",
+    "f32_32x32x8f16",
+    "f32_32x32x4f16",
+    "f32_16x16x16f16",
+    "f32_16x16x4f16",
+    "f32_4x4x4f16",
+    "f32_32x32x4bf16",
+    "f32_32x32x2bf16",
+    "f32_16x16x8bf16",
+    "f32_16x16x2bf16",
+    "f32_4x4x2bf16",
+]
 _CDNA2_MFMA = [
     "f64_16x16x4f64",
     "f64_4x4x4f64",
@@ -425,14 +444,40 @@ def _parse_mfma(suffix: str) -> tuple[int, Format, Format, Format, bool]:
     return int(m.group(3)), _AMD_FMT[a_name], _AMD_FMT[b_name], _AMD_FMT[parts[0]], k1
 
 
+def _cdna1_fused(K: int, a: Format, b: Format) -> ModelParams:
+    """MI100's fp16 / bf16 unit: groups of 4 fp16 or 2 bf16 products and c summed exactly
+    and rounded once to fp32, to nearest even, the groups chained through fp32 (MMA-Sim
+    2.1.1 E_FDPA with L_max 4 / 2; MATLAB models/MI100MC.m: fma 4 / 2, exact accumulation,
+    rne; FTTN Table IV, MI100: block FMA width 4 (fp16) and 2 (bf16), RNE, subnormal inputs
+    and outputs kept). Special values as IEEE arithmetic gives them (MMA-Sim sums the
+    products in float): NaN payloads unspecified, zero signs as IEEE."""
+    return ModelParams(
+        Algorithm.FDA,
+        a,
+        b,
+        Format.FP32,
+        Format.FP32,
+        K=K,
+        L=min(4 if a == Format.FP16 else 2, K),
+        align=AlignMode.EXACT,
+        rounding=Rounding.RNE,
+        overflow=Overflow.IEEE,
+        zero_sign=ZeroSign.IEEE,
+    )
+
+
+_AMD_NAMES = {"cdna1": _CDNA1_MFMA, "cdna2": _CDNA2_MFMA, "cdna3": _CDNA3_MFMA}
+
+
 def _amd_instructions(arch_name: str) -> dict[str, Instruction]:
     out: dict[str, Instruction] = {}
-    names = _CDNA2_MFMA if arch_name == "cdna2" else _CDNA3_MFMA
-    for suffix in names:
+    for suffix in _AMD_NAMES[arch_name]:
         K, a, b, d, k1 = _parse_mfma(suffix)
         name = f"v_mfma_{suffix}"
         if a in (Format.FP64, Format.FP32):
             params = _sfma(K, a)
+        elif arch_name == "cdna1":
+            params = _cdna1_fused(K, a, b)
         elif arch_name == "cdna2":
             G = 2 if (a == Format.BF16 and not k1) else 4
             params = ModelParams(
@@ -496,6 +541,18 @@ def _build() -> dict[str, Preset]:
             default,
             _nv_instructions(name),
         )
+    presets["cdna1"] = Preset(
+        "cdna1",
+        "amd",
+        None,
+        0,
+        0,
+        None,
+        None,
+        "MI100 (CDNA1): fp16 in exact groups of 4, bf16 of 2, RNE to fp32; SFMA for fp32",
+        "v_mfma_f32_32x32x8f16",
+        _amd_instructions("cdna1"),
+    )
     presets["cdna2"] = Preset(
         "cdna2",
         "amd",

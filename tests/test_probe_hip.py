@@ -117,7 +117,7 @@ def _builds(target: str) -> bool:
 def _compile(tmp_path, jobs: list[tuple[str, str]]) -> list[str]:
     failures = []
     for n, (arch, name) in enumerate(jobs):
-        target = "gfx90a" if arch == "cdna2" else _cdna3_target()
+        target = {"cdna1": "gfx908", "cdna2": "gfx90a"}.get(arch) or _cdna3_target()
         src = tmp_path / f"h{n}.hip"
         src.write_text(generate_hip(random_file(arch, name, n=2, seed=n), arch=target))
         r = subprocess.run(

@@ -22,13 +22,15 @@ def list_(ctx: click.Context) -> None:
 
 def _param_summary(p: ModelParams) -> str:
     from ..model.params import Algorithm
+    from ..model.terms import AlignMode
 
     fmts = f"{p.a_fmt.spec.name}x{p.b_fmt.spec.name}+{p.c_fmt.spec.name}->{p.d_fmt.spec.name}"
     if p.algorithm == Algorithm.FDA:
         groups = len(p.groups())
         rnd = f"{p.rounding.value}" + (f"/{p.rounding_fmt.spec.name}" if p.rounding_fmt else "")
+        fbits = "exact" if p.align == AlignMode.EXACT else p.F
         return (
-            f"FDA{'x' + str(groups) if groups > 1 else ''} K={p.K} L={p.L} F={p.F} "
+            f"FDA{'x' + str(groups) if groups > 1 else ''} K={p.K} L={p.L} F={fbits} "
             f"carry={p.carry_bits} e_zero={p.e_zero} {rnd} {fmts}"
         )
     if p.algorithm == Algorithm.GPS:

@@ -6,7 +6,7 @@ builtin (`__builtin_amdgcn_mfma_*`), and lane 0 stores element 0 of the accumula
 D[0][0]. The host prints ``vector <index> d=0x<hex>`` lines as the CUDA probes do, so
 `tcsmt probe --check` reads either.
 
-Build with ROCm's hipcc (`hipcc --offload-arch=gfx90a` for CDNA2 / MI200,
+Build with ROCm's hipcc (`hipcc --offload-arch=gfx908` for CDNA1 / MI100, gfx90a for CDNA2 / MI200,
 `--offload-arch=gfx942` for CDNA3 / MI300; compilers older than LLVM 17 know CDNA3 as
 gfx940, which has the same MFMA instructions).
 """
@@ -20,8 +20,8 @@ from ..presets import PRESETS, UserError
 from ..vectors import VectorFile
 from .mfma import MfmaLayout, mfma_layout
 
-OFFLOAD_ARCH = {"cdna2": "gfx90a", "cdna3": "gfx942"}
-"""Default --offload-arch per preset (MI200 / MI300)."""
+OFFLOAD_ARCH = {"cdna1": "gfx908", "cdna2": "gfx90a", "cdna3": "gfx942"}
+"""Default --offload-arch per preset (MI100 / MI200 / MI300)."""
 
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 
