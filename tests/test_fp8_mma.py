@@ -188,3 +188,39 @@ def test_matlab_b200_variant_is_mmasim_tcgen05_unit_large(name):
     pytest.importorskip("mmasim")
     for i in range(5):
         _compare_matlab_with_tcgen05(name, 20_000, 1000 * K32.index(name) + i + 880_000)
+
+
+def test_solver_separates_the_hmma_path_from_the_matlab_b200_belief():
+    """bitwuzla finds an input on which Blackwell's FP8 mma.sync (HMMA path) and MATLAB's
+    B200 model differ; the witness is re-run on the concrete model before it is shown."""
+    import json
+
+    from click.testing import CliRunner
+
+    from tensorcore_smt.cli import main
+
+    r = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            "blackwell",
+            "matlab-b200-fp8",
+            "--instr",
+            "m16n8k16.f32.e4m3.e4m3.f32",
+            "--solver",
+            "bitwuzla",
+            "--timeout",
+            "120",
+            "--json",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    w = json.loads(r.output)["witness"]
+    assert w["rechecked_on_concrete_model"] and w["reproduces"]
+    a = np.array([[int(w["inputs"][f"a{k}"]["hex"], 16) for k in range(16)]], dtype=np.uint64)
+    b = np.array([[int(w["inputs"][f"b{k}"]["hex"], 16) for k in range(16)]], dtype=np.uint64)
+    c = np.array([int(w["inputs"]["c"]["hex"], 16)], dtype=np.uint64)
+    name = "m16n8k16.f32.e4m3.e4m3.f32"
+    x = simulate_params(PRESETS["blackwell"].instructions[name].params, a, b, c)
+    y = simulate_params(parse_variant("matlab-b200-fp8").params(name), a, b, c)
+    assert x[0] != y[0]
