@@ -15,6 +15,8 @@ Two halves, so that GPU time is spent on runs only:
   matching the mismatches against the named competing hypotheses, and runs
   `tcsmt identify --oracle cuda` on the probed instructions. Without a GPU it exits 2 with
   one line.
+- ``python -m tensorcore_smt.hardware recheck DIR --against VARIANT`` (no GPU): after a
+  change of the preset, whether it still agrees with every row of a past run.
 """
 
 from __future__ import annotations
@@ -520,6 +522,54 @@ def campaign(args: argparse.Namespace) -> int:
     return 0
 
 
+def recheck(folder: Path, against: str, pattern: str = "") -> list[dict]:
+    """Whether a change of the preset keeps agreeing with a past run: the run's random rows
+    are drawn again from their seeds (rows.py), and the preset and `against` (the model
+    the run validated) computed on them. The preset agrees with every row the GPU returned
+    when the two differ exactly on the rows the run reported as mismatches."""
+    from .api import simulate_params
+    from .rows import random_rows
+
+    val = json.loads((folder / "validation" / "validation.json").read_text())
+    arch = json.loads((folder / "machine.json").read_text()).get("arch", "hopper")
+    out = []
+    for e in val:
+        name = e["instruction"]
+        if not re.search(pattern, name):
+            continue
+        p_new, p_old = (parse_variant(v).params(name) for v in (arch, against))
+        rows = e["rows"]
+        a, b, c, _ = random_rows(p_new.a_fmt, p_new.b_fmt, p_new.c_fmt, p_new.K, rows, e["seed"])
+        differ: set[int] = set()
+        for lo in range(0, rows, 100_000):
+            s = slice(lo, lo + 100_000)
+            d_new = simulate_params(p_new, a[s], b[s], c[s])
+            d_old = simulate_params(p_old, a[s], b[s], c[s])
+            differ |= {int(j) + lo for j in np.flatnonzero(d_new != d_old)}
+        reported: set[int] = set()
+        if e.get("mismatch_file"):
+            mf = json.loads((folder / e["mismatch_file"]).read_text())
+            for v in mf["vectors"]:
+                j = int(v["note"].split(" row ")[1].split()[0])
+                if [int(x, 16) for x in v["a"]] != a[j].tolist():
+                    raise UserError(f"{name}: the rows do not regenerate from seed {e['seed']}")
+                reported.add(j)
+        row = {
+            "instruction": name,
+            "rows": rows,
+            "differ": len(differ),
+            "reported": len(reported),
+            "agrees": differ == reported and e["mismatches"] == len(reported),
+        }
+        print(
+            f"recheck {name:36s} rows {rows:>9,} models differ on {row['differ']:>6} "
+            f"reported {row['reported']:>6} -> {'agrees' if row['agrees'] else 'DISAGREES'}",
+            flush=True,
+        )
+        out.append(row)
+    return out
+
+
 # --- the report -------------------------------------------------------------------------
 
 
@@ -686,7 +736,20 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--keep-dir", default="", help="where kept rows go (default OUT/GPU/rows)")
     w = sub.add_parser("report", help="rewrite README.md of a campaign folder")
     w.add_argument("folder")
+    k = sub.add_parser(
+        "recheck", help="does the preset still agree with a past run? (no GPU; see recheck())"
+    )
+    k.add_argument("folder")
+    k.add_argument("--against", required=True, help="the variant the run validated")
+    k.add_argument("--instr", default="", help="only instructions matching this expression")
     args = ap.parse_args(argv)
+    if args.cmd == "recheck":
+        try:
+            rows = recheck(Path(args.folder), args.against, args.instr)
+        except (UserError, ValueError, OSError) as e:
+            print(f"tcsmt hardware: {e}", file=sys.stderr)
+            return 2
+        return 0 if all(r["agrees"] for r in rows) else 1
     if args.cmd == "report":
         f = Path(args.folder)
         findings = f / "FINDINGS.md"

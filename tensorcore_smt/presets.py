@@ -231,13 +231,15 @@ _MMA_FROM = {
 # e4m3/e5m2 operands, for sm_90 and for sm_100a alike, to F2FP.UNPACK_B conversions to
 # f16 (exact), two chained HMMAs (HMMA.16816 for k32, HMMA.1688 for k16) from C = RZ, the
 # first on bytes 0-1 of every register and the second on bytes 2-3, then FADD (f32 d) or
-# HADD2 (f16 d) of c (SASS read with cuobjdump; the H100 matches it bit for bit on 4 x 10^6
-# rows: results/hardware/h100). sm_120a instead runs them on QMMA.16832 / QMMA.16816 with
-# c inside the instruction.
+# HADD2 (f16 d) of c (SASS read with cuobjdump). The HMMAs multiply the f16 values, so an
+# e4m3 subnormal takes the normalised f16 exponent (unpack=fp16). The H100 matches it bit
+# for bit on every row of its validation (results/hardware/h100). sm_120a instead runs
+# them on QMMA.16832 / QMMA.16816 with c inside the instruction.
 _HMMA_FP8 = {
     "groups": 2,
     "group_map": GroupMap.BYTE_PAIRS,
     "c_add": CAddend.AFTER,
+    "unpack": Format.FP16,
     "unit": "HMMA",
     "note": "fp8 unpacked to f16 (F2FP.UNPACK_B), 2 HMMAs from 0, then c",
 }
@@ -310,6 +312,7 @@ def _nv_instructions(arch_name: str) -> dict[str, Instruction]:
                     carry_bits=carry_bits_for(L),
                     group_map=quirk["group_map"],
                     c_add=quirk["c_add"],
+                    unpack=quirk.get("unpack"),
                 )
         unit = quirk.get("unit") or unit_of("mma", a)
         note = quirk.get("note", "")
@@ -602,20 +605,20 @@ ALIASES: dict[str, tuple[str, str]] = {
         "MMA-Sim first version, Table III: Turing HMMA.884 with F=24",
     ),
     "matlab-h100-fp8": (
-        "hopper[L=32,F=13,carry_bits=6,rounding_fmt=e8m13,group_map=contiguous,c_add=fused]",
+        "hopper[L=32,F=13,carry_bits=6,rounding_fmt=e8m13,group_map=contiguous,c_add=fused,unpack=none]",
         "MATLAB tensor-core models, models/H100TC.m: FP8 in one group of 32 products with "
         "F = 13 and no mma/wgmma distinction (the FP8 wgmma unit); the H100 refutes it for "
         "mma.sync",
     ),
     "matlab-b200-fp8": (
-        "blackwell[L=32,carry_bits=6,group_map=contiguous,c_add=fused]",
+        "blackwell[L=32,carry_bits=6,group_map=contiguous,c_add=fused,unpack=none]",
         "MATLAB tensor-core models, models/B200TC.m (also RTXPRO6000TC.m): FP8 in one group "
         "of 32 products (fma = 32) with 2 extra alignment bits (F = 25), RZ, c in the group: "
         "the FP8 unit MMA-Sim gives tcgen05 kind::f8f6f4; nvcc's SASS for sm_100a says mma.sync "
         "runs on HMMA instead",
     ),
     "matlab-b200-fp8-x16": (
-        "blackwell[L=16,carry_bits=5,group_map=byte-pairs,c_add=fused]",
+        "blackwell[L=16,carry_bits=5,group_map=byte-pairs,c_add=fused,unpack=none]",
         "MATLAB tensor-core models, models/B200TCRN.m and README: two groups of 16 "
         "interleaved (fma = 16, inter_pattern = 1, the HMMA path) with F = 25, c in the "
         "first group",

@@ -210,24 +210,54 @@ def _kept_rows() -> list[Path]:
 
 
 @pytest.mark.parametrize("path", _kept_rows(), ids=lambda p: p.name.removesuffix(".rows.npz"))
-def test_open_question_rows_are_the_reported_ones(path):
-    """The first rows of an instruction the preset does not match everywhere, as the H100
-    answered them: the preset reproduces all but the rows the validation reported (notes
-    'row N of seed S' in its mismatch file), and those miss by at most 16 ulp."""
+def test_fp8_operands_are_unpacked_to_f16(path):
+    """The mixed-FP8 k16 forms, as the H100 answered them (the first 20,000 rows and every
+    row the validation reported): the preset, whose operands become f16 before the HMMAs
+    (unpack=fp16, as F2FP.UNPACK_B does), reproduces them all; the model that multiplied
+    the FP8 values directly (unpack=none: an e4m3 subnormal keeps its unnormalised
+    exponent) mispredicts exactly the reported rows among the first 20,000, by at most
+    16 ulp."""
     instr = path.name.removesuffix(".rows.npz")
     z = np.load(path)
-    p = parse_variant("hopper").params(instr)
-    model = api.simulate_params(
-        p, z["a"].astype(np.uint64), z["b"].astype(np.uint64), z["c"].astype(np.uint64)
-    )
+    a, b, c = (z[k].astype(np.uint64) for k in "abc")
     gpu = z["d"].astype(np.uint64)
-    wrong = set(np.flatnonzero(model != gpu).tolist())
     mism = json.loads((RESULTS / "validation" / f"{instr}.mismatches.json").read_text())
-    reported = {
-        int(v["note"].split(" row ")[1].split()[0])
-        for v in mism["vectors"]
-        if int(v["note"].split(" row ")[1].split()[0]) < len(gpu)
-    }
-    assert wrong == reported and wrong
-    ulps = np.abs(model[list(wrong)].astype(np.int64) - gpu[list(wrong)].astype(np.int64))
+    row_of = [int(v["note"].split(" row ")[1].split()[0]) for v in mism["vectors"]]
+    ra = np.array([[int(x, 16) for x in v["a"]] for v in mism["vectors"]], dtype=np.uint64)
+    rb = np.array([[int(x, 16) for x in v["b"]] for v in mism["vectors"]], dtype=np.uint64)
+    rc = np.array([int(v["c"], 16) for v in mism["vectors"]], dtype=np.uint64)
+    rd = np.array([int(x, 16) for x in mism["meta"]["observed"]], dtype=np.uint64)
+    p = parse_variant("hopper").params(instr)
+    assert api.simulate_params(p, a, b, c).tolist() == gpu.tolist()
+    assert api.simulate_params(p, ra, rb, rc).tolist() == rd.tolist()
+    old = api.simulate_params(parse_variant("hopper[unpack=none]").params(instr), a, b, c)
+    wrong = set(np.flatnonzero(old != gpu).tolist())
+    assert wrong == {j for j in row_of if j < len(gpu)} and wrong
+    ulps = np.abs(old[list(wrong)].astype(np.int64) - gpu[list(wrong)].astype(np.int64))
     assert ulps.max() <= 16
+
+
+def test_unpack_must_hold_the_operands():
+    """unpack converts exactly or not at all: a format narrower than the operands is refused
+    with the parameter's name."""
+    with pytest.raises(ValueError, match="unpack=bf16 cannot hold fp16"):
+        parse_variant("hopper[unpack=bf16]").params("m16n8k16.f32.f16.f16.f32")
+
+
+def _recheck(pattern: str) -> list[dict]:
+    # the model the run validated is the preset before unpack=fp16
+    return hardware.recheck(RESULTS, "hopper[unpack=none]", pattern)
+
+
+def test_preset_agrees_with_the_h100_on_the_mixed_fp8_k16_rows():
+    """The run's 10^5 rows of each mixed-FP8 k16 form, drawn again from their seeds: the
+    preset and the validated model differ exactly on the rows the H100 disagreed with."""
+    rows = _recheck(r"^m16n8k16\.f32\.(e5m2\.e4m3|e4m3\.e5m2)\.")
+    assert len(rows) == 2 and all(r["agrees"] and r["differ"] for r in rows)
+
+
+@pytest.mark.slow
+def test_preset_agrees_with_every_row_the_h100_returned():
+    """All 15.7 million rows of the validation, every instruction (a few minutes)."""
+    rows = _recheck("")
+    assert len(rows) == 40 and all(r["agrees"] for r in rows)

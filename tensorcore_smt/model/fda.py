@@ -208,6 +208,13 @@ def fda(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
     order = p.k_order()
     a_bits = [a_bits[k] for k in order]
     b_bits = [b_bits[k] for k in order]
+    c_bits_in = c_bits
+    if p.unpack is not None:
+        # exact conversions (every operand format here fits in the unpacked one), so the
+        # rounding mode never acts; the unit then sees only `unpack` operands
+        a_bits = [ieee.convert(x, p.a_fmt, p.unpack, Rounding.RNE) for x in a_bits]
+        b_bits = [ieee.convert(x, p.b_fmt, p.unpack, Rounding.RNE) for x in b_bits]
+        p = p.with_(a_fmt=p.unpack, b_fmt=p.unpack, unpack=None)
     after = p.c_add == CAddend.AFTER
     c, c_fmt = (BV.const(c_bits.b, 0, p.c_fmt.spec.storage) if after else c_bits), p.c_fmt
     groups = p.groups()
@@ -219,7 +226,7 @@ def fda(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
     if after:
         c = ieee.add_unpacked(
             decode(c, p.d_fmt),
-            decode(c_bits, p.c_fmt),
+            decode(c_bits_in, p.c_fmt),
             p.d_fmt,
             Rounding.RNE,
             default_nan_bits(p.d_fmt) if p.nan_bits is None else p.nan_bits,

@@ -120,6 +120,10 @@ class ModelParams:
     nan_bits: int | None = None  # None: the output format's default quiet NaN
     group_map: GroupMap = GroupMap.CONTIGUOUS  # FDA: which products share a group
     c_add: CAddend = CAddend.FUSED  # FDA: c inside the first group, or added at the end
+    # FDA: a and b converted (exactly) to this format before the unit multiplies them;
+    # fp16: FP8 mma.sync on the f16 HMMA (F2FP.UNPACK_B), where an e4m3 subnormal
+    # becomes a normal f16 and its product takes the normalised exponent
+    unpack: Format | None = None
     nan_rule: NanRule = NanRule.CANONICAL  # SFMA: which NaN an FMA with a NaN operand returns
     tf32: Tf32Input = Tf32Input.TRUNCATE
     flush_inputs: bool = False  # subnormal a, b, c read as +0 (MMA-Sim §IV-B step 1)
@@ -253,6 +257,7 @@ PARAM_FORMATS: dict[str, frozenset[Format]] = {
     "rounding_fmt": _ACCUMULATORS | {Format.E8M13, Format.E8M31},
     "acc_fmt": _ACCUMULATORS,
     "split_fmt": _OPERANDS,
+    "unpack": frozenset((Format.FP16, Format.BF16, Format.FP32)),
 }
 """Formats each format parameter may take (scale-factor formats are no operands)."""
 
@@ -306,6 +311,14 @@ def check_params(p: ModelParams) -> None:
             f"nan_bits={p.nan_bits:#x} does not fit d's format {p.d_fmt.spec.name}; "
             f"allowed: 0..{(1 << p.d_fmt.spec.storage) - 1:#x} or none"
         )
+    if p.unpack is not None:
+        u = p.unpack.spec
+        for s in (p.a_fmt.spec, p.b_fmt.spec):
+            if s.mbits > u.mbits or s.emax > u.emax or s.emin - s.mbits < u.emin - u.mbits:
+                raise ValueError(
+                    f"unpack={u.name} cannot hold {s.name} operands exactly; allowed: a "
+                    "format with at least their precision and range, or none"
+                )
 
 
 def param_names() -> list[str]:
