@@ -177,6 +177,17 @@ def test_range_checked_before_any_arithmetic():
         parse_variant("volta").params().with_(F=100000)  # the record itself checks, too
 
 
+def test_ranges_that_depend_on_other_parameters():
+    """rounding_fmt must be stored like d (e8m13 sits in fp32's bits, fp16 does not);
+    Ootomo-Yokota's 2^-2s must be a normal number of d."""
+    assert parse_variant("volta[rounding_fmt=e8m13]").params().rounding_fmt is not None
+    with pytest.raises(UserError, match="rounding_fmt=fp16 is not stored like d"):
+        parse_variant("volta[rounding_fmt=fp16]").params()
+    assert parse_variant("volta[split=ootomo-yokota,split_scale=63]").params().split_scale == 63
+    with pytest.raises(UserError, match=r"split_scale=64: .* 0\.\.63"):
+        parse_variant("volta[split=ootomo-yokota,split_scale=64]").params()
+
+
 def test_descriptions_name_every_parameter():
     for name in param_names():
         assert describe_range(name)

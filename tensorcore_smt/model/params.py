@@ -254,7 +254,7 @@ PARAM_FORMATS: dict[str, frozenset[Format]] = {
     "b_fmt": _OPERANDS,
     "c_fmt": _ACCUMULATORS,
     "d_fmt": _ACCUMULATORS,
-    "rounding_fmt": _ACCUMULATORS | {Format.E8M13, Format.E8M31},
+    "rounding_fmt": _ACCUMULATORS | {Format.E8M13},
     "acc_fmt": _ACCUMULATORS,
     "split_fmt": _OPERANDS,
     "unpack": frozenset((Format.FP16, Format.BF16, Format.FP32)),
@@ -306,10 +306,27 @@ def check_params(p: ModelParams) -> None:
     """Every field of `p` in its range, and the ranges that depend on other fields."""
     for f in fields(p):
         check_value(f.name, getattr(p, f.name))
-    if p.nan_bits is not None and p.nan_bits >> p.d_fmt.spec.storage:
+    d = p.d_fmt.spec
+    if p.nan_bits is not None and p.nan_bits >> d.storage:
         raise ValueError(
-            f"nan_bits={p.nan_bits:#x} does not fit d's format {p.d_fmt.spec.name}; "
-            f"allowed: 0..{(1 << p.d_fmt.spec.storage) - 1:#x} or none"
+            f"nan_bits={p.nan_bits:#x} does not fit d's format {d.name}; "
+            f"allowed: 0..{(1 << d.storage) - 1:#x} or none"
+        )
+    r = p.rounding_fmt
+    if r is not None and (r.spec.storage, r.spec.ebits) != (d.storage, d.ebits):
+        same = sorted(
+            f.spec.name
+            for f in PARAM_FORMATS["rounding_fmt"]
+            if (f.spec.storage, f.spec.ebits) == (d.storage, d.ebits)
+        )
+        raise ValueError(
+            f"rounding_fmt={r.spec.name} is not stored like d ({d.name}); "
+            f"allowed with {d.name} d: {', '.join(same)} or none"
+        )
+    if p.split == Split.OOTOMO_YOKOTA and -2 * p.split_scale < d.emin:
+        raise ValueError(
+            f"split_scale={p.split_scale}: Ootomo-Yokota scales the residual products back "
+            f"by 2^-2s, a normal {d.name} only for s in 0..{-d.emin // 2}"
         )
     if p.unpack is not None:
         u = p.unpack.spec
