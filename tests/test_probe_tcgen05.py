@@ -1,6 +1,7 @@
 """tcgen05.mma probes (sm_100a): the placement tables of probe/tmem.py (shared memory bit
 offsets, tensor memory Layout F, the instruction descriptor) checked against the PTX ISA
-rules they encode, and the generated programs compiled by nvcc."""
+rules they encode, and the generated programs compiled by nvcc; block-scaled mma.sync
+probes (sm_120a) at unit scale factors, and MMA-Sim's word that they compute the same."""
 
 from __future__ import annotations
 
@@ -152,3 +153,69 @@ def test_every_tcgen05_probe_compiles(tmp_path):
     assert len(TCGEN05) == 54
     failures = _compile(tmp_path, TCGEN05)
     assert not failures, "\n".join(failures)
+
+
+# --- block-scaled mma.sync (sm_120a) at unit scale factors ---------------------------------
+
+F8F6F4_F32 = [
+    n for n in PRESETS["rtx-blackwell"].instructions if n.startswith("m16n8k32.kind::f8f6f4.f32.")
+]
+
+
+def test_block_scaled_probe_uses_unit_scales_and_compiles_for_sm_120a(tmp_path):
+    from tensorcore_smt.probe.cuda import UNIT_SCALE
+
+    vf = random_file("rtx-blackwell", "m16n8k32.kind::f8f6f4.f32.e4m3.e2m1.f32", n=2)
+    src = generate(vf, block_scale=True, source_name="b.cu")
+    assert (
+        "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X"
+        ".f32.e4m3.e2m1.f32.ue8m0" in src
+    )
+    assert f'"r"({UNIT_SCALE:#x}u)' in src and UNIT_SCALE == 0x7F7F7F7F
+    if NVCC is None:
+        pytest.skip("nvcc not found on PATH")
+    path = tmp_path / "b.cu"
+    path.write_text(src)
+    r = subprocess.run(
+        [NVCC, "-arch=sm_120a", "-c", str(path), "-o", str(tmp_path / "b.o")],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+def test_block_scale_needs_an_f8f6f4_f32_form(tmp_path):
+    path = tmp_path / "v.json"
+    save(random_file("rtx-blackwell", "m16n8k32.kind::f8f6f4.f16.e4m3.e4m3.f16", n=1), path)
+    r = CliRunner().invoke(main, ["probe", str(path), "--block-scale"])
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and "no block-scaled form" in lines[0]
+
+
+@pytest.mark.parametrize("name", F8F6F4_F32[:: max(1, len(F8F6F4_F32) // 5)])
+def test_unit_scale_block_scaled_mma_is_the_f8f6f4_arithmetic_in_mmasim(name):
+    """What the --block-scale probe relies on: MMA-Sim's RTX Blackwell mxf8f6f4 block32
+    form with ue8m0 scales of 1 gives, bit for bit, our kind::f8f6f4 model's d."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("mmasim")
+    import mmasim_bridge as mb
+    import numpy as np
+    from mmasim.nv_ptx import MMABlockScale
+    from strategies import random_rows
+
+    from tensorcore_smt.api import simulate_params
+
+    p = PRESETS["rtx-blackwell"].instructions[name].params
+    _, _, d, a_t, b_t, c = name.split(".")
+    op = MMABlockScale(
+        "RTX Blackwell", f"m16n8k32.kind::mxf8f6f4.block32.{d}.{a_t}.{b_t}.{c}.ue8m0"
+    )
+    a, b, cc = random_rows(np.random.default_rng(F8F6F4_F32.index(name) + 77), p, 3000)
+    one = torch.full((len(cc), 1), 127, dtype=torch.uint8).view(torch.float8_e8m0fnu)
+    with torch.no_grad():
+        dt = op.dpa(
+            mb.to_torch(a, p.a_fmt), mb.to_torch(b, p.b_fmt), mb.to_torch(cc, p.c_fmt), one, one
+        )
+    theirs = mb.from_torch(dt, p.d_fmt)
+    ours = simulate_params(p, a, b, cc)
+    assert (ours == theirs).all(), f"{int((ours != theirs).sum())} rows differ"

@@ -202,6 +202,12 @@ def vectors_new(
     help="GPU target, e.g. 90a, 89, 120a, gfx90a, gfx942 (default: the file's arch).",
 )
 @click.option(
+    "--block-scale",
+    is_flag=True,
+    help="Run an rtx-blackwell .kind::f8f6f4 f32 file through the block-scaled "
+    ".kind::mxf8f6f4 form with unit ue8m0 scale factors.",
+)
+@click.option(
     "--check",
     "check_mode",
     is_flag=True,
@@ -209,7 +215,12 @@ def vectors_new(
 )
 @click.option("--json", "as_json", is_flag=True, help="With --check: a JSON report.")
 def probe(
-    files: tuple[str, ...], out: str | None, sm: str | None, check_mode: bool, as_json: bool
+    files: tuple[str, ...],
+    out: str | None,
+    sm: str | None,
+    block_scale: bool,
+    check_mode: bool,
+    as_json: bool,
 ) -> None:
     """Write a CUDA (NVIDIA) or HIP (AMD MFMA) program that runs a vector file on the GPU,
     or check its output.
@@ -228,8 +239,10 @@ def probe(
     from ..probe.check import check_output, report_text
 
     if check_mode:
-        if out or sm:
-            raise UserError("--check reads an output; --out and --sm are for writing a probe")
+        if out or sm or block_scale:
+            raise UserError(
+                "--check reads an output; --out, --sm and --block-scale are for writing a probe"
+            )
         if len(files) != 2:
             raise UserError(
                 "--check needs the vector file and the program's output: "
@@ -267,12 +280,16 @@ def probe(
     name = Path(out).name if out else ("probe.hip" if amd else "probe.cu")
     try:
         if amd:
+            if block_scale:
+                raise UserError("--block-scale: MFMA instructions have no block-scaled form")
             src = hip.generate_hip(vf, arch=sm, source_name=name, vectors_name=vpath)
         else:
-            src = cuda.generate(vf, sm=sm, source_name=name, vectors_name=vpath)
+            src = cuda.generate(
+                vf, sm=sm, source_name=name, vectors_name=vpath, block_scale=block_scale
+            )
     except UserError as e:
         msg = str(e)
-        raise UserError(msg if msg.startswith("--sm") else f"{vpath}: {msg}") from None
+        raise UserError(msg if msg.startswith("--") else f"{vpath}: {msg}") from None
     if amd:
         target = hip.hip_target(vf, sm)
         cmd = hip.hipcc_command(target, name)

@@ -149,6 +149,31 @@ def ptx_mnemonic(inst: Instruction) -> str:
     return f"mma.sync.aligned.{f.shape}.row.col{kind}.{f.d}.{f.a}.{f.b}.{f.c}"
 
 
+UNIT_SCALE = 0x7F7F7F7F
+"""Four ue8m0 scale factors of 2^0 (bias 127): every byte a scale selector can pick is 1."""
+
+
+def check_block_scale(inst: Instruction) -> None:
+    """UserError unless `inst` has a block-scaled form: mma .kind::f8f6f4 with f32 d, whose
+    .kind::mxf8f6f4 .block_scale form (PTX ISA, mma with block scaling; sm_120a) at unit
+    scale factors runs the same arithmetic (MMA-Sim: ST_FDPA with alpha = beta = 1 is
+    the T_FDPA of .kind::f8f6f4, F = 25 over 32 products, RZ)."""
+    f = form_of(inst)
+    if not f.f8f6f4 or f.d != "f32":
+        raise UserError(
+            f"--block-scale: {inst.name} has no block-scaled form; it needs an mma "
+            f".kind::f8f6f4 instruction with f32 d (rtx-blackwell)"
+        )
+
+
+def block_scale_mnemonic(inst: Instruction) -> str:
+    f = form_of(inst)
+    return (
+        f"mma.sync.aligned.{f.shape}.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X"
+        f".{f.d}.{f.a}.{f.b}.{f.c}.ue8m0"
+    )
+
+
 @dataclass(frozen=True)
 class _RegType:
     ctype: str  # C type holding the bits
@@ -234,20 +259,28 @@ def _asm_list(start: int, n: int) -> str:
     return "{" + ", ".join(f"%{start + i}" for i in range(n)) + "}"
 
 
-def _kernel_mma(inst: Instruction, lay: Layout) -> str:
+def _kernel_mma(inst: Instruction, lay: Layout, block_scale: bool = False) -> str:
     p = inst.params
     at, bt, ct, dt = _ab_type(lay.a), _ab_type(lay.b), _cd_type(lay.c), _cd_type(lay.d)
     na, nb, nc, nd = lay.a.regs, lay.b.regs, lay.c.regs, lay.d.regs
-    mn = ptx_mnemonic(inst)
+    mn = block_scale_mnemonic(inst) if block_scale else ptx_mnemonic(inst)
     asm = (
         f"{mn} {_asm_list(0, nd)}, {_asm_list(nd, na)}, "
-        f"{_asm_list(nd + na, nb)}, {_asm_list(nd + na + nb, nc)};"
+        f"{_asm_list(nd + na, nb)}, {_asm_list(nd + na + nb, nc)}"
     )
+    scales: list[str] = []
+    if block_scale:
+        n = nd + na + nb + nc
+        # scale-a-data, {byte-id-a, thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}
+        asm += f", %{n}, {{%{n + 1}, %{n + 2}}}, %{n + 3}, {{%{n + 4}, %{n + 5}}}"
+        scales = [f'"r"({UNIT_SCALE:#x}u)', '"h"((uint16_t)0)', '"h"((uint16_t)0)'] * 2
+    asm += ";"
     outs = ", ".join(f'"={dt.constraint}"(fd[{i}])' for i in range(nd))
     ins = ", ".join(
         [f'"{at.constraint}"({at.to_value.format(f"ra[{i}]")})' for i in range(na)]
         + [f'"{bt.constraint}"({bt.to_value.format(f"rb[{i}]")})' for i in range(nb)]
         + [f'"{ct.constraint}"({ct.to_value.format(f"rc[{i}]")})' for i in range(nc)]
+        + scales
     )
     sa, sb, sc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
     body = [
@@ -400,7 +433,7 @@ def _indent(text: str, n: int) -> str:
     return "\n".join(pad + line if line else line for line in text.splitlines())
 
 
-def kernel_definition(inst: Instruction, target: Target) -> str:
+def kernel_definition(inst: Instruction, target: Target, block_scale: bool = False) -> str:
     """CUDA source of `probe_kernel` (and `g_unsupported` on arch-specific targets): block
     `i` computes the dot product of vector `i` of the arrays `va` (K words a vector), `vb`,
     `vc` and stores d's bits in `vd[i]`. The program defines `K`."""
@@ -411,7 +444,10 @@ def kernel_definition(inst: Instruction, target: Target) -> str:
         kernel = kernel_tcgen05(inst, lay)
         store = ""
     else:
-        kernel = _kernel_wgmma(inst, lay) if lay.threads == 128 else _kernel_mma(inst, lay)
+        if lay.threads == 128:
+            kernel = _kernel_wgmma(inst, lay)
+        else:
+            kernel = _kernel_mma(inst, lay, block_scale)
         t_d, r_d, off_d = _d_holder(lay)
         ct = _cd_type(lay.d)
         store = f"""  // D[0][0]: thread {t_d}, register {r_d}, bits {off_d}..
@@ -441,12 +477,19 @@ def kernel_definition(inst: Instruction, target: Target) -> str:
 
 
 def generate(
-    vf: VectorFile, sm: str | None = None, source_name: str = "probe.cu", vectors_name: str = ""
+    vf: VectorFile,
+    sm: str | None = None,
+    source_name: str = "probe.cu",
+    vectors_name: str = "",
+    block_scale: bool = False,
 ) -> str:
-    """The CUDA source of a probe for every vector of `vf`."""
+    """The CUDA source of a probe for every vector of `vf`; with `block_scale`, through the
+    instruction's block-scaled form at unit scale factors (see `check_block_scale`)."""
     vf.validate()
     inst = vf.instr()
     lay = probe_layout(inst)  # UserError for MFMA
+    if block_scale:
+        check_block_scale(inst)
     if not vf.vectors:
         raise UserError("vectors: the file has no vectors to probe")
     target, notes = choose_target(vf, sm)
@@ -464,7 +507,7 @@ def generate(
         "//",
         f"// arch:        {vf.arch} ({PRESETS[vf.arch].description})",
         f"// instruction: {inst.name}",
-        f"// PTX:         {ptx_mnemonic(inst)}",
+        f"// PTX:         {block_scale_mnemonic(inst) if block_scale else ptx_mnemonic(inst)}",
         f"// operands:    a {fmts['a'].spec.name}, b {fmts['b'].spec.name}, "
         f"c {fmts['c'].spec.name}, d {fmts['d'].spec.name}; K = {K}",
         f"// target:      {target}",
@@ -482,6 +525,14 @@ def generate(
         "// output; device details and errors go to standard error). Register placement:",
         f"// {lay.source}.",
     ]
+    if block_scale:
+        header += [
+            "//",
+            "// BLOCK SCALE: the vectors run through the .kind::mxf8f6f4 .block_scale form with",
+            f"// every ue8m0 scale factor 1 (scale data {UNIT_SCALE:#x}, byte and thread",
+            "// selectors 0), which MMA-Sim models as the arithmetic of .kind::f8f6f4: the",
+            "// predictions of the vector file hold for it.",
+        ]
     for n in notes:
         header.append("//")
         line = "// NOTE:"
@@ -529,7 +580,7 @@ static const unsigned long long VB[NV * K] = {{
 static const unsigned long long VC[NV] = {{
     {_c_literal([v.c for v in vf.vectors])}}};
 
-{kernel_definition(inst, target)}
+{kernel_definition(inst, target, block_scale)}
 int main() {{
   int dev = 0;
   CHECK(cudaGetDevice(&dev));
