@@ -474,7 +474,7 @@ def test_check_usage_errors(tmp_path, volta_file):
     r = run("probe", "--check", str(path), str(tmp_path / "missing.txt"))
     assert r.exit_code == 2 and "missing.txt: no such file" in r.output
     r = run("probe", "--check", str(path), str(path), "--sm", "80")
-    assert r.exit_code == 2 and "--out and --sm are for writing a probe" in r.output
+    assert r.exit_code == 2 and "--out, --sm and --block-scale are for writing a probe" in r.output
     nov = tmp_path / "nov.json"
     save(VectorFile("volta", "m8n8k4.f32.f16.f16.f32", [], [Vector([0] * 4, [0] * 4, 0, {})]), nov)
     r = run("probe", "--check", str(nov), str(nov))
