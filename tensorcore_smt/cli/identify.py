@@ -152,4 +152,4 @@ def fit_cmd(
     limits = Limits(solver=solver, timeout=timeout, seed=seed)
     res = fit(space, rows, limits, seed=seed, progress=_progress(show))
     _clear(show)
-    _emit(res, as_json, {"rows": len(res.vectors)})
+    _emit(res, as_json, {"rows": res.rows_read, "distinct_rows": len(res.vectors)})

@@ -26,4 +26,6 @@ def fit(
     path = Path(rows)
     recorded = read_rows(path, space.base)
     oracle = FileOracle(f"file:{path}", space.base, rows=recorded)
-    return Identifier(space, oracle, 0, limits, seed=seed, progress=progress).run()
+    res = Identifier(space, oracle, 0, limits, seed=seed, progress=progress).run()
+    res.rows_read = len(recorded)
+    return res

@@ -38,6 +38,8 @@ FIRST_ROWS = 12
 """Vectors of the opening round (pool rows of every kind)."""
 BATCH = 8
 """Most vectors per later oracle call."""
+MAX_QUESTIONS = 16
+"""Most solver questions between one class's first member and the others."""
 DEEP_POOL = 32768
 """Rows of the second, larger pool searched before the solvers are asked."""
 
@@ -106,6 +108,7 @@ class Result:
     stopped: str = ""
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    rows_read: int = 0  # fit: rows in the file (repeated rows are answered vectors once)
     seconds: float = 0.0
     oracle_vectors: int = 0
     oracle_calls: int = 0
@@ -163,7 +166,18 @@ class Identifier:
     def _record(self, idx: list[int], d: list[int], kind: str, why: str, t0: float) -> None:
         """Add answers, note which live hypotheses they refute, append the step."""
         start = len(self.res.vectors)
-        fresh = [(i, x) for i, x in zip(idx, d) if i not in self.evidence.index]
+        fresh: list[tuple[int, int]] = []
+        seen = dict(zip(self.evidence.index, self.evidence.d))
+        for i, x in zip(idx, d):
+            if i in seen:
+                if seen[i] != x:
+                    self.res.notes.append(
+                        f"row {i} was answered twice with different d "
+                        f"({seen[i]:#x}, then {x:#x}); the first answer is kept"
+                    )
+                continue
+            seen[i] = x
+            fresh.append((i, x))
         for i, x in fresh:
             self.res.vectors.append(
                 Vector(
@@ -243,10 +257,8 @@ class Identifier:
         return self.res
 
     def _loop(self) -> None:
-        first = True
         while True:
-            found = search(self.space, self.ev, self.evidence, self.alive, all_seeds=first)
-            first = False
+            found = search(self.space, self.ev, self.evidence, self.alive, all_seeds=True)
             if not found.survivors:
                 self.res.classes = []
                 self.res.best = [
@@ -322,9 +334,18 @@ class Identifier:
         rep = members[0]
         witness_rows: list[int] = []
         pending: list[Proof] = []
-        for o in members[1:]:
+        asked = sum(1 for o in members[1:] if self.res.proof_between(rep, o))
+        others = sorted(members[1:], key=lambda h: len(self.space.differences(rep, h)))
+        for o in others:
             if self.res.proof_between(rep, o):
                 continue
+            if asked >= MAX_QUESTIONS:
+                self.res.notes.append(
+                    f"{len(members) - 1 - asked} members of the class were not compared with "
+                    f"{self._short(rep)} by a solver (at most {MAX_QUESTIONS} questions a class)"
+                )
+                break
+            asked += 1
             self._progress(f"asking the solvers: {self._short(rep)} vs {self._short(o)}")
             try:
                 proof, row = self._diff(rep, o)

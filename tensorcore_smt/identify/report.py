@@ -17,8 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..api import simulate_params
 from ..formats import format_hex
+from ..model.params import ModelParams
 from .loop import Kill, Proof, Result, Vector, hypothesis_row_counts
+from .pool import make_pool
 from .space import Hypothesis, Space, value_text
 
 
@@ -305,3 +310,18 @@ def to_text(res: Result) -> str:
                 f"{format_hex(k.predicted, fmt)}, the oracle gave {format_hex(k.oracle, fmt)}"
             )
     return "\n".join(lines)
+
+
+def recovered(res: Result, hidden: ModelParams, rows: int = 65536, seed: int = 99) -> bool:
+    """Whether `identify` recovered a known hidden model: one class is left and it holds
+    the hidden model itself, or its first member predicts the hidden model's bits on every
+    row of a fresh pool (a model the space writes another way)."""
+    if len(res.classes) != 1:
+        return False
+    sp = res.space
+    if any(sp.params(h) == hidden for h in res.classes[0]):
+        return True
+    pool = make_pool(sp.base, rows, seed)
+    want = simulate_params(hidden, pool.a, pool.b, pool.c)
+    got = simulate_params(sp.params(res.classes[0][0]), pool.a, pool.b, pool.c)
+    return bool(np.array_equal(want, got))

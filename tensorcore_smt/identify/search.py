@@ -12,6 +12,7 @@ grouped into classes that predict the same bits on every row of the pool.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,10 @@ from .evaluate import Evaluator, Evidence
 from .space import Hypothesis, Space
 
 MAX_STEPS = 60
+KICKS = 40
+"""Restarts of the iterated local search when no climb reaches a survivor."""
+KICK_SECONDS = 60.0
+"""Time the restarts may take in one search."""
 
 
 def score(ev: Evaluator, evidence: Evidence, h: Hypothesis) -> tuple:
@@ -29,15 +34,31 @@ def score(ev: Evaluator, evidence: Evidence, h: Hypothesis) -> tuple:
     return (m, dist, -len(h.overrides))
 
 
-def climb(space: Space, ev: Evaluator, evidence: Evidence, start: Hypothesis) -> Hypothesis:
-    """Best-improvement local search from `start` (ends where no neighbour is better)."""
+def climb(
+    space: Space,
+    ev: Evaluator,
+    evidence: Evidence,
+    start: Hypothesis,
+    seen: list[Hypothesis] | None = None,
+) -> Hypothesis:
+    """Best-improvement local search from `start` (ends where no neighbour is better).
+    Every hypothesis met on the way that reproduces every answer is appended to `seen`:
+    the climb prefers fewer changed parameters, so a survivor it passes by is kept."""
     cur, cur_s = start, score(ev, evidence, start)
+    full = len(evidence)
+
+    def note(h: Hypothesis, s: tuple) -> None:
+        if seen is not None and s[0] == full and h not in seen:
+            seen.append(h)
+
+    note(cur, cur_s)
     for _ in range(MAX_STEPS):
-        if cur_s[0] == len(evidence) and cur_s[2] == 0:
+        if cur_s[0] == full and cur_s[2] == 0:
             break
         best, best_s = None, cur_s
         for n in space.neighbours(cur):
             s = score(ev, evidence, n)
+            note(n, s)
             if s > best_s:
                 best, best_s = n, s
         if best is None:
@@ -69,10 +90,11 @@ def search(
     """Climb from `starts` (and every family's seed when `all_seeds` or when no start
     leads to a survivor); return the survivors in the neighbourhood of the climbs' ends."""
     ends: list[Hypothesis] = []
+    met: list[Hypothesis] = []
 
     def run(froms: list[Hypothesis]) -> None:
         for s in froms:
-            e = climb(space, ev, evidence, s)
+            e = climb(space, ev, evidence, s, met)
             if e not in ends:
                 ends.append(e)
 
@@ -80,16 +102,49 @@ def search(
     if all_seeds or not any(survives(ev, evidence, e) for e in ends):
         run([space.seed(f.name) for f in space.families if space.seed(f.name) not in starts])
     alive = [e for e in ends if survives(ev, evidence, e)]
+    alive += [h for h in met if h not in alive]
+    if not alive:
+        alive = kicks(space, ev, evidence, ends, met)
     if not alive:
         ranked = sorted(ends, key=lambda h: score(ev, evidence, h), reverse=True)
         return Found([], ranked)
     found: list[Hypothesis] = list(alive)
-    for e in alive:
+    for e in [e for e in ends if e in alive] or alive[:1]:
         for n in space.neighbours(e):
             if n not in found and survives(ev, evidence, n):
                 found.append(n)
     found.sort(key=lambda h: score(ev, evidence, h), reverse=True)
     return Found(found, [])
+
+
+def kicks(
+    space: Space,
+    ev: Evaluator,
+    evidence: Evidence,
+    ends: list[Hypothesis],
+    met: list[Hypothesis],
+    seed: int = 0,
+) -> list[Hypothesis]:
+    """Iterated local search for when every climb stopped short of a survivor: from the
+    best ends, change two or three parameters at random and climb again (several
+    parameters that only act together are found this way). Appends the new ends to
+    `ends`; returns the survivors met (none when KICKS restarts or KICK_SECONDS pass)."""
+    rng = np.random.default_rng(seed + len(evidence))
+    t0 = time.monotonic()
+    for i in range(KICKS):
+        if time.monotonic() - t0 > KICK_SECONDS:
+            break
+        ranked = sorted(ends, key=lambda h: score(ev, evidence, h), reverse=True)
+        h = ranked[int(rng.integers(min(3, len(ranked))))]
+        for _ in range(2 + i % 2):
+            moves = space.neighbours(h)
+            h = moves[int(rng.integers(len(moves)))]
+        e = climb(space, ev, evidence, h, met)
+        if e not in ends:
+            ends.append(e)
+        if met:
+            return list(met)
+    return []
 
 
 def classes(ev: Evaluator, hyps: list[Hypothesis]) -> list[list[Hypothesis]]:

@@ -73,9 +73,10 @@ class Family:
 @dataclass(frozen=True)
 class Hypothesis:
     """One point of a space: a family and the parameters that differ from the preset
-    instruction (sorted by name, so equal hypotheses compare equal)."""
+    instruction (sorted by name). Two hypotheses are equal when their overrides are (the
+    same model reached from two families is one hypothesis)."""
 
-    family: str
+    family: str = field(compare=False)
     overrides: tuple[tuple[str, Any], ...]
 
     def value(self, name: str, base: ModelParams) -> Any:
