@@ -250,3 +250,24 @@ class Spinner:
             sys.stderr.write("\r" + " " * 72 + "\r")
             sys.stderr.flush()
             self.shown = False
+
+
+def cluster_options(f: Callable) -> Callable:
+    """--workers and --scheduler: where the tasks of a command run (tensorcore_smt.distributed)."""
+    opts = [
+        click.option(
+            "--workers",
+            type=int,
+            default=None,
+            help="Worker processes of the embedded Dask cluster (default: the core count).",
+        ),
+        click.option(
+            "--scheduler",
+            default=None,
+            metavar="ADDRESS",
+            help="An existing Dask scheduler (e.g. tcp://host:8786; default: $TCSMT_SCHEDULER).",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f

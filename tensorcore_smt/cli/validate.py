@@ -1,0 +1,248 @@
+"""`tcsmt validate`: a model against an oracle on many rows, in chunks on a Dask cluster."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import click
+
+from ..distributed import TaskFailure, connect, run_tasks
+from ..identify.oracle import make_oracle
+from ..presets import UserError, parse_variant
+from ..validate import (
+    CHUNK_ROWS,
+    KEEP,
+    Job,
+    Tally,
+    check_chunk,
+    given_chunks,
+    mismatch_file,
+    random_chunks,
+    read_inputs,
+    recorded_inputs,
+    write_rows,
+)
+from .base import main
+from .options import cluster_options
+
+EXIT_MISMATCH = 1
+EXIT_INCOMPLETE = 3
+EXIT_INTERRUPTED = 130
+DEFAULT_OUT = "validate-mismatches.json"
+
+
+def _oracle(spec: str, p, arch: str, instr: str):
+    if spec.strip() == "mmasim":
+        from ..mmasim import make_mmasim_oracle
+
+        return make_mmasim_oracle(spec, p, parse_variant(arch).preset.name, instr)
+    return make_oracle(spec, p, arch, instr)
+
+
+@main.command("validate")
+@click.option("--arch", required=True, help="The model: a preset or variant (hopper[F=24]).")
+@click.option("--instr", default=None, help="Instruction (default: the preset's).")
+@click.option(
+    "--oracle",
+    "oracle_spec",
+    required=True,
+    metavar="SPEC",
+    help="variant:EXPR, file:ROWS, cmd:PROGRAM, cuda[:DIR], or mmasim (the mmasim extra).",
+)
+@click.option(
+    "--rows",
+    "n_rows",
+    type=int,
+    default=None,
+    help=f"Random rows of the documented mix (default {CHUNK_ROWS:,} unless --vectors).",
+)
+@click.option(
+    "--vectors",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Rows from a file instead: JSONL {a, b, c} or a vector file (JSON/CSV).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random rows.")
+@click.option(
+    "--device",
+    default=None,
+    help="Run the model on torch: cpu, cuda, cuda:N (default: numpy; the torch extra).",
+)
+@click.option(
+    "--keep",
+    type=int,
+    default=KEEP,
+    show_default=True,
+    help="Mismatching rows written to the mismatch file (all are counted).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help=f"Mismatch file (vector JSON, or CSV by extension; default {DEFAULT_OUT}).",
+)
+@click.option(
+    "--chunk",
+    "chunk_rows",
+    type=int,
+    default=CHUNK_ROWS,
+    show_default=True,
+    help="Rows per task (random rows depend on the seed and this size).",
+)
+@click.option(
+    "--nan-class",
+    is_flag=True,
+    help="Two NaN outputs agree whatever their payloads (on by default for the mmasim "
+    "oracle on units whose NaN payload is unspecified: DMMA, MFMA).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
+@cluster_options
+def validate_cmd(
+    arch: str,
+    instr: str | None,
+    oracle_spec: str,
+    n_rows: int | None,
+    vectors: str | None,
+    seed: int,
+    device: str | None,
+    keep: int,
+    out: str | None,
+    chunk_rows: int,
+    nan_class: bool,
+    as_json: bool,
+    workers: int | None,
+    scheduler: str | None,
+) -> None:
+    """Compare ARCH with an oracle on random rows (or a file's), chunked over Dask workers.
+
+    Prints rows, mismatches and throughput, and writes the mismatching rows as a test-vector
+    file. Exit 0: every row agrees; 1: mismatches (written); 2: bad input; 3: some chunks
+    failed (each reported with its rows); 130: interrupted (what finished is reported).
+    """
+    for name, value, least in (
+        ("--rows", n_rows, 1),
+        ("--keep", keep, 0),
+        ("--chunk", chunk_rows, 1),
+    ):
+        if value is not None and value < least:
+            raise UserError(f"{name}: expected at least {least}, got {value}")
+    variant = parse_variant(arch)
+    inst = variant.instruction(instr)
+    p = variant.params(inst.name)
+    if device is not None:
+        from ..api import array_backend
+
+        array_backend(device)  # torch and the device present: exit 2 here, not per chunk
+    oracle = _oracle(oracle_spec, p, arch, inst.name)
+    if not oracle.can_ask:
+        if n_rows is not None or vectors is not None:
+            raise UserError(
+                f"oracle {oracle_spec}: recorded answers only; its own rows are validated "
+                "(drop --rows / --vectors)"
+            )
+        chunks = given_chunks(*recorded_inputs(oracle.recorded()), chunk_rows=chunk_rows)
+        source = f"{sum(c.n for c in chunks)} recorded rows of {oracle_spec}"
+    elif vectors is not None:
+        if n_rows is not None:
+            raise UserError("give either --rows or --vectors")
+        chunks = given_chunks(*read_inputs(Path(vectors), p), chunk_rows=chunk_rows)
+        source = f"{sum(c.n for c in chunks)} rows of {vectors}"
+    else:
+        n = n_rows or CHUNK_ROWS
+        chunks = random_chunks(n, seed, chunk_rows)
+        source = f"{n} random rows, seed {seed}"
+    out_path = Path(out or DEFAULT_OUT)
+    if out_path.parent and not out_path.parent.exists():
+        raise UserError(f"--out: directory {out_path.parent} does not exist")
+    if oracle_spec.strip() == "mmasim":
+        from ..mmasim import nan_payload_unspecified
+
+        nan_class = nan_class or nan_payload_unspecified(p)
+    job = Job(p=p, oracle=oracle, keep=keep, device=device, nan_class=nan_class)
+    tally = Tally(keep=keep)
+    failures: list[TaskFailure] = []
+    interrupted = False
+    show = sys.stderr.isatty() and not as_json
+    t0 = time.monotonic()
+    with connect(workers, scheduler) as client:
+        n_workers = len(client.scheduler_info().get("workers", {}))
+        t_start = time.monotonic()
+        try:
+            for _, r in run_tasks(
+                client,
+                partial(check_chunk, job),
+                chunks,
+                describe=lambda c: c.describe(),
+                label=f"validate {arch}",
+                weights=[c.n for c in chunks],
+                progress=show,
+            ):
+                if isinstance(r, TaskFailure):
+                    failures.append(r)
+                    click.echo(f"tcsmt: validate: {r.input} failed: {r.error}", err=True)
+                else:
+                    tally.add(r)
+        except KeyboardInterrupt:
+            interrupted = True
+        seconds = time.monotonic() - t_start
+    hidden = oracle_spec.partition(":")[2].strip() if oracle_spec.startswith("variant:") else None
+    written = None
+    if tally.kept:
+        meta = {
+            "model": arch,
+            "oracle": oracle_spec,
+            "rows": source,
+            "rows_checked": tally.rows,
+            "mismatches": tally.mismatches,
+            "kept": len(tally.kept),
+        }
+        try:
+            written = mismatch_file(
+                tally, p, variant.preset.name, inst.name, arch, oracle_spec, hidden, meta, out_path
+            )
+        except UserError as e:  # e.g. a split model: its inputs are not the unit's operands
+            written = write_rows(tally, p, out_path.with_suffix(".jsonl"))
+            click.echo(f"tcsmt: validate: no vector file ({e}); rows as JSONL", err=True)
+    rate = tally.rows / seconds if seconds > 0 else 0.0
+    report = {
+        "rows": tally.rows,
+        "mismatches": tally.mismatches,
+        "seconds": round(seconds, 3),
+        "rows_per_s": round(rate, 1),
+        "mismatch_file": str(written) if written else None,
+        "arch": arch,
+        "instruction": inst.name,
+        "oracle": oracle_spec,
+        "workers": n_workers,
+        "nan_class": nan_class,
+        "startup_seconds": round(t_start - t0, 3),
+        "failed": [{"chunk": f.input, "error": f.error} for f in failures],
+        "interrupted": interrupted,
+    }
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(f"model:       {arch}, instruction {inst.name}")
+        click.echo(f"oracle:      {oracle_spec}")
+        click.echo(f"rows:        {tally.rows:,} checked ({source})")
+        click.echo(f"mismatches:  {tally.mismatches:,}")
+        click.echo(
+            f"throughput:  {rate:,.0f} rows/s ({seconds:.2f} s on {n_workers} workers, "
+            f"{t_start - t0:.1f} s to start)"
+        )
+        if written:
+            click.echo(f"wrote:       {written} (first {len(tally.kept)} mismatching rows)")
+        if failures:
+            click.echo(f"failed:      {len(failures)} chunks (listed above)")
+        if interrupted:
+            click.echo("interrupted: the rows above are those of the chunks that finished")
+    if interrupted:
+        sys.exit(EXIT_INTERRUPTED)
+    if tally.mismatches:
+        sys.exit(EXIT_MISMATCH)
+    if failures:
+        sys.exit(EXIT_INCOMPLETE)

@@ -1,0 +1,183 @@
+"""Independent work spread over a Dask cluster: validation chunks, solver queries.
+
+`connect` gives a `distributed.Client`: an embedded `LocalCluster` of `workers`
+processes (default: the machine's core count, one thread each) or, with an address (or
+`$TCSMT_SCHEDULER`), an existing cluster's scheduler. `run_tasks` submits one task per
+input and yields results as they finish (`as_completed`), in whatever order they come.
+
+Failure rules, the same for every command built on it:
+
+- a task that raises is yielded as a `TaskFailure` naming its input; the others go on;
+- a worker that dies (killed, out of memory) has its tasks rescheduled by Dask on the
+  other workers; a task that kills workers more than `allowed-failures` times (Dask's
+  setting, default 3) comes back as a `TaskFailure` (`KilledWorker`), never lost;
+- Ctrl-C (KeyboardInterrupt) cancels every pending task before it propagates, so the
+  caller can report what has already finished and exit.
+
+A progress bar (rich, on stderr) is drawn only when asked for, and the commands ask
+only when stderr is a terminal and --json is off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from .presets import UserError
+
+SCHEDULER_ENV = "TCSMT_SCHEDULER"
+"""Environment variable naming a Dask scheduler address (as --scheduler does)."""
+
+CONNECT_TIMEOUT_S = 10.0
+
+
+@dataclass
+class TaskFailure:
+    """A task that did not produce a result: its position, a description of its input
+    and the error (one line)."""
+
+    index: int
+    input: str
+    error: str
+
+
+def default_workers() -> int:
+    """Worker processes of the embedded cluster when --workers is not given."""
+    return os.cpu_count() or 1
+
+
+def scheduler_address(scheduler: str | None) -> str | None:
+    """The scheduler to use: --scheduler, else $TCSMT_SCHEDULER, else None (embedded)."""
+    addr = scheduler or os.environ.get(SCHEDULER_ENV, "").strip()
+    return addr or None
+
+
+@contextmanager
+def connect(workers: int | None = None, scheduler: str | None = None) -> Iterator[Any]:
+    """A Dask client for the duration of the block: an existing scheduler when one is
+    named (here or in $TCSMT_SCHEDULER), else an embedded LocalCluster of `workers`
+    single-threaded processes, shut down on exit. UserError if neither can be had."""
+    from distributed import Client, LocalCluster
+
+    if workers is not None and workers < 1:
+        raise UserError(f"--workers: expected at least 1, got {workers}")
+    addr = scheduler_address(scheduler)
+    if addr is not None:
+        if workers is not None:
+            raise UserError("give either --workers (an embedded cluster) or --scheduler")
+        try:
+            client = Client(addr, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError, ValueError) as e:
+            raise UserError(f"cannot reach the Dask scheduler at {addr}: {e}") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    n = workers or default_workers()
+    cluster = LocalCluster(
+        n_workers=n,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.CRITICAL,
+    )
+    client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def run_tasks(
+    client: Any,
+    fn: Callable[[Any], Any],
+    inputs: Sequence[Any],
+    *,
+    describe: Callable[[Any], str] = repr,
+    label: str = "tasks",
+    weights: Sequence[float] | None = None,
+    progress: bool = False,
+) -> Iterator[tuple[int, Any]]:
+    """Run `fn(x)` for every x of `inputs` as one Dask task each; yield (index, result)
+    as tasks finish, a `TaskFailure` in place of the result of a task that failed.
+
+    `weights` (e.g. rows per chunk) drive the progress bar, drawn on stderr when
+    `progress` is true. On KeyboardInterrupt (or when the caller stops iterating) every
+    unfinished task is cancelled."""
+    from distributed import as_completed
+
+    futures = [client.submit(fn, x, pure=False) for x in inputs]
+    index = {f.key: i for i, f in enumerate(futures)}
+    w = list(weights) if weights is not None else [1.0] * len(futures)
+    bar = _Bar(label, sum(w)) if progress else None
+    try:
+        for fut in as_completed(futures):
+            i = index[fut.key]
+            try:
+                result = fut.result()
+            except Exception as e:  # the task's own error, or KilledWorker
+                result = TaskFailure(i, describe(inputs[i]), _one_line(e))
+            fut.release()
+            if bar is not None:
+                bar.advance(w[i])
+            yield i, result
+    finally:
+        pending = [f for f in futures if not f.done()]
+        if pending:
+            client.cancel(pending)
+        if bar is not None:
+            bar.close()
+
+
+class _Bar:
+    """A rich progress bar on stderr (transient: it disappears when done)."""
+
+    def __init__(self, label: str, total: float) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task(label, total=total)
+
+    def advance(self, n: float) -> None:
+        self.progress.advance(self.task, n)
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+__all__ = [
+    "SCHEDULER_ENV",
+    "TaskFailure",
+    "connect",
+    "default_workers",
+    "run_tasks",
+    "scheduler_address",
+]
