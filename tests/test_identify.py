@@ -28,6 +28,36 @@ from tensorcore_smt.presets import PRESETS, parse_variant
 from tensorcore_smt.solve import Limits
 
 FAST = Limits(timeout=2.0)
+QUICK = Limits(timeout=1.0, confirm=False)
+
+SMALL_SPACE = """
+name = "small"
+description = "a few parameters of a fused unit and one sequential family (tests)"
+applies_to = ["fda"]
+[shared]
+rounding = ["{rounding}", "rne", "rtn"]
+flush_outputs = ["{flush_outputs}", "true"]
+[[family]]
+name = "fda"
+set = {}
+[family.params]
+F = ["{F-2}..{F+2}"]
+align = ["{align}", "exact", "round-down"]
+product_exponent = ["{product_exponent}", "normalized"]
+carry_bits = ["{carry_bits}", "2"]
+[[family]]
+name = "sequential"
+set = { algorithm = "sequential" }
+[family.params]
+order = ["c-first", "c-last"]
+"""
+
+
+@pytest.fixture(scope="module")
+def small_space(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("spaces") / "small.toml"
+    path.write_text(SMALL_SPACE)
+    return path
 
 
 def run(*args: str):
@@ -75,8 +105,8 @@ def check_kills(res, arch: str) -> int:
 # --- identify with a hidden variant -------------------------------------------------------
 
 
-def test_identify_recovers_volta_f24_and_every_kill_rechecks():
-    space = resolve_space("volta", None, None)
+def test_identify_recovers_volta_f24_and_every_kill_rechecks(small_space):
+    space = resolve_space("volta", None, str(small_space))
     oracle = make_oracle("variant:volta[F=24]", space.base, space.arch, space.instr)
     res = identify(space, oracle, 200, FAST)
     assert res.error is None
@@ -94,13 +124,15 @@ def test_identify_recovers_volta_f24_and_every_kill_rechecks():
     assert "F = 24" in text and "preset 23" in text and "killed" in text
 
 
-def test_identify_cli_json_contract():
+def test_identify_cli_json_contract(small_space):
     r = run(
         "identify",
         "--arch",
         "volta",
         "--oracle",
         "variant:volta",
+        "--space",
+        str(small_space),
         "--timeout",
         "1",
         "--budget",
@@ -134,10 +166,14 @@ def test_identify_budget_ends_the_loop():
 
 @pytest.mark.parametrize(
     "hidden",
-    ["volta[rounding=rne]", "volta[algorithm=sequential,order=c-last]"],
+    [
+        "volta[rounding=rne]",
+        "volta[algorithm=sequential,order=c-last]",
+        "volta[F=25,align=round-down,flush_outputs=true,rounding=rtn]",
+    ],
 )
-def test_identify_fast_hidden_variants(hidden):
-    space = resolve_space("volta", None, None)
+def test_identify_fast_hidden_variants(small_space, hidden):
+    space = resolve_space("volta", None, str(small_space))
     oracle = make_oracle(f"variant:{hidden}", space.base, space.arch, space.instr)
     res = identify(space, oracle, 200, FAST)
     assert recovered(res, oracle.hidden), [h.expr("volta") for h in res.survivors]
@@ -190,11 +226,13 @@ def test_identify_random_hidden_variants(arch, hidden):
     check_kills(res, arch)
 
 
-@pytest.mark.parametrize("arch,hidden", [RANDOM[0], RANDOM[3]], ids=["r0", "r3"])
+@pytest.mark.parametrize("arch,hidden", [RANDOM[0]], ids=["r0"])
 def test_identify_random_hidden_fast_subset(arch, hidden):
+    """One draw of the slow test above, from the default space (solver questions short
+    and unconfirmed here: recovery does not rest on them)."""
     space = resolve_space(arch, None, None)
     oracle = make_oracle(f"variant:{hidden}", space.base, space.arch, space.instr)
-    res = identify(space, oracle, 200, FAST)
+    res = Identifier(space, oracle, 200, QUICK, max_questions=4).run()
     assert recovered(res, oracle.hidden), [h.expr(arch) for h in res.survivors]
     check_kills(res, arch)
 
@@ -234,9 +272,9 @@ for r in rows:
 """
 
 
-def test_cmd_oracle_answers(tmp_path):
+def test_cmd_oracle_answers(tmp_path, small_space):
     cmd = _script(tmp_path, "unit.py", ANSWER)
-    space = resolve_space("volta", None, None)
+    space = resolve_space("volta", None, str(small_space))
     oracle = make_oracle(f"cmd:{cmd}", space.base, space.arch, space.instr)
     res = identify(space, oracle, 30, FAST)
     assert res.error is None

@@ -141,6 +141,7 @@ class Identifier:
         budget: int = 200,
         limits: Limits | None = None,
         pool_size: int = 1536,
+        max_questions: int = MAX_QUESTIONS,
         seed: int = 0,
         progress: Progress | None = None,
     ) -> None:
@@ -149,6 +150,7 @@ class Identifier:
         self.budget = budget
         self.limits = limits or Limits(timeout=60.0)
         self.seed = seed
+        self.max_questions = max_questions
         self.progress = progress
         self.t0 = time.monotonic()
         self.rows = make_pool(space.base, pool_size, seed)
@@ -339,10 +341,10 @@ class Identifier:
         for o in others:
             if self.res.proof_between(rep, o):
                 continue
-            if asked >= MAX_QUESTIONS:
+            if asked >= self.max_questions:
                 self.res.notes.append(
                     f"{len(members) - 1 - asked} members of the class were not compared with "
-                    f"{self._short(rep)} by a solver (at most {MAX_QUESTIONS} questions a class)"
+                    f"{self._short(rep)} by a solver (at most {self.max_questions} questions a class)"
                 )
                 break
             asked += 1

@@ -207,7 +207,7 @@ def equality_note(res: Result, rep: Hypothesis, h: Hypothesis) -> str:
     pr = res.proof_between(rep, h)
     why = structural_reason(res.space, rep, h)
     if pr is None:
-        return why or "not compared by a solver (the budget or the oracle ended the run)"
+        return why or "no answered vector tells them apart; not compared by a solver"
     if pr.by_construction:
         return why or "equal by construction: both build the same term"
     if pr.verdict.value == "unsat":
@@ -230,10 +230,20 @@ def to_text(res: Result) -> str:
     sp = res.space
     arch = sp.arch
     fmt = sp.base.d_fmt
+    what = (
+        f"fit {res.oracle.removeprefix('file:')} ({res.rows_read} rows)"
+        if res.rows_read
+        else f"identify (oracle {res.oracle})"
+    )
     lines = [
-        f"identify {arch} {sp.instr}  (space {sp.name}, oracle {res.oracle})",
-        f"{res.stopped}: {res.oracle_vectors} oracle vectors in {res.oracle_calls} calls, "
-        f"{len(res.vectors)} answered vectors in all, {res.seconds:.1f} s",
+        f"{what}: {arch} {sp.instr}, space {sp.name}",
+        f"{res.stopped}: "
+        + (
+            f"{len(res.vectors)} distinct rows"
+            if res.rows_read
+            else f"{res.oracle_vectors} oracle vectors in {res.oracle_calls} calls"
+        )
+        + f", {res.seconds:.1f} s",
     ]
     if res.error:
         lines.append(f"error: {res.error} (the steps before it are kept below)")
