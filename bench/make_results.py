@@ -1,8 +1,11 @@
 """Regenerate results/: every property of the library on every architecture it applies to.
 
-    python bench/make_results.py [--arch A ...] [--timeout S] [--out results]
+    python bench/make_results.py [--arch A ...] [--timeout S] [--out results] [--workers N]
 
-For each (arch, property) it writes results/ARCH/PROPERTY.json (the `tcsmt find --json`
+Every query of every (arch, property) is one task on a Dask cluster (an embedded
+LocalCluster of --workers processes, or --scheduler ADDRESS / $TCSMT_SCHEDULER); the
+solver portfolio inside each task is the one `tcsmt find` runs. For each (arch, property)
+it writes results/ARCH/PROPERTY.json (the `tcsmt find --json`
 report: witnesses re-checked on the concrete model, unsat answers with the solvers that
 agreed) and, when there are witnesses, results/ARCH/PROPERTY.vectors.json (test vectors
 with every variant's prediction, ready for `tcsmt probe`). results/README.md summarises
@@ -22,7 +25,8 @@ import time
 from pathlib import Path
 
 from tensorcore_smt import __version__, features
-from tensorcore_smt.find import find, save_vectors
+from tensorcore_smt.distributed import TaskFailure, connect
+from tensorcore_smt.find import QueryAnswer, QueryTask, query_tasks, save_vectors, sweep
 from tensorcore_smt.library import load_all
 from tensorcore_smt.presets import PRESETS, UserError
 from tensorcore_smt.solve import Limits
@@ -36,6 +40,12 @@ def main() -> None:
     ap.add_argument("--out", default="results", help="output directory")
     ap.add_argument("--property", action="append", default=None, help="property (repeatable)")
     ap.add_argument("--features-only", action="store_true", help="only rebuild the matrix")
+    ap.add_argument(
+        "--workers", type=int, default=None, help="Dask worker processes (default: cores)"
+    )
+    ap.add_argument(
+        "--scheduler", default=None, help="an existing Dask scheduler (or $TCSMT_SCHEDULER)"
+    )
     args = ap.parse_args()
     archs = args.arch or list(PRESETS)
     out = Path(args.out)
@@ -46,6 +56,7 @@ def main() -> None:
     limits = Limits(timeout=args.timeout)
     summary_path = out / "summary.json"
     rows = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    tasks: dict[tuple[str, str], list[QueryTask]] = {}
     for arch in archs:
         rows[arch] = {} if args.property is None else rows.get(arch, {})
         (out / arch).mkdir(parents=True, exist_ok=True)
@@ -55,45 +66,70 @@ def main() -> None:
             why = prop.not_applicable(PRESETS[arch])
             if why:
                 rows[arch][name] = {"not_applicable": why.split(": ", 1)[-1]}
+            else:
+                tasks[(arch, name)] = query_tasks(prop, arch, None, limits)
+    # every query is one Dask task; a property's files are written as soon as its last
+    # query is answered, and summary.json after each, so nothing finished is lost
+    done: dict[tuple[str, str], dict[str, QueryAnswer]] = {k: {} for k in tasks}
+    flat = [t for ts in tasks.values() for t in ts]
+    t0 = time.monotonic()
+    with connect(args.workers, args.scheduler) as client:
+        for t, r in sweep(client, flat):
+            if isinstance(r, TaskFailure):
+                print(f"{t.arch:14s} {t.prop:24s} {t.query_id}: task failed: {r.error}", flush=True)
                 continue
-            t0 = time.monotonic()
-            answers = find(prop, arch, None, limits)
-            report = {
-                "property": name,
-                "question": " ".join(prop.question.split()),
-                "source": prop.source,
-                "arch": arch,
-                "instruction": answers[0].outcome.query.instruction,
-                "queries": [a.to_json() for a in answers],
-            }
-            (out / arch / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
-            try:
-                save_vectors(prop, arch, answers, out / arch / f"{name}.vectors.json")
-            except UserError as e:  # e.g. split algorithms: fp32 inputs, no one-instruction vector
-                print(f"{arch:14s} {name:24s} no test vectors: {e}", flush=True)
-            rows[arch][name] = {
-                "instruction": report["instruction"],
-                "queries": [
-                    {
-                        "id": a.spec.id,
-                        "variants": list(a.outcome.query.variants),
-                        "answer": a.answer,
-                        "as_expected": a.as_expected,
-                        "solver": "construction"
-                        if a.outcome.by_construction
-                        else (a.outcome.result.solver if a.outcome.result else ""),
-                        "agreeing": a.to_json()["agreeing_solvers"],
-                        "seconds": round(a.outcome.seconds, 2),
-                        "conclusion": a.conclusion,
-                    }
-                    for a in answers
-                ],
-            }
-            print(f"{arch:14s} {name:24s} {time.monotonic() - t0:7.1f} s", flush=True)
-            summary_path.write_text(json.dumps(rows, indent=2) + "\n")
+            key = (t.arch, t.prop)
+            done[key][t.query_id] = r
+            if len(done[key]) == len(tasks[key]):
+                answers = [done[key][x.query_id] for x in tasks[key]]
+                write_property(out, props[t.prop], t.arch, answers, rows)
+                print(
+                    f"{t.arch:14s} {t.prop:24s} {time.monotonic() - t0:7.1f} s (elapsed)",
+                    flush=True,
+                )
+                summary_path.write_text(json.dumps(rows, indent=2) + "\n")
+    for arch in archs:  # the library's order, whatever order the tasks finished in
+        r = rows[arch]
+        rows[arch] = {n: r[n] for n in props if n in r} | {n: r[n] for n in r if n not in props}
     summary_path.write_text(json.dumps(rows, indent=2) + "\n")
     (out / "README.md").write_text(render(rows, args.timeout) + render_p5(out, rows))
     write_features(out)
+
+
+def write_property(out: Path, prop, arch: str, answers: list[QueryAnswer], rows: dict) -> None:
+    """results/ARCH/PROPERTY.json (and .vectors.json) and the property's summary row."""
+    name = prop.name
+    report = {
+        "property": name,
+        "question": " ".join(prop.question.split()),
+        "source": prop.source,
+        "arch": arch,
+        "instruction": answers[0].outcome.query.instruction,
+        "queries": [a.to_json() for a in answers],
+    }
+    (out / arch / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
+    try:
+        save_vectors(prop, arch, answers, out / arch / f"{name}.vectors.json")
+    except UserError as e:  # e.g. split algorithms: fp32 inputs, no one-instruction vector
+        print(f"{arch:14s} {name:24s} no test vectors: {e}", flush=True)
+    rows[arch][name] = {
+        "instruction": report["instruction"],
+        "queries": [
+            {
+                "id": a.spec.id,
+                "variants": list(a.outcome.query.variants),
+                "answer": a.answer,
+                "as_expected": a.as_expected,
+                "solver": "construction"
+                if a.outcome.by_construction
+                else (a.outcome.result.solver if a.outcome.result else ""),
+                "agreeing": a.to_json()["agreeing_solvers"],
+                "seconds": round(a.outcome.seconds, 2),
+                "conclusion": a.conclusion,
+            }
+            for a in answers
+        ],
+    }
 
 
 def write_features(out: Path) -> None:

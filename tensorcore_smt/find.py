@@ -48,6 +48,20 @@ class QueryAnswer:
         return out
 
 
+def _limits_for(spec: QuerySpec, limits: Limits) -> Limits:
+    """The limits of one query: the property's own timeout when it is shorter."""
+    if spec.timeout and spec.timeout < limits.timeout:
+        return Limits(
+            limits.solver,
+            spec.timeout,
+            limits.jobs,
+            limits.memory_mb,
+            limits.confirm,
+            limits.seed,
+        )
+    return limits
+
+
 def find(
     prop: Property,
     arch: str,
@@ -58,18 +72,76 @@ def find(
     """Run every query of `prop` on `arch`; each answer re-checked or confirmed."""
     out = []
     for spec, q in prop.bind(arch, instr):
-        lim = limits
-        if spec.timeout and spec.timeout < limits.timeout:
-            lim = Limits(
-                limits.solver,
-                spec.timeout,
-                limits.jobs,
-                limits.memory_mb,
-                limits.confirm,
-                limits.seed,
-            )
-        out.append(QueryAnswer(spec, answer(q, lim, progress)))
+        out.append(QueryAnswer(spec, answer(q, _limits_for(spec, limits), progress)))
     return out
+
+
+# --- sweeps: one task per query, on a Dask cluster ------------------------------------
+
+
+@dataclass(frozen=True)
+class QueryTask:
+    """One query of a sweep, named so that a worker can rebuild it: the property (by
+    name, from the built-in library or `properties_dir`), the architecture, the
+    instruction (None: the property's choice) and the query's id."""
+
+    prop: str
+    arch: str
+    instr: str | None
+    query_id: str
+    limits: Limits
+    properties_dir: str | None = None
+
+    def describe(self) -> str:
+        return f"{self.prop}/{self.query_id} on {self.arch}"
+
+
+def query_tasks(
+    prop: Property,
+    arch: str,
+    instr: str | None,
+    limits: Limits,
+    properties_dir: Path | None = None,
+) -> list[QueryTask]:
+    """The tasks of every query `prop` asks on `arch` (its `bind`, in order)."""
+    pdir = str(properties_dir) if properties_dir else None
+    return [
+        QueryTask(prop.name, arch, instr, spec.id, limits, pdir)
+        for spec, _ in prop.bind(arch, instr)
+    ]
+
+
+def run_query_task(task: QueryTask) -> QueryAnswer:
+    """Answer one query of a sweep (the body of a Dask task): the solver portfolio,
+    the witness re-check and the unsat confirmation, exactly as `find` does."""
+    from .library import get
+
+    pdir = Path(task.properties_dir) if task.properties_dir else None
+    prop = get(task.prop, pdir)
+    for spec, q in prop.bind(task.arch, task.instr):
+        if spec.id == task.query_id:
+            return QueryAnswer(spec, answer(q, _limits_for(spec, task.limits)))
+    raise ValueError(f"{task.describe()}: no such query")
+
+
+def sweep(
+    client,
+    tasks: list[QueryTask],
+    progress: bool = False,
+):
+    """Run `tasks` on the Dask client; yield (task, QueryAnswer or TaskFailure) as each
+    finishes (tensorcore_smt.distributed.run_tasks: failures reported, Ctrl-C cancels)."""
+    from .distributed import run_tasks
+
+    for i, r in run_tasks(
+        client,
+        run_query_task,
+        tasks,
+        describe=lambda t: t.describe(),
+        label="queries",
+        progress=progress,
+    ):
+        yield tasks[i], r
 
 
 def vectors_of(prop: Property, arch: str, answers: list[QueryAnswer]):

@@ -209,3 +209,34 @@ def test_validate_bad_input_is_one_line_exit_2(args: list[str], msg: str, tmp_pa
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tcsmt") and msg in lines[0], r.stderr
     assert "Traceback" not in r.output
+
+
+# --- find --all as Dask tasks -----------------------------------------------------------
+
+
+def test_find_all_on_the_cluster_answers_as_the_serial_run(cluster, tmp_path) -> None:
+    import shutil
+
+    from tensorcore_smt.find import find
+    from tensorcore_smt.library import BUILTIN_DIR, load_all
+    from tensorcore_smt.solve import Limits
+
+    for name in ("precision-product", "rounding-final"):
+        shutil.copy(BUILTIN_DIR / f"{name}.toml", tmp_path / f"{name}.toml")
+    args = ["find", "--all", "--arch", "volta", "--properties-dir", str(tmp_path)]
+    args += ["--timeout", "60", "--json", "--scheduler", cluster.scheduler.address]
+    r = _run(args)
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.output)["properties"]
+    for name, prop in load_all(tmp_path).items():
+        serial = find(prop, "volta", None, Limits(timeout=60))
+        assert [(q["id"], q["answer"]) for q in got[name]] == [
+            (a.spec.id, a.answer) for a in serial
+        ]
+
+
+def test_find_workers_without_all_is_a_user_error() -> None:
+    r = CliRunner().invoke(
+        main, ["find", "--property", "carry-bits", "--arch", "volta", "--workers", "2"]
+    )
+    assert r.exit_code == 2 and "--all" in r.stderr

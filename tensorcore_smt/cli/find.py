@@ -8,17 +8,19 @@ from pathlib import Path
 
 import click
 
-from ..find import QueryAnswer, find, save_vectors
+from ..distributed import TaskFailure, connect
+from ..find import QueryAnswer, QueryTask, find, query_tasks, save_vectors, sweep
 from ..library import get, load_all
 from ..presets import PRESETS, UserError
 from ..report import to_text
 from ..solve import Limits, Verdict, solvers_for
 from .base import main
-from .options import Spinner, limits_from, solver_options_common
+from .options import Spinner, cluster_options, limits_from, solver_options_common
 
 EXIT_UNEXPECTED = 1
 EXIT_UNKNOWN = 3
 EXIT_BAD_WITNESS = 4
+EXIT_INTERRUPTED = 130
 
 
 def _exit_code(answers: list[QueryAnswer]) -> int:
@@ -56,19 +58,23 @@ def _summary_line(a: QueryAnswer) -> str:
     help="Read properties from this directory instead of the built-in library.",
 )
 @solver_options_common
+@cluster_options
 def find_cmd(
     prop_name: str | None,
     arch: str,
     instr: str | None,
     run_all: bool,
     properties_dir: str | None,
+    workers: int | None,
+    scheduler: str | None,
     **opts,
 ) -> None:
     """Find a verified discriminating input (or a proof) for a property on an architecture.
 
     Exit 0: every query answered as the property expects; 1: an answer differs from the
     expectation (reported); 2: bad input or the property does not apply; 3: unknown;
-    4: a solver witness that does not reproduce.
+    4: a solver witness that does not reproduce. With --all the queries run as tasks on a
+    Dask cluster (--workers, --scheduler); a query whose task failed counts as unknown.
     """
     pdir = Path(properties_dir) if properties_dir else None
     if arch not in PRESETS:
@@ -79,8 +85,10 @@ def find_cmd(
     if run_all:
         if prop_name:
             raise UserError("give either --property or --all")
-        _find_all(arch, pdir, limits, as_json, out)
+        _find_all(arch, pdir, limits, as_json, workers, scheduler)
         return
+    if workers is not None or scheduler is not None:
+        raise UserError("--workers and --scheduler spread the queries of --all; give --all")
     if not prop_name:
         raise UserError("--property NAME (or --all) is required")
     prop = get(prop_name, pdir)
@@ -130,37 +138,63 @@ def find_cmd(
     sys.exit(_exit_code(answers))
 
 
-def _find_all(arch: str, pdir: Path | None, limits: Limits, as_json: bool, out: str | None):
+def _find_all(
+    arch: str,
+    pdir: Path | None,
+    limits: Limits,
+    as_json: bool,
+    workers: int | None,
+    scheduler: str | None,
+) -> None:
+    """Every applicable property on ARCH, one Dask task per query; a summary table."""
     from rich.console import Console
-    from rich.progress import Progress
     from rich.table import Table
 
     props = load_all(pdir)
     preset = PRESETS[arch]
-    rows: list[tuple[str, str, list[QueryAnswer] | None]] = []
+    why_not: dict[str, str] = {}
+    tasks: dict[str, list[QueryTask]] = {}
     skipped: dict[str, list[tuple[str, str]]] = {}  # queries not asked on this unit
-    console = Console(stderr=True)
-    with Progress(console=console, transient=True, disable=as_json) as bar:
-        task = bar.add_task(f"properties on {arch}", total=len(props))
-        for name, prop in props.items():
-            why = prop.not_applicable(preset)
-            if why:
-                rows.append((name, why, None))
-            else:
-                bar.update(task, description=f"{name} on {arch}")
-                rows.append((name, "", find(prop, arch, None, limits)))
-                skipped[name] = prop.skipped(arch)
-            bar.advance(task)
-    codes = [_exit_code(ans) for _, _, ans in rows if ans is not None]
+    for name, prop in props.items():
+        why = prop.not_applicable(preset)
+        if why:
+            why_not[name] = why
+        else:
+            tasks[name] = query_tasks(prop, arch, None, limits, pdir)
+            skipped[name] = prop.skipped(arch)
+    done: dict[tuple[str, str], QueryAnswer | TaskFailure] = {}
+    interrupted = False
+    flat = [t for ts in tasks.values() for t in ts]
+    with connect(workers, scheduler) as client:
+        try:
+            for t, r in sweep(client, flat, progress=sys.stderr.isatty() and not as_json):
+                done[(t.prop, t.query_id)] = r
+                if isinstance(r, TaskFailure):
+                    click.echo(f"tcsmt: find: {r.input} failed: {r.error}", err=True)
+        except KeyboardInterrupt:
+            interrupted = True
+    codes = []
+    for ts in tasks.values():
+        got = [done.get((t.prop, t.query_id)) for t in ts]
+        answers = [r for r in got if isinstance(r, QueryAnswer)]
+        if answers:
+            codes.append(_exit_code(answers))
+        if len(answers) < len(got):
+            codes.append(EXIT_UNKNOWN)
     if as_json:
         click.echo(
             json.dumps(
                 {
                     "arch": arch,
                     "properties": {
-                        n: ({"not_applicable": why} if ans is None else [a.to_json() for a in ans])
-                        for n, why, ans in rows
+                        n: (
+                            {"not_applicable": why_not[n]}
+                            if n in why_not
+                            else [_task_json(t, done.get((t.prop, t.query_id))) for t in tasks[n]]
+                        )
+                        for n in props
                     },
+                    "interrupted": interrupted,
                 },
                 indent=2,
             )
@@ -169,18 +203,35 @@ def _find_all(arch: str, pdir: Path | None, limits: Limits, as_json: bool, out: 
         table = Table(title=f"tcsmt find --all --arch {arch}")
         for col in ("property", "query", "answer", "solver", "s", "conclusion"):
             table.add_column(col)
-        for name, why, ans in rows:
-            if ans is None:
-                table.add_row(name, "-", "n/a", "", "", why.split(": ", 1)[-1])
+        for name in props:
+            if name in why_not:
+                table.add_row(name, "-", "n/a", "", "", why_not[name].split(": ", 1)[-1])
                 continue
-            for a in ans:
-                o = a.outcome
+            for t in tasks[name]:
+                r = done.get((t.prop, t.query_id))
+                if isinstance(r, TaskFailure):
+                    table.add_row(name, t.query_id, "error", "", "", r.error)
+                    continue
+                if r is None:
+                    table.add_row(name, t.query_id, "not run", "", "", "interrupted")
+                    continue
+                o = r.outcome
                 who = "construction" if o.by_construction else (o.result.solver if o.result else "")
-                flag = "" if a.as_expected is not False else " (UNEXPECTED)"
+                flag = "" if r.as_expected is not False else " (UNEXPECTED)"
                 table.add_row(
-                    name, a.spec.id, a.answer + flag, who, f"{o.seconds:.2f}", a.conclusion
+                    name, r.spec.id, r.answer + flag, who, f"{o.seconds:.2f}", r.conclusion
                 )
             for qid, why in skipped.get(name, []):
                 table.add_row(name, qid, "n/a", "", "", why)
         Console(width=160).print(table)
+    if interrupted:
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(max(codes) if codes else 0)
+
+
+def _task_json(t: QueryTask, r: QueryAnswer | TaskFailure | None) -> dict:
+    if isinstance(r, QueryAnswer):
+        return r.to_json()
+    if isinstance(r, TaskFailure):
+        return {"id": t.query_id, "answer": "error", "error": r.error}
+    return {"id": t.query_id, "answer": "not run", "error": "interrupted"}
