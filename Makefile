@@ -25,6 +25,7 @@ test-torch:
 
 bench:
 	$(BIN)/python bench/bench_simulate.py
+	$(BIN)/python bench/bench_validate.py
 
 bench-solvers:
 	$(BIN)/python bench/bench_solvers.py
