@@ -338,9 +338,17 @@ class Identifier:
         pending: list[Proof] = []
         asked = sum(1 for o in members[1:] if self.res.proof_between(rep, o))
         others = sorted(members[1:], key=lambda h: len(self.space.differences(rep, h)))
+        single = {  # (parameter, value) of members one parameter away from rep
+            (d[0][0], d[0][2])
+            for d in (self.space.differences(rep, h) for h in members[1:])
+            if len(d) == 1
+        }
         for o in others:
             if self.res.proof_between(rep, o):
                 continue
+            diff = self.space.differences(rep, o)
+            if len(diff) > 1 and all((k, v) in single for k, _, v in diff):
+                continue  # each of its changes is asked on its own (see `composite`)
             if asked >= self.max_questions:
                 self.res.notes.append(
                     f"{len(members) - 1 - asked} members of the class were not compared with "

@@ -207,6 +207,13 @@ def equality_note(res: Result, rep: Hypothesis, h: Hypothesis) -> str:
     pr = res.proof_between(rep, h)
     why = structural_reason(res.space, rep, h)
     if pr is None:
+        diff = res.space.differences(rep, h)
+        if len(diff) > 1 and not why:
+            parts = ", ".join(f"{k}={value_text(v)}" for k, _, v in diff)
+            return (
+                f"combines changes ({parts}) that each stay in the class on their own; "
+                "not compared as a whole by a solver"
+            )
         return why or "no answered vector tells them apart; not compared by a solver"
     if pr.by_construction:
         return why or "equal by construction: both build the same term"

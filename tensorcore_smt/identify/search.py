@@ -23,7 +23,7 @@ from .space import Hypothesis, Space
 MAX_STEPS = 60
 KICKS = 40
 """Restarts of the iterated local search when no climb reaches a survivor."""
-KICK_SECONDS = 60.0
+KICK_SECONDS = 20.0
 """Time the restarts may take in one search."""
 
 
@@ -102,14 +102,22 @@ def search(
     if all_seeds or not any(survives(ev, evidence, e) for e in ends):
         run([space.seed(f.name) for f in space.families if space.seed(f.name) not in starts])
     alive = [e for e in ends if survives(ev, evidence, e)]
-    alive += [h for h in met if h not in alive]
     if not alive:
-        alive = kicks(space, ev, evidence, ends, met)
+        kicks(space, ev, evidence, ends, met)
+        alive = [e for e in ends if survives(ev, evidence, e)]
+    # A survivor met on the way joins only when it predicts other bits on the rows than
+    # every end (a class the ends miss); members of their classes are their neighbours.
+    sigs = {ev.predict(e).tobytes() for e in alive}
+    for h in met:
+        sig = ev.predict(h).tobytes()
+        if sig not in sigs:
+            sigs.add(sig)
+            alive.append(h)
     if not alive:
         ranked = sorted(ends, key=lambda h: score(ev, evidence, h), reverse=True)
         return Found([], ranked)
     found: list[Hypothesis] = list(alive)
-    for e in [e for e in ends if e in alive] or alive[:1]:
+    for e in alive:
         for n in space.neighbours(e):
             if n not in found and survives(ev, evidence, n):
                 found.append(n)
