@@ -31,14 +31,41 @@ def _check(arr: np.ndarray, fmt: Format, what: str) -> np.ndarray:
     return a
 
 
+def _check_scales(p: ModelParams, sa_bits, sb_bits, n: int):
+    """The scale-factor arrays, (N, n_scales) each, or (None, None) when none are given
+    (a block-scaled unit then runs with scales of 1)."""
+    if sa_bits is None and sb_bits is None:
+        return None, None
+    if p.scale_fmt is None:
+        raise UserError("sa, sb: this instruction takes no scale factors")
+    if sa_bits is None or sb_bits is None:
+        raise UserError("sa, sb: give both scale-factor arrays, or neither")
+    sa = _check(sa_bits, p.scale_fmt, "sa")
+    sb = _check(sb_bits, p.scale_fmt, "sb")
+    shape = (n, p.n_scales)
+    if sa.shape != shape or sb.shape != shape:
+        raise UserError(f"sa and sb must both have shape {shape}; got {sa.shape} and {sb.shape}")
+    return sa, sb
+
+
+def _scale_bvs(be, p: ModelParams, s, lo: int, hi: int) -> list[BV] | None:
+    if s is None:
+        return None
+    assert p.scale_fmt is not None
+    w = p.scale_fmt.spec.storage
+    return [BV(be, x, w) for x in be.columns(s[lo:hi], w)]
+
+
 def simulate_params(
-    p: ModelParams, a_bits, b_bits, c_bits, device: str | None = None
+    p: ModelParams, a_bits, b_bits, c_bits, device: str | None = None, sa_bits=None, sb_bits=None
 ) -> np.ndarray:
     """Vector-interpreter run of the model `p` on (N, K), (N, K), (N,) bit patterns.
 
     `device` None runs numpy's interpreter (bv/vector.py); "cpu", "cuda", "cuda:N" run
     the same model on torch tensors there (bv/xp.py; needs the `torch` extra), and
-    "numpy" runs that array-API code path on numpy. The result is always a numpy array."""
+    "numpy" runs that array-API code path on numpy. The result is always a numpy array.
+    `sa_bits`, `sb_bits`: (N, p.n_scales) block scale factors of a block-scaled unit
+    (PTX `.block_scale`); left out, every scale factor is 1."""
     a = _check(a_bits, p.a_fmt, "a")
     b = _check(b_bits, p.b_fmt, "b")
     c = _check(c_bits, p.c_fmt, "c")
@@ -46,8 +73,9 @@ def simulate_params(
         raise UserError(f"a and b must both have shape (N, {p.K}); got {a.shape} and {b.shape}")
     if c.shape != (a.shape[0],):
         raise UserError(f"c must have shape ({a.shape[0]},); got {c.shape}")
+    sa, sb = _check_scales(p, sa_bits, sb_bits, a.shape[0])
     if device is not None:
-        return _simulate_on(p, a, b, c, device)
+        return _simulate_on(p, a, b, c, device, sa, sb)
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
     n = a.shape[0]
     out = np.empty(n, dtype=np.uint64)
@@ -58,6 +86,8 @@ def simulate_params(
             [BV(VECTOR, x, wb) for x in VECTOR.columns(b[lo:hi], wb)],
             BV(VECTOR, VECTOR.lanes(c[lo:hi], wc), wc),
             p,
+            _scale_bvs(VECTOR, p, sa, lo, hi),
+            _scale_bvs(VECTOR, p, sb, lo, hi),
         )
         out[lo:hi] = np.asarray(d.v, dtype=object if d.w > 64 else np.uint64)
     return out
@@ -88,7 +118,7 @@ def array_backend(device: str):
     return be
 
 
-def _simulate_on(p: ModelParams, a, b, c, device: str) -> np.ndarray:
+def _simulate_on(p: ModelParams, a, b, c, device: str, sa=None, sb=None) -> np.ndarray:
     be = array_backend(device)
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
     n = a.shape[0]
@@ -101,28 +131,50 @@ def _simulate_on(p: ModelParams, a, b, c, device: str) -> np.ndarray:
             [BV(be, x, wb) for x in be.columns(b[lo:hi], wb)],
             BV(be, be.lanes(c[lo:hi], wc), wc),
             p,
+            _scale_bvs(be, p, sa, lo, hi),
+            _scale_bvs(be, p, sb, lo, hi),
         )
         out[lo:hi] = be.to_host(d.v, hi - lo)
     return out
 
 
 def simulate(
-    arch: str, instr: str | None, a_bits, b_bits, c_bits, device: str | None = None
+    arch: str,
+    instr: str | None,
+    a_bits,
+    b_bits,
+    c_bits,
+    device: str | None = None,
+    sa_bits=None,
+    sb_bits=None,
 ) -> np.ndarray:
     """d bits for each row: `arch` is a variant expression, `instr` a PTX/MFMA name (None:
     the preset's default). Shapes (N, K), (N, K), (N,); returns (N,) uint64. `device`:
-    None (numpy), or "cpu" / "cuda" / "cuda:N" for torch (see `simulate_params`)."""
-    return simulate_params(resolve(arch, instr), a_bits, b_bits, c_bits, device)
+    None (numpy), or "cpu" / "cuda" / "cuda:N" for torch (see `simulate_params`);
+    `sa_bits`, `sb_bits`: (N, n_scales) scale factors of a block-scaled instruction."""
+    p = resolve(arch, instr)
+    return simulate_params(p, a_bits, b_bits, c_bits, device, sa_bits, sb_bits)
 
 
-def simulate_one(p: ModelParams, a_bits: list[int], b_bits: list[int], c_bits: int) -> int:
-    """Concrete-interpreter run on one dot product (the reference interpreter)."""
+def simulate_one(
+    p: ModelParams,
+    a_bits: list[int],
+    b_bits: list[int],
+    c_bits: int,
+    sa_bits: list[int] | None = None,
+    sb_bits: list[int] | None = None,
+) -> int:
+    """Concrete-interpreter run on one dot product (the reference interpreter);
+    `sa_bits`, `sb_bits`: the block scale factors of a block-scaled unit (None: 1)."""
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
+    ws = p.scale_fmt.spec.storage if p.scale_fmt is not None else 8
     d = dot_add(
         [BV(CONCRETE, x, wa) for x in a_bits],
         [BV(CONCRETE, x, wb) for x in b_bits],
         BV(CONCRETE, c_bits, wc),
         p,
+        None if sa_bits is None else [BV(CONCRETE, x, ws) for x in sa_bits],
+        None if sb_bits is None else [BV(CONCRETE, x, ws) for x in sb_bits],
     )
     return int(d.v)
 

@@ -8,11 +8,16 @@ instruction is MMA-Sim's `shape_and_type` unchanged; `wgmma.X` is WGMMA('Hopper'
 
 Operands travel as torch tensors viewed from integer tensors of the same width; FP6 and
 FP4 operands are one per uint8 as MMA-Sim's `decode_uint8_to_fp6_fp4` reads them (FP6 in
-bits 5:0, FP4 in bits 5:2).
+bits 5:0, FP4 in bits 5:2), except for the K = 64 block-scaled FP4 forms, whose GST-FDPA
+reads two FP4 per uint8 (`unpack_uint8_to_fp4`: element 2j in the high nibble).
+A block-scaled `mma` name (`....block_scale.scale_vec::NX....`) is MMA-Sim's
+MMABlockScale with `blockS`, S = K / N products per scale factor; the scale factors
+travel as float8_e8m0fnu (ue8m0) or float8_e4m3fn (ue4m3) tensors of shape (N, K / S).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,16 +64,32 @@ def torch_formats() -> dict[Format, tuple[Any, Any, int]]:
     }
 
 
+_SCALE_VEC = re.compile(r"^m\d+n\d+k(\d+)\.(kind::\w+)\.block_scale\.scale_vec::(\d)X\.(.*)$")
+
+
+def block_scale_name(name: str) -> str | None:
+    """MMA-Sim's shape_and_type for one of our block-scaled mma names (scale_vec::NX
+    becomes blockS with S = K / N), or None for any other name."""
+    m = _SCALE_VEC.match(name)
+    if m is None:
+        return None
+    k, kind, vec, rest = m.groups()
+    return f"m16n8k{k}.{kind}.block{int(k) // int(vec)}.{rest}"
+
+
 def make_op(arch: str, name: str) -> Any:
     """The MMA-Sim operation for one of our (arch, instruction) names, or None when
     MMA-Sim does not have it."""
     from mmasim.amd import MFMA
-    from mmasim.nv_ptx import MMA, WGMMA, TCGen05MMA
+    from mmasim.nv_ptx import MMA, WGMMA, MMABlockScale, TCGen05MMA
 
     mm_arch = ARCH_NAMES.get(arch)
     if mm_arch is None:
         return None
     try:
+        scaled = block_scale_name(name)
+        if scaled is not None:
+            return MMABlockScale(mm_arch, scaled)
         if name.startswith("wgmma."):
             return WGMMA(mm_arch, name.removeprefix("wgmma."))
         if name.startswith("tcgen05."):
@@ -102,12 +123,56 @@ def from_torch(d: Any, fmt: Format) -> np.ndarray:
     return raw.view(_UNSIGNED[w]).astype(np.uint64)
 
 
-def run(op: Any, p: ModelParams, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """MMA-Sim's d for rows (a (N,K), b (N,K), c (N,)) of uint64 patterns."""
+def scales_to_torch(bits: np.ndarray, fmt: Format) -> Any:
+    """(N, S) uint64 scale-factor patterns as MMA-Sim's ue8m0 / ue4m3 tensors."""
     import torch
 
+    dt = torch.float8_e8m0fnu if fmt == Format.UE8M0 else torch.float8_e4m3fn
+    raw = np.ascontiguousarray(np.asarray(bits, dtype=np.uint64).astype(np.uint8))
+    return torch.from_numpy(raw).view(dt)
+
+
+def pack_fp4(bits: np.ndarray) -> Any:
+    """(N, K) e2m1 patterns as (N, K/2) uint8, two per byte, element 2j in the high
+    nibble (MMA-Sim helper.unpack_uint8_to_fp4)."""
+    import torch
+
+    x = np.asarray(bits, dtype=np.uint64).astype(np.uint8)
+    packed = (x[:, 0::2] << np.uint8(4)) | x[:, 1::2]
+    return torch.from_numpy(np.ascontiguousarray(packed))
+
+
+def run(
+    op: Any,
+    p: ModelParams,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    sa: np.ndarray | None = None,
+    sb: np.ndarray | None = None,
+) -> np.ndarray:
+    """MMA-Sim's d for rows (a (N,K), b (N,K), c (N,)) of uint64 patterns; a block-scaled
+    instruction takes sa, sb (N, n_scales) too (None: every scale factor 1)."""
+    import torch
+
+    if p.scale_fmt is None:
+        with torch.no_grad():
+            d = op.dpa(to_torch(a, p.a_fmt), to_torch(b, p.b_fmt), to_torch(c, p.c_fmt))
+        return from_torch(d, p.d_fmt)
+    s = p.scale_fmt.spec
+    if sa is None or sb is None:
+        sa = sb = np.full((len(c), p.n_scales), s.bias << s.mbits, dtype=np.uint64)
+    packed = getattr(op, "packing", 1) == 2
+    ta = pack_fp4(a) if packed else to_torch(a, p.a_fmt)
+    tb = pack_fp4(b) if packed else to_torch(b, p.b_fmt)
     with torch.no_grad():
-        d = op.dpa(to_torch(a, p.a_fmt), to_torch(b, p.b_fmt), to_torch(c, p.c_fmt))
+        d = op.dpa(
+            ta,
+            tb,
+            to_torch(c, p.c_fmt),
+            scales_to_torch(sa, p.scale_fmt),
+            scales_to_torch(sb, p.scale_fmt),
+        )
     return from_torch(d, p.d_fmt)
 
 
@@ -157,6 +222,7 @@ def make_mmasim_oracle(spec: str, p: ModelParams, arch: str, instr: str) -> Mmas
 
 __all__ = [
     "ARCH_NAMES",
+    "block_scale_name",
     "MmasimOracle",
     "from_torch",
     "is_nan",

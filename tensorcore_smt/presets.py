@@ -317,6 +317,11 @@ def _nv_instructions(arch_name: str) -> dict[str, Instruction]:
         unit = quirk.get("unit") or unit_of("mma", a)
         note = quirk.get("note", "")
         out[name] = Instruction(name, "mma", params, sm=arch["sm"], note=note, unit=unit)
+    if arch_name == "rtx-blackwell":
+        for name, (kind, K, a, b, sf, block) in block_scale_rows().items():
+            params = _block_scale_params(arch, kind, K, a, b, sf, block)
+            note = "block-scaled GDFS" if params.algorithm == Algorithm.GDFS else "block-scaled"
+            out[name] = Instruction(name, "mma", params, sm=120, note=note, unit="QMMA")
     if arch_name == "hopper":
         for name, (K, a, d) in _wgmma_rows().items():
             fp8 = a in (Format.E4M3, Format.E5M2)
@@ -328,6 +333,67 @@ def _nv_instructions(arch_name: str) -> dict[str, Instruction]:
             params = _nv_fda(arch, K, a, b, d, d)
             out[name] = Instruction(name, "tcgen05", params, sm=100, unit=unit_of("tcgen05", a))
     return out
+
+
+_SCALE_FMT = {"ue8m0": Format.UE8M0, "ue4m3": Format.UE4M3}
+
+# Block-scaled mma.sync of sm_120a (PTX ISA "mma.sync ... .block_scale"; MMA-Sim 2.1.1
+# isa_mma `mma_block_scale_shape_and_type_from_sm_120`, which spells scale_vec::1X/2X as
+# block32 and 4X as block16): (kind, K, scale_vec, products per scale factor, scale types).
+_BLOCK_SCALE_FORMS = [
+    ("mxf8f6f4", 32, "1X", 32, ("ue8m0",)),
+    ("mxf4", 64, "2X", 32, ("ue8m0",)),
+    ("mxf4nvf4", 64, "2X", 32, ("ue8m0",)),
+    ("mxf4nvf4", 64, "4X", 16, ("ue8m0", "ue4m3")),
+]
+
+# GDFS of the K = 64 forms (MMA-Sim §IV-E and sim.MMABlockScale: groups of G = 16 exact
+# products, F = 35, one fused step of 64, e_zero = -139, RZ to fp32).
+_GDFS = {"G": 16, "F": 35, "L": 64, "e_zero": -139}
+
+
+def block_scale_rows() -> dict[str, tuple[str, int, Format, Format, Format, int]]:
+    """name -> (kind, K, a, b, scale format, products per scale) of every block-scaled
+    mma.sync form (f32 d and c only; FP4 kinds take e2m1 operands)."""
+    rows = {}
+    for kind, K, vec, block, stypes in _BLOCK_SCALE_FORMS:
+        types = _F8F6F4 if kind == "mxf8f6f4" else ("e2m1",)
+        for a in types:
+            for b in types:
+                for st in stypes:
+                    name = (
+                        f"m16n8k{K}.kind::{kind}.block_scale.scale_vec::{vec}.f32.{a}.{b}.f32.{st}"
+                    )
+                    rows[name] = (kind, K, _PTX_FMT[a], _PTX_FMT[b], _SCALE_FMT[st], block)
+    return rows
+
+
+def _block_scale_params(
+    arch: dict, kind: str, K: int, a: Format, b: Format, s: Format, block: int
+) -> ModelParams:
+    """mxf8f6f4 (K = 32): FDA with the scale factors folded into every product (MMA-Sim
+    §IV-E ST-FDPA: F = 25, one group of 32, e_zero = -133); mxf4 / mxf4nvf4 (K = 64): GDFS."""
+    if kind == "mxf8f6f4":
+        p = _nv_fda(arch, K, a, b, Format.FP32, Format.FP32, L_bytes=32)
+        return p.with_(scale_fmt=s, scale_block=block)
+    return ModelParams(
+        algorithm=Algorithm.GDFS,
+        a_fmt=a,
+        b_fmt=b,
+        c_fmt=Format.FP32,
+        d_fmt=Format.FP32,
+        K=K,
+        L=_GDFS["L"],
+        F=_GDFS["F"],
+        G=_GDFS["G"],
+        align=AlignMode.TRUNCATE,
+        e_zero=_GDFS["e_zero"],
+        rounding=Rounding.RZ,
+        overflow=Overflow.TO_INF,
+        nan_bits=NV_NAN32,
+        scale_fmt=s,
+        scale_block=block,
+    )
 
 
 def _wgmma_rows() -> dict[str, tuple[int, Format, Format]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..bv.core import BV
 from .cdna3 import fdrda, gfdrda
 from .fda import fda
+from .gdfs import gdfs, unit_scales
 from .params import Algorithm, ModelParams, Split
 from .sequential import gps, sequential, sfma
 from .split import split_dot
@@ -15,17 +16,46 @@ _ALGORITHMS = {
     Algorithm.GPS: gps,
     Algorithm.FDRDA: fdrda,
     Algorithm.GFDRDA: gfdrda,
+    Algorithm.GDFS: gdfs,
     Algorithm.SEQUENTIAL: sequential,
 }
 
 
-def dot_add(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
-    """d = c + sum_k a_k b_k as the unit described by `p` computes it (bits of d)."""
+def dot_add(
+    a_bits: list[BV],
+    b_bits: list[BV],
+    c_bits: BV,
+    p: ModelParams,
+    sa: list[BV] | None = None,
+    sb: list[BV] | None = None,
+) -> BV:
+    """d = c + sum_k a_k b_k as the unit described by `p` computes it (bits of d).
+
+    `sa`, `sb`: the block scale factors of a and b (`p.n_scales` each, in `p.scale_fmt`;
+    PTX `.block_scale`), scale i applying to products i*scale_block .. (i+1)*scale_block-1.
+    Left out, a block-scaled unit runs with every scale factor 1; a unit without
+    `scale_fmt` takes none."""
     if len(a_bits) != p.K or len(b_bits) != p.K:
         raise ValueError(f"expected {p.K} a and b entries, got {len(a_bits)} and {len(b_bits)}")
+    if (sa is None) != (sb is None):
+        raise ValueError("scale factors: give both sa and sb, or neither")
+    if p.scale_fmt is None:
+        if sa is not None:
+            raise ValueError("scale factors given to a unit without block scaling")
+    else:
+        if sa is None or sb is None:
+            sa, sb = unit_scales(c_bits.b, p)
+        if len(sa) != p.n_scales or len(sb) != p.n_scales:
+            raise ValueError(
+                f"expected {p.n_scales} sa and sb entries, got {len(sa)} and {len(sb)}"
+            )
+        scaled = _SCALED[p.algorithm]
+        return scaled(a_bits, b_bits, c_bits, p, (sa, sb))
     if p.split != Split.NONE:
         return split_dot(a_bits, b_bits, c_bits, p, dot_add)
     return _ALGORITHMS[p.algorithm](a_bits, b_bits, c_bits, p)
 
+
+_SCALED = {Algorithm.FDA: fda, Algorithm.GDFS: gdfs}
 
 __all__ = ["Algorithm", "ModelParams", "dot_add"]

@@ -26,6 +26,9 @@ the intermediate group results are the unit's only rounded sums (`flush_sums`). 
 products share a group is `group_map` (index order, or the byte pairs of Hopper's FP8
 mma.sync); `c_add=after` runs the chain from +0 and adds c at the end in IEEE arithmetic
 (round to nearest even), as Hopper's FP8 mma.sync does (an HMMA chain, then FADD).
+Block scaling (`scale_fmt`; MMA-Sim §IV-E ST-FDPA, mxf8f6f4 on sm_120a): each product is
+multiplied by the scale factors of its block before step 3 (their exponents add to the
+product's), and a NaN scale factor makes d NaN.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from .terms import (
     invalid_product,
     operand_addend,
     product_addend,
+    scale_term,
 )
 
 
@@ -70,9 +74,12 @@ def fda_group(
     c_fmt: Format,
     p: ModelParams,
     flush: bool | None = None,
+    scales: tuple[list[BV], list[BV]] | None = None,
 ) -> BV:
     """One fused group: c + sum a_k b_k with the unit's alignment, carry and rounding.
-    `flush`: flush a subnormal result to zero (None: as `p.flush_outputs`, the last group)."""
+    `flush`: flush a subnormal result to zero (None: as `p.flush_outputs`, the last group).
+    `scales`: the scale factors of a_k and b_k, one per product, in `p.scale_fmt`
+    (MMA-Sim §IV-E ST-FDPA: each product is multiplied by both before alignment)."""
     b = c_bits.b
     fa, fb_ = _operand_fmt(p.a_fmt, p), _operand_fmt(p.b_fmt, p)
     ua = [decode(x, fa) for x in a_bits]
@@ -83,10 +90,17 @@ def fda_group(
         ub = [flush_subnormal(u, fb_, keep_sign=False) for u in ub]
         uc = flush_subnormal(uc, c_fmt, keep_sign=False)
 
+    us = [[decode(x, p.scale_fmt) for x in xs] for xs in scales] if scales else None
+
     # Step 1: special values.
     prod_nan = [invalid_product(x, y) for x, y in zip(ua, ub)]
     prod_inf = [x.is_inf | y.is_inf for x, y in zip(ua, ub)]
     prod_sign = [x.sign ^ y.sign for x, y in zip(ua, ub)]
+    if us is not None:
+        prod_nan = [
+            n | s.is_nan | t.is_nan | (i & (s.is_zero | t.is_zero))
+            for n, i, s, t in zip(prod_nan, prod_inf, us[0], us[1])
+        ]
     nan_in = any_of(b, [u.is_nan for u in ua + ub + [uc]] + prod_nan)
     pos_inf = any_of(b, [i & ~s for i, s in zip(prod_inf, prod_sign)] + [uc.is_inf & ~uc.sign])
     neg_inf = any_of(b, [i & s for i, s in zip(prod_inf, prod_sign)] + [uc.is_inf & uc.sign])
@@ -95,8 +109,25 @@ def fda_group(
 
     # Step 2: exact products; c joins as a term.
     terms = [product_addend(x, y, p.product_exponent) for x, y in zip(ua, ub)]
+    if us is not None:
+        terms = [scale_term(t, s, u) for t, s, u in zip(terms, us[0], us[1])]
     terms = [operand_addend(uc)] + terms
 
+    return fused_sum(terms, p, flush, is_nan, is_inf, neg_inf)
+
+
+def fused_sum(
+    terms: list[Addend],
+    p: ModelParams,
+    flush: bool | None,
+    is_nan: Bool,
+    is_inf: Bool,
+    neg_inf: Bool,
+) -> BV:
+    """Steps 3-5 of a fused group on its exact terms (c first): alignment to e_max with
+    F fraction bits, the fixed-point sum, normalisation and rounding; the special values
+    decided by the caller override the finite result."""
+    b = is_nan.b
     live = [t for t in terms if t.is_zero.known() is not True]
     fits = p.carry_bits is None or len(live) <= 1 << p.carry_bits
     if p.align == AlignMode.EXACT and fits and 1 <= len(live) <= 2:
@@ -201,13 +232,23 @@ def _all_neg_zero(terms: list[Addend]) -> Bool:
     return out
 
 
-def fda(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
+def fda(
+    a_bits: list[BV],
+    b_bits: list[BV],
+    c_bits: BV,
+    p: ModelParams,
+    scales: tuple[list[BV], list[BV]] | None = None,
+) -> BV:
     """Chained FDA over all K products (one group when K <= L), the products taken in
     `p.k_order()`; with `c_add=after` the chain starts from +0 and c is added to its
-    result by one IEEE addition in d's format, round to nearest even."""
+    result by one IEEE addition in d's format, round to nearest even. `scales`: the
+    block scale factors (`p.n_scales` of a, of b) when `p.scale_fmt` is set."""
     order = p.k_order()
     a_bits = [a_bits[k] for k in order]
     b_bits = [b_bits[k] for k in order]
+    per_k = None
+    if scales is not None:
+        per_k = tuple([xs[p.scale_of(k)] for k in order] for xs in scales)
     c_bits_in = c_bits
     if p.unpack is not None:
         # exact conversions (every operand format here fits in the unpacked one), so the
@@ -221,7 +262,8 @@ def fda(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
     for i, (lo, hi) in enumerate(groups):
         last = i == len(groups) - 1 and not after
         flush = p.flush_outputs if last else p.flush_sums
-        c = fda_group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p, flush)
+        sc = None if per_k is None else (per_k[0][lo:hi], per_k[1][lo:hi])
+        c = fda_group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p, flush, sc)
         c_fmt = p.d_fmt
     if after:
         c = ieee.add_unpacked(

@@ -20,6 +20,9 @@ class Algorithm(Enum):
     GPS = "gps"  # group pairwise sum with flush-to-zero (CDNA2 fp16/bf16)
     FDRDA = "fdrda"  # fused dot, round-down add of c (CDNA3 xf32/fp16/bf16)
     GFDRDA = "gfdrda"  # even/odd grouped FDRDA (CDNA3 fp8)
+    # group-scaled fused dot-add (MMA-Sim §IV-E "GST-FDPA", block-scaled FP4 on Blackwell):
+    # exact sums of G products, each scaled by its block's scale factors, then one fused sum
+    GDFS = "gdfs"
     SEQUENTIAL = "sequential"  # IEEE products and additions one at a time (references)
 
 
@@ -140,9 +143,26 @@ class ModelParams:
     split: Split = Split.NONE  # composite algorithm on top of the unit (a_fmt, b_fmt: its inputs)
     split_fmt: Format = Format.FP16  # the unit's own a/b format under a split
     split_scale: int = 11  # Ootomo-Yokota: residuals are scaled by 2^split_scale
+    # block scaling (PTX .block_scale; MMA-Sim §IV-E): the format of the scale factors sa,
+    # sb (None: the instruction takes none), and how many consecutive products share one
+    # scale factor of a and one of b (32: scale_vec::1X/2X with K 32/64; 16: 4X)
+    scale_fmt: Format | None = None
+    scale_block: int = 32
 
     def __post_init__(self) -> None:
         check_params(self)
+
+    @property
+    def n_scales(self) -> int:
+        """Scale factors per operand row: one per block of `scale_block` products (0 when
+        the unit takes none)."""
+        if self.scale_fmt is None:
+            return 0
+        return -(-self.K // self.scale_block)
+
+    def scale_of(self, k: int) -> int:
+        """Index of the scale factor that applies to product k."""
+        return k // self.scale_block
 
     @property
     def out_fmt(self) -> Format:
@@ -156,7 +176,12 @@ class ModelParams:
         by SEQUENTIAL without fused products. Intermediate sums are the rounded results
         of every addition but the one that produces d: those of SEQUENTIAL, GPS and SFMA
         when K >= 2, and the results of all but the last group of a chained fused unit."""
-        fused = self.algorithm in (Algorithm.FDA, Algorithm.FDRDA, Algorithm.GFDRDA)
+        fused = self.algorithm in (
+            Algorithm.FDA,
+            Algorithm.FDRDA,
+            Algorithm.GFDRDA,
+            Algorithm.GDFS,
+        )
         alg = self.algorithm.value
         if kind == "products":
             if self.algorithm == Algorithm.GPS:
@@ -243,9 +268,10 @@ PARAM_RANGES: dict[str, IntRange] = {
     "nan_bits": IntRange(
         0, (1 << 64) - 1, "checked against d_fmt by check_params", "0..2^w-1 for a w-bit d"
     ),
-    "G": IntRange(1, 64, "GPS group size; MMA-Sim §IV-B: 2 or 4"),
+    "G": IntRange(1, 64, "GPS / GDFS group size; MMA-Sim §IV-B: 2 or 4, §IV-E: 16"),
     "F2": IntRange(0, 64, "CDNA3 fraction bits when c is added; MMA-Sim §IV-D: 31"),
     "split_scale": IntRange(0, 64, "Ootomo-Yokota residual scale; paper 000 §6: 11"),
+    "scale_block": IntRange(1, 256, "products per scale factor; PTX block_scale: 16 or 32"),
 }
 """Allowed range of every integer parameter, checked before any arithmetic."""
 
@@ -258,6 +284,7 @@ PARAM_FORMATS: dict[str, frozenset[Format]] = {
     "acc_fmt": _ACCUMULATORS,
     "split_fmt": _OPERANDS,
     "unpack": frozenset((Format.FP16, Format.BF16, Format.FP32)),
+    "scale_fmt": frozenset((Format.UE8M0, Format.UE4M3)),
 }
 """Formats each format parameter may take (scale-factor formats are no operands)."""
 
@@ -328,6 +355,7 @@ def check_params(p: ModelParams) -> None:
             f"split_scale={p.split_scale}: Ootomo-Yokota scales the residual products back "
             f"by 2^-2s, a normal {d.name} only for s in 0..{-d.emin // 2}"
         )
+    _check_scaling(p)
     if p.unpack is not None:
         u = p.unpack.spec
         for s in (p.a_fmt.spec, p.b_fmt.spec):
@@ -335,6 +363,33 @@ def check_params(p: ModelParams) -> None:
                 raise ValueError(
                     f"unpack={u.name} cannot hold {s.name} operands exactly; allowed: a "
                     "format with at least their precision and range, or none"
+                )
+
+
+_SCALED = (Algorithm.FDA, Algorithm.GDFS)
+
+
+def _check_scaling(p: ModelParams) -> None:
+    """The block-scaling fields against the algorithm: scale factors enter the FDA
+    products (MMA-Sim §IV-E ST-FDPA) or the GDFS groups, which must lie inside one block
+    and one fused step (§IV-E GST-FDPA: G = 16 divides the block of 16 or 32 and L = 64)."""
+    if p.algorithm == Algorithm.GDFS and p.scale_fmt is None:
+        raise ValueError("algorithm=gdfs needs scale_fmt; allowed: one of ue4m3, ue8m0")
+    if p.scale_fmt is None:
+        return
+    if p.algorithm not in _SCALED:
+        raise ValueError(
+            f"scale_fmt={p.scale_fmt.spec.name} needs algorithm fda or gdfs, "
+            f"not {p.algorithm.value}; allowed with {p.algorithm.value}: none"
+        )
+    if p.split != Split.NONE:
+        raise ValueError("scale_fmt is not allowed with split; allowed: none")
+    if p.algorithm == Algorithm.GDFS:
+        for name, n in (("scale_block", p.scale_block), ("L", min(p.L, p.K)), ("K", p.K)):
+            if n % p.G:
+                raise ValueError(
+                    f"{name}={n} is not a multiple of the GDFS group size G={p.G}; "
+                    f"allowed: multiples of {p.G}"
                 )
 
 

@@ -1,0 +1,215 @@
+"""Block-scaled mma.sync of sm_120a (PTX `.block_scale`; MMA-Sim §IV-E): scale factors as
+inputs of the model.
+
+- every block-scaled rtx-blackwell form against MMA-Sim 2.1.1 (`MMABlockScale`: ST-FDPA
+  for mxf8f6f4, GST-FDPA for mxf4 / mxf4nvf4), bit for bit on random rows with random
+  scale factors (2,000 rows here, 10^5 in the slow run);
+- the interpreters agree with scale factors: concrete vs vector on mixture rows, the
+  symbolic DAG (through z3) vs concrete on single rows;
+- the API: no scales means scales of 1; scale factors to an unscaled unit, or of the
+  wrong shape, are user errors; the GDFS parameters are checked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import z3
+
+from tensorcore_smt.api import simulate, simulate_one, simulate_params
+from tensorcore_smt.bv.symbolic import SymbolicBackend
+from tensorcore_smt.bv.to_z3 import to_z3
+from tensorcore_smt.formats import Format
+from tensorcore_smt.model import dot_add
+from tensorcore_smt.model.params import Algorithm
+from tensorcore_smt.presets import PRESETS, UserError, block_scale_rows
+
+ARCH = "rtx-blackwell"
+NAMES = list(block_scale_rows())
+IDS = [n.replace("::", "-") for n in NAMES]
+MXF4 = "m16n8k64.kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0"
+NVF4 = "m16n8k64.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3"
+MXF8 = "m16n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e2m1.f32.ue8m0"
+
+
+def _params(name: str):
+    return PRESETS[ARCH].instructions[name].params
+
+
+def scaled_rows(rng: np.random.Generator, p, n: int):
+    """Random rows for a block-scaled unit: random operand bits; scale factors near 1
+    (ue8m0 127 +- 20) with a fifth fully random (NaN, extremes; every ue4m3 pattern,
+    sign bit included); c near the products' magnitude, random, +-0 or special."""
+    a = rng.integers(0, 1 << p.a_fmt.spec.storage, (n, p.K), dtype=np.uint64)
+    b = rng.integers(0, 1 << p.b_fmt.spec.storage, (n, p.K), dtype=np.uint64)
+    shape = (n, p.n_scales)
+
+    def scales() -> np.ndarray:
+        full = rng.integers(0, 256, shape)
+        if p.scale_fmt == Format.UE4M3:
+            return full.astype(np.uint64)
+        near = 127 + rng.integers(-20, 21, shape)
+        return np.where(rng.random(shape) < 0.8, near, full).astype(np.uint64)
+
+    sa, sb = scales(), scales()
+    c = rng.integers(0, 1 << 32, n, dtype=np.uint64)
+    exp = rng.integers(100, 160, n).astype(np.uint64) << np.uint64(23)
+    near = (c & np.uint64(0x807FFFFF)) | exp
+    pick = rng.random(n)
+    c = np.where(pick < 0.6, near, c)
+    specials = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000], dtype=np.uint64)
+    c = np.where(pick > 0.9, specials[rng.integers(0, len(specials), n)], c)
+    return a, b, c.astype(np.uint64), sa, sb
+
+
+def test_forms_listed():
+    """The PTX forms MMA-Sim lists for sm_120 (25 mxf8f6f4 type pairs, mxf4, mxf4nvf4
+    with 2X ue8m0 and 4X ue8m0 / ue4m3), each with its algorithm and block."""
+    assert len(NAMES) == 29
+    assert _params(MXF8).algorithm == Algorithm.FDA and _params(MXF8).scale_block == 32
+    assert _params(MXF4).algorithm == Algorithm.GDFS and _params(MXF4).n_scales == 2
+    p = _params(NVF4)
+    assert (p.algorithm, p.G, p.F, p.e_zero, p.n_scales) == (Algorithm.GDFS, 16, 35, -139, 4)
+    assert p.scale_fmt == Format.UE4M3
+
+
+def _against_mmasim(name: str, rows: int, seed: int) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("mmasim")
+    from tensorcore_smt import mmasim
+
+    p = _params(name)
+    op = mmasim.make_op(ARCH, name)
+    assert op is not None and op.k == p.K
+    rng = np.random.default_rng(seed)
+    step = 20000
+    for lo in range(0, rows, step):
+        a, b, c, sa, sb = scaled_rows(rng, p, min(step, rows - lo))
+        ours = simulate_params(p, a, b, c, None, sa, sb)
+        theirs = mmasim.run(op, p, a, b, c, sa, sb)
+        bad = np.nonzero(ours != theirs)[0]
+        detail = [
+            f"a={[hex(int(x)) for x in a[i]]} b={[hex(int(x)) for x in b[i]]} c={int(c[i]):#x}"
+            f" sa={[hex(int(x)) for x in sa[i]]} sb={[hex(int(x)) for x in sb[i]]}"
+            f" ours={int(ours[i]):#x} mmasim={int(theirs[i]):#x}"
+            for i in bad[:2]
+        ]
+        assert len(bad) == 0, f"{name}: {len(bad)} rows differ: {detail}"
+
+
+@pytest.mark.parametrize("name", NAMES, ids=IDS)
+def test_matches_mmasim(name):
+    _against_mmasim(name, 2000, NAMES.index(name) + 7100)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES, ids=IDS)
+def test_matches_mmasim_large(name):
+    _against_mmasim(name, 100_000, NAMES.index(name) + 9100)
+
+
+def test_rows_are_informative():
+    """The random rows are not dominated by NaNs, and the scale factors change d."""
+    p = _params(NVF4)
+    a, b, c, sa, sb = scaled_rows(np.random.default_rng(5), p, 2000)
+    d = simulate_params(p, a, b, c, None, sa, sb)
+    d1 = simulate_params(p, a, b, c)
+    assert (d == 0x7FFFFFFF).mean() < 0.2
+    assert (d != d1).mean() > 0.5
+
+
+@pytest.mark.parametrize("name", [MXF8, MXF4, NVF4], ids=["mxf8f6f4", "mxf4", "nvf4"])
+def test_concrete_matches_vector(name):
+    p = _params(name)
+    a, b, c, sa, sb = scaled_rows(np.random.default_rng(11), p, 40)
+    vec = simulate_params(p, a, b, c, None, sa, sb)
+    for i in range(len(c)):
+        want = simulate_one(
+            p,
+            [int(x) for x in a[i]],
+            [int(x) for x in b[i]],
+            int(c[i]),
+            [int(x) for x in sa[i]],
+            [int(x) for x in sb[i]],
+        )
+        assert int(vec[i]) == want, (name, i)
+
+
+@pytest.mark.parametrize("name", [MXF8, MXF4, NVF4], ids=["mxf8f6f4", "mxf4", "nvf4"])
+def test_symbolic_matches_concrete(name):
+    """The model with symbolic a, b, c and scale factors, evaluated by z3 on fixed inputs."""
+    p = _params(name)
+    sbk = SymbolicBackend()
+    wa, wc, ws = p.a_fmt.spec.storage, p.c_fmt.spec.storage, p.scale_fmt.spec.storage
+    wb = p.b_fmt.spec.storage
+    av = [sbk.var(f"a{k}", wa) for k in range(p.K)]
+    bv = [sbk.var(f"b{k}", wb) for k in range(p.K)]
+    sav = [sbk.var(f"sa{i}", ws) for i in range(p.n_scales)]
+    sbv = [sbk.var(f"sb{i}", ws) for i in range(p.n_scales)]
+    d = dot_add(av, bv, sbk.var("c", wc), p, sav, sbv)
+    (expr,), zvars = to_z3([d.v])
+    a, b, c, sa, sb = scaled_rows(np.random.default_rng(3), p, 2)
+    for i in range(2):
+        env = {f"a{k}": (int(a[i][k]), wa) for k in range(p.K)}
+        env |= {f"b{k}": (int(b[i][k]), wb) for k in range(p.K)}
+        env |= {f"sa{j}": (int(sa[i][j]), ws) for j in range(p.n_scales)}
+        env |= {f"sb{j}": (int(sb[i][j]), ws) for j in range(p.n_scales)}
+        env["c"] = (int(c[i]), wc)
+        subs = [(zvars[k], z3.BitVecVal(v, w)) for k, (v, w) in env.items() if k in zvars]
+        got = z3.simplify(z3.substitute(expr, *subs))
+        want = simulate_one(
+            p,
+            [int(x) for x in a[i]],
+            [int(x) for x in b[i]],
+            int(c[i]),
+            [int(x) for x in sa[i]],
+            [int(x) for x in sb[i]],
+        )
+        assert z3.is_bv_value(got) and got.as_long() == want, (name, i)
+
+
+def test_scale_factors_scale_the_sum():
+    """Exact small sums: doubling every scale of a (ue8m0 127 -> 128) doubles d, and
+    the default (no scale factors) is scale 1 (MMA-Sim §IV-E: the scales multiply)."""
+    p = _params(MXF4)
+    one = 0x2  # e2m1 1.0
+    a = np.full((1, 64), one, dtype=np.uint64)
+    b = np.full((1, 64), one, dtype=np.uint64)
+    c = np.zeros(1, dtype=np.uint64)
+    ones = np.full((1, 2), 127, dtype=np.uint64)
+    twos = np.full((1, 2), 128, dtype=np.uint64)
+    assert simulate_params(p, a, b, c)[0] == 0x42800000  # 64.0
+    assert simulate_params(p, a, b, c, None, ones, ones)[0] == 0x42800000
+    assert simulate_params(p, a, b, c, None, twos, ones)[0] == 0x43000000  # 128.0
+    nan = np.full((1, 2), 0xFF, dtype=np.uint64)
+    assert simulate_params(p, a, b, c, None, nan, ones)[0] == 0x7FFFFFFF
+
+
+def test_api_errors():
+    p = _params(NVF4)
+    a = np.zeros((2, 64), dtype=np.uint64)
+    c = np.zeros(2, dtype=np.uint64)
+    with pytest.raises(UserError, match="sa and sb must both have shape"):
+        simulate_params(p, a, a, c, None, np.zeros((2, 2), np.uint64), np.zeros((2, 2), np.uint64))
+    with pytest.raises(UserError, match="give both"):
+        simulate_params(p, a, a, c, None, np.zeros((2, 4), np.uint64), None)
+    with pytest.raises(UserError, match="takes no scale factors"):
+        f16 = np.zeros((2, 16), dtype=np.uint64)
+        simulate("hopper", None, f16, f16, c, None, np.zeros((2, 1), np.uint64), f16[:, :1])
+    with pytest.raises(UserError, match="does not fit"):
+        big = np.full((2, 4), 0x100, np.uint64)
+        simulate_params(p, a, a, c, None, big, big)
+
+
+def test_params_checked():
+    p = _params(NVF4)
+    with pytest.raises(ValueError, match="not a multiple of the GDFS group size"):
+        p.with_(G=24)
+    with pytest.raises(ValueError, match="needs scale_fmt"):
+        p.with_(scale_fmt=None)
+    with pytest.raises(ValueError, match="scale_fmt"):
+        p.with_(algorithm=Algorithm.SFMA)
+    with pytest.raises(ValueError, match="scale_block=0 is out of range"):
+        p.with_(scale_block=0)
+    with pytest.raises(ValueError, match="scale_fmt=fp16 is not allowed"):
+        p.with_(scale_fmt=Format.FP16)
