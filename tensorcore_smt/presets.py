@@ -174,7 +174,10 @@ _NV_DESC = {
     "ada": "L40S / RTX 40 (sm_89): as Ampere, plus FP8 with F=13 and E8M13 output",
     "hopper": "H100 / H200 (sm_90): 17-term fp16 unit, F=25; wgmma; FP8 with F=13",
     "blackwell": "B200 (sm_100): as Hopper for mma (FP8 on the f16 HMMA path); tcgen05, FP8 at F=25",
-    "rtx-blackwell": "RTX PRO 6000 / RTX 50 (sm_120): f8f6f4 mma at F=25",
+    "rtx-blackwell": (
+        "RTX PRO 6000 / RTX 50 (sm_120): f8f6f4 mma at F=25; block-scaled mxf8f6f4 (FDA) "
+        "and mxf4 / mxf4nvf4 (GDFS, F=35)"
+    ),
 }
 _F8 = ("e5m2", "e4m3")
 _F8F6F4 = ("e5m2", "e4m3", "e3m2", "e2m3", "e2m1")
@@ -372,7 +375,8 @@ def _block_scale_params(
     arch: dict, kind: str, K: int, a: Format, b: Format, s: Format, block: int
 ) -> ModelParams:
     """mxf8f6f4 (K = 32): FDA with the scale factors folded into every product (MMA-Sim
-    §IV-E ST-FDPA: F = 25, one group of 32, e_zero = -133); mxf4 / mxf4nvf4 (K = 64): GDFS."""
+    §IV-C "Scale factor"; mmasim's ST-FDPA: F = 25, one group of 32, e_zero = -133);
+    mxf4 / mxf4nvf4 (K = 64): GDFS (§IV-E)."""
     if kind == "mxf8f6f4":
         p = _nv_fda(arch, K, a, b, Format.FP32, Format.FP32, L_bytes=32)
         return p.with_(scale_fmt=s, scale_block=block)

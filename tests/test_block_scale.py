@@ -170,7 +170,7 @@ def test_symbolic_matches_concrete(name):
 
 def test_scale_factors_scale_the_sum():
     """Exact small sums: doubling every scale of a (ue8m0 127 -> 128) doubles d, and
-    the default (no scale factors) is scale 1 (MMA-Sim §IV-E: the scales multiply)."""
+    the default (no scale factors) is scale 1 (MMA-Sim §IV-E step 4: the scales multiply)."""
     p = _params(MXF4)
     one = 0x2  # e2m1 1.0
     a = np.full((1, 64), one, dtype=np.uint64)

@@ -26,9 +26,9 @@ the intermediate group results are the unit's only rounded sums (`flush_sums`). 
 products share a group is `group_map` (index order, or the byte pairs of Hopper's FP8
 mma.sync); `c_add=after` runs the chain from +0 and adds c at the end in IEEE arithmetic
 (round to nearest even), as Hopper's FP8 mma.sync does (an HMMA chain, then FADD).
-Block scaling (`scale_fmt`; MMA-Sim §IV-E ST-FDPA, mxf8f6f4 on sm_120a): each product is
-multiplied by the scale factors of its block before step 3 (their exponents add to the
-product's), and a NaN scale factor makes d NaN.
+Block scaling (`scale_fmt`; MMA-Sim §IV-C "Scale factor", mmasim's ST-FDPA: mxf8f6f4 on
+sm_120a): each product is multiplied by the scale factors of its block before step 3
+(their exponents add to the product's), and a NaN scale factor makes d NaN.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def fda_group(
     """One fused group: c + sum a_k b_k with the unit's alignment, carry and rounding.
     `flush`: flush a subnormal result to zero (None: as `p.flush_outputs`, the last group).
     `scales`: the scale factors of a_k and b_k, one per product, in `p.scale_fmt`
-    (MMA-Sim §IV-E ST-FDPA: each product is multiplied by both before alignment)."""
+    (MMA-Sim §IV-C "Scale factor": each product is multiplied by both before alignment)."""
     b = c_bits.b
     fa, fb_ = _operand_fmt(p.a_fmt, p), _operand_fmt(p.b_fmt, p)
     ua = [decode(x, fa) for x in a_bits]

@@ -143,9 +143,10 @@ class ModelParams:
     split: Split = Split.NONE  # composite algorithm on top of the unit (a_fmt, b_fmt: its inputs)
     split_fmt: Format = Format.FP16  # the unit's own a/b format under a split
     split_scale: int = 11  # Ootomo-Yokota: residuals are scaled by 2^split_scale
-    # block scaling (PTX .block_scale; MMA-Sim §IV-E): the format of the scale factors sa,
-    # sb (None: the instruction takes none), and how many consecutive products share one
-    # scale factor of a and one of b (32: scale_vec::1X/2X with K 32/64; 16: 4X)
+    # block scaling (PTX .block_scale; MMA-Sim §IV-C "Scale factor", §IV-E): the format
+    # of the scale factors sa, sb (None: the instruction takes none), and how many
+    # consecutive products share one scale factor of a and one of b (32: scale_vec::1X
+    # and 2X with K 32 and 64; 16: 4X)
     scale_fmt: Format | None = None
     scale_block: int = 32
 
@@ -371,8 +372,9 @@ _SCALED = (Algorithm.FDA, Algorithm.GDFS)
 
 def _check_scaling(p: ModelParams) -> None:
     """The block-scaling fields against the algorithm: scale factors enter the FDA
-    products (MMA-Sim §IV-E ST-FDPA) or the GDFS groups, which must lie inside one block
-    and one fused step (§IV-E GST-FDPA: G = 16 divides the block of 16 or 32 and L = 64)."""
+    products (MMA-Sim §IV-C "Scale factor") or the GDFS groups, which must lie inside
+    one block and one fused step (§IV-E: G = 16 divides the block of 16 or 32, and
+    L = 64)."""
     if p.algorithm == Algorithm.GDFS and p.scale_fmt is None:
         raise ValueError("algorithm=gdfs needs scale_fmt; allowed: one of ue4m3, ue8m0")
     if p.scale_fmt is None:

@@ -101,10 +101,10 @@ def align(t: Addend, e_max: BV, frac: int, width: int, mode: AlignMode) -> tuple
 
 
 def scale_term(t: Addend, sa: Unpacked, sb: Unpacked) -> Addend:
-    """`t` times the scale factors sa * sb (MMA-Sim §IV-E: the scale significands multiply
-    the term, their exponents add to the term's alignment exponent). A zero scale (ue4m3
-    0) makes the term a zero; NaN scales are the caller's special values. UE8M0 scales are
-    powers of two, so only the exponent moves."""
+    """`t` times the scale factors sa * sb (MMA-Sim §IV-C, §IV-E step 4: the significands
+    multiply the term, their exponents add to the term's alignment exponent). A zero
+    scale (ue4m3 0) makes the term a zero; NaN scales are the caller's special values.
+    UE8M0 scales are powers of two, so only the exponent moves."""
     is_zero = t.is_zero | sa.is_zero | sb.is_zero
     exp = t.exp + sa.exp + sb.exp
     if sa.mbits == 0 and sb.mbits == 0 and sa.sig.w == 1 and sb.sig.w == 1:
