@@ -47,7 +47,7 @@ _TOP_KEYS = {
     "meta",
     "vectors",
 }
-_VECTOR_KEYS = {"a", "b", "c", "predicted", "note", "source"}
+_VECTOR_KEYS = {"a", "b", "c", "sa", "sb", "predicted", "note", "source"}
 
 
 @dataclass
@@ -60,10 +60,14 @@ class Vector:
     predicted: dict[str, int]
     note: str = ""
     source: str = ""
+    # block scale factors of a and b (block-scaled instructions only; None: all 1)
+    sa: list[int] | None = None
+    sb: list[int] | None = None
 
     def key(self) -> tuple:
         """Identity of the inputs (two vectors with equal keys are the same test)."""
-        return (tuple(self.a), tuple(self.b), self.c)
+        scales = (tuple(self.sa or ()), tuple(self.sb or ()))
+        return (tuple(self.a), tuple(self.b), self.c) + (scales if self.sa or self.sb else ())
 
 
 @dataclass
@@ -150,6 +154,7 @@ class VectorFile:
                 for j, x in enumerate(xs):
                     _check_int(x, fmt, f"{where}.{name}[{j}]")
             _check_int(vec.c, p.c_fmt, f"{where}.c")
+            _check_scales(vec, p, where)
             if not isinstance(vec.predicted, dict):
                 raise UserError(f"{where}.predicted: expected an object")
             for var, d in vec.predicted.items():
@@ -170,6 +175,7 @@ class VectorFile:
                 "a": [format_hex(x, f["a"]) for x in vec.a],
                 "b": [format_hex(x, f["b"]) for x in vec.b],
                 "c": format_hex(vec.c, f["c"]),
+                **scale_fields(vec, self.params),
                 "predicted": {
                     v: format_hex(vec.predicted[v], f["d"])
                     for v in self.variants
@@ -200,6 +206,30 @@ class VectorFile:
             "K": self.params.K,
             "meta": dict(self.meta),
         }
+
+
+def scale_fields(vec: Vector, p: ModelParams) -> dict[str, list[str]]:
+    """The vector's scale factors as hex lists {"sa": [...], "sb": [...]} (empty when it
+    has none)."""
+    if vec.sa is None or vec.sb is None or p.scale_fmt is None:
+        return {}
+    fmt = p.scale_fmt
+    return {"sa": [format_hex(x, fmt) for x in vec.sa], "sb": [format_hex(x, fmt) for x in vec.sb]}
+
+
+def _check_scales(vec: Vector, p: ModelParams, where: str) -> None:
+    """sa and sb: both or neither, only on a block-scaled instruction, n_scales each."""
+    if vec.sa is None and vec.sb is None:
+        return
+    if p.scale_fmt is None:
+        raise UserError(f"{where}.sa: this instruction takes no scale factors")
+    for name in ("sa", "sb"):
+        xs = getattr(vec, name)
+        if not isinstance(xs, list | tuple) or len(xs) != p.n_scales:
+            got = len(xs) if isinstance(xs, list | tuple) else type(xs).__name__
+            raise UserError(f"{where}.{name}: expected {p.n_scales} entries, got {got}")
+        for j, x in enumerate(xs):
+            _check_int(x, p.scale_fmt, f"{where}.{name}[{j}]")
 
 
 def _fmt_name(x: Any) -> str:
@@ -313,6 +343,7 @@ def from_json(obj: Any) -> VectorFile:
                 raise UserError(f"{where}.{k}: expected {p.K} entries, got {len(xs)}")
             ab[k] = [_hex(x, fmts[k], f"{where}.{k}[{j}]") for j, x in enumerate(xs)]
         c = _hex(row["c"], fmts["c"], f"{where}.c")
+        scales = _row_scales(row, p, where)
         pred_obj = row.get("predicted", {})
         if not isinstance(pred_obj, dict):
             raise UserError(f"{where}.predicted: expected an object {{variant: hex}}")
@@ -325,10 +356,28 @@ def from_json(obj: Any) -> VectorFile:
             if k in row and not isinstance(row[k], str):
                 raise UserError(f"{where}.{k}: expected a string")
         vf.vectors.append(
-            Vector(ab["a"], ab["b"], c, pred, row.get("note", ""), row.get("source", ""))
+            Vector(ab["a"], ab["b"], c, pred, row.get("note", ""), row.get("source", ""), *scales)
         )
     vf.validate()
     return vf
+
+
+def _row_scales(row: dict, p: ModelParams, where: str) -> tuple[list[int] | None, ...]:
+    """The optional "sa" / "sb" hex lists of a row (both or neither; block-scaled
+    instructions only, p.n_scales entries each)."""
+    if "sa" not in row and "sb" not in row:
+        return (None, None)
+    if p.scale_fmt is None:
+        raise UserError(f"{where}.sa: this instruction takes no scale factors")
+    out = []
+    for k in ("sa", "sb"):
+        xs = row.get(k)
+        if not isinstance(xs, list):
+            raise UserError(f"{where}.{k}: expected a list of {p.n_scales} hex strings")
+        if len(xs) != p.n_scales:
+            raise UserError(f"{where}.{k}: expected {p.n_scales} entries, got {len(xs)}")
+        out.append([_hex(x, p.scale_fmt, f"{where}.{k}[{j}]") for j, x in enumerate(xs)])
+    return tuple(out)
 
 
 def load(path: str | Path) -> VectorFile:
@@ -385,8 +434,11 @@ def to_csv(vf: VectorFile) -> str:
     """CSV text: a ``# tcsmt-vectors {header JSON}`` line, column names, one row per vector.
 
     Columns: index, a[0..K-1], b[0..K-1], c, d[<variant>] per variant (empty: no
-    prediction), note, source."""
+    prediction), note, source. Scale factors have no columns: a file whose vectors carry
+    them is JSON only."""
     obj = vf.to_json()
+    if any("sa" in row for row in obj["vectors"]):
+        raise UserError("CSV has no columns for scale factors (sa, sb); write JSON instead")
     header = {k: v for k, v in obj.items() if k != "vectors"}
     out = io.StringIO()
     out.write(CSV_MARK + json.dumps(header) + "\n")
@@ -490,8 +542,8 @@ def merge(files: list[VectorFile]) -> VectorFile:
         for vec in vf.vectors:
             have = by_key.get(vec.key())
             if have is None:
-                by_key[vec.key()] = Vector(
-                    list(vec.a), list(vec.b), vec.c, dict(vec.predicted), vec.note, vec.source
+                by_key[vec.key()] = replace(
+                    vec, a=list(vec.a), b=list(vec.b), predicted=dict(vec.predicted)
                 )
                 continue
             for var, d in vec.predicted.items():
@@ -529,7 +581,7 @@ def predict(vf: VectorFile, *, only_missing: bool = False) -> VectorFile:
         pred = dict(vec.predicted) if only_missing else {}
         for v, p in models.items():
             if v not in pred:
-                pred[v] = simulate_one(p, list(vec.a), list(vec.b), vec.c)
+                pred[v] = simulate_one(p, list(vec.a), list(vec.b), vec.c, vec.sa, vec.sb)
         out.append(replace(vec, a=list(vec.a), b=list(vec.b), predicted=pred))
     return replace(vf, variants=list(vf.variants), vectors=out, meta=dict(vf.meta))
 
@@ -546,9 +598,26 @@ def stale_predictions(vf: VectorFile) -> list[tuple[int, str, int, int]]:
     return out
 
 
+def parse_scales(obj: dict, p: ModelParams) -> tuple[list[int] | None, list[int] | None]:
+    """The optional `"sa"`, `"sb"` hex lists of a JSONL row (block-scaled instructions:
+    p.n_scales scale factors of a and of b); ValueError naming the field if malformed."""
+    if "sa" not in obj and "sb" not in obj:
+        return None, None
+    if p.scale_fmt is None:
+        raise ValueError("sa, sb: this instruction takes no scale factors")
+    out = []
+    for k in ("sa", "sb"):
+        xs = obj.get(k)
+        if not isinstance(xs, list) or len(xs) != p.n_scales:
+            raise ValueError(f"{k}: expected a list of {p.n_scales} hex strings")
+        out.append([parse_hex(str(x), p.scale_fmt, f"{k}[{i}]") for i, x in enumerate(xs)])
+    return out[0], out[1]
+
+
 def parse_row(line: str, p: ModelParams) -> tuple[list[int], list[int], int, dict]:
     """One JSONL row `{"a": [K hex], "b": [K hex], "c": hex, ...}` for the model `p`:
-    (a, b, c, the row object). ValueError naming the field if the row is malformed."""
+    (a, b, c, the row object). ValueError naming the field if the row is malformed
+    (optional `"sa"`, `"sb"` are read by `parse_scales`)."""
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:

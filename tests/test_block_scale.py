@@ -213,3 +213,84 @@ def test_params_checked():
         p.with_(scale_block=0)
     with pytest.raises(ValueError, match="scale_fmt=fp16 is not allowed"):
         p.with_(scale_fmt=Format.FP16)
+
+
+# --- CLI and vector files -----------------------------------------------------------
+
+
+def _cli(*args: str):
+    from click.testing import CliRunner
+
+    from tensorcore_smt.cli import main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def test_cli_simulate_scales():
+    ones = ",".join(["2"] * 64)  # e2m1 1.0
+    base = ["simulate", "--arch", ARCH, "--instr", NVF4, "--a", ones, "--b", ones, "--c", "0"]
+    r = _cli(*base, "--json")
+    assert r.exit_code == 0 and '"d": "0x42800000"' in r.output  # scales default to 1
+    r = _cli(*base, "--sa", "38,38,38,40", "--sb", "38,38,38,38", "--json")
+    assert r.exit_code == 0, r.output
+    assert '"d": "0x42a00000"' in r.output and '"sa": ["0x38"' in r.output  # 16*(1+1+1+2)
+    for extra, msg in (
+        (["--sa", "38"], "--sa and --sb go together"),
+        (["--sa", "38", "--sb", "38"], "sa: expected 4 entries"),
+        (["--sa", "38,38,38,1ff", "--sb", "38,38,38,38"], "sa[3]"),
+    ):
+        r = _cli(*base, *extra)
+        assert r.exit_code == 2 and msg in r.output, r.output
+    r = _cli("simulate", "--arch", "volta", "--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0")
+    assert r.exit_code == 0
+    r = _cli(
+        *["simulate", "--arch", "volta", "--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0"],
+        "--sa",
+        "7f",
+        "--sb",
+        "7f",
+    )
+    assert r.exit_code == 2 and "takes no scale factors" in r.output
+
+
+def test_cli_simulate_jsonl_scales(tmp_path):
+    import json
+
+    row = {"a": ["2"] * 64, "b": ["2"] * 64, "c": "0"}
+    src = tmp_path / "rows.jsonl"
+    src.write_text(
+        json.dumps({**row, "sa": ["7f", "80"], "sb": ["7f", "7f"]}) + "\n" + json.dumps(row) + "\n"
+    )
+    r = _cli("simulate", "--arch", ARCH, "--instr", MXF4, "--vectors", str(src))
+    assert r.exit_code == 0, r.output
+    ds = [json.loads(x)["d"] for x in r.output.splitlines()]
+    assert ds == ["0x42c00000", "0x42800000"]  # 32*1 + 32*2, then 64
+    src.write_text(json.dumps({**row, "sa": ["7f"], "sb": ["7f", "7f"]}) + "\n")
+    r = _cli("simulate", "--arch", ARCH, "--instr", MXF4, "--vectors", str(src))
+    assert r.exit_code == 2 and "sa: expected a list of 2" in r.output
+
+
+def test_vector_file_carries_scales(tmp_path):
+    from tensorcore_smt import vectors as vx
+
+    vec = vx.Vector([2] * 64, [2] * 64, 0, {}, sa=[0x7F, 0x80], sb=[0x7F, 0x7F])
+    plain = vx.Vector([2] * 64, [2] * 64, 0, {})
+    vf = vx.VectorFile(ARCH, MXF4, [ARCH], [vec, plain])
+    vf = vx.predict(vf)
+    assert [v.predicted[ARCH] for v in vf.vectors] == [0x42C00000, 0x42800000]
+    path = tmp_path / "v.json"
+    vx.save(vf, path)
+    back = vx.load(path)
+    assert back.vectors[0].sa == [0x7F, 0x80] and back.vectors[1].sa is None
+    assert back.vectors[0].key() != back.vectors[1].key()
+    assert not vx.stale_predictions(back)
+    with pytest.raises(UserError, match="CSV has no columns for scale factors"):
+        vx.to_csv(back)
+    bad = vx.VectorFile(
+        "hopper",
+        "m16n8k16.f32.f16.f16.f32",
+        [],
+        [vx.Vector([0] * 16, [0] * 16, 0, {}, sa=[1], sb=[1])],
+    )
+    with pytest.raises(UserError, match=r"vectors\[0\].sa: this instruction takes no scale"):
+        bad.validate()

@@ -36,6 +36,18 @@ def _parse_list(text: str, fmt: Format, field: str, k: int) -> list[int]:
 @click.option("--b", "b_text", default=None, help="Comma-separated hex patterns of b (K).")
 @click.option("--c", "c_text", default=None, help="Hex pattern of c.")
 @click.option(
+    "--sa",
+    "sa_text",
+    default=None,
+    help="Comma-separated hex scale factors of a (block_scale instructions; default all 1).",
+)
+@click.option(
+    "--sb",
+    "sb_text",
+    default=None,
+    help="Comma-separated hex scale factors of b (block_scale instructions; default all 1).",
+)
+@click.option(
     "--vectors", type=click.Path(dir_okay=False), default=None, help="JSONL file of rows {a, b, c}."
 )
 @click.option(
@@ -51,6 +63,8 @@ def simulate(
     a_text: str | None,
     b_text: str | None,
     c_text: str | None,
+    sa_text: str | None,
+    sb_text: str | None,
     vectors: str | None,
     out: str | None,
     as_json: bool,
@@ -61,8 +75,8 @@ def simulate(
     p = variant.params(instr)
     inst_name = variant.instruction(instr).name
     if vectors:
-        if a_text or b_text or c_text:
-            raise UserError("give either --vectors or --a/--b/--c, not both")
+        if a_text or b_text or c_text or sa_text or sb_text:
+            raise UserError("give either --vectors or --a/--b/--c/--sa/--sb, not both")
         if len(archs) > 1:
             raise UserError("--vectors takes one --arch")
         _simulate_file(p, Path(vectors), Path(out) if out else None)
@@ -78,13 +92,19 @@ def simulate(
     a = _parse_list(a_text, p.a_fmt, "a", p.K)
     b = _parse_list(b_text, p.b_fmt, "b", p.K)
     c = parse_hex(c_text, p.c_fmt, "c")
+    sa, sb = _parse_scales(p, sa_text, sb_text)
     for name, pm in models:
+        if (pm.scale_fmt, pm.n_scales) != (p.scale_fmt, p.n_scales):
+            raise UserError(f"{name!r} takes other scale factors than {arch!r} on {inst_name}")
         d = int(
             simulate_params(
                 pm,
                 np.array([a], dtype=np.uint64),
                 np.array([b], dtype=np.uint64),
                 np.array([c], dtype=np.uint64),
+                None,
+                None if sa is None else np.array([sa], dtype=np.uint64),
+                None if sb is None else np.array([sb], dtype=np.uint64),
             )[0]
         )
         if as_json:
@@ -96,6 +116,7 @@ def simulate(
                         "a": [format_hex(x, p.a_fmt) for x in a],
                         "b": [format_hex(x, p.b_fmt) for x in b],
                         "c": format_hex(c, p.c_fmt),
+                        **_scale_json(p, sa, sb),
                         "d": format_hex(d, pm.d_fmt),
                         "d_value": to_float(d, pm.d_fmt),
                     }
@@ -106,17 +127,42 @@ def simulate(
         click.echo(f"d = {describe(d, pm.d_fmt)}")
 
 
+def _parse_scales(
+    p: ModelParams, sa_text: str | None, sb_text: str | None
+) -> tuple[list[int] | None, list[int] | None]:
+    """--sa / --sb: both or neither, only for a block-scaled instruction (n_scales each)."""
+    if sa_text is None and sb_text is None:
+        return None, None
+    if p.scale_fmt is None:
+        raise UserError("--sa/--sb: this instruction takes no scale factors")
+    if sa_text is None or sb_text is None:
+        raise UserError("--sa and --sb go together (each scale factor defaults to 1 without both)")
+    sa = _parse_list(sa_text, p.scale_fmt, "sa", p.n_scales)
+    sb = _parse_list(sb_text, p.scale_fmt, "sb", p.n_scales)
+    return sa, sb
+
+
+def _scale_json(p: ModelParams, sa: list[int] | None, sb: list[int] | None) -> dict:
+    if sa is None or sb is None or p.scale_fmt is None:
+        return {}
+    return {
+        "sa": [format_hex(x, p.scale_fmt) for x in sa],
+        "sb": [format_hex(x, p.scale_fmt) for x in sb],
+    }
+
+
 def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
     """Simulate every valid row up to the first bad one; write them; then report it."""
     if not src.exists():
         raise UserError(f"{src}: no such file")
     rows: list[tuple[list[int], list[int], int, dict]] = []
+    scales: list[tuple[list[int] | None, list[int] | None]] = []
     error: str | None = None
     try:
         text = src.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"{src}: cannot read ({e})") from None
-    from ..vectors import is_vector_json, loads, parse_row
+    from ..vectors import is_vector_json, loads, parse_row, parse_scales, scale_fields
 
     if src.suffix.lower() == ".csv" or is_vector_json(text):
         # A tcsmt-vectors file (JSON or CSV): validated as a whole, rows as in JSONL.
@@ -135,26 +181,39 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
                 "a": [format_hex(x, p.a_fmt) for x in v.a],
                 "b": [format_hex(x, p.b_fmt) for x in v.b],
                 "c": format_hex(v.c, p.c_fmt),
+                **scale_fields(v, p),
             }
             if v.note:
                 obj["note"] = v.note
             rows.append((v.a, v.b, v.c, obj))
+            scales.append((v.sa, v.sb))
         text = ""
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             a, b, c, obj = parse_row(line, p)
+            sab = parse_scales(obj, p)
         except (ValueError, json.JSONDecodeError) as e:
             error = f"{src}:{lineno}: {e}"
             break
         rows.append((a, b, c, obj))
+        scales.append(sab)
     if rows:
+        sa = sb = None
+        if p.scale_fmt is not None:
+            s = p.scale_fmt.spec
+            one = [s.bias << s.mbits] * p.n_scales  # a row without scale factors: all 1
+            sa = np.array([x[0] if x[0] is not None else one for x in scales], dtype=np.uint64)
+            sb = np.array([x[1] if x[1] is not None else one for x in scales], dtype=np.uint64)
         d = simulate_params(
             p,
             np.array([r[0] for r in rows], dtype=np.uint64),
             np.array([r[1] for r in rows], dtype=np.uint64),
             np.array([r[2] for r in rows], dtype=np.uint64),
+            None,
+            sa,
+            sb,
         )
         lines = []
         for (_, _, _, obj), dv in zip(rows, d):
