@@ -231,7 +231,7 @@ def validate_cmd(
         click.echo(f"rows:        {tally.rows:,} checked ({source})")
         click.echo(f"mismatches:  {tally.mismatches:,}")
         click.echo(
-            f"throughput:  {rate:,.0f} rows/s ({seconds:.2f} s on {n_workers} workers, "
+            f"throughput:  {rate:,.0f} rows/s ({seconds:.2f} s on {n_workers} worker{'s' if n_workers != 1 else ''}, "
             f"{t_start - t0:.1f} s to start)"
         )
         if written:
