@@ -26,6 +26,7 @@ test-torch:
 bench:
 	$(BIN)/python bench/bench_simulate.py
 	$(BIN)/python bench/bench_validate.py
+	$(BIN)/python bench/bench_identify.py
 
 bench-solvers:
 	$(BIN)/python bench/bench_solvers.py
