@@ -336,6 +336,8 @@ def test_cuda_oracle_without_gpu_is_one_line_exit_2():
         (["--oracle", "cmd:"], "expected cmd:PROGRAM"),
         (["--oracle", "variant:volta", "--space", "/nonexistent.toml"], "no such space"),
         (["--oracle", "variant:volta", "--budget", "0"], "budget"),
+        (["--oracle", "variant:volta", "--solver", "nope"], "unknown solver"),
+        (["--oracle", "variant:volta", "--timeout", "0"], "timeout"),
     ],
 )
 def test_identify_bad_arguments(args, words):

@@ -16,7 +16,7 @@ from ..identify.loop import Identifier, Result
 from ..identify.oracle import make_oracle
 from ..identify.report import to_json, to_text
 from ..identify.space import resolve_space
-from ..solve import PORTFOLIO, Limits
+from ..solve import PORTFOLIO, Limits, solvers_for
 from .base import fail, main
 from .options import Ranged
 
@@ -56,6 +56,14 @@ def _emit(res: Result, as_json: bool, extra: dict | None = None) -> None:
         fail(res.error)
     if not res.classes:
         sys.exit(EXIT_NONE)
+
+
+def _limits(solver: str, timeout: float, seed: int) -> Limits:
+    """Solver limits; a named solver must be installed (exit 2 otherwise). Without any
+    solver the portfolio is accepted: the loop then goes on without solver questions."""
+    if solver != PORTFOLIO:
+        solvers_for(solver)
+    return Limits(solver=solver, timeout=timeout, seed=seed)
 
 
 def _solver_opts(f):
@@ -118,7 +126,7 @@ def identify_cmd(
     space = resolve_space(arch, instr, space_name)
     oracle = make_oracle(oracle_spec, space.base, space.arch, space.instr)
     show = sys.stderr.isatty() and not as_json
-    limits = Limits(solver=solver, timeout=timeout, seed=seed)
+    limits = _limits(solver, timeout, seed)
     ident = Identifier(space, oracle, budget, limits, seed=seed, progress=_progress(show))
     res = ident.run()
     _clear(show)
@@ -149,7 +157,7 @@ def fit_cmd(
 
     space = resolve_space(arch, instr, space_name)
     show = sys.stderr.isatty() and not as_json
-    limits = Limits(solver=solver, timeout=timeout, seed=seed)
+    limits = _limits(solver, timeout, seed)
     res = fit(space, rows, limits, seed=seed, progress=_progress(show))
     _clear(show)
     _emit(res, as_json, {"rows": res.rows_read, "distinct_rows": len(res.vectors)})
