@@ -184,6 +184,8 @@ def vectors_of(prop: Property, arch: str, answers: list[QueryAnswer]):
                     c=u["c"],
                     predicted={},
                     note=note,
+                    sa=[u[f"sa{i}"] for i in range(q.p.n_scales)] if q.p.n_scales else None,
+                    sb=[u[f"sb{i}"] for i in range(q.p.n_scales)] if q.p.n_scales else None,
                 )
             )
     vf = vectors.VectorFile(

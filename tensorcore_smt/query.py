@@ -216,12 +216,19 @@ class Query:
 
     @property
     def base_operands(self) -> list[Operand]:
-        """a0.., b0.., c: the inputs of one evaluation (u)."""
+        """a0.., b0.., c: the inputs of one evaluation (u); a block-scaled instruction
+        adds its scale factors sa0.., sb0.. (PTX `.block_scale`, MMA-Sim §IV-E)."""
         p = self.p
+        scales = []
+        if p.scale_fmt is not None:
+            scales = [Operand(f"sa{i}", p.scale_fmt) for i in range(p.n_scales)] + [
+                Operand(f"sb{i}", p.scale_fmt) for i in range(p.n_scales)
+            ]
         return (
             [Operand(f"a{i}", p.a_fmt) for i in range(p.K)]
             + [Operand(f"b{i}", p.b_fmt) for i in range(p.K)]
             + [Operand("c", p.c_fmt)]
+            + scales
         )
 
     @property
@@ -399,8 +406,14 @@ def build(q: Query, inputs: dict[str, BV]) -> Built:
     ]
     if q.goal == Goal.NON_MONOTONE:
         px = q.p
-        x = dot_add(a, b, c, px)
-        y = dot_add([u2[f"a{i}"] for i in range(K)], [u2[f"b{i}"] for i in range(K)], u2["c"], px)
+        x = dot_add(a, b, c, px, *scale_inputs(u, px))
+        y = dot_add(
+            [u2[f"a{i}"] for i in range(K)],
+            [u2[f"b{i}"] for i in range(K)],
+            u2["c"],
+            px,
+            *scale_inputs(u2, px),
+        )
         # u <= u_2: every operand of a growing group is at most its second copy
         conds += [
             value_le(inputs[o.name], inputs[o.name + SECOND], o.fmt)
@@ -410,12 +423,22 @@ def build(q: Query, inputs: dict[str, BV]) -> Built:
         goal = value_lt(y, x, px.d_fmt)
     else:
         pa, pb = q.params
-        x, y = dot_add(a, b, c, pa), dot_add(a, b, c, pb)
+        x = dot_add(a, b, c, pa, *scale_inputs(u, pa))
+        y = dot_add(a, b, c, pb, *scale_inputs(u, pb))
         if q.goal in (Goal.DIFFER, Goal.EQUIVALENT):
             goal = x.ne(y)
         else:
             goal = _more_accurate(x, y, a, b, c, pa)
     return Built(inputs, (x, y), all_of(c.b, conds), goal)
+
+
+def scale_inputs(u: dict, p: ModelParams) -> tuple[list | None, list | None]:
+    """The scale factors sa0.., sb0.. among the inputs `u` when `p` takes them (None,
+    None otherwise: a variant without block scaling ignores them)."""
+    if p.scale_fmt is None or "sa0" not in u:
+        return None, None
+    n = p.n_scales
+    return [u[f"sa{i}"] for i in range(n)], [u[f"sb{i}"] for i in range(n)]
 
 
 def _order_key(x: BV, fmt: Format) -> tuple[Bool, BV]:

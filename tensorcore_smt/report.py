@@ -46,6 +46,10 @@ def reproduce_commands(q: Query, inputs: dict[str, int]) -> list[str]:
         for v in q.variants:
             parts += ["--arch", v]
         parts += ["--instr", q.instruction, "--a", a, "--b", b, "--c", c]
+        if p.scale_fmt is not None:
+            for s in ("sa", "sb"):
+                xs = (format_hex(u[f"{s}{i}"], p.scale_fmt) for i in range(p.n_scales))
+                parts += [f"--{s}", ",".join(xs)]
         out.append(shlex.join(parts))
     return out
 

@@ -294,3 +294,132 @@ def test_vector_file_carries_scales(tmp_path):
     )
     with pytest.raises(UserError, match=r"vectors\[0\].sa: this instruction takes no scale"):
         bad.validate()
+
+
+# --- property, query inputs and probes ------------------------------------------------
+
+
+def test_block_scale_property_binds_with_scale_inputs():
+    """The property asks on the first GDFS form; its queries take the scale factors as
+    inputs (sa0.., sb0..) beside a, b, c."""
+    from tensorcore_smt.library import get
+
+    prop = get("block-scale")
+    bound = prop.bind(ARCH)
+    assert [s.id for s, _ in bound] == [
+        "after-group-sum-vs-per-product",
+        "F-vs-F-minus-1",
+        "group-16-vs-8",
+    ]
+    q = bound[0][1]
+    assert q.instruction == MXF4
+    names = [o.name for o in q.operands]
+    assert names[-4:] == ["sa0", "sa1", "sb0", "sb1"]
+    assert q.params[1].algorithm == Algorithm.FDA and q.params[1].scale_fmt == Format.UE8M0
+    assert prop.not_applicable(PRESETS["hopper"]) is not None
+
+
+def _scaled_file(name: str, n: int = 3):
+    from tensorcore_smt import vectors as vx
+
+    p = _params(name)
+    a, b, c, sa, sb = scaled_rows(np.random.default_rng(17), p, n)
+    vecs = [
+        vx.Vector(
+            [int(x) for x in a[i]],
+            [int(x) for x in b[i]],
+            int(c[i]),
+            {},
+            sa=[int(x) for x in sa[i]],
+            sb=[int(x) for x in sb[i]],
+        )
+        for i in range(n)
+    ]
+    return vx.predict(vx.VectorFile(ARCH, name, [ARCH], vecs))
+
+
+@pytest.mark.parametrize("name", [MXF8, MXF4, NVF4], ids=["mxf8f6f4", "mxf4", "nvf4"])
+def test_probe_passes_the_scale_factors(name, tmp_path):
+    """The probe runs the block-scaled form itself with each vector's scale factors in
+    bytes 0.. of the scale registers (the other bytes 1), and nvcc compiles it for sm_120a."""
+    import shutil
+    import subprocess
+
+    from tensorcore_smt.probe.cuda import generate, scale_word
+
+    vf = _scaled_file(name)
+    p = vf.params
+    src = generate(vf, source_name="p.cu")
+    assert "mma.sync.aligned." + name.split(".")[0] + ".row.col.kind::" in src
+    assert ".block_scale.scale_vec::" in src and "nvcc -arch=sm_120a" in src
+    words = ", ".join(f"0x{scale_word(v.sa, p):08x}u" for v in vf.vectors)
+    assert f"VSA[NV] = {{{words}}};" in src
+    one = 0x7F if p.scale_fmt == Format.UE8M0 else 0x38
+    assert scale_word(None, p) == one * 0x01010101
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not installed")
+    (tmp_path / "p.cu").write_text(src)
+    r = subprocess.run(
+        ["nvcc", "-arch=sm_120a", "-c", "p.cu", "-o", "p.o"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "warning" not in r.stderr
+
+
+def test_fp4_packed_layout_is_a_bijection():
+    """m16n8k64 .e2m1 (kind::mxf4 / mxf4nvf4) packs 8 elements a register: every element
+    of A (16 x 64) and B (64 x 8) has exactly one holder."""
+    from tensorcore_smt.presets import parse_variant
+    from tensorcore_smt.probe.layouts import layout_for
+
+    lay = layout_for(parse_variant(ARCH).instruction(MXF4))
+    for frag, (rows, cols) in ((lay.a, (16, 64)), (lay.b, (64, 8))):
+        assert frag.elem_bits == 4 and frag.regs == (4 if frag is lay.a else 2)
+        cells = [rc for elems in frag.place for rc in elems]
+        assert sorted(cells) == [(r, c) for r in range(rows) for c in range(cols)]
+
+
+@pytest.mark.slow
+def test_find_block_scale_then_probe(tmp_path):
+    """`tcsmt find --property block-scale --arch rtx-blackwell --out v.json`, then `tcsmt
+    probe v.json --out p.cu`: the witnesses carry scale factors, the preset's predictions
+    are MMA-Sim's, and the probe compiles for sm_120a."""
+    import json
+    import shutil
+    import subprocess
+
+    from tensorcore_smt import vectors as vx
+
+    out = tmp_path / "v.json"
+    r = _cli("find", "--property", "block-scale", "--arch", ARCH, "--out", str(out), "--json")
+    assert r.exit_code == 0, r.output[-2000:]
+    assert all(q["answer"] == "sat" for q in json.loads(r.output)["queries"])
+    vf = vx.load(out)
+    assert vf.vectors and all(v.sa is not None for v in vf.vectors)
+    pytest.importorskip("mmasim")
+    from tensorcore_smt import mmasim
+
+    p = vf.params
+    rows = [
+        np.array(x, dtype=np.uint64) for x in zip(*[(v.a, v.b, v.sa, v.sb) for v in vf.vectors])
+    ]
+    c = np.array([v.c for v in vf.vectors], dtype=np.uint64)
+    theirs = mmasim.run(
+        mmasim.make_op(ARCH, vf.instruction), p, rows[0], rows[1], c, rows[2], rows[3]
+    )
+    assert [int(x) for x in theirs] == [v.predicted[ARCH] for v in vf.vectors]
+    r = _cli("probe", str(out), "--out", str(tmp_path / "p.cu"))
+    assert r.exit_code == 0, r.output
+    if shutil.which("nvcc"):
+        cc = subprocess.run(
+            ["nvcc", "-arch=sm_120a", "-c", "p.cu", "-o", "p.o"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert cc.returncode == 0, cc.stderr[-2000:]

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from .. import __version__
+from ..model.params import ModelParams
 from ..presets import PRESETS, Instruction, UserError, parse_variant
 from ..vectors import VectorFile
 from .layouts import Form, Fragment, Layout, container_shift, form_of, layout_for
@@ -58,6 +59,8 @@ def requirement(inst: Instruction) -> Requirement:
         return Requirement(100, 100, True, "tcgen05.mma needs sm_100a")
     if f.f8f6f4:
         return Requirement(120, 121, True, "mma with .kind::f8f6f4 needs sm_120a or sm_121a")
+    if f.scaled:
+        return Requirement(120, 121, True, "mma with .block_scale needs sm_120a or sm_121a")
     if f.shape == "m8n8k4" and f.a == "f16":
         return Requirement(
             70,
@@ -145,12 +148,28 @@ def ptx_mnemonic(inst: Instruction) -> str:
     f = form_of(inst)
     if f.kind == "wgmma":
         return f"wgmma.mma_async.sync.aligned.{f.shape}.{f.d}.{f.a}.{f.b}"
+    if f.scaled:
+        return f"mma.sync.aligned.{f.shape}.row.col.{f.scaled}"
     kind = ".kind::f8f6f4" if f.f8f6f4 else ""
     return f"mma.sync.aligned.{f.shape}.row.col{kind}.{f.d}.{f.a}.{f.b}.{f.c}"
 
 
 UNIT_SCALE = 0x7F7F7F7F
 """Four ue8m0 scale factors of 2^0 (bias 127): every byte a scale selector can pick is 1."""
+
+
+def scale_word(scales: list[int] | None, p: ModelParams) -> int:
+    """The 32-bit scale-factor register of one operand: its scale factors in bytes 0..n-1
+    (PTX ISA, mma block scaling: byte-id 0 selects byte 0 for scale_vec::1X, bytes 0-1
+    for 2X, bytes 0-3 for 4X), every other byte 1 (the format's encoding of 2^0); None:
+    every scale factor 1. Every thread passes the same word, so whichever thread the
+    thread-id selector names for row 0 of A / column 0 of B supplies the vector's."""
+    assert p.scale_fmt is not None
+    s = p.scale_fmt.spec
+    one = s.bias << s.mbits
+    xs = list(scales) if scales is not None else []
+    xs += [one] * (4 - len(xs))
+    return sum(x << (8 * i) for i, x in enumerate(xs))
 
 
 def check_block_scale(inst: Instruction) -> None:
@@ -269,7 +288,14 @@ def _kernel_mma(inst: Instruction, lay: Layout, block_scale: bool = False) -> st
         f"{_asm_list(nd + na, nb)}, {_asm_list(nd + na + nb, nc)}"
     )
     scales: list[str] = []
-    if block_scale:
+    if p.scale_fmt is not None:
+        n = nd + na + nb + nc
+        # scale-a-data, {byte-id-a, thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}:
+        # the vector's own scale factors (`scale_word`), from every thread
+        asm += f", %{n}, {{%{n + 1}, %{n + 2}}}, %{n + 3}, {{%{n + 4}, %{n + 5}}}"
+        scales = ['"r"(VSA[blockIdx.x])', '"h"((uint16_t)0)', '"h"((uint16_t)0)']
+        scales += ['"r"(VSB[blockIdx.x])', '"h"((uint16_t)0)', '"h"((uint16_t)0)']
+    elif block_scale:
         n = nd + na + nb + nc
         # scale-a-data, {byte-id-a, thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}
         asm += f", %{n}, {{%{n + 1}, %{n + 2}}}, %{n + 3}, {{%{n + 4}, %{n + 5}}}"
@@ -296,7 +322,7 @@ def _kernel_mma(inst: Instruction, lay: Layout, block_scale: bool = False) -> st
             lambda r, c: f"[{c}]" if r == 0 else None,
             "a",
             sa,
-            container_shift(p.a_fmt),
+            0 if lay.a.elem_bits == 4 else container_shift(p.a_fmt),
             at,
         ),
         "// B: column 0 holds the vector's b",
@@ -307,7 +333,7 @@ def _kernel_mma(inst: Instruction, lay: Layout, block_scale: bool = False) -> st
             lambda r, c: f"[{r}]" if c == 0 else None,
             "b",
             sb,
-            container_shift(p.b_fmt),
+            0 if lay.b.elem_bits == 4 else container_shift(p.b_fmt),
             bt,
         ),
         "// C: C[0][0] = the vector's c",
@@ -383,7 +409,7 @@ def _kernel_wgmma(inst: Instruction, lay: Layout) -> str:
             lambda r, c: f"[{c}]" if r == 0 else None,
             "a",
             sa,
-            container_shift(p.a_fmt),
+            0 if lay.a.elem_bits == 4 else container_shift(p.a_fmt),
             at,
         ),
         "// D starts as C: D[0][0] = the vector's c (scale-d = 1 accumulates into it)",
@@ -460,7 +486,10 @@ def kernel_definition(inst: Instruction, target: Target, block_scale: bool = Fal
         # does not exist: compile it only for the arch-specific target.
         decl = "__device__ int g_unsupported = 0;  // set when the kernel ran without the instruction\n\n"
         guard_open = f"#if defined(__CUDA_ARCH_FEAT_SM{target.sm}_ALL)\n"
-        guard_close = "#else\n  (void)va, (void)vb, (void)vc, (void)vd;\n  if (t == 0) g_unsupported = 1;\n#endif\n"
+        unused = "(void)va, (void)vb, (void)vc, (void)vd"
+        if p.scale_fmt is not None:
+            unused += ", (void)VSA, (void)VSB"
+        guard_close = f"#else\n  {unused};\n  if (t == 0) g_unsupported = 1;\n#endif\n"
     else:
         decl = guard_open = guard_close = ""
     return f"""{decl}__global__ void __launch_bounds__({threads}) probe_kernel(const unsigned long long* __restrict__ va,
@@ -474,6 +503,18 @@ def kernel_definition(inst: Instruction, target: Target, block_scale: bool = Fal
 {_indent(kernel, 2)}
 {store}{guard_close}}}
 """
+
+
+def _scale_arrays(vf: VectorFile, p: ModelParams) -> str:
+    """Device arrays of each vector's scale-factor registers (block-scaled forms only)."""
+    if p.scale_fmt is None:
+        return ""
+    out = [f"// Scale factors ({p.scale_fmt.spec.name}): one register word a vector (scale_word)."]
+    for name, attr in (("VSA", "sa"), ("VSB", "sb")):
+        words = [scale_word(getattr(v, attr), p) for v in vf.vectors]
+        items = ", ".join(f"0x{w:08x}u" for w in words)
+        out.append(f"__device__ const uint32_t {name}[NV] = {{{items}}};")
+    return "\n".join(out) + "\n"
 
 
 def generate(
@@ -579,7 +620,7 @@ static const unsigned long long VB[NV * K] = {{
     {_c_literal([x for v in vf.vectors for x in v.b])}}};
 static const unsigned long long VC[NV] = {{
     {_c_literal([v.c for v in vf.vectors])}}};
-
+{_scale_arrays(vf, p)}
 {kernel_definition(inst, target, block_scale)}
 int main() {{
   int dev = 0;

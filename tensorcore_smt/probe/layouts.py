@@ -221,6 +221,16 @@ def _b_k32_8bit(t, i):
     return 4 * q + (i & 3) + 16 * (i >= 4), g
 
 
+def _a_k64_4bit(t, i):  # m16n8k64 .e2m1 A, packed (kind::mxf4 / mxf4nvf4): 8 per register
+    _, _, g, q = _lane(t)
+    return g + 8 * ((i // 8) % 2), 8 * q + (i & 7) + 32 * (i >= 16)
+
+
+def _b_k64_4bit(t, i):
+    _, _, g, q = _lane(t)
+    return 8 * q + (i & 7) + 32 * (i >= 8), g
+
+
 def _qp_row(t: int) -> int:
     """m8n8k4 .f16: the row (of A) or column (of B) a lane holds within its quadpair."""
     lane = t % 32
@@ -274,6 +284,7 @@ _MMA_FORMS: dict[tuple[str, int], tuple[int, Place, int, Place]] = {
     ("m16n8k16", 64): (8, _a_k8_32bit, 4, _b_k8_32bit),
     ("m16n8k16", 8): (8, _a_k16_8bit, 4, _b_k16_8bit),
     ("m16n8k32", 8): (16, _a_k32_8bit, 8, _b_k32_8bit),
+    ("m16n8k64", 4): (32, _a_k64_4bit, 16, _b_k64_4bit),
 }
 
 _WGMMA_A: dict[int, tuple[int, Place]] = {
@@ -362,6 +373,15 @@ class Form:
     b: str
     c: str
     f8f6f4: bool = False
+    # block-scaled forms (PTX `.block_scale`): the name's part after the shape, e.g.
+    # "kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0"; "" otherwise
+    scaled: str = ""
+
+    @property
+    def packed_fp4(self) -> bool:
+        """FP4 operands packed 8 to a register (kind::mxf4 / mxf4nvf4; PTX ISA, mma
+        block scaling) rather than one per 8-bit container (kind::f8f6f4 / mxf8f6f4)."""
+        return self.scaled.startswith(("kind::mxf4.", "kind::mxf4nvf4."))
 
 
 _PTX_NAME = {
@@ -388,14 +408,15 @@ def form_of(inst: Instruction) -> Form:
         )
     shape = re.search(r"m\d+n\d+k\d+", inst.name).group(0)
     names = [_PTX_NAME[f] for f in (p.d_fmt, p.a_fmt, p.b_fmt, p.c_fmt)]
-    return Form(inst.kind, shape, *names, f8f6f4="kind::f8f6f4" in inst.name)
+    scaled = inst.name.split(".", 1)[1] if ".block_scale." in inst.name else ""
+    return Form(inst.kind, shape, *names, f8f6f4="kind::f8f6f4" in inst.name, scaled=scaled)
 
 
 def layout_for(inst: Instruction) -> Layout:
     """The fragment layouts of a preset's mma or wgmma instruction."""
     p = inst.params
     form = form_of(inst)
-    ab = elem_bits(p.a_fmt)
+    ab = 4 if form.packed_fp4 else elem_bits(p.a_fmt)
     cb, db = elem_bits(p.c_fmt), elem_bits(p.d_fmt)
     if form.kind == "wgmma":
         return _wgmma_layout(ab, db)
