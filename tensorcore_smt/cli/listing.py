@@ -25,14 +25,19 @@ def _param_summary(p: ModelParams) -> str:
     from ..model.terms import AlignMode
 
     fmts = f"{p.a_fmt.spec.name}x{p.b_fmt.spec.name}+{p.c_fmt.spec.name}->{p.d_fmt.spec.name}"
+    scales = ""
+    if p.scale_fmt is not None:  # block scaling: one scale of a and of b per block
+        scales = f" x{p.scale_fmt.spec.name}/{p.scale_block}"
     if p.algorithm == Algorithm.FDA:
         groups = len(p.groups())
         rnd = f"{p.rounding.value}" + (f"/{p.rounding_fmt.spec.name}" if p.rounding_fmt else "")
         fbits = "exact" if p.align == AlignMode.EXACT else p.F
         return (
             f"FDA{'x' + str(groups) if groups > 1 else ''} K={p.K} L={p.L} F={fbits} "
-            f"carry={p.carry_bits} e_zero={p.e_zero} {rnd} {fmts}"
+            f"carry={p.carry_bits} e_zero={p.e_zero} {rnd} {fmts}{scales}"
         )
+    if p.algorithm == Algorithm.GDFS:
+        return f"GDFS K={p.K} G={p.G} F={p.F} e_zero={p.e_zero} {p.rounding.value} {fmts}{scales}"
     if p.algorithm == Algorithm.GPS:
         return f"GPS K={p.K} G={p.G} ftz {fmts}"
     if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
