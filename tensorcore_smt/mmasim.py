@@ -64,7 +64,9 @@ def torch_formats() -> dict[Format, tuple[Any, Any, int]]:
     }
 
 
-_SCALE_VEC = re.compile(r"^m\d+n\d+k(\d+)\.(kind::\w+)\.block_scale\.scale_vec::(\d)X\.(.*)$")
+_SCALE_VEC = re.compile(
+    r"^(?:tcgen05\.)?(m\d+n\d+k(\d+))\.(kind::\w+)\.block_scale\.scale_vec::(\d)X\.(.*)$"
+)
 
 
 def block_scale_name(name: str) -> str | None:
@@ -73,21 +75,23 @@ def block_scale_name(name: str) -> str | None:
     m = _SCALE_VEC.match(name)
     if m is None:
         return None
-    k, kind, vec, rest = m.groups()
-    return f"m16n8k{k}.{kind}.block{int(k) // int(vec)}.{rest}"
+    shape, k, kind, vec, rest = m.groups()
+    return f"{shape}.{kind}.block{int(k) // int(vec)}.{rest}"
 
 
 def make_op(arch: str, name: str) -> Any:
     """The MMA-Sim operation for one of our (arch, instruction) names, or None when
     MMA-Sim does not have it."""
     from mmasim.amd import MFMA
-    from mmasim.nv_ptx import MMA, WGMMA, MMABlockScale, TCGen05MMA
+    from mmasim.nv_ptx import MMA, WGMMA, MMABlockScale, TCGen05MMA, TCGen05MMABlockScale
 
     mm_arch = ARCH_NAMES.get(arch)
     if mm_arch is None:
         return None
     try:
         scaled = block_scale_name(name)
+        if scaled is not None and name.startswith("tcgen05."):
+            return TCGen05MMABlockScale(mm_arch, scaled)
         if scaled is not None:
             return MMABlockScale(mm_arch, scaled)
         if name.startswith("wgmma."):

@@ -335,6 +335,19 @@ def _nv_instructions(arch_name: str) -> dict[str, Instruction]:
         for name, (K, a, b, d) in _tcgen05_rows().items():
             params = _nv_fda(arch, K, a, b, d, d)
             out[name] = Instruction(name, "tcgen05", params, sm=100, unit=unit_of("tcgen05", a))
+        # MMA-Sim sim.TCGen05MMABlockScale: the arithmetic of the sm_120a forms; Table III
+        # names the units UTCQMMA (mxf8f6f4) and UTCOMMA (FP4, GDFS)
+        for name, (kind, K, a, b, sf, block) in block_scale_rows(tcgen05=True).items():
+            params = _block_scale_params(arch, kind, K, a, b, sf, block)
+            gdfs = params.algorithm == Algorithm.GDFS
+            out[name] = Instruction(
+                name,
+                "tcgen05",
+                params,
+                sm=100,
+                note="block-scaled GDFS" if gdfs else "block-scaled",
+                unit="UTCOMMA" if gdfs else "UTCQMMA",
+            )
     return out
 
 
@@ -355,9 +368,13 @@ _BLOCK_SCALE_FORMS = [
 _GDFS = {"G": 16, "F": 35, "L": 64, "e_zero": -139}
 
 
-def block_scale_rows() -> dict[str, tuple[str, int, Format, Format, Format, int]]:
+def block_scale_rows(
+    tcgen05: bool = False,
+) -> dict[str, tuple[str, int, Format, Format, Format, int]]:
     """name -> (kind, K, a, b, scale format, products per scale) of every block-scaled
-    mma.sync form (f32 d and c only; FP4 kinds take e2m1 operands)."""
+    mma.sync form (f32 d and c only; FP4 kinds take e2m1 operands); with `tcgen05`, of
+    Blackwell's tcgen05.mma .block_scale forms (MMA-Sim 2.1.1 isa_tcgen05mma: the same
+    kinds, blocks and scale types, M = 128; named like the other tcgen05 forms, d.a.b)."""
     rows = {}
     for kind, K, vec, block, stypes in _BLOCK_SCALE_FORMS:
         types = _F8F6F4 if kind == "mxf8f6f4" else ("e2m1",)
@@ -367,6 +384,11 @@ def block_scale_rows() -> dict[str, tuple[str, int, Format, Format, Format, int]
                     name = (
                         f"m16n8k{K}.kind::{kind}.block_scale.scale_vec::{vec}.f32.{a}.{b}.f32.{st}"
                     )
+                    if tcgen05:
+                        name = (
+                            f"tcgen05.m128n8k{K}.kind::{kind}.block_scale.scale_vec::{vec}"
+                            f".f32.{a}.{b}.{st}"
+                        )
                     rows[name] = (kind, K, _PTX_FMT[a], _PTX_FMT[b], _SCALE_FMT[st], block)
     return rows
 
@@ -773,7 +795,7 @@ def _normalise_instr(name: str) -> str:
         n = m.group(1) + "8" + m.group(2)
     m = re.match(r"^(tcgen05\.m(?:64|128)n)\d+(k.*)$", n)
     if m:
-        n = "tcgen05.m64n8" + m.group(2)
+        n = ("tcgen05.m128n8" if ".block_scale." in n else "tcgen05.m64n8") + m.group(2)
     if not n.startswith("v_mfma_") and re.match(r"^f(32|64)_\d+x", n):
         n = "v_mfma_" + n
     return n

@@ -22,7 +22,11 @@ from tensorcore_smt.probe.tmem import all_tcgen05_layouts, instruction_descripto
 from tensorcore_smt.vectors import VectorFile, save
 
 NVCC = shutil.which("nvcc")
-TCGEN05 = [n for n, i in PRESETS["blackwell"].instructions.items() if i.kind == "tcgen05"]
+TCGEN05 = [  # the block-scaled forms have no probe yet (test_block_scale.py)
+    n
+    for n, i in PRESETS["blackwell"].instructions.items()
+    if i.kind == "tcgen05" and i.params.scale_fmt is None
+]
 LAYOUTS = all_tcgen05_layouts()
 
 
