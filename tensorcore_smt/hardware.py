@@ -68,7 +68,8 @@ ALTERNATIVES: dict[str, tuple[tuple[str, str], ...]] = {
     # (a mismatch of the preset is then explained, or not, by a named belief), each with
     # the instructions it is a belief about (a regular expression on the name).
     "hopper": (
-        ("matlab-h100-fp8", r"\.e[45]m[23]\."),
+        ("matlab-h100-fp8", r"\.f32\.e[45]m[23]\."),
+        ("matlab-h100-fp8-f16", r"\.f16\.e[45]m[23]\."),
         ("hopper[F=24]", FDA_INPUTS),
         ("hopper[F=26]", FDA_INPUTS),
         ("hopper[e_zero=none]", FDA_INPUTS),

@@ -699,8 +699,13 @@ ALIASES: dict[str, tuple[str, str]] = {
     "matlab-h100-fp8": (
         "hopper[L=32,F=13,carry_bits=6,rounding_fmt=e8m13,group_map=contiguous,c_add=fused,unpack=none]",
         "MATLAB tensor-core models, models/H100TC.m: FP8 in one group of 32 products with "
-        "F = 13 and no mma/wgmma distinction (the FP8 wgmma unit); the H100 refutes it for "
-        "mma.sync",
+        "F = 13 and no mma/wgmma distinction (the FP8 wgmma unit), f32 output through E8M13; "
+        "the H100 refutes it for mma.sync (f32-output forms; fp16 output: matlab-h100-fp8-f16)",
+    ),
+    "matlab-h100-fp8-f16": (
+        "hopper[L=32,F=13,carry_bits=6,group_map=contiguous,c_add=fused,unpack=none]",
+        "the same belief for the fp16-output FP8 forms, rounded to fp16 directly as the FP8 "
+        "wgmma with fp16 output is",
     ),
     "matlab-b200-fp8": (
         "blackwell[L=32,carry_bits=6,group_map=contiguous,c_add=fused,unpack=none]",
