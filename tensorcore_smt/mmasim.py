@@ -36,6 +36,7 @@ ARCH_NAMES = {
     "hopper": "Hopper",
     "blackwell": "Blackwell",
     "rtx-blackwell": "RTX Blackwell",
+    "cdna1": "CDNA1",
     "cdna2": "CDNA2",
     "cdna3": "CDNA3",
 }
@@ -180,11 +181,17 @@ def run(
     return from_torch(d, p.d_fmt)
 
 
-def nan_payload_unspecified(p: ModelParams) -> bool:
+AMD_ARCHS = frozenset(("cdna1", "cdna2", "cdna3"))
+"""The architectures whose matrix units are MFMA (their NaN payloads are unspecified)."""
+
+
+def nan_payload_unspecified(p: ModelParams, arch: str | None = None) -> bool:
     """Whether only the NaN class of an output is specified: DMMA (SFMA) and every MFMA
-    (SFMA, GPS, FDRDA, GFDRDA) return NaNs whose payload rule is unknown (MMA-Sim §V,
-    "Special cases for NaNs"); the NVIDIA fused units' canonical NaNs are compared bit
-    for bit."""
+    (any AMD architecture, whatever its algorithm: SFMA, GPS, FDRDA, GFDRDA, CDNA1's
+    fused groups) return NaNs whose payload rule is unknown (MMA-Sim §V, "Special cases
+    for NaNs"); the NVIDIA fused units' canonical NaNs are compared bit for bit."""
+    if arch is not None and arch.split("[")[0].strip() in AMD_ARCHS:
+        return True
     return p.algorithm in (Algorithm.SFMA, Algorithm.GPS, Algorithm.FDRDA, Algorithm.GFDRDA)
 
 

@@ -28,11 +28,13 @@ from tensorcore_smt.mmasim import (  # noqa: F401
 from tensorcore_smt.model.params import Algorithm, ModelParams
 
 
-def mismatches(p: ModelParams, ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+def mismatches(
+    p: ModelParams, ours: np.ndarray, theirs: np.ndarray, arch: str | None = None
+) -> np.ndarray:
     """Row mask where the outputs disagree: bit for bit, except that two NaNs agree when
-    the NaN payload is unspecified for this model."""
+    the NaN payload is unspecified for this model (of `arch`)."""
     diff = ours != theirs
-    if nan_payload_unspecified(p):
+    if nan_payload_unspecified(p, arch):
         both_nan = is_nan(ours, p.d_fmt) & is_nan(theirs, p.d_fmt)
         diff &= ~both_nan
     return diff

@@ -66,7 +66,7 @@ def test_mapping_covers_mmasim_instruction_sets():
             for n in names
             if n.startswith("m64n8k") and (arch, "tcgen05." + n) not in ours
         ]
-    for arch in ("CDNA2", "CDNA3"):
+    for arch in ("CDNA1", "CDNA2", "CDNA3"):
         missing += [(arch, s) for s in arch_mfma_suffix[arch] if (arch, "v_mfma_" + s) not in ours]
     assert not missing, f"MMA-Sim instructions without a preset: {missing}"
 
@@ -121,7 +121,7 @@ def test_vector_matches_mmasim(arch, name):
     theirs = mb.run(op, p, a, b, c)
     skip = mb.not_comparable(p, a, b, c)
     assert (~skip).sum() >= 0.8 * ROWS
-    bad = np.nonzero(mb.mismatches(p, ours, theirs) & ~skip)[0]
+    bad = np.nonzero(mb.mismatches(p, ours, theirs, arch) & ~skip)[0]
     detail = [
         f"a={[hex(int(x)) for x in a[i]]} b={[hex(int(x)) for x in b[i]]} c={int(c[i]):#x}"
         f" ours={int(ours[i]):#x} mmasim={int(theirs[i]):#x}"

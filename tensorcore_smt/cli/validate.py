@@ -161,7 +161,7 @@ def validate_cmd(
     if oracle_spec.strip() == "mmasim":
         from ..mmasim import nan_payload_unspecified
 
-        nan_class = nan_class or nan_payload_unspecified(p)
+        nan_class = nan_class or nan_payload_unspecified(p, arch)
     job = Job(p=p, oracle=oracle, keep=keep, device=device, nan_class=nan_class)
     tally = Tally(keep=keep)
     failures: list[TaskFailure] = []
