@@ -122,6 +122,18 @@ def write_report(out: Path, rows: list[dict], seed: int, timeout: float, budget:
         *table(rows),
         "",
     ]
+    missed = [r for r in rows if not r["recovered"]]
+    if missed:
+        text += ["Not recovered:", ""]
+        for r in missed:
+            first = r["survivors"][0] if r["survivors"] else "nothing"
+            text.append(
+                f"- `{r['hidden']}` ({r['instr']}): stopped ({r['stopped']}) with "
+                f"{r['classes']} class(es) led by `{first}`, which reproduces every vector "
+                "asked but differs from the hidden model on fresh rows: no step asked a row "
+                "that separates them."
+            )
+        text.append("")
     (out / "identify.md").write_text("\n".join(text))
 
 
