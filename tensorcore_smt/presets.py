@@ -763,6 +763,10 @@ class Variant:
             changes.setdefault("split_fmt", p.a_fmt)
             changes.setdefault("a_fmt", p.c_fmt)
             changes.setdefault("b_fmt", p.c_fmt)
+        if changes.get("d_fmt", p.d_fmt) != p.d_fmt and p.nan_bits is not None:
+            # the instruction's NaN pattern belongs to its own d format: another d format
+            # takes that format's default NaN unless the variant names one
+            changes.setdefault("nan_bits", None)
         try:
             q = p.with_(**changes)
         except (TypeError, ValueError) as e:

@@ -68,10 +68,10 @@ def _nan(bits: np.ndarray) -> np.ndarray:
 
 
 def _compare(name: str, n: int, seed: int) -> None:
+    MFMA = _mmasim_ops()  # skips without torch and MMA-Sim, before the bridge needs them
     import mmasim_bridge as mb
     from strategies import random_rows
 
-    MFMA = _mmasim_ops()
     p = CDNA1[name].params
     op = MFMA("CDNA1", name.removeprefix("v_mfma_"))
     a, b, c = random_rows(np.random.default_rng(seed), p, n)

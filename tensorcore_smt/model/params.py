@@ -258,6 +258,9 @@ _OPERANDS = frozenset(
     f for f in Format if f not in (Format.UE8M0, Format.UE4M3, Format.E8M13, Format.E8M31)
 )
 _ACCUMULATORS = frozenset((Format.FP64, Format.FP32, Format.FP16, Format.BF16))
+# c, d and the sequential references' accumulator may also be e5m2, the smallest IEEE
+# format, so that a tiny instance of a question stays small for the solvers
+_SMALL_IEEE = frozenset((Format.E5M2,))
 
 PARAM_RANGES: dict[str, IntRange] = {
     "K": IntRange(1, 256, "products per output element; the widest instruction has K = 128"),
@@ -279,10 +282,10 @@ PARAM_RANGES: dict[str, IntRange] = {
 PARAM_FORMATS: dict[str, frozenset[Format]] = {
     "a_fmt": _OPERANDS,
     "b_fmt": _OPERANDS,
-    "c_fmt": _ACCUMULATORS,
-    "d_fmt": _ACCUMULATORS,
+    "c_fmt": _ACCUMULATORS | _SMALL_IEEE,
+    "d_fmt": _ACCUMULATORS | _SMALL_IEEE,
     "rounding_fmt": _ACCUMULATORS | {Format.E8M13},
-    "acc_fmt": _ACCUMULATORS,
+    "acc_fmt": _ACCUMULATORS | _SMALL_IEEE,
     "split_fmt": _OPERANDS,
     "unpack": frozenset((Format.FP16, Format.BF16, Format.FP32)),
     "scale_fmt": frozenset((Format.UE8M0, Format.UE4M3)),
