@@ -136,12 +136,27 @@ def _need_hipcc():
         pytest.skip("hipcc not found (Debian: apt-get install hipcc libamdhip64-dev)")
 
 
-def test_representative_hip_probes_compile(tmp_path):
-    _need_hipcc()
+def _representatives() -> list[tuple[str, str]]:
+    """One instruction per (architecture, operand type, accumulator type)."""
     seen: dict[tuple, tuple[str, str]] = {}
     for (arch, name), lay in LAYOUTS.items():
         seen.setdefault((arch, lay.a_type, lay.acc_type), (arch, name))
-    failures = _compile(tmp_path, sorted(seen.values()))
+    return sorted(seen.values())
+
+
+def test_one_hip_probe_per_architecture_compiles(tmp_path):
+    _need_hipcc()
+    first: dict[str, tuple[str, str]] = {}
+    for arch, name in _representatives():
+        first.setdefault(arch, (arch, name))
+    failures = _compile(tmp_path, sorted(first.values()))
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
+def test_representative_hip_probes_compile(tmp_path):
+    _need_hipcc()
+    failures = _compile(tmp_path, _representatives())
     assert not failures, "\n".join(failures)
 
 

@@ -141,6 +141,17 @@ def _representatives() -> list[str]:
     return sorted(seen.values())
 
 
+def test_two_tcgen05_probes_compile_for_sm_100a(tmp_path):
+    """A 16-bit and an 8-bit operand form (the rest: the slow tests below)."""
+    if NVCC is None:
+        pytest.skip("nvcc not found on PATH")
+    names = _representatives()
+    pick = [next(n for n in names if "kind::f16" in n), next(n for n in names if "e5m2" in n)]
+    failures = _compile(tmp_path, pick)
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
 def test_representative_tcgen05_probes_compile_for_sm_100a(tmp_path):
     if NVCC is None:
         pytest.skip("nvcc not found on PATH")
