@@ -67,6 +67,40 @@ def _exact_frac_bits(terms: list[Addend], p: ModelParams) -> int:
     return max(t.fb for t in terms) + prod_span
 
 
+def decode_operands(
+    a_bits: list[BV], b_bits: list[BV], c_bits: BV, c_fmt: Format, p: ModelParams
+) -> tuple[list, list, object]:
+    """a, b and c unpacked in the unit's operand formats, subnormals read as +0 under
+    `flush_inputs` (MMA-Sim §IV-B step 1)."""
+    fa, fb_ = _operand_fmt(p.a_fmt, p), _operand_fmt(p.b_fmt, p)
+    ua = [decode(x, fa) for x in a_bits]
+    ub = [decode(x, fb_) for x in b_bits]
+    uc = decode(c_bits, c_fmt)
+    if p.flush_inputs:
+        ua = [flush_subnormal(u, fa, keep_sign=False) for u in ua]
+        ub = [flush_subnormal(u, fb_, keep_sign=False) for u in ub]
+        uc = flush_subnormal(uc, c_fmt, keep_sign=False)
+    return ua, ub, uc
+
+
+def special_values(b: object, ua: list, ub: list, uc, scales: list | None = None):
+    """Step 1 of every fused unit: (is_nan, is_inf, neg_inf) of the result from NaN and Inf
+    operands and invalid products; `scales`, one (scale of a, scale of b) per product: a
+    NaN scale, or a zero scale times an Inf, makes the product NaN."""
+    prod_nan = [invalid_product(x, y) for x, y in zip(ua, ub)]
+    prod_inf = [x.is_inf | y.is_inf for x, y in zip(ua, ub)]
+    prod_sign = [x.sign ^ y.sign for x, y in zip(ua, ub)]
+    if scales is not None:
+        prod_nan = [
+            n | s.is_nan | t.is_nan | (i & (s.is_zero | t.is_zero))
+            for n, i, (s, t) in zip(prod_nan, prod_inf, scales)
+        ]
+    nan_in = any_of(b, [u.is_nan for u in ua + ub + [uc]] + prod_nan)
+    pos_inf = any_of(b, [i & ~s for i, s in zip(prod_inf, prod_sign)] + [uc.is_inf & ~uc.sign])
+    neg_inf = any_of(b, [i & s for i, s in zip(prod_inf, prod_sign)] + [uc.is_inf & uc.sign])
+    return nan_in | (pos_inf & neg_inf), pos_inf | neg_inf, neg_inf
+
+
 def fda_group(
     a_bits: list[BV],
     b_bits: list[BV],
@@ -81,31 +115,11 @@ def fda_group(
     `scales`: the scale factors of a_k and b_k, one per product, in `p.scale_fmt`
     (MMA-Sim §IV-C "Scale factor": each product is multiplied by both before alignment)."""
     b = c_bits.b
-    fa, fb_ = _operand_fmt(p.a_fmt, p), _operand_fmt(p.b_fmt, p)
-    ua = [decode(x, fa) for x in a_bits]
-    ub = [decode(x, fb_) for x in b_bits]
-    uc = decode(c_bits, c_fmt)
-    if p.flush_inputs:
-        ua = [flush_subnormal(u, fa, keep_sign=False) for u in ua]
-        ub = [flush_subnormal(u, fb_, keep_sign=False) for u in ub]
-        uc = flush_subnormal(uc, c_fmt, keep_sign=False)
-
+    ua, ub, uc = decode_operands(a_bits, b_bits, c_bits, c_fmt, p)
     us = [[decode(x, p.scale_fmt) for x in xs] for xs in scales] if scales else None
 
     # Step 1: special values.
-    prod_nan = [invalid_product(x, y) for x, y in zip(ua, ub)]
-    prod_inf = [x.is_inf | y.is_inf for x, y in zip(ua, ub)]
-    prod_sign = [x.sign ^ y.sign for x, y in zip(ua, ub)]
-    if us is not None:
-        prod_nan = [
-            n | s.is_nan | t.is_nan | (i & (s.is_zero | t.is_zero))
-            for n, i, s, t in zip(prod_nan, prod_inf, us[0], us[1])
-        ]
-    nan_in = any_of(b, [u.is_nan for u in ua + ub + [uc]] + prod_nan)
-    pos_inf = any_of(b, [i & ~s for i, s in zip(prod_inf, prod_sign)] + [uc.is_inf & ~uc.sign])
-    neg_inf = any_of(b, [i & s for i, s in zip(prod_inf, prod_sign)] + [uc.is_inf & uc.sign])
-    is_nan = nan_in | (pos_inf & neg_inf)
-    is_inf = pos_inf | neg_inf
+    is_nan, is_inf, neg_inf = special_values(b, ua, ub, uc, list(zip(*us)) if us else None)
 
     # Step 2: exact products; c joins as a term.
     terms = [product_addend(x, y, p.product_exponent) for x, y in zip(ua, ub)]

@@ -19,11 +19,11 @@ d's format. Without scale factors every scale is 1.
 
 from __future__ import annotations
 
-from ..bv.core import BV, all_of, any_of
-from ..formats import EXP_W, Format, Unpacked, decode, flush_subnormal
-from .fda import _operand_fmt, fused_sum
+from ..bv.core import BV, all_of
+from ..formats import EXP_W, Format, Unpacked, decode
+from .fda import _operand_fmt, decode_operands, fused_sum, special_values
 from .params import ModelParams
-from .terms import Addend, invalid_product, operand_addend, scale_term
+from .terms import Addend, operand_addend, scale_term
 
 
 def group_sum(ua: list[Unpacked], ub: list[Unpacked], fa: Format, fb: Format) -> Addend:
@@ -63,13 +63,7 @@ def gdfs_step(
     of a and one of b per group of G products)."""
     b = c_bits.b
     fa, fb_ = _operand_fmt(p.a_fmt, p), _operand_fmt(p.b_fmt, p)
-    ua = [decode(x, fa) for x in a_bits]
-    ub = [decode(x, fb_) for x in b_bits]
-    uc = decode(c_bits, c_fmt)
-    if p.flush_inputs:
-        ua = [flush_subnormal(u, fa, keep_sign=False) for u in ua]
-        ub = [flush_subnormal(u, fb_, keep_sign=False) for u in ub]
-        uc = flush_subnormal(uc, c_fmt, keep_sign=False)
+    ua, ub, uc = decode_operands(a_bits, b_bits, c_bits, c_fmt, p)
     assert p.scale_fmt is not None
     sa = [decode(x, p.scale_fmt) for x in scales[0]]
     sb = [decode(x, p.scale_fmt) for x in scales[1]]
@@ -77,18 +71,8 @@ def gdfs_step(
     n_groups = len(ua) // G
 
     # Step 1: special values (an Inf times a zero scale is NaN, as Inf * 0).
-    prod_inf = [x.is_inf | y.is_inf for x, y in zip(ua, ub)]
-    prod_sign = [x.sign ^ y.sign for x, y in zip(ua, ub)]
-    prod_nan = [invalid_product(x, y) for x, y in zip(ua, ub)]
-    prod_nan = [
-        n | sa[k // G].is_nan | sb[k // G].is_nan | (i & (sa[k // G].is_zero | sb[k // G].is_zero))
-        for k, (n, i) in enumerate(zip(prod_nan, prod_inf))
-    ]
-    nan_in = any_of(b, [u.is_nan for u in ua + ub + [uc]] + prod_nan)
-    pos_inf = any_of(b, [i & ~s for i, s in zip(prod_inf, prod_sign)] + [uc.is_inf & ~uc.sign])
-    neg_inf = any_of(b, [i & s for i, s in zip(prod_inf, prod_sign)] + [uc.is_inf & uc.sign])
-    is_nan = nan_in | (pos_inf & neg_inf)
-    is_inf = pos_inf | neg_inf
+    per_product = [(sa[k // G], sb[k // G]) for k in range(len(ua))]
+    is_nan, is_inf, neg_inf = special_values(b, ua, ub, uc, per_product)
 
     # Steps 2-3: exact group sums, scaled; c joins as a term.
     terms = [operand_addend(uc)]
