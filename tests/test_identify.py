@@ -105,6 +105,37 @@ def check_kills(res, arch: str) -> int:
 # --- identify with a hidden variant -------------------------------------------------------
 
 
+def test_confirmation_round_refutes_a_class_that_only_the_asked_rows_support():
+    """Before stopping, fresh rows of every kind go to the oracle: a wrong class is
+    refuted by a vector it mispredicts, a right one passes, and the same survivors are
+    confirmed once (no vectors spent on a second round)."""
+    from tensorcore_smt.identify.loop import CONFIRM_ROWS
+    from tensorcore_smt.identify.pool import TARGETED
+    from tensorcore_smt.rows import KINDS
+
+    space = resolve_space("volta", None, None)
+    oracle = make_oracle("variant:volta", space.base, space.arch, space.instr)
+    ident = Identifier(space, oracle, 200, QUICK)
+    ident.start()
+    wrong = space.seed("sequential")
+    ident.alive = [wrong]
+    assert ident._confirm([[wrong]])
+    step = ident.res.steps[-1]
+    assert step.kind == "confirm" and len(step.vectors) == CONFIRM_ROWS
+    kinds = {ident.res.vectors[i].kind for i in step.vectors}
+    assert kinds == set(TARGETED) | {k.value for k in KINDS}
+    assert [k.hypothesis for k in step.killed] == [wrong.expr("volta")]
+    right = space.preset()
+    ident.alive = [right]
+    spent = oracle.vectors
+    assert not ident._confirm([[right]])
+    assert ident.res.steps[-1].kind == "confirm" and not ident.res.steps[-1].killed
+    assert oracle.vectors == spent + CONFIRM_ROWS
+    assert not ident._confirm([[right]])
+    assert oracle.vectors == spent + CONFIRM_ROWS
+    check_kills(ident.res, "volta")
+
+
 def test_identify_recovers_volta_f24_and_every_kill_rechecks(small_space):
     space = resolve_space("volta", None, str(small_space))
     oracle = make_oracle("variant:volta[F=24]", space.base, space.arch, space.instr)
@@ -213,21 +244,7 @@ def _random_hidden(n: int, seed: int = 2026):
 
 
 RANDOM = _random_hidden(20)
-MISSED = {  # results/identify.md: one class left that no asked row separates from it
-    "ampere[F=25,L=32,align=round-down,carry_bits=2,carry_overflow=renormalize,"
-    "e_zero=-133,flush_inputs=true,rounding=rtp]"
-}
-RANDOM_PARAMS = [
-    pytest.param(
-        a,
-        h,
-        marks=[pytest.mark.xfail(reason="no confirmation round yet", strict=False)]
-        if h in MISSED
-        else [],
-        id=h,
-    )
-    for a, h in RANDOM
-]
+RANDOM_PARAMS = [pytest.param(a, h, id=h) for a, h in RANDOM]
 
 
 @pytest.mark.slow
@@ -249,6 +266,8 @@ def test_identify_random_hidden_fast_subset(arch, hidden):
     oracle = make_oracle(f"variant:{hidden}", space.base, space.arch, space.instr)
     res = Identifier(space, oracle, 200, QUICK, max_questions=4).run()
     assert recovered(res, oracle.hidden), [h.expr(arch) for h in res.survivors]
+    assert res.steps[-1].kind == "confirm" and not res.steps[-1].killed
+    assert res.stopped.endswith("confirmed on 13 fresh rows")
     check_kills(res, arch)
 
 

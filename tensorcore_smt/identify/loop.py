@@ -10,8 +10,14 @@ surviving hypotheses (version-space learning with the solvers as the question se
    on which it and the class's first member differ (`diff`); a witness (re-checked on
    the concrete model) goes to the oracle, an unsat confirmed by a second solver merges
    the two (the instruction cannot tell them apart), unknown is noted.
-5. Stop when one class is left and every member is proved equal (or undecided), when no
-   hypothesis reproduces the answers, or when the budget of oracle vectors is spent.
+5. Before stopping with survivors, a confirmation round: fresh rows of every kind (from
+   a larger pool no step has drawn on) go to the oracle. The search only meets the
+   hypotheses its climbs reach, so a class can reproduce every answer while the unit
+   is a model far away in the space; fresh rows refute such a class, and the loop goes
+   on (climbing from every family's seed again). A class that passes is confirmed.
+6. Stop when one class is left, confirmed, and every member is proved equal (or
+   undecided), when no hypothesis reproduces the answers, or when the budget of oracle
+   vectors is spent.
 
 Each step keeps its evidence: the vectors sent, the oracle's answers, and every
 surviving hypothesis they refuted with the vector and both outputs. An oracle that fails
@@ -27,10 +33,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..query import Goal, make_query
+from ..rows import KINDS
 from ..solve import Limits, Outcome, Verdict, answer
 from .evaluate import Evaluator, Evidence
 from .oracle import Oracle, OracleError
-from .pool import Rows, first_rows, make_pool
+from .pool import TARGETED, Rows, first_rows, make_pool
 from .search import classes, search, splitting_rows, survives
 from .space import Hypothesis, Space
 
@@ -42,6 +49,9 @@ MAX_QUESTIONS = 16
 """Most solver questions between one class's first member and the others."""
 DEEP_POOL = 32768
 """Rows of the second, larger pool searched before the solvers are asked."""
+CONFIRM_ROWS = len(TARGETED) + len(KINDS)
+"""Fresh rows of the confirmation round before the loop stops with survivors: one of
+every kind of the pool."""
 
 
 @dataclass
@@ -58,7 +68,7 @@ class Kill:
 class Step:
     """One oracle call (or the recorded rows of a file): why, what was sent, who died."""
 
-    kind: str  # recorded | random | split | solver
+    kind: str  # recorded | random | split | solver | confirm
     vectors: list[int]
     why: str
     killed: list[Kill] = field(default_factory=list)
@@ -162,6 +172,8 @@ class Identifier:
         self.deep: Rows | None = None
         self.deep_ev: Evaluator | None = None
         self.no_solver = ""
+        self.confirmed: frozenset[Hypothesis] | None = None
+        self.confirm_rounds = 0
 
     # --- the oracle ----------------------------------------------------------------
 
@@ -284,11 +296,20 @@ class Identifier:
                 rows = splitting_rows(self.ev, reps, set(self.evidence.index), BATCH)
                 if self.ask(rows, "split", f"pool rows splitting {len(cls)} classes"):
                     continue
-            if not self._prove(cls[0]):
-                self.res.stopped = (
-                    "one class left" if len(cls) == 1 else "no row or solver splits the classes"
+            if self._prove(cls[0]):
+                continue
+            if self._confirm(cls):
+                continue
+            self.res.stopped = (
+                "one class left" if len(cls) == 1 else "no row or solver splits the classes"
+            )
+            if self.confirmed is not None:
+                self.res.stopped += (
+                    f", confirmed on {CONFIRM_ROWS} fresh rows"
+                    if self.confirmed == frozenset(self.alive)
+                    else ""
                 )
-                return
+            return
 
     def _merge(self, cls: list[list[Hypothesis]]) -> list[list[Hypothesis]]:
         """Classes that an earlier solver proof showed equal are one class."""
@@ -303,21 +324,55 @@ class Identifier:
                 out.append(list(c))
         return out
 
-    def _deep_split(self, members: list[Hypothesis]) -> list[int]:
-        """Rows of a larger pool (made once) on which members of one class differ; they
-        are added to the row table and their indices returned."""
-        if len(members) < 2:
-            return []
+    def _deep_pool(self) -> Rows:
+        """The larger pool (made once, on its own seed)."""
         if self.deep is None:
             self.deep = make_pool(self.space.base, DEEP_POOL, self.seed + 1000)
             self.deep_ev = Evaluator(self.space, self.deep)
-        live = [h for h in members if self.deep_ev.predict(h) is not None]
-        picks = splitting_rows(self.deep_ev, live, set(), BATCH)
-        d = self.deep
+        return self.deep
+
+    def _take_deep(self, picks: list[int]) -> list[int]:
+        """Rows of the larger pool added to the row table; their indices there."""
+        d = self._deep_pool()
         return [
             self.rows.add(d.a[i : i + 1], d.b[i : i + 1], d.c[i : i + 1], d.kinds[i])[0]
             for i in picks
         ]
+
+    def _deep_split(self, members: list[Hypothesis]) -> list[int]:
+        """Rows of a larger pool on which members of one class differ; they are added to
+        the row table and their indices returned."""
+        if len(members) < 2:
+            return []
+        self._deep_pool()
+        live = [h for h in members if self.deep_ev.predict(h) is not None]
+        return self._take_deep(splitting_rows(self.deep_ev, live, set(), BATCH))
+
+    def _confirm(self, cls: list[list[Hypothesis]]) -> bool:
+        """The confirmation round (step 5 of the module docstring): fresh rows of every
+        kind from the larger pool go to the oracle, once for each set of survivors. True
+        when the rows refuted some survivor (the loop goes on)."""
+        alive = frozenset(h for c in cls for h in c)
+        if not self.oracle.can_ask or not alive or alive == self.confirmed:
+            return False
+        self.confirmed = alive
+        self.confirm_rounds += 1
+        deep = self._deep_pool()
+        picks = first_rows(deep, len(deep), self.seed + 7 + self.confirm_rounds)
+        asked = {self.rows.key(i) for i in self.evidence.index}
+        fresh = [i for i in picks if self._deep_key(i) not in asked][:CONFIRM_ROWS]
+        before = len(self.res.steps)
+        if not self.ask(
+            self._take_deep(fresh),
+            "confirm",
+            f"confirmation: {CONFIRM_ROWS} fresh rows, one of every kind, before stopping",
+        ):
+            return False
+        return len(self.res.steps) > before and bool(self.res.steps[-1].killed)
+
+    def _deep_key(self, i: int) -> tuple:
+        d = self.deep
+        return (tuple(int(x) for x in d.a[i]), tuple(int(x) for x in d.b[i]), int(d.c[i]))
 
     def _prove(self, members: list[Hypothesis]) -> bool:
         """Rows of the larger pool that split the class, else solver questions between

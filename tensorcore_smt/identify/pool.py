@@ -13,7 +13,10 @@ wide, subnormal, zeros, specials, raw bits) with rows aimed at single parameters
 - ``equal``: products of one sign near the top of their binade, c likewise (carry bits);
 - ``c-round``: c near 1 and one or two products around its last bit (output rounding);
 - ``tiny``: every product far below 1, c zero or tiny (e_zero, subnormal outputs);
-- ``mixed-signs``: as ``one-big`` with c of the other sign (cancellation at the top).
+- ``mixed-signs``: as ``one-big`` with c of the other sign (cancellation at the top);
+- ``spread``: products of one sign, half near the top of their binade and the others
+  1 .. 29 binades below with random bits, c likewise: the sum overflows the carry bits
+  while its last aligned bits are live (carry bits with renormalisation, alignment).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from ..formats import Format, Specials
 from ..model.params import ModelParams
 from ..rows import random_rows
 
-TARGETED = ("one-big", "equal", "c-round", "tiny", "mixed-signs")
+TARGETED = ("one-big", "equal", "c-round", "tiny", "mixed-signs", "spread")
 
 
 def _enc(fmt: Format, sign: np.ndarray, e: np.ndarray, mant: np.ndarray) -> np.ndarray:
@@ -99,6 +102,17 @@ def targeted_rows(p: ModelParams, kind: str, n: int, rng: np.random.Generator):
         mc = _mant(fc, rng, n, high=True)
         ec = rng.integers(0, 3, size=n)
         zero_c = rng.random(n) < 0.3
+    elif kind == "spread":
+        s = rng.integers(0, 2, size=n)
+        sa[:] = s[:, None]
+        sb[:] = 0
+        sc = s
+        top = rng.random((n, K)) < 0.5
+        drop = np.where(top, 0, rng.integers(1, 30, size=(n, K)))
+        ea, eb = -(drop // 2), -(drop - drop // 2)
+        ma = np.where(top, _mant(fa, rng, (n, K), high=True), ma)
+        mb = np.where(top, _mant(fb, rng, (n, K), high=True), mb)
+        ec = rng.integers(-3, 3, size=n)
     elif kind == "c-round":
         prec = p.out_fmt.spec.mbits
         ec = np.zeros(n, dtype=np.int64)
