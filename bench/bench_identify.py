@@ -29,8 +29,10 @@ EXTRA = [
     ("hopper", "wgmma.m64n8k32.f32.e4m3.e4m3"),
     ("ampere", "m16n8k8.f32.tf32.tf32.f32"),
     ("hopper", "m16n8k16.f16.f16.f16.f16"),
+    ("hopper", "m16n8k32.f32.e4m3.e4m3.f32"),
 ]
-"""Forms beside the defaults: Hopper FP8 wgmma, Ampere TF32, an fp16-output form."""
+"""Forms beside the defaults: Hopper FP8 wgmma, Ampere TF32, an fp16-output form, and
+Hopper FP8 mma.sync (two f16 HMMAs on unpacked bytes, c added after: results/hardware)."""
 
 RANDOM_ON = [("volta", None), ("ampere", None), ("hopper", None)]
 """The spaces random hidden variants are drawn from (in turn)."""

@@ -17,11 +17,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tensorcore_smt.api import simulate_one
+from tensorcore_smt.api import simulate_one, simulate_params
 from tensorcore_smt.cli import main
 from tensorcore_smt.formats import parse_hex
 from tensorcore_smt.identify.loop import Identifier, identify
 from tensorcore_smt.identify.oracle import make_oracle
+from tensorcore_smt.identify.pool import make_pool
 from tensorcore_smt.identify.report import recovered, to_json, to_text
 from tensorcore_smt.identify.space import resolve_space
 from tensorcore_smt.presets import PRESETS, parse_variant
@@ -258,6 +259,34 @@ def test_identify_random_hidden_variants(arch, hidden):
     check_kills(res, arch)
 
 
+def test_identify_learns_where_c_enters_a_fused_unit():
+    """c added after the fused group by its own addition (c_add, a parameter of the
+    default space) is told from c inside the group and recovered."""
+    space = resolve_space("ampere", None, None)
+    oracle = make_oracle("variant:ampere[c_add=after]", space.base, space.arch, space.instr)
+    res = Identifier(space, oracle, 200, QUICK, max_questions=4).run()
+    assert recovered(res, oracle.hidden), [h.expr("ampere") for h in res.survivors]
+    assert all(space.params(h).c_add.value == "after" for h in res.classes[0])
+    check_kills(res, "ampere")
+
+
+@pytest.mark.slow
+def test_identify_learns_how_fp8_mma_sync_is_built_from_f16_hmma():
+    """From Hopper's FP8 mma.sync preset (two f16 HMMAs on unpacked bytes, c added after;
+    results/hardware/h100), a unit with one contiguous group, c inside it and no
+    unpacking is recovered: the structure parameters are learnt, not assumed."""
+    instr = "m16n8k32.f32.e4m3.e4m3.f32"
+    hidden = "hopper[c_add=fused,group_map=contiguous,unpack=none]"
+    space = resolve_space("hopper", instr, None)
+    oracle = make_oracle(f"variant:{hidden}", space.base, space.arch, space.instr)
+    res = Identifier(space, oracle, 200, QUICK, max_questions=4).run()
+    assert recovered(res, oracle.hidden), [h.expr("hopper") for h in res.survivors]
+    for h in res.classes[0]:  # (unpack acts only on e4m3 subnormals: it may stay open)
+        p = space.params(h)
+        assert (p.c_add.value, p.group_map.value) == ("fused", "contiguous")
+    check_kills(res, "hopper")
+
+
 @pytest.mark.parametrize("arch,hidden", [RANDOM[0]], ids=["r0"])
 def test_identify_random_hidden_fast_subset(arch, hidden):
     """One draw of the slow test above, from the default space (solver questions short
@@ -296,7 +325,7 @@ def _script(tmp_path: Path, name: str, body: str) -> str:
 
 ANSWER = """
 from tensorcore_smt.presets import parse_variant
-from tensorcore_smt.api import simulate_one
+from tensorcore_smt.api import simulate_one, simulate_params
 from tensorcore_smt.formats import format_hex
 p = parse_variant("volta").params(None)
 rows = [json.loads(l) for l in sys.stdin if l.strip()]
@@ -432,6 +461,31 @@ def test_every_preset_default_has_a_space_holding_it():
     for name in PRESETS:
         space = resolve_space(name, None, None)
         assert space.params(space.preset()) == space.base, name
+
+
+@pytest.mark.parametrize(
+    "arch,instr",
+    [
+        ("ampere", "m16n8k16.f32.bf16.bf16.f32"),
+        ("hopper", "m16n8k32.f32.e4m3.e4m3.f32"),
+        ("hopper", "wgmma.m64n8k16.f32.bf16.bf16"),
+        ("volta", None),
+    ],
+)
+def test_space_points_are_models_the_instruction_runs(arch, instr):
+    """Drawn hypotheses and their neighbours are valid models of the instruction (a
+    switch that cannot act, such as unpack=fp16 of bf16 operands, keeps the preset's
+    value instead of making an invalid model) and run on a row."""
+    space = resolve_space(arch, instr, None)
+    rng = np.random.default_rng(5)
+    pool = make_pool(space.base, 4, 0)
+    for _ in range(12):
+        h = space.sample(rng)
+        for n in [h, *space.neighbours(h)]:
+            p = space.params(n)
+            simulate_params(p, pool.a, pool.b, pool.c)
+            if min(p.a_fmt.spec.storage, p.b_fmt.spec.storage) >= 16:
+                assert p.unpack == space.base.unpack
 
 
 # --- fit on the papers' published experiments -------------------------------------------------

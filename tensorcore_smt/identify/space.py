@@ -121,9 +121,11 @@ class Space:
         keep the preset's value, parameters equal to the preset's are dropped)."""
         merged = dict(self.family(family).fixed)
         merged.update(values)
-        p = self.base.with_(**merged)
+        # whether a switch can act is decided by the other parameters (a switch that
+        # cannot act may not even be valid with them: unpack=fp16 of bf16 operands)
+        core = self.base.with_(**{k: v for k, v in merged.items() if k not in _INERT})
         for name in list(merged):
-            if inert(name, p):
+            if inert(name, core):
                 merged[name] = getattr(self.base, name)
         over = tuple(sorted((k, v) for k, v in merged.items() if getattr(self.base, k) != v))
         return Hypothesis(family, over)
@@ -213,6 +215,10 @@ _INERT = {
     "flush_sums": lambda p: p.no_rounded("sums") is not None,
     "tf32": lambda p: Format.TF32 not in (p.a_fmt, p.b_fmt),
     "carry_overflow": lambda p: p.carry_bits is None,
+    # one fused group takes every product at once, in any order
+    "group_map": lambda p: min(p.L, p.K) == p.K,
+    # unpacking 16-bit operands to fp16 is a no-op (fp16) or impossible (bf16)
+    "unpack": lambda p: min(p.a_fmt.spec.storage, p.b_fmt.spec.storage) >= 16,
 }
 
 
