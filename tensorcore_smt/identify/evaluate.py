@@ -26,6 +26,7 @@ class Evaluator:
         self.space = space
         self.rows = rows
         self.cache: dict[Hypothesis, np.ndarray] = {}
+        self.answered_cache: dict[Hypothesis, np.ndarray] = {}
         self.failed: dict[Hypothesis, str] = {}
         self.calls = 0
 
@@ -52,6 +53,37 @@ class Evaluator:
             pred = new.astype(np.uint64) if pred is None else np.concatenate([pred, new])
             self.cache[h] = pred
         return pred
+
+    def answered(self, h: Hypothesis, evidence: Evidence) -> np.ndarray | None:
+        """d bits of `h` on the answered rows only, in the evidence's order: what the
+        search climbs on. Most hypotheses a climb meets are refuted by these few rows,
+        so they are never run on the whole pool (None if the model cannot run `h`)."""
+        idx = evidence.index
+        full = self.cache.get(h)
+        if full is not None and (not idx or len(full) > max(idx)):
+            return full[idx]
+        if h in self.failed:
+            return None
+        got = self.answered_cache.get(h)
+        have = 0 if got is None else len(got)
+        if have < len(idx):
+            new_idx = idx[have:]
+            try:
+                new = simulate_params(
+                    self.space.params(h),
+                    self.rows.a[new_idx],
+                    self.rows.b[new_idx],
+                    self.rows.c[new_idx],
+                )
+            except (ValueError, TypeError, AssertionError, KeyError, IndexError) as e:
+                self.failed[h] = f"{type(e).__name__}: {e}"
+                self.answered_cache.pop(h, None)
+                return None
+            self.calls += 1
+            new = new.astype(np.uint64)
+            got = new if got is None else np.concatenate([got, new])
+            self.answered_cache[h] = got
+        return got
 
 
 @dataclass
@@ -82,13 +114,18 @@ class Evidence:
 
     def score(self, pred: np.ndarray | None) -> tuple[int, float]:
         """(rows matched, minus the summed log2 distance of the misses in ulps): how close
-        a hypothesis comes, for the search to climb on."""
+        a hypothesis comes, for the search to climb on. `pred` covers every row."""
         if pred is None:
+            return (-1, float("-inf"))
+        return self.score_answered(pred[self.arrays()[0]])
+
+    def score_answered(self, got: np.ndarray | None) -> tuple[int, float]:
+        """`score` of predictions on the answered rows only (in the evidence's order)."""
+        if got is None:
             return (-1, float("-inf"))
         if not self.index:
             return (0, 0.0)
-        idx, d = self.arrays()
-        got = pred[idx]
+        d = self.arrays()[1]
         hit = got == d
         miss = ~hit
         if not miss.any():

@@ -4,7 +4,8 @@ The space is never enumerated. A *climb* starts from a hypothesis and repeatedly
 the neighbour (one parameter changed, or another family's seed) that reproduces more
 answered rows, or as many rows with outputs closer to the oracle's; so parameters are
 decided one after another, each by the rows that depend on it. Climbs start from the
-previous survivors and, when those have all been refuted, from every family's seed.
+previous survivors and, when those have all been refuted, from every family's seed;
+when no climb reaches a survivor, from perturbed ends (kicks), then from random points.
 The *neighbourhood* of the hypotheses a climb reaches is then run on every answered row:
 the survivors among them are the alternatives that the evidence has not yet ruled out,
 grouped into classes that predict the same bits on every row of the pool.
@@ -25,12 +26,14 @@ KICKS = 40
 """Restarts of the iterated local search when no climb reaches a survivor."""
 KICK_SECONDS = 20.0
 """Time the restarts may take in one search."""
+RESTART_SECONDS = 60.0
+"""Time the climbs from random points of the space may take when the kicks found nothing."""
 
 
 def score(ev: Evaluator, evidence: Evidence, h: Hypothesis) -> tuple:
     """The climb's objective: rows matched, closeness of the misses, then fewer
     parameters changed from the preset."""
-    m, dist = evidence.score(ev.predict(h))
+    m, dist = evidence.score_answered(ev.answered(h, evidence))
     return (m, dist, -len(h.overrides))
 
 
@@ -105,6 +108,9 @@ def search(
     if not alive:
         kicks(space, ev, evidence, ends, met)
         alive = [e for e in ends if survives(ev, evidence, e)]
+    if not alive and not met:
+        restarts(space, ev, evidence, ends, met)
+        alive = [e for e in ends if survives(ev, evidence, e)]
     # A survivor met on the way joins only when it predicts other bits on the rows than
     # every end (a class the ends miss); members of their classes are their neighbours.
     sigs = {ev.predict(e).tobytes() for e in alive}
@@ -153,6 +159,30 @@ def kicks(
         if met:
             return list(met)
     return []
+
+
+def restarts(
+    space: Space,
+    ev: Evaluator,
+    evidence: Evidence,
+    ends: list[Hypothesis],
+    met: list[Hypothesis],
+    seed: int = 0,
+) -> None:
+    """Climbs from points drawn at random from the space (every family in turn), until
+    one meets a survivor or RESTART_SECONDS pass: for a unit many parameters away from
+    the preset whose parameters only reproduce the answers together (Hopper with L = 2,
+    round-down alignment and c added after the groups: no single change from the preset
+    gains a row). Appends the new ends to `ends`."""
+    rng = np.random.default_rng(seed + 7919 * len(evidence))
+    t0 = time.monotonic()
+    i = 0
+    while time.monotonic() - t0 < RESTART_SECONDS and not met:
+        fam = space.families[i % len(space.families)].name
+        e = climb(space, ev, evidence, space.sample(rng, fam), met)
+        if e not in ends:
+            ends.append(e)
+        i += 1
 
 
 def classes(ev: Evaluator, hyps: list[Hypothesis]) -> list[list[Hypothesis]]:
