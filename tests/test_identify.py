@@ -578,7 +578,7 @@ def test_fit_mmasim_6c_cdna3_and_hopper(tmp_path):
 def test_fit_without_a_survivor_gives_the_best_with_counts(tmp_path):
     rows = fasi_volta_rows()
     rows[0]["d"] = h32(3.0)  # no model of the space gives 3 for 2^-24 * 4
-    js = fit_json(write_rows(tmp_path / "bad.jsonl", rows), "volta")
+    js = fit_json(write_rows(tmp_path / "bad.jsonl", rows), "volta", "--search-seconds", "3")
     assert js["survivors"] == []
     assert js["best"] and js["best"][0]["matches"] == 19
 

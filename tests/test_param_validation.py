@@ -94,13 +94,18 @@ def bad_variants(seed: int = 13) -> list[tuple[str, str]]:
     return out
 
 
+FLOAT_OPTIONS = {"timeout", "search_seconds"}
+COMMAND_OF = {"search_seconds": ["fit", "rows.jsonl", "--arch", "volta"]}
+"""The command each option is tried on (default: diff of two Volta variants)."""
+
+
 def bad_options(seed: int = 13) -> list[tuple[list[str], str]]:
     """(option arguments, option name) for bad numeric option values."""
     rng = random.Random(seed)
     out: list[tuple[list[str], str]] = []
     for _ in range(12):
         for key, r in OPTION_RANGES.items():
-            opt = f"--{key}"
+            opt = f"--{key.replace('_', '-')}"
             vals = [
                 str(r.lo if r.open_lo else r.lo - 1),
                 str(-rng.randint(1, 10**9)),
@@ -111,7 +116,7 @@ def bad_options(seed: int = 13) -> list[tuple[list[str], str]]:
                 _junk(rng) + "x",
                 "",
             ]
-            if key != "timeout":
+            if key not in FLOAT_OPTIONS:
                 vals.append(f"{rng.randint(1, 9)}.5")
             out += [([opt, v], opt) for v in vals]
     return out
@@ -143,7 +148,9 @@ def test_fuzz_bad_option_values_exit_2_one_line():
     assert len(cases) >= 300
     runner = CliRunner()
     for args, opt in cases:
-        r = runner.invoke(main, ["diff", "volta", "volta[carry_bits=2]", *args])
+        key = opt[2:].replace("-", "_")
+        cmd = COMMAND_OF.get(key, ["diff", "volta", "volta[carry_bits=2]"])
+        r = runner.invoke(main, [*cmd, *args])
         line = _one_line(r)
         assert opt in line and "allowed" in line, (args, line)
 

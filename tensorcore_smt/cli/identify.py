@@ -15,6 +15,7 @@ import click
 from ..identify.loop import Identifier, Result
 from ..identify.oracle import make_oracle
 from ..identify.report import to_json, to_text
+from ..identify.search import RESTART_SECONDS
 from ..identify.space import resolve_space
 from ..solve import PORTFOLIO, Limits, solvers_for
 from .base import fail, main
@@ -81,6 +82,14 @@ def _solver_opts(f):
             show_default=True,
             help="Seconds per solver question.",
         ),
+        click.option(
+            "--search-seconds",
+            type=Ranged("search_seconds", float),
+            default=RESTART_SECONDS,
+            show_default=True,
+            help="Seconds the search may climb from random points of the space when no "
+            "climb from the preset or the survivors reproduces the answers.",
+        ),
         click.option("--seed", type=int, default=0, show_default=True, help="Row and solver seed."),
         click.option("--json", "as_json", is_flag=True, help="Machine-readable report."),
     ]
@@ -118,6 +127,7 @@ def identify_cmd(
     space_name: str | None,
     solver: str,
     timeout: float,
+    search_seconds: float,
     seed: int,
     as_json: bool,
 ) -> None:
@@ -127,7 +137,15 @@ def identify_cmd(
     oracle = make_oracle(oracle_spec, space.base, space.arch, space.instr)
     show = sys.stderr.isatty() and not as_json
     limits = _limits(solver, timeout, seed)
-    ident = Identifier(space, oracle, budget, limits, seed=seed, progress=_progress(show))
+    ident = Identifier(
+        space,
+        oracle,
+        budget,
+        limits,
+        seed=seed,
+        progress=_progress(show),
+        search_seconds=search_seconds,
+    )
     res = ident.run()
     _clear(show)
     _emit(res, as_json)
@@ -148,6 +166,7 @@ def fit_cmd(
     space_name: str | None,
     solver: str,
     timeout: float,
+    search_seconds: float,
     seed: int,
     as_json: bool,
 ) -> None:
@@ -158,6 +177,8 @@ def fit_cmd(
     space = resolve_space(arch, instr, space_name)
     show = sys.stderr.isatty() and not as_json
     limits = _limits(solver, timeout, seed)
-    res = fit(space, rows, limits, seed=seed, progress=_progress(show))
+    res = fit(
+        space, rows, limits, seed=seed, progress=_progress(show), search_seconds=search_seconds
+    )
     _clear(show)
     _emit(res, as_json, {"rows": res.rows_read, "distinct_rows": len(res.vectors)})

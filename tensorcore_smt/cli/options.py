@@ -52,6 +52,7 @@ OPTION_RANGES: dict[str, OptionRange] = {
     "jobs": OptionRange(1, 1024, False, "solver processes"),
     "memory": OptionRange(1, 1 << 30, False, "MiB"),
     "terms": OptionRange(0, 1 << 16, False, "products"),
+    "search_seconds": OptionRange(0, 1e7, False, "seconds"),
 }
 """Allowed range of every numeric option, checked when the command line is read."""
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..solve import Limits
 from .loop import Identifier, Progress, Result
 from .oracle import FileOracle, read_rows
+from .search import RESTART_SECONDS
 from .space import Space
 
 
@@ -21,11 +22,14 @@ def fit(
     limits: Limits | None = None,
     seed: int = 0,
     progress: Progress | None = None,
+    search_seconds: float = RESTART_SECONDS,
 ) -> Result:
     """Fit `space` to the rows of the file `rows` (UserError, one line, if it is bad)."""
     path = Path(rows)
     recorded = read_rows(path, space.base)
     oracle = FileOracle(f"file:{path}", space.base, rows=recorded)
-    res = Identifier(space, oracle, 0, limits, seed=seed, progress=progress).run()
+    res = Identifier(
+        space, oracle, 0, limits, seed=seed, progress=progress, search_seconds=search_seconds
+    ).run()
     res.rows_read = len(recorded)
     return res

@@ -38,7 +38,7 @@ from ..solve import Limits, Outcome, Verdict, answer
 from .evaluate import Evaluator, Evidence
 from .oracle import Oracle, OracleError
 from .pool import TARGETED, Rows, first_rows, make_pool
-from .search import classes, search, splitting_rows, survives
+from .search import RESTART_SECONDS, classes, search, splitting_rows, survives
 from .space import Hypothesis, Space
 
 FIRST_ROWS = 12
@@ -154,8 +154,10 @@ class Identifier:
         max_questions: int = MAX_QUESTIONS,
         seed: int = 0,
         progress: Progress | None = None,
+        search_seconds: float = RESTART_SECONDS,
     ) -> None:
         self.space = space
+        self.search_seconds = search_seconds
         self.oracle = oracle
         self.budget = budget
         self.limits = limits or Limits(timeout=60.0)
@@ -272,7 +274,14 @@ class Identifier:
 
     def _loop(self) -> None:
         while True:
-            found = search(self.space, self.ev, self.evidence, self.alive, all_seeds=True)
+            found = search(
+                self.space,
+                self.ev,
+                self.evidence,
+                self.alive,
+                all_seeds=True,
+                restart_seconds=self.search_seconds,
+            )
             if not found.survivors:
                 self.res.classes = []
                 self.res.best = [

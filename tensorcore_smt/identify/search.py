@@ -89,6 +89,7 @@ def search(
     evidence: Evidence,
     starts: list[Hypothesis],
     all_seeds: bool = False,
+    restart_seconds: float = RESTART_SECONDS,
 ) -> Found:
     """Climb from `starts` (and every family's seed when `all_seeds` or when no start
     leads to a survivor); return the survivors in the neighbourhood of the climbs' ends."""
@@ -109,7 +110,7 @@ def search(
         kicks(space, ev, evidence, ends, met)
         alive = [e for e in ends if survives(ev, evidence, e)]
     if not alive and not met:
-        restarts(space, ev, evidence, ends, met)
+        restarts(space, ev, evidence, ends, met, restart_seconds)
         alive = [e for e in ends if survives(ev, evidence, e)]
     # A survivor met on the way joins only when it predicts other bits on the rows than
     # every end (a class the ends miss); members of their classes are their neighbours.
@@ -167,17 +168,18 @@ def restarts(
     evidence: Evidence,
     ends: list[Hypothesis],
     met: list[Hypothesis],
+    seconds: float = RESTART_SECONDS,
     seed: int = 0,
 ) -> None:
     """Climbs from points drawn at random from the space (every family in turn), until
-    one meets a survivor or RESTART_SECONDS pass: for a unit many parameters away from
+    one meets a survivor or `seconds` pass: for a unit many parameters away from
     the preset whose parameters only reproduce the answers together (Hopper with L = 2,
     round-down alignment and c added after the groups: no single change from the preset
     gains a row). Appends the new ends to `ends`."""
     rng = np.random.default_rng(seed + 7919 * len(evidence))
     t0 = time.monotonic()
     i = 0
-    while time.monotonic() - t0 < RESTART_SECONDS and not met:
+    while time.monotonic() - t0 < seconds and not met:
         fam = space.families[i % len(space.families)].name
         e = climb(space, ev, evidence, space.sample(rng, fam), met)
         if e not in ends:
