@@ -38,19 +38,11 @@ class Evaluator:
         pred = self.cache.get(h)
         have = 0 if pred is None else len(pred)
         if have < n:
-            try:
-                new = simulate_params(
-                    self.space.params(h),
-                    self.rows.a[have:n],
-                    self.rows.b[have:n],
-                    self.rows.c[have:n],
-                )
-            except (ValueError, TypeError, AssertionError, KeyError, IndexError) as e:
-                self.failed[h] = f"{type(e).__name__}: {e}"
+            new = self._run(h, slice(have, n))
+            if new is None:
                 self.cache.pop(h, None)
                 return None
-            self.calls += 1
-            pred = new.astype(np.uint64) if pred is None else np.concatenate([pred, new])
+            pred = new if pred is None else np.concatenate([pred, new])
             self.cache[h] = pred
         return pred
 
@@ -67,23 +59,26 @@ class Evaluator:
         got = self.answered_cache.get(h)
         have = 0 if got is None else len(got)
         if have < len(idx):
-            new_idx = idx[have:]
-            try:
-                new = simulate_params(
-                    self.space.params(h),
-                    self.rows.a[new_idx],
-                    self.rows.b[new_idx],
-                    self.rows.c[new_idx],
-                )
-            except (ValueError, TypeError, AssertionError, KeyError, IndexError) as e:
-                self.failed[h] = f"{type(e).__name__}: {e}"
+            new = self._run(h, idx[have:])
+            if new is None:
                 self.answered_cache.pop(h, None)
                 return None
-            self.calls += 1
-            new = new.astype(np.uint64)
             got = new if got is None else np.concatenate([got, new])
             self.answered_cache[h] = got
         return got
+
+    def _run(self, h: Hypothesis, rows: slice | list[int]) -> np.ndarray | None:
+        """`h` on the rows `rows` with the vector interpreter (None, noted in `failed`,
+        when the model cannot run this hypothesis)."""
+        try:
+            new = simulate_params(
+                self.space.params(h), self.rows.a[rows], self.rows.b[rows], self.rows.c[rows]
+            )
+        except (ValueError, TypeError, AssertionError, KeyError, IndexError) as e:
+            self.failed[h] = f"{type(e).__name__}: {e}"
+            return None
+        self.calls += 1
+        return new.astype(np.uint64)
 
 
 @dataclass

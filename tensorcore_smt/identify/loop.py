@@ -10,8 +10,8 @@ surviving hypotheses (version-space learning with the solvers as the question se
    on which it and the class's first member differ (`diff`); a witness (re-checked on
    the concrete model) goes to the oracle, an unsat confirmed by a second solver merges
    the two (the instruction cannot tell them apart), unknown is noted.
-5. Before stopping with survivors, a confirmation round: fresh rows of every kind (from
-   a larger pool no step has drawn on) go to the oracle. The search only meets the
+5. Before stopping with survivors, a confirmation round: one fresh row of every kind
+   (from the larger pool, none asked before) goes to the oracle. The search only meets the
    hypotheses its climbs reach, so a class can reproduce every answer while the unit
    is a model far away in the space; fresh rows refute such a class, and the loop goes
    on (climbing from every family's seed again). A class that passes is confirmed.
@@ -312,12 +312,8 @@ class Identifier:
             self.res.stopped = (
                 "one class left" if len(cls) == 1 else "no row or solver splits the classes"
             )
-            if self.confirmed is not None:
-                self.res.stopped += (
-                    f", confirmed on {CONFIRM_ROWS} fresh rows"
-                    if self.confirmed == frozenset(self.alive)
-                    else ""
-                )
+            if self.confirmed == frozenset(self.alive):
+                self.res.stopped += f", confirmed on {CONFIRM_ROWS} fresh rows"
             return
 
     def _merge(self, cls: list[list[Hypothesis]]) -> list[list[Hypothesis]]:
@@ -369,7 +365,7 @@ class Identifier:
         deep = self._deep_pool()
         picks = first_rows(deep, len(deep), self.seed + 7 + self.confirm_rounds)
         asked = {self.rows.key(i) for i in self.evidence.index}
-        fresh = [i for i in picks if self._deep_key(i) not in asked][:CONFIRM_ROWS]
+        fresh = [i for i in picks if deep.key(i) not in asked][:CONFIRM_ROWS]
         before = len(self.res.steps)
         if not self.ask(
             self._take_deep(fresh),
@@ -378,10 +374,6 @@ class Identifier:
         ):
             return False
         return len(self.res.steps) > before and bool(self.res.steps[-1].killed)
-
-    def _deep_key(self, i: int) -> tuple:
-        d = self.deep
-        return (tuple(int(x) for x in d.a[i]), tuple(int(x) for x in d.b[i]), int(d.c[i]))
 
     def _prove(self, members: list[Hypothesis]) -> bool:
         """Rows of the larger pool that split the class, else solver questions between
