@@ -22,8 +22,8 @@ from tensorcore_smt.identify.loop import identify
 from tensorcore_smt.identify.oracle import make_oracle
 from tensorcore_smt.identify.report import recovered
 from tensorcore_smt.identify.space import resolve_space
-from tensorcore_smt.presets import PRESETS
-from tensorcore_smt.solve import Limits
+from tensorcore_smt.smt.solve import Limits
+from tensorcore_smt.spec.presets import PRESETS
 
 EXTRA = [
     ("hopper", "wgmma.m64n8k32.f32.e4m3.e4m3"),

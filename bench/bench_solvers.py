@@ -27,7 +27,7 @@ wall time of the whole run (a fresh child process: Python start-up, solver impor
 model read-back included), each as best and median of --repeat runs. Beside them: the
 paper's figures, the ratio paper-best / ours-best (`solver_s` of our fastest solver),
 and PASS when ours-best <= paper-best / 10, else MISS. Every sat answer is re-run on
-the concrete interpreter (`tensorcore_smt.query.recheck`): a witness that does not
+the concrete interpreter (`tensorcore_smt.smt.query.recheck`): a witness that does not
 reproduce makes the row MISS.
 
 A calibration table follows: the paper's own formulas, written in SMT-LIB's

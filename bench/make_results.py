@@ -11,7 +11,7 @@ agreed) and, when there are witnesses, results/ARCH/PROPERTY.vectors.json (test 
 with every variant's prediction, ready for `tcsmt probe`). results/README.md summarises
 them in one table per architecture, followed by the Markidis vs Ootomo-Yokota witnesses
 with both errors; results/summary.json holds the same rows. Finally the feature matrix
-(tensorcore_smt.features: every witness run through the presets, beside FTTN Table IV,
+(tensorcore_smt.smt.features: every witness run through the presets, beside FTTN Table IV,
 paper 000 and MMA-Sim Table III) is written to results/features.md and features.json;
 `--features-only` rebuilds just that from the vectors already there.
 """
@@ -24,13 +24,15 @@ import platform
 import time
 from pathlib import Path
 
-from tensorcore_smt import __version__, features
-from tensorcore_smt.distributed import TaskFailure, connect
-from tensorcore_smt.find import QueryAnswer, QueryTask, query_tasks, save_vectors, sweep
-from tensorcore_smt.library import load_all
-from tensorcore_smt.presets import PRESETS, UserError
-from tensorcore_smt.solve import Limits
+from tensorcore_smt import __version__
+from tensorcore_smt.errors import UserError
+from tensorcore_smt.smt import features
+from tensorcore_smt.smt.find import QueryAnswer, QueryTask, query_tasks, save_vectors, sweep
+from tensorcore_smt.smt.library import load_all
+from tensorcore_smt.smt.solve import Limits
 from tensorcore_smt.solvers import available
+from tensorcore_smt.spec.presets import PRESETS
+from tensorcore_smt.validation.distributed import TaskFailure, connect
 
 
 def main() -> None:

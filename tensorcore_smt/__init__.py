@@ -2,15 +2,16 @@
 bit-exactly and usable by SMT solvers to find inputs that tell hypotheses apart."""
 
 from .api import mma, resolve, simulate, simulate_one, simulate_params
-from .formats import Format, Rounding
-from .presets import PRESETS, parse_variant
-
-__version__ = "0.1.0"
+from .errors import UserError
+from .spec.formats import Format, Rounding
+from .spec.presets import PRESETS, parse_variant
+from .version import __version__
 
 __all__ = [
     "Format",
     "PRESETS",
     "Rounding",
+    "UserError",
     "__version__",
     "mma",
     "parse_variant",

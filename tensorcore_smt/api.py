@@ -7,10 +7,11 @@ import numpy as np
 from .bv.concrete import CONCRETE
 from .bv.core import BV
 from .bv.vector import VECTOR
-from .formats import Format
+from .errors import UserError
 from .model import dot_add
 from .model.params import ModelParams
-from .presets import UserError, parse_variant
+from .spec.formats import Format
+from .spec.presets import parse_variant
 
 
 def resolve(arch: str, instr: str | None = None) -> ModelParams:

@@ -2,7 +2,7 @@
 patterns, for the cross-checks in test_mmasim.py and the slow runs of
 test_interpreters.py. Import this module only after `mmasim` and `torch` imported.
 
-The names and the operand coding are tensorcore_smt.mmasim's (see its docstring); this
+The names and the operand coding are tensorcore_smt.validation.mmasim's (see its docstring); this
 module adds what only the tests need: NaN-class comparison where payloads are unspecified,
 and the rows on which MMA-Sim's answer is an artifact of its float implementation.
 """
@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from tensorcore_smt.formats import Format
+from tensorcore_smt.model.params import Algorithm, ModelParams
+from tensorcore_smt.spec.formats import Format
 
 # The bridge itself (names, operand coding, running an operation) is the package's, which
 # the `mmasim` oracle of `tcsmt validate` and the benchmark use too.
-from tensorcore_smt.mmasim import (  # noqa: F401
+from tensorcore_smt.validation.mmasim import (  # noqa: F401
     ARCH_NAMES,
     from_torch,
     is_nan,
@@ -25,7 +26,6 @@ from tensorcore_smt.mmasim import (  # noqa: F401
     run,
     to_torch,
 )
-from tensorcore_smt.model.params import Algorithm, ModelParams
 
 
 def mismatches(
@@ -43,7 +43,7 @@ def mismatches(
 def _nonfinite(bits: np.ndarray, fmt: Format) -> np.ndarray:
     from tensorcore_smt.bv.core import BV
     from tensorcore_smt.bv.vector import VECTOR
-    from tensorcore_smt.formats import decode
+    from tensorcore_smt.spec.formats import decode
 
     u = decode(BV(VECTOR, np.asarray(bits, dtype=np.uint64), fmt.spec.storage), fmt)
     return np.broadcast_to(np.logical_or(u.is_nan.v, u.is_inf.v), np.shape(bits))
@@ -74,7 +74,7 @@ def compare_chunk(arch: str, name: str, seed: int, n: int) -> dict:
     from strategies import random_rows
 
     from tensorcore_smt.api import simulate_params
-    from tensorcore_smt.presets import PRESETS
+    from tensorcore_smt.spec.presets import PRESETS
 
     torch.set_num_threads(1)
     p = PRESETS[arch].instructions[name].params

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from tensorcore_smt.api import simulate_params
-from tensorcore_smt.presets import PRESETS, UserError, parse_variant
-from tensorcore_smt.rows import random_rows
+from tensorcore_smt.errors import UserError
+from tensorcore_smt.spec.presets import PRESETS, parse_variant
+from tensorcore_smt.validation.rows import random_rows
 
 # one instruction of each algorithm family and operand width, plus variants that take
 # other paths (exact accumulator, renormalizing carries, sequential sums, splits)

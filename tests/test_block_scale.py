@@ -19,10 +19,11 @@ import z3
 from tensorcore_smt.api import simulate, simulate_one, simulate_params
 from tensorcore_smt.bv.symbolic import SymbolicBackend
 from tensorcore_smt.bv.to_z3 import to_z3
-from tensorcore_smt.formats import Format
+from tensorcore_smt.errors import UserError
 from tensorcore_smt.model import dot_add
 from tensorcore_smt.model.params import Algorithm
-from tensorcore_smt.presets import PRESETS, UserError, block_scale_rows
+from tensorcore_smt.spec.formats import Format
+from tensorcore_smt.spec.presets import PRESETS, block_scale_rows
 
 ARCH = "rtx-blackwell"
 NAMES = list(block_scale_rows())
@@ -78,7 +79,7 @@ def test_forms_listed():
 def _against_mmasim(arch: str, name: str, rows: int, seed: int) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("mmasim")
-    from tensorcore_smt import mmasim
+    from tensorcore_smt.validation import mmasim
 
     p = _params(name, arch)
     op = mmasim.make_op(arch, name)
@@ -113,8 +114,8 @@ def test_matches_mmasim_large(arch, name):
 def test_tcgen05_forms():
     """blackwell's tcgen05.mma .block_scale forms run the sm_120a arithmetic (MMA-Sim
     sim.TCGen05MMABlockScale); any N and M = 128 name one of them; no probe yet."""
-    from tensorcore_smt.presets import parse_variant
-    from tensorcore_smt.vectors import VectorFile
+    from tensorcore_smt.spec.presets import parse_variant
+    from tensorcore_smt.validation.vectors import VectorFile
 
     tc = list(block_scale_rows(tcgen05=True))
     assert len(tc) == 29
@@ -292,7 +293,7 @@ def test_cli_simulate_jsonl_scales(tmp_path):
 
 
 def test_vector_file_carries_scales(tmp_path):
-    from tensorcore_smt import vectors as vx
+    from tensorcore_smt.validation import vectors as vx
 
     vec = vx.Vector([2] * 64, [2] * 64, 0, {}, sa=[0x7F, 0x80], sb=[0x7F, 0x7F])
     plain = vx.Vector([2] * 64, [2] * 64, 0, {})
@@ -323,7 +324,7 @@ def test_vector_file_carries_scales(tmp_path):
 def test_block_scale_property_binds_with_scale_inputs():
     """The property asks on the first GDFS form; its queries take the scale factors as
     inputs (sa0.., sb0..) beside a, b, c."""
-    from tensorcore_smt.library import get
+    from tensorcore_smt.smt.library import get
 
     prop = get("block-scale")
     bound = prop.bind(ARCH)
@@ -341,7 +342,7 @@ def test_block_scale_property_binds_with_scale_inputs():
 
 
 def _scaled_file(name: str, n: int = 3):
-    from tensorcore_smt import vectors as vx
+    from tensorcore_smt.validation import vectors as vx
 
     p = _params(name)
     a, b, c, sa, sb = scaled_rows(np.random.default_rng(17), p, n)
@@ -394,8 +395,8 @@ def test_probe_passes_the_scale_factors(name, tmp_path):
 def test_fp4_packed_layout_is_a_bijection():
     """m16n8k64 .e2m1 (kind::mxf4 / mxf4nvf4) packs 8 elements a register: every element
     of A (16 x 64) and B (64 x 8) has exactly one holder."""
-    from tensorcore_smt.presets import parse_variant
     from tensorcore_smt.probe.layouts import layout_for
+    from tensorcore_smt.spec.presets import parse_variant
 
     lay = layout_for(parse_variant(ARCH).instruction(MXF4))
     for frag, (rows, cols) in ((lay.a, (16, 64)), (lay.b, (64, 8))):
@@ -413,7 +414,7 @@ def test_find_block_scale_then_probe(tmp_path):
     import shutil
     import subprocess
 
-    from tensorcore_smt import vectors as vx
+    from tensorcore_smt.validation import vectors as vx
 
     out = tmp_path / "v.json"
     r = _cli("find", "--property", "block-scale", "--arch", ARCH, "--out", str(out), "--json")
@@ -422,7 +423,7 @@ def test_find_block_scale_then_probe(tmp_path):
     vf = vx.load(out)
     assert vf.vectors and all(v.sa is not None for v in vf.vectors)
     pytest.importorskip("mmasim")
-    from tensorcore_smt import mmasim
+    from tensorcore_smt.validation import mmasim
 
     p = vf.params
     rows = [

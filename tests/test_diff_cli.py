@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from tensorcore_smt.cli import main
-from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.solvers.backends import PLUGIN_ENV
+from tensorcore_smt.spec.formats import Format, value_of
 
 TESTS = Path(__file__).parent
 
@@ -246,7 +246,7 @@ def test_diff_export_option_lists_the_file(tmp_path):
 
 
 def test_diff_out_writes_a_vector_file_that_probe_reads(tmp_path):
-    from tensorcore_smt import vectors
+    from tensorcore_smt.validation import vectors
 
     dst = tmp_path / "w.json"
     r = run("diff", "volta", "volta[carry_bits=2]", "--solver", "bitwuzla", "--out", str(dst))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tensorcore_smt import features
 from tensorcore_smt.api import simulate_one
-from tensorcore_smt.presets import parse_variant
+from tensorcore_smt.smt import features
+from tensorcore_smt.spec.presets import parse_variant
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 

@@ -17,11 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tensorcore_smt import api, hardware
-from tensorcore_smt.formats import Format, Specials
-from tensorcore_smt.presets import PRESETS, parse_variant
+from tensorcore_smt import api
+from tensorcore_smt.hardware import campaign as hardware
 from tensorcore_smt.probe.runner import generate_runner, runner_target
-from tensorcore_smt.rows import KINDS, RowKind, random_rows
+from tensorcore_smt.spec.formats import Format, Specials
+from tensorcore_smt.spec.presets import PRESETS, parse_variant
+from tensorcore_smt.validation.rows import KINDS, RowKind, random_rows
 
 DATA = Path(__file__).parent / "data" / "h100_silicon.jsonl"
 NVCC = shutil.which("nvcc")

@@ -19,14 +19,14 @@ from click.testing import CliRunner
 
 from tensorcore_smt.api import simulate_one, simulate_params
 from tensorcore_smt.cli import main
-from tensorcore_smt.formats import parse_hex
 from tensorcore_smt.identify.loop import Identifier, identify
 from tensorcore_smt.identify.oracle import make_oracle
 from tensorcore_smt.identify.pool import make_pool
 from tensorcore_smt.identify.report import recovered, to_json, to_text
 from tensorcore_smt.identify.space import resolve_space
-from tensorcore_smt.presets import PRESETS, parse_variant
-from tensorcore_smt.solve import Limits
+from tensorcore_smt.smt.solve import Limits
+from tensorcore_smt.spec.formats import parse_hex
+from tensorcore_smt.spec.presets import PRESETS, parse_variant
 
 FAST = Limits(timeout=2.0)
 QUICK = Limits(timeout=1.0, confirm=False)
@@ -112,7 +112,7 @@ def test_confirmation_round_refutes_a_class_that_only_the_asked_rows_support():
     confirmed once (no vectors spent on a second round)."""
     from tensorcore_smt.identify.loop import CONFIRM_ROWS
     from tensorcore_smt.identify.pool import TARGETED
-    from tensorcore_smt.rows import KINDS
+    from tensorcore_smt.validation.rows import KINDS
 
     space = resolve_space("volta", None, None)
     oracle = make_oracle("variant:volta", space.base, space.arch, space.instr)
@@ -303,7 +303,7 @@ def test_identify_random_hidden_fast_subset(arch, hidden):
 def test_identify_handles_every_probed_hopper_instruction():
     """hardware.run_identify runs `identify --oracle cuda` on these: the space loads, the
     preset is a point of it and reproduces the opening round (no solver here)."""
-    from tensorcore_smt.hardware import PROBED
+    from tensorcore_smt.hardware.campaign import PROBED
 
     for instr in PROBED["hopper"]:
         space = resolve_space("hopper", instr, None)
@@ -324,9 +324,9 @@ def _script(tmp_path: Path, name: str, body: str) -> str:
 
 
 ANSWER = """
-from tensorcore_smt.presets import parse_variant
+from tensorcore_smt.spec.presets import parse_variant
 from tensorcore_smt.api import simulate_one, simulate_params
-from tensorcore_smt.formats import format_hex
+from tensorcore_smt.spec.formats import format_hex
 p = parse_variant("volta").params(None)
 rows = [json.loads(l) for l in sys.stdin if l.strip()]
 for r in rows:
@@ -585,7 +585,7 @@ def test_fit_without_a_survivor_gives_the_best_with_counts(tmp_path):
 
 def test_fit_reads_vector_json_and_csv(tmp_path):
     """The vector files `find --out` writes, with the observed d as their one prediction."""
-    from tensorcore_smt.vectors import Vector, VectorFile, save
+    from tensorcore_smt.validation.vectors import Vector, VectorFile, save
 
     p = parse_variant("volta").params(None)
     vecs = []

@@ -12,14 +12,12 @@ from fractions import Fraction
 import pytest
 from click.testing import CliRunner
 
-from tensorcore_smt import vectors
 from tensorcore_smt.api import resolve, simulate_one
 from tensorcore_smt.bv.concrete import CONCRETE
 from tensorcore_smt.bv.core import BV
 from tensorcore_smt.cli import main
-from tensorcore_smt.formats import Format, value_of
-from tensorcore_smt.library import get
-from tensorcore_smt.query import (
+from tensorcore_smt.smt.library import get
+from tensorcore_smt.smt.query import (
     Constraint,
     ConstraintKind,
     Goal,
@@ -29,7 +27,9 @@ from tensorcore_smt.query import (
     value_le,
     value_lt,
 )
-from tensorcore_smt.solve import Limits, Verdict, answer
+from tensorcore_smt.smt.solve import Limits, Verdict, answer
+from tensorcore_smt.spec.formats import Format, value_of
+from tensorcore_smt.validation import vectors
 
 ONE_FP16 = 0x3C00  # 1
 TWO_M24_FP16 = 0x0001  # 2^-24, the smallest fp16 subnormal

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from tensorcore_smt import __version__
 from tensorcore_smt.cli import main
-from tensorcore_smt.presets import PRESETS, UserError
+from tensorcore_smt.errors import UserError
 from tensorcore_smt.probe import (
     Fragment,
     SharedLayout,
@@ -28,7 +28,8 @@ from tensorcore_smt.probe import (
     parse_output,
 )
 from tensorcore_smt.probe.cuda import choose_target, requirement
-from tensorcore_smt.vectors import Vector, VectorFile, predict, save
+from tensorcore_smt.spec.presets import PRESETS
+from tensorcore_smt.validation.vectors import Vector, VectorFile, predict, save
 
 NVCC = shutil.which("nvcc")
 
@@ -489,7 +490,7 @@ def test_check_reads_stdin(volta_file):
 
 
 def test_parse_output_ignores_order_blank_lines_and_comments():
-    from tensorcore_smt.formats import Format
+    from tensorcore_smt.spec.formats import Format
 
     text = "# header\n\nvector 1 d=0x2\n  vector 0 d=0x1  \n"
     assert parse_output(text, 2, Format.FP32) == [1, 2]

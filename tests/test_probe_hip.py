@@ -16,10 +16,10 @@ from click.testing import CliRunner
 from test_probe import random_file
 
 from tensorcore_smt.cli import main
-from tensorcore_smt.presets import PRESETS
 from tensorcore_smt.probe.hip import generate_hip
 from tensorcore_smt.probe.mfma import all_mfma_layouts
-from tensorcore_smt.vectors import save
+from tensorcore_smt.spec.presets import PRESETS
+from tensorcore_smt.validation.vectors import save
 
 HIPCC = shutil.which("hipcc")
 LAYOUTS = all_mfma_layouts()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tensorcore_smt.query import Goal, make_query, parse_fix, recheck, smtlib
+from tensorcore_smt.smt.query import Goal, make_query, parse_fix, recheck, smtlib
 from tensorcore_smt.solvers import Answer, SolveJob, available, portfolio, solve
 from tensorcore_smt.solvers.backends import PLUGIN_ENV
 

@@ -20,13 +20,13 @@ from tensorcore_smt.api import resolve, simulate_one, simulate_params
 from tensorcore_smt.bv.concrete import CONCRETE
 from tensorcore_smt.bv.core import BV
 from tensorcore_smt.bv.symbolic import SymbolicBackend, evaluate
-from tensorcore_smt.formats import Format, value_of
+from tensorcore_smt.errors import UserError
 from tensorcore_smt.model import dot_add
 from tensorcore_smt.model.params import Split
 from tensorcore_smt.model.split import power_of_two, split_operand
-from tensorcore_smt.presets import UserError
-from tensorcore_smt.query import Goal, make_query, parse_fix, parse_window, recheck
-from tensorcore_smt.solve import Limits, Verdict, answer
+from tensorcore_smt.smt.query import Goal, make_query, parse_fix, parse_window, recheck
+from tensorcore_smt.smt.solve import Limits, Verdict, answer
+from tensorcore_smt.spec.formats import Format, value_of
 
 MARKIDIS = "volta[split=markidis]"
 OOTOMO = "volta[split=ootomo-yokota]"
@@ -185,7 +185,7 @@ def test_property5_witness_from_a_real_solver():
 
 
 def test_representable_constraint_accepts_exactly_the_fp16_numbers():
-    from tensorcore_smt.query import ConstraintKind, parse_representable
+    from tensorcore_smt.smt.query import ConstraintKind, parse_representable
 
     c = parse_representable("ab=fp16")
     assert (c.kind, c.operands, c.fmt) == (ConstraintKind.REPRESENTABLE, "ab", Format.FP16)

@@ -1,7 +1,7 @@
 """The vector interpreter on torch tensors against numpy's, bit for bit (`make test-torch`).
 
 Every instruction of every preset runs on random rows of the documented mix
-(tensorcore_smt.rows) through `simulate_params(..., device="cpu")` (torch) and through the
+(tensorcore_smt.validation.rows) through `simulate_params(..., device="cpu")` (torch) and through the
 numpy interpreter; the outputs must be identical. With a CUDA device, the same on "cuda".
 Needs the `torch` extra; marked `torch`, so `make test` leaves it out.
 """
@@ -14,8 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from tensorcore_smt.api import simulate_params  # noqa: E402
-from tensorcore_smt.presets import PRESETS  # noqa: E402
-from tensorcore_smt.rows import random_rows  # noqa: E402
+from tensorcore_smt.spec.presets import PRESETS  # noqa: E402
+from tensorcore_smt.validation.rows import random_rows  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

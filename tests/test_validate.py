@@ -1,4 +1,4 @@
-"""`tcsmt validate` and the Dask task runner (tensorcore_smt.distributed).
+"""`tcsmt validate` and the Dask task runner (tensorcore_smt.validation.distributed).
 
 One real LocalCluster of 2 worker processes serves the module (started once: a few
 seconds); the CLI tests reach it with --scheduler, and one test starts its own embedded
@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from tensorcore_smt.cli import main
-from tensorcore_smt.distributed import TaskFailure, run_tasks, scheduler_address
-from tensorcore_smt.presets import parse_variant
-from tensorcore_smt.validate import (
+from tensorcore_smt.spec.presets import parse_variant
+from tensorcore_smt.validation.distributed import TaskFailure, run_tasks, scheduler_address
+from tensorcore_smt.validation.validate import (
     Job,
     Tally,
     check_chunk,
@@ -217,9 +217,9 @@ def test_validate_bad_input_is_one_line_exit_2(args: list[str], msg: str, tmp_pa
 def test_find_all_on_the_cluster_answers_as_the_serial_run(cluster, tmp_path) -> None:
     import shutil
 
-    from tensorcore_smt.find import find
-    from tensorcore_smt.library import BUILTIN_DIR, load_all
-    from tensorcore_smt.solve import Limits
+    from tensorcore_smt.smt.find import find
+    from tensorcore_smt.smt.library import BUILTIN_DIR, load_all
+    from tensorcore_smt.smt.solve import Limits
 
     for name in ("precision-product", "rounding-final"):
         shutil.copy(BUILTIN_DIR / f"{name}.toml", tmp_path / f"{name}.toml")

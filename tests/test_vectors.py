@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from tensorcore_smt import __version__
 from tensorcore_smt.api import simulate
 from tensorcore_smt.cli import main
-from tensorcore_smt.presets import UserError
-from tensorcore_smt.vectors import (
+from tensorcore_smt.errors import UserError
+from tensorcore_smt.validation.vectors import (
     SCHEMA,
     Vector,
     VectorFile,

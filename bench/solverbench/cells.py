@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from tensorcore_smt.query import Query, recheck
+from tensorcore_smt.smt.query import Query, recheck
 from tensorcore_smt.solvers import Answer, SolveResult
 
 

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tensorcore_smt.query import Query, recheck
+from tensorcore_smt.smt.query import Query, recheck
 from tensorcore_smt.solvers import Answer
 
 from .cells import Run, run_text

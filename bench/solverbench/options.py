@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tensorcore_smt.query import smtlib
+from tensorcore_smt.smt.query import smtlib
 
 from .cells import Run, _run_json, run_text
 from .driver import drive

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tensorcore_smt import library
-from tensorcore_smt.query import Constraint, ConstraintKind, Goal, Query, make_query
+from tensorcore_smt.smt import library
+from tensorcore_smt.smt.query import Constraint, ConstraintKind, Goal, Query, make_query
 from tensorcore_smt.solvers import Answer
 
 PAPER = "paper 000, Table 4 (Z3 4.8.9 / cvc5 1.0.2, 32-core AMD EPYC 7502P, 6 h timeout)"

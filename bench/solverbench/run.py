@@ -7,7 +7,7 @@ import argparse
 import sys
 import time
 
-from tensorcore_smt.query import Query, smtlib, symbolic
+from tensorcore_smt.smt.query import Query, smtlib, symbolic
 from tensorcore_smt.solvers import SolveJob, solve
 
 from .cells import Cell, Run, _as_run, _cell_json, solver_cell_text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from tensorcore_smt.query import (
+from tensorcore_smt.smt.query import (
     Constraint,
     ConstraintKind,
     Goal,

@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from .. import __version__
-from ..presets import UserError
+from ..errors import UserError
+from ..version import __version__
 
 EXIT_USAGE = 2
 

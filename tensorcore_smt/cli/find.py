@@ -8,12 +8,13 @@ from pathlib import Path
 
 import click
 
-from ..distributed import TaskFailure, connect
-from ..find import QueryAnswer, QueryTask, find, query_tasks, save_vectors, sweep
-from ..library import get, load_all
-from ..presets import PRESETS, UserError
-from ..report import to_text
-from ..solve import Limits, Verdict, solvers_for
+from ..errors import UserError
+from ..smt.find import QueryAnswer, QueryTask, find, query_tasks, save_vectors, sweep
+from ..smt.library import get, load_all
+from ..smt.report import to_text
+from ..smt.solve import Limits, Verdict, solvers_for
+from ..spec.presets import PRESETS
+from ..validation.distributed import TaskFailure, connect
 from .base import main
 from .options import Spinner, cluster_options, limits_from, solver_options_common
 

@@ -17,7 +17,7 @@ from ..identify.oracle import make_oracle
 from ..identify.report import to_json, to_text
 from ..identify.search import RESTART_SECONDS
 from ..identify.space import resolve_space
-from ..solve import PORTFOLIO, Limits, solvers_for
+from ..smt.solve import PORTFOLIO, Limits, solvers_for
 from .base import fail, main
 from .options import Ranged
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
+from ..errors import UserError
 from ..model.params import ModelParams
-from ..presets import ALIASES, PRESETS, UserError
+from ..spec.presets import ALIASES, PRESETS
 from .base import main
 
 
@@ -120,7 +121,7 @@ def _params_json(p: ModelParams) -> dict:
 @click.option("--arch", default=None, help="Say whether each property applies to ARCH.")
 def list_properties(properties_dir: str | None, arch: str | None) -> None:
     """Properties in the property library (question, source, queries)."""
-    from ..library import load_all
+    from ..smt.library import load_all
 
     props = load_all(Path(properties_dir) if properties_dir else None)
     if arch and arch not in PRESETS:

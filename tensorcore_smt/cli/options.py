@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import click
 
-from ..presets import UserError
-from ..query import (
+from ..errors import UserError
+from ..smt.query import (
     Constraint,
     ConstraintKind,
     Goal,
@@ -22,7 +22,7 @@ from ..query import (
     parse_representable,
     parse_window,
 )
-from ..solve import PORTFOLIO, Limits
+from ..smt.solve import PORTFOLIO, Limits
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ class Spinner:
 
 
 def cluster_options(f: Callable) -> Callable:
-    """--workers and --scheduler: where the tasks of a command run (tensorcore_smt.distributed)."""
+    """--workers and --scheduler: where the tasks of a command run (tensorcore_smt.validation.distributed)."""
     opts = [
         click.option(
             "--workers",

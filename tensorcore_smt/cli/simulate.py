@@ -9,10 +9,11 @@ import click
 import numpy as np
 
 from ..api import simulate_params
-from ..formats import Format, format_hex, parse_hex, to_float
+from ..errors import UserError
 from ..model.params import ModelParams
-from ..presets import UserError, parse_variant
-from ..report import describe
+from ..smt.report import describe
+from ..spec.formats import Format, format_hex, parse_hex, to_float
+from ..spec.presets import parse_variant
 from .base import main
 
 
@@ -162,7 +163,7 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
         text = src.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"{src}: cannot read ({e})") from None
-    from ..vectors import is_vector_json, loads, parse_row, parse_scales, scale_fields
+    from ..validation.vectors import is_vector_json, loads, parse_row, parse_scales, scale_fields
 
     if src.suffix.lower() == ".csv" or is_vector_json(text):
         # A tcsmt-vectors file (JSON or CSV): validated as a whole, rows as in JSONL.

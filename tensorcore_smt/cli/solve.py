@@ -13,10 +13,10 @@ from pathlib import Path
 
 import click
 
-from ..presets import UserError
-from ..query import Goal, Query, smtlib
-from ..report import to_json, to_text
-from ..solve import Limits, Outcome, Verdict, answer, solvers_for
+from ..errors import UserError
+from ..smt.query import Goal, Query, smtlib
+from ..smt.report import to_json, to_text
+from ..smt.solve import Limits, Outcome, Verdict, answer, solvers_for
 from .base import main
 from .options import (
     Spinner,
@@ -46,7 +46,7 @@ def export_query(q: Query, path: str | None) -> Path:
 
 def save_witness(o: Outcome, path: str) -> Path:
     """Write the witness as a test-vector file with both variants' predicted outputs."""
-    from .. import vectors
+    from ..validation import vectors
 
     q, w = o.query, o.witness
     p = q.p
@@ -159,7 +159,7 @@ def export(
     library on an architecture (tcsmt export --property carry-bits --arch ampere).
     """
     if prop_name:
-        from ..library import get
+        from ..smt.library import get
 
         if variants:
             raise UserError("give either two variants or --property, not both")

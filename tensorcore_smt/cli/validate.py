@@ -10,10 +10,11 @@ from pathlib import Path
 
 import click
 
-from ..distributed import TaskFailure, connect, run_tasks
+from ..errors import UserError
 from ..identify.oracle import make_oracle
-from ..presets import UserError, parse_variant
-from ..validate import (
+from ..spec.presets import parse_variant
+from ..validation.distributed import TaskFailure, connect, run_tasks
+from ..validation.validate import (
     CHUNK_ROWS,
     KEEP,
     Job,
@@ -37,7 +38,7 @@ DEFAULT_OUT = "validate-mismatches.json"
 
 def _oracle(spec: str, p, arch: str, instr: str):
     if spec.strip() == "mmasim":
-        from ..mmasim import make_mmasim_oracle
+        from ..validation.mmasim import make_mmasim_oracle
 
         return make_mmasim_oracle(spec, p, parse_variant(arch).preset.name, instr)
     return make_oracle(spec, p, arch, instr)
@@ -159,7 +160,7 @@ def validate_cmd(
     if out_path.parent and not out_path.parent.exists():
         raise UserError(f"--out: directory {out_path.parent} does not exist")
     if oracle_spec.strip() == "mmasim":
-        from ..mmasim import nan_payload_unspecified
+        from ..validation.mmasim import nan_payload_unspecified
 
         nan_class = nan_class or nan_payload_unspecified(p, arch)
     job = Job(p=p, oracle=oracle, keep=keep, device=device, nan_class=nan_class)

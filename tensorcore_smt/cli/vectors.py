@@ -12,10 +12,11 @@ from pathlib import Path
 
 import click
 
-from .. import vectors as vec
-from ..formats import format_hex
-from ..presets import PRESETS, UserError, parse_variant
-from ..report import describe
+from ..errors import UserError
+from ..smt.report import describe
+from ..spec.formats import format_hex
+from ..spec.presets import PRESETS, parse_variant
+from ..validation import vectors as vec
 from .base import main
 
 

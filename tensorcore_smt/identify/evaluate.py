@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..api import simulate_params
-from ..formats import Format
+from ..spec.formats import Format
 from .pool import Rows
 from .space import Hypothesis, Space
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..solve import Limits
+from ..smt.solve import Limits
 from .loop import Identifier, Progress, Result
 from .oracle import FileOracle, read_rows
 from .search import RESTART_SECONDS

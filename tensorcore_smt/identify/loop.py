@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..query import Goal, make_query
-from ..rows import KINDS
-from ..solve import Limits, Outcome, Verdict, answer
+from ..smt.query import Goal, make_query
+from ..smt.solve import Limits, Outcome, Verdict, answer
+from ..validation.rows import KINDS
 from .evaluate import Evaluator, Evidence
 from .oracle import Oracle, OracleError
 from .pool import TARGETED, Rows, first_rows, make_pool
@@ -480,7 +480,7 @@ class Identifier:
 def next_probe(ident: Identifier, cls: list[list[Hypothesis]]) -> dict | None:
     """The input to run next: a pool row that splits the classes, else a solver witness
     between two members of the class that the rows leave together."""
-    from ..formats import format_hex
+    from ..spec.formats import format_hex
 
     p = ident.space.base
     arch = ident.space.arch

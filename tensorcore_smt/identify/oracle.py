@@ -29,9 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from ..api import simulate_params
-from ..formats import format_hex, parse_hex
+from ..errors import UserError
 from ..model.params import ModelParams
-from ..presets import UserError, parse_variant
+from ..spec.formats import format_hex, parse_hex
+from ..spec.presets import parse_variant
 
 CMD_TIMEOUT = 600.0
 """Seconds a `cmd:` or `cuda` oracle may take to answer one batch."""
@@ -150,7 +151,7 @@ def read_rows(path: Path, p: ModelParams) -> list[tuple[list[int], list[int], in
     """Recorded rows (a, b, c, d) from JSONL rows with `d` (what `simulate --vectors`
     writes), or from a vector file (JSON or CSV) whose vectors carry exactly one
     prediction each (the observed d). UserError naming the line or field if bad."""
-    from ..vectors import is_vector_json, loads, parse_row
+    from ..validation.vectors import is_vector_json, loads, parse_row
 
     if not path.exists():
         raise UserError(f"{path}: no such file")

@@ -5,7 +5,7 @@ interpreter's cost is per call, not per row), so every hypothesis is run on the 
 pool at once, and the rows sent to an oracle are picked from it: the first few to cover
 the kinds below, then the ones that split the surviving hypotheses.
 
-The pool mixes the general validation rows of `tensorcore_smt.rows` (normal, cancelling,
+The pool mixes the general validation rows of `tensorcore_smt.validation.rows` (normal, cancelling,
 wide, subnormal, zeros, specials, raw bits) with rows aimed at single parameters:
 
 - ``one-big``: one product near 1 and the others 2^-1 .. 2^-40 below it (alignment: F,
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..formats import Format, Specials
 from ..model.params import ModelParams
-from ..rows import random_rows
+from ..spec.formats import Format, Specials
+from ..validation.rows import random_rows
 
 TARGETED = ("one-big", "equal", "c-round", "tiny", "mixed-signs", "spread")
 
@@ -179,7 +179,7 @@ def make_pool(p: ModelParams, n: int = 1536, seed: int = 0) -> Rows:
     rng = np.random.default_rng(seed)
     n_gen = n // 2
     a, b, c, kind = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, n_gen, seed)
-    from ..rows import KINDS
+    from ..validation.rows import KINDS
 
     rows = Rows(a, b, c, [KINDS[int(k)].value for k in kind])
     per = (n - n_gen) // len(TARGETED)

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..api import simulate_params
-from ..formats import format_hex
 from ..model.params import ModelParams
+from ..spec.formats import format_hex
 from .loop import Kill, Proof, Result, Vector, hypothesis_row_counts
 from .pool import make_pool
 from .space import Hypothesis, Space, value_text

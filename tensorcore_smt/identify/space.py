@@ -30,11 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from ..datadirs import data_dir
-from ..formats import Format
-from ..library import _eval
+from ..errors import UserError
 from ..model.params import ModelParams, parse_value
-from ..presets import UserError, parse_variant
+from ..smt.library import _eval
+from ..spec.datadirs import data_dir
+from ..spec.formats import Format
+from ..spec.presets import parse_variant
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -34,7 +34,7 @@ sm_120a): each product is multiplied by the scale factors of its block before st
 from __future__ import annotations
 
 from ..bv.core import BV, Bool, any_of
-from ..formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
+from ..spec.formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
 from . import ieee
 from .ieee import exact_sum
 from .params import CAddend, CarryOverflow, ModelParams, Tf32Input, ZeroSign

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..formats import Format, format_hex, parse_hex, to_float
-from ..presets import UserError
-from ..vectors import VectorFile, predict
+from ..errors import UserError
+from ..spec.formats import Format, format_hex, parse_hex, to_float
+from ..validation.vectors import VectorFile, predict
 
 _LINE = re.compile(r"^vector\s+(\d+)\s+d=(\S+)\s*$")
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import __version__
+from ..errors import UserError
 from ..model.params import ModelParams
-from ..presets import PRESETS, Instruction, UserError, parse_variant
-from ..vectors import VectorFile
+from ..spec.presets import PRESETS, Instruction, parse_variant
+from ..validation.vectors import VectorFile
+from ..version import __version__
 from .layouts import Form, Fragment, Layout, container_shift, form_of, layout_for
 from .tcgen05 import kernel_tcgen05, mnemonic
 from .tmem import Tcgen05Layout, tcgen05_layout

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 
-from .. import __version__
-from ..presets import PRESETS, UserError
-from ..vectors import VectorFile
+from ..errors import UserError
+from ..spec.presets import PRESETS
+from ..validation.vectors import VectorFile
+from ..version import __version__
 from .mfma import MfmaLayout, mfma_layout
 
 OFFLOAD_ARCH = {"cdna1": "gfx908", "cdna2": "gfx90a", "cdna3": "gfx942"}
@@ -39,7 +40,7 @@ def hip_target(vf: VectorFile, arch: str | None = None) -> str:
 
 
 def _preset_name(vf: VectorFile) -> str:
-    from ..presets import parse_variant
+    from ..spec.presets import parse_variant
 
     name = vf.arch if vf.arch in PRESETS else parse_variant(vf.arch).preset.name
     if name not in OFFLOAD_ARCH:

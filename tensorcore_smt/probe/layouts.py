@@ -30,8 +30,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..formats import Format
-from ..presets import Instruction, UserError
+from ..errors import UserError
+from ..spec.formats import Format
+from ..spec.presets import Instruction
 
 _BITS = {
     Format.FP64: 64,
@@ -427,7 +428,7 @@ def layout_for(inst: Instruction) -> Layout:
 
 def all_layouts() -> dict[str, Layout]:
     """Every distinct layout the presets' mma and wgmma instructions use."""
-    from ..presets import PRESETS
+    from ..spec.presets import PRESETS
 
     out: dict[str, Layout] = {}
     for preset in PRESETS.values():

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..formats import Format
-from ..presets import Instruction
+from ..spec.formats import Format
+from ..spec.presets import Instruction
 
 WAVE = 64
 
@@ -141,7 +141,7 @@ def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
 
 def all_mfma_layouts() -> dict[tuple[str, str], MfmaLayout]:
     """Every MFMA instruction of the presets: (arch, name) -> layout."""
-    from ..presets import PRESETS
+    from ..spec.presets import PRESETS
 
     return {
         (arch, name): mfma_layout(inst, arch)

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
-from ..presets import Instruction, UserError, parse_variant
+from ..errors import UserError
+from ..spec.presets import Instruction, parse_variant
+from ..version import __version__
 from .cuda import Target, kernel_definition, ptx_mnemonic, requirement
 from .layouts import layout_for
 

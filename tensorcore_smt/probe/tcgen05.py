@@ -16,7 +16,7 @@ there; the tables of `tmem` otherwise follow the PTX ISA.
 
 from __future__ import annotations
 
-from ..presets import Instruction
+from ..spec.presets import Instruction
 from .tmem import Tcgen05Layout
 
 TMEM_COLUMNS = 32  # the smallest allocation (a power of two >= 32)

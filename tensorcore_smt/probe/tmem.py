@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..formats import Format
-from ..presets import Instruction, UserError
+from ..errors import UserError
+from ..spec.formats import Format
+from ..spec.presets import Instruction
 
 CORE_ROWS = 8
 CORE_BYTES = 16  # bytes of K in one core-matrix row
@@ -158,7 +159,7 @@ def tcgen05_layout(inst: Instruction) -> Tcgen05Layout:
 
 def all_tcgen05_layouts() -> dict[str, Tcgen05Layout]:
     """Every distinct tcgen05 layout the presets use."""
-    from ..presets import PRESETS
+    from ..spec.presets import PRESETS
 
     out: dict[str, Tcgen05Layout] = {}
     for preset in PRESETS.values():

@@ -13,8 +13,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .formats import Format, Rounding
-from .model.params import (
+from ..errors import UserError
+from ..model.params import (
     Algorithm,
     CAddend,
     GroupMap,
@@ -24,8 +24,9 @@ from .model.params import (
     ZeroSign,
     parse_value,
 )
-from .model.rounding import Overflow
-from .model.terms import AlignMode
+from ..model.rounding import Overflow
+from ..model.terms import AlignMode
+from .formats import Format, Rounding
 
 NV_NAN32 = 0x7FFFFFFF  # NVIDIA canonical NaNs (MMA-Sim §IV-C step 1)
 NV_NAN16 = 0x7FFF
@@ -52,10 +53,6 @@ _AMD_FMT = {
     "bf8": Format.E5M2FNUZ,
 }
 _ITEM_BYTES = {Format.FP16: 2, Format.BF16: 2, Format.TF32: 4}  # others: 1 byte
-
-
-class UserError(ValueError):
-    """Bad input from a user: reported as one line, exit code 2."""
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
-from .formats import format_hex
-from .presets import PRESETS, UserError, parse_variant
+from ..errors import UserError
+from ..spec.formats import format_hex
+from ..spec.presets import PRESETS, parse_variant
+from ..version import __version__
 
 PROBED: dict[str, tuple[str, ...]] = {
     # The instructions every property is probed on: each operand type and output type of
@@ -101,9 +102,9 @@ def make_vectors(
 ) -> None:
     """Every property on every probed instruction of `arch` (or of `instrs`): vector
     files under `out`."""
-    from .find import find, save_vectors
-    from .library import load_all
-    from .solve import Limits
+    from ..smt.find import find, save_vectors
+    from ..smt.library import load_all
+    from ..smt.solve import Limits
 
     limits = Limits(timeout=timeout)
     summary_path = out / "summary.json"
@@ -197,8 +198,8 @@ def sass_excerpt(sass: str) -> str:
 
 def run_probes(arch: str, gpu: Gpu, vec_root: Path, out: Path, jobs: int) -> list[dict]:
     """Build, disassemble, run and check every probe; one summary row per vector file."""
-    from .probe import check, cuda
-    from .vectors import load
+    from ..probe import check, cuda
+    from ..validation.vectors import load
 
     build = out / "build"
     build.mkdir(parents=True, exist_ok=True)
@@ -264,7 +265,7 @@ def run_probes(arch: str, gpu: Gpu, vec_root: Path, out: Path, jobs: int) -> lis
 
 
 def _simulate_chunk(args) -> tuple[str, np.ndarray]:
-    from .api import simulate_params
+    from ..api import simulate_params
 
     variant, instr, a, b, c = args
     return variant, simulate_params(parse_variant(variant).params(instr), a, b, c)
@@ -285,9 +286,9 @@ def validate(
     """Every instruction of `arch` runnable on this GPU on random rows (`rows` for the
     probed instructions, `rows_others` for the rest; default `rows`): the GPU's d against
     the preset's and each alternative's; mismatching rows saved as vectors."""
-    from . import vectors
-    from .probe.runner import build_runner, run_binary, runner_target
-    from .rows import KINDS, random_rows
+    from ..probe.runner import build_runner, run_binary, runner_target
+    from ..validation import vectors
+    from ..validation.rows import KINDS, random_rows
 
     preset = PRESETS[arch]
     vdir = out / "validation"
@@ -528,8 +529,8 @@ def recheck(folder: Path, against: str, pattern: str = "") -> list[dict]:
     are drawn again from their seeds (rows.py), and the preset and `against` (the model
     the run validated) computed on them. The preset agrees with every row the GPU returned
     when the two differ exactly on the rows the run reported as mismatches."""
-    from .api import simulate_params
-    from .rows import random_rows
+    from ..api import simulate_params
+    from ..validation.rows import random_rows
 
     val = json.loads((folder / "validation" / "validation.json").read_text())
     arch = json.loads((folder / "machine.json").read_text()).get("arch", "hopper")

@@ -16,16 +16,17 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
-from . import __version__
-from .bv.concrete import CONCRETE
-from .bv.core import BV, Bool, all_of
-from .bv.smtlib import to_smtlib
-from .bv.symbolic import SymbolicBackend
-from .formats import EXP_W, Format, Unpacked, decode, format_hex, parse_hex, payload
-from .model import dot_add
-from .model.exact import exact_dot, grid, value_on_grid
-from .model.params import ModelParams
-from .presets import UserError, parse_variant
+from ..bv.concrete import CONCRETE
+from ..bv.core import BV, Bool, all_of
+from ..bv.smtlib import to_smtlib
+from ..bv.symbolic import SymbolicBackend
+from ..errors import UserError
+from ..model import dot_add
+from ..model.exact import exact_dot, grid, value_on_grid
+from ..model.params import ModelParams
+from ..spec.formats import EXP_W, Format, Unpacked, decode, format_hex, parse_hex, payload
+from ..spec.presets import parse_variant
+from ..version import __version__
 
 
 class Goal(Enum):

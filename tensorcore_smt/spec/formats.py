@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
 
-from .bv.core import BV, Bool
+from ..bv.core import BV, Bool
 
 EXP_W = 16
 """Width of the signed exponent bit-vectors the model uses (products of any format fit)."""
@@ -228,7 +228,7 @@ def check_bits(value: int, fmt: Format) -> None:
 
 def classify(bits: int, fmt: Format) -> str:
     """'nan', 'inf', 'zero' or 'finite' for a concrete pattern."""
-    from .bv.concrete import CONCRETE
+    from ..bv.concrete import CONCRETE
 
     u = decode(BV(CONCRETE, bits, fmt.spec.storage), fmt)
     if u.is_nan.v:
@@ -242,7 +242,7 @@ def classify(bits: int, fmt: Format) -> str:
 
 def value_of(bits: int, fmt: Format) -> Fraction | float:
     """Exact value of a pattern: a Fraction for finite values, else +-inf or nan floats."""
-    from .bv.concrete import CONCRETE
+    from ..bv.concrete import CONCRETE
 
     u = decode(BV(CONCRETE, bits, fmt.spec.storage), fmt)
     if u.is_nan.v:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..solvers.runner import Progress
 from .library import Property, QuerySpec
 from .report import to_json as outcome_json
 from .solve import Limits, Outcome, Verdict, answer
-from .solvers.runner import Progress
 
 
 @dataclass
@@ -130,8 +130,8 @@ def sweep(
     progress: bool = False,
 ):
     """Run `tasks` on the Dask client; yield (task, QueryAnswer or TaskFailure) as each
-    finishes (tensorcore_smt.distributed.run_tasks: failures reported, Ctrl-C cancels)."""
-    from .distributed import run_tasks
+    finishes (tensorcore_smt.validation.distributed.run_tasks: failures reported, Ctrl-C cancels)."""
+    from ..validation.distributed import run_tasks
 
     for i, r in run_tasks(
         client,
@@ -149,7 +149,7 @@ def vectors_of(prop: Property, arch: str, answers: list[QueryAnswer]):
 
     A non-monotone witness becomes two ordinary vectors, u and then u_2, whose notes tie
     them together: the hardware follows the witness when it returns both predictions."""
-    from . import vectors
+    from ..validation import vectors
 
     witnesses = [a for a in answers if a.outcome.verdict == Verdict.WITNESS]
     if not witnesses:
@@ -195,7 +195,7 @@ def vectors_of(prop: Property, arch: str, answers: list[QueryAnswer]):
 
 
 def save_vectors(prop: Property, arch: str, answers: list[QueryAnswer], path: Path) -> Path | None:
-    from . import vectors
+    from ..validation import vectors
 
     vf = vectors_of(prop, arch, answers)
     if vf is None:

@@ -4,7 +4,7 @@ A run compares the model `p` (a preset or any variant, on the vector interpreter
 an oracle (`tensorcore_smt.identify.oracle`: a hidden variant, a program, the local GPU,
 recorded answers; or MMA-Sim) on rows that are either random or read from a file.
 
-Random rows are drawn by `tensorcore_smt.rows.random_rows` chunk by chunk: chunk i
+Random rows are drawn by `tensorcore_smt.validation.rows.random_rows` chunk by chunk: chunk i
 (rows i*CHUNK_ROWS .. (i+1)*CHUNK_ROWS-1) uses the seed (S, i), so row r of a run
 depends only on the seed and r, not on the number of workers or the order in which
 chunks finish: the same seed gives the same rows, and a run of N rows is the prefix of a
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from .formats import format_hex
-from .model.params import ModelParams
-from .presets import UserError
+from ..errors import UserError
+from ..model.params import ModelParams
+from ..spec.formats import format_hex
 from .rows import random_rows
 
 CHUNK_ROWS = 100_000
@@ -134,7 +134,7 @@ def chunk_inputs(p: ModelParams, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, 
 
 def check_chunk(job: Job, chunk: Chunk) -> ChunkResult:
     """Run one chunk through the model and the oracle (this is the task body)."""
-    from .api import simulate_params
+    from ..api import simulate_params
 
     t0 = time.perf_counter()
     a, b, c = chunk_inputs(job.p, chunk)

@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from .api import simulate_one
+from ..api import simulate_one
+from ..errors import UserError
+from ..model.params import ModelParams
+from ..spec.presets import PRESETS, parse_variant
+from ..validation.vectors import Vector, VectorFile, load
 from .library import expand
-from .model.params import ModelParams
-from .presets import PRESETS, UserError, parse_variant
-from .vectors import Vector, VectorFile, load
 
 Candidates = Callable[[ModelParams], dict[str, str]]
 

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .presets import UserError
+from ..errors import UserError
 
 SCHEDULER_ENV = "TCSMT_SCHEDULER"
 """Environment variable naming a Dask scheduler address (as --scheduler does)."""

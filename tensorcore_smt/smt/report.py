@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from fractions import Fraction
 
-from .formats import Format, format_hex, to_float, value_of
+from ..spec.formats import Format, format_hex, to_float, value_of
 from .query import Goal, Query
 from .solve import Outcome, Verdict
 

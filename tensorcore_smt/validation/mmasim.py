@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .formats import Format
-from .identify.oracle import Oracle, OracleError
-from .model.params import Algorithm, ModelParams
-from .presets import UserError
+from ..errors import UserError
+from ..identify.oracle import Oracle, OracleError
+from ..model.params import Algorithm, ModelParams
+from ..spec.formats import Format
 
 ARCH_NAMES = {
     "volta": "Volta",

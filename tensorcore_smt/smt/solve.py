@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ..solvers import Answer, SolveJob, SolveResult
+from ..solvers.runner import Progress, available, check_solver_names, portfolio
 from .query import Query, Recheck, recheck, smtlib, trivially_unsat
-from .solvers import Answer, SolveJob, SolveResult
-from .solvers.runner import Progress, available, check_solver_names, portfolio
 
 PORTFOLIO = "portfolio"
 

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .api import simulate_one
-from .formats import Format, format_hex, parse_hex
-from .model.params import ModelParams
-from .presets import PRESETS, Instruction, UserError, parse_variant
+from ..api import simulate_one
+from ..errors import UserError
+from ..model.params import ModelParams
+from ..spec.formats import Format, format_hex, parse_hex
+from ..spec.presets import PRESETS, Instruction, parse_variant
+from ..version import __version__
 
 SCHEMA = "tcsmt-vectors"
 SCHEMA_VERSION = 1

@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from .datadirs import data_dir
-from .formats import Format
-from .model.params import ModelParams
-from .presets import PRESETS, Instruction, Preset, UserError
+from ..errors import UserError
+from ..model.params import ModelParams
+from ..solvers.result import Answer
+from ..spec.datadirs import data_dir
+from ..spec.formats import Format
+from ..spec.presets import PRESETS, Instruction, Preset
 from .query import Constraint, ConstraintKind, Goal, Query, make_query
-from .solvers.result import Answer
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -29,7 +29,7 @@ from enum import Enum
 
 import numpy as np
 
-from .formats import Format, Specials
+from ..spec.formats import Format, Specials
 
 
 class RowKind(Enum):

@@ -9,6 +9,6 @@ def data_dir(name: str) -> Path:
     """The data folder `name`: inside the package when installed from a wheel
     (setup.py maps it to tensorcore_smt/NAME), beside the package in a source checkout
     or an editable install (NAME/ at the repository root)."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent
     inside = here / name
     return inside if inside.is_dir() else here.parent / name

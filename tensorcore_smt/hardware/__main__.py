@@ -1,0 +1,7 @@
+"""`python -m tensorcore_smt.hardware`: the hardware campaign's command line."""
+
+import sys
+
+from .campaign import main
+
+sys.exit(main())
