@@ -6,6 +6,7 @@ size and each solver sees the sharing. Names avoid characters any solver reserve
 
 from __future__ import annotations
 
+from .dag import post_order
 from .symbolic import Term
 
 _BIN = {
@@ -52,22 +53,7 @@ def to_smtlib(
     lines.append(f"(set-logic {logic})")
     lines.append("(set-option :produce-models true)")
     names: dict[int, str] = {}
-    order: list[Term] = []
-    seen: set[int] = set()
-    for root in assertions:
-        stack = [root]
-        while stack:
-            t = stack[-1]
-            if t.uid in seen:
-                stack.pop()
-                continue
-            pending = [x for x in t.args if x.uid not in seen]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            seen.add(t.uid)
-            order.append(t)
+    order: list[Term] = post_order(assertions)
 
     def ref(t: Term) -> str:
         if t.op == "const":

@@ -16,6 +16,7 @@ from typing import Any
 from . import ranges as R
 from .concrete import CONCRETE
 from .core import BV, Backend, Bool
+from .dag import fold
 
 
 @dataclass(frozen=True, eq=False)
@@ -433,21 +434,7 @@ class SymbolicBackend(Backend):
 
 def evaluate(root: Term, env: dict[str, int | bool]) -> int | bool:
     """Evaluate a term under an assignment of its variables, with concrete semantics."""
-    memo: dict[int, Any] = {}
-    stack = [root]
-    while stack:
-        t = stack[-1]
-        if t.uid in memo:
-            stack.pop()
-            continue
-        pending = [a for a in t.args if a.uid not in memo]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
-        a = [memo[x.uid] for x in t.args]
-        memo[t.uid] = _eval_node(t, a, env)
-    return memo[root.uid]
+    return fold([root], lambda t, a: _eval_node(t, a, env))[root.uid]
 
 
 def _eval_node(t: Term, a: list, env: dict) -> Any:

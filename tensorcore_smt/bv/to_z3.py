@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .dag import fold
 from .symbolic import Term
 
 _RM = {"RNE": "RNE", "RTZ": "RTZ", "RTP": "RTP", "RTN": "RTN", "RNA": "RNA"}
@@ -13,7 +14,6 @@ def to_z3(roots: list[Term]) -> tuple[list[Any], dict[str, Any]]:
     """Return z3 expressions for `roots` and the z3 constants made for the variables."""
     import z3
 
-    memo: dict[int, Any] = {}
     variables: dict[str, Any] = {}
 
     def rm(name: str) -> Any:
@@ -81,17 +81,5 @@ def to_z3(roots: list[Term]) -> tuple[list[Any], dict[str, Any]]:
             return z3.fpIsNaN(a[0])
         raise ValueError(f"no z3 translation for term op {op!r}")
 
-    for root in roots:
-        stack = [root]
-        while stack:
-            t = stack[-1]
-            if t.uid in memo:
-                stack.pop()
-                continue
-            pending = [x for x in t.args if x.uid not in memo]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            memo[t.uid] = node(t, [memo[x.uid] for x in t.args])
+    memo = fold(roots, node)
     return [memo[r.uid] for r in roots], variables
