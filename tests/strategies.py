@@ -1,16 +1,17 @@
 """Input generators shared by the agreement tests: the distinct instruction models of
 every preset, bit patterns of interesting values, and random dot-product rows.
 
-Rows are mixtures (each row picks one kind, see `ROW_KINDS`):
+Rows are mixtures (each row picks one kind of `ROW_KINDS`, the tests' kinds of the
+shared vocabulary `tensorcore_smt.validation.kinds`), realised here as:
 
-- ``uniform``: every operand is fully random bits (NaN, Inf, zeros and subnormals occur
+- ``bits``: every operand is fully random bits (NaN, Inf, zeros and subnormals occur
   at their natural rates, high for the narrow formats);
-- ``window``: exponents drawn from a narrow window, c's exponent near the products', random
+- ``normal``: exponents drawn from a narrow window, c's exponent near the products', random
   signs, so terms overlap, carries happen and sums cancel partly;
-- ``cancel``: a ``window`` row whose second half of products negates the first half (with
+- ``cancel``: a ``normal`` row whose second half of products negates the first half (with
   a perturbed low mantissa bit now and then) and whose c is near zero or near the
   negated sum, so the result cancels to zero or to a few low bits;
-- ``special``: a ``window`` row with many operands replaced by special patterns (signed
+- ``special``: a ``normal`` row with many operands replaced by special patterns (signed
   zeros, smallest/largest subnormals and normals, Inf, NaNs, TF32 patterns whose
   ignored low bits are set).
 
@@ -28,8 +29,9 @@ from hypothesis import strategies as st
 from tensorcore_smt.model.params import ModelParams
 from tensorcore_smt.spec.formats import Format, FormatSpec, Specials
 from tensorcore_smt.spec.presets import PRESETS
+from tensorcore_smt.validation.kinds import TESTS, RowKind
 
-ROW_KINDS = ("uniform", "window", "cancel", "special")
+ROW_KINDS: tuple[RowKind, ...] = TESTS
 
 
 # --- the models under test ------------------------------------------------------------
@@ -169,7 +171,7 @@ def _negate(s: FormatSpec, bits: np.ndarray) -> np.ndarray:
 
 
 def random_rows(
-    rng: np.random.Generator, p: ModelParams, n: int, kinds: Iterable[str] = ROW_KINDS
+    rng: np.random.Generator, p: ModelParams, n: int, kinds: Iterable[RowKind] = ROW_KINDS
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`n` rows (a (n,K), b (n,K), c (n,)) of uint64 patterns for model `p`, each row of
     a kind drawn uniformly from `kinds`."""
@@ -181,7 +183,7 @@ def random_rows(
     b = rand_bits(rng, sb.storage, (n, K))
     c = rand_bits(rng, sc.storage, (n,))
 
-    # window rows: a and b exponents around random centres, c near their product.
+    # normal (window) rows: a and b exponents around random centres, c near their product.
     ca = rng.integers(0, (1 << sa.ebits), size=n)
     cb = rng.integers(0, (1 << sb.ebits), size=n)
     wa = _windowed(rng, sa, ca, int(rng.integers(0, 3)), (n, K))
@@ -208,7 +210,7 @@ def random_rows(
     small_c = rng.random(n) < 0.5
     xc = np.where(small_c, wc & np.uint64(((1 << (sc.mbits + 1)) - 1) << sc.ignored_low), xc)
 
-    # special rows: window rows with special patterns sprinkled in.
+    # special rows: normal rows with special patterns sprinkled in.
     pa, pb, pc = (
         np.array(special_patterns(f), dtype=np.uint64) for f in (p.a_fmt, p.b_fmt, p.c_fmt)
     )
@@ -218,9 +220,13 @@ def random_rows(
 
     for idx, name in enumerate(kinds):
         sel = kind == idx
-        if name == "uniform":
+        if name == RowKind.BITS:
             continue
-        src = {"window": (wa, wb, wc), "cancel": (xa, xb, xc), "special": (ya, yb, yc)}[name]
+        src = {
+            RowKind.NORMAL: (wa, wb, wc),
+            RowKind.CANCEL: (xa, xb, xc),
+            RowKind.SPECIAL: (ya, yb, yc),
+        }[RowKind(name)]
         a[sel], b[sel], c[sel] = src[0][sel], src[1][sel], src[2][sel]
     return a, b, c
 

@@ -5,18 +5,10 @@ interpreter's cost is per call, not per row), so every hypothesis is run on the 
 pool at once, and the rows sent to an oracle are picked from it: the first few to cover
 the kinds below, then the ones that split the surviving hypotheses.
 
-The pool mixes the general validation rows of `tensorcore_smt.validation.rows` (normal, cancelling,
-wide, subnormal, zeros, specials, raw bits) with rows aimed at single parameters:
-
-- ``one-big``: one product near 1 and the others 2^-1 .. 2^-40 below it (alignment: F,
-  truncation vs rounding, normalised products);
-- ``equal``: products of one sign near the top of their binade, c likewise (carry bits);
-- ``c-round``: c near 1 and one or two products around its last bit (output rounding);
-- ``tiny``: every product far below 1, c zero or tiny (e_zero, subnormal outputs);
-- ``mixed-signs``: as ``one-big`` with c of the other sign (cancellation at the top);
-- ``spread``: products of one sign, half near the top of their binade and the others
-  1 .. 29 binades below with random bits, c likewise: the sum overflows the carry bits
-  while its last aligned bits are live (carry bits with renormalisation, alignment).
+The pool mixes the general validation rows of `tensorcore_smt.validation.rows` (the mix:
+normal, cancelling, wide, subnormal, zeros, specials, raw bits) with rows aimed at single
+parameters (`TARGETED`: one-big, equal, c-round, tiny, mixed-signs, spread); what each kind
+exercises is documented once, in the shared vocabulary `tensorcore_smt.validation.kinds`.
 """
 
 from __future__ import annotations
@@ -27,9 +19,8 @@ import numpy as np
 
 from ..model.params import ModelParams
 from ..spec.formats import Format, Specials
+from ..validation.kinds import MIX, TARGETED, RowKind
 from ..validation.rows import random_rows
-
-TARGETED = ("one-big", "equal", "c-round", "tiny", "mixed-signs", "spread")
 
 
 def _enc(fmt: Format, sign: np.ndarray, e: np.ndarray, mant: np.ndarray) -> np.ndarray:
@@ -68,8 +59,10 @@ def _mant(fmt: Format, rng: np.random.Generator, shape, high: bool = False) -> n
     return rng.integers(0, 1 << m, size=shape, dtype=np.uint64)
 
 
-def targeted_rows(p: ModelParams, kind: str, n: int, rng: np.random.Generator):
-    """`n` rows of one targeted kind for the operand formats of `p`."""
+def targeted_rows(p: ModelParams, kind: RowKind | str, n: int, rng: np.random.Generator):
+    """`n` rows of one targeted kind (`TARGETED`) for the operand formats of `p`."""
+    if kind not in TARGETED:
+        raise ValueError(f"unknown row kind {kind!r}; known: {', '.join(TARGETED)}")
     K, fa, fb, fc = p.K, p.a_fmt, p.b_fmt, p.c_fmt
     sa = rng.integers(0, 2, size=(n, K))
     sb = rng.integers(0, 2, size=(n, K))
@@ -80,17 +73,18 @@ def targeted_rows(p: ModelParams, kind: str, n: int, rng: np.random.Generator):
     ma, mb, mc = _mant(fa, rng, (n, K)), _mant(fb, rng, (n, K)), _mant(fc, rng, n)
     zero_ab = np.zeros((n, K), dtype=bool)
     zero_c = np.zeros(n, dtype=bool)
-    if kind in ("one-big", "mixed-signs"):
+    kind = RowKind(kind)
+    if kind in (RowKind.ONE_BIG, RowKind.MIXED_SIGNS):
         drop = rng.integers(1, 41, size=(n, K))
         drop[:, 0] = 0
         ea, eb = -(drop // 2), -(drop - drop // 2)
         zero_c = rng.random(n) < 0.4
         ec = rng.integers(-2, 3, size=n)
-        if kind == "mixed-signs":
+        if kind == RowKind.MIXED_SIGNS:
             zero_c[:] = False
             sc = 1 - ((sa[:, 0] + sb[:, 0]) % 2)
             ec = rng.integers(-1, 2, size=n)
-    elif kind == "equal":
+    elif kind == RowKind.EQUAL:
         s = rng.integers(0, 2, size=n)
         sa[:] = s[:, None]
         sb[:] = 0
@@ -102,7 +96,7 @@ def targeted_rows(p: ModelParams, kind: str, n: int, rng: np.random.Generator):
         mc = _mant(fc, rng, n, high=True)
         ec = rng.integers(0, 3, size=n)
         zero_c = rng.random(n) < 0.3
-    elif kind == "spread":
+    elif kind == RowKind.SPREAD:
         s = rng.integers(0, 2, size=n)
         sa[:] = s[:, None]
         sb[:] = 0
@@ -113,21 +107,19 @@ def targeted_rows(p: ModelParams, kind: str, n: int, rng: np.random.Generator):
         ma = np.where(top, _mant(fa, rng, (n, K), high=True), ma)
         mb = np.where(top, _mant(fb, rng, (n, K), high=True), mb)
         ec = rng.integers(-3, 3, size=n)
-    elif kind == "c-round":
+    elif kind == RowKind.C_ROUND:
         prec = p.out_fmt.spec.mbits
         ec = np.zeros(n, dtype=np.int64)
         live = rng.integers(1, 3, size=n)
         zero_ab = np.arange(K)[None, :] >= live[:, None]
         d = prec + rng.integers(-2, 4, size=(n, K))
         ea, eb = -(d // 2), -(d - d // 2)
-    elif kind == "tiny":
+    else:  # RowKind.TINY
         ea = fa.spec.emin + rng.integers(-3, 4, size=(n, K))
         eb = fb.spec.emin + rng.integers(-3, 4, size=(n, K))
         zero_ab = rng.random((n, K)) < 0.3
         zero_c = rng.random(n) < 0.6
         ec = fc.spec.emin + rng.integers(-3, 6, size=n)
-    else:
-        raise ValueError(f"unknown row kind {kind!r}; known: {', '.join(TARGETED)}")
     a = _enc(fa, sa, ea, ma)
     b = _enc(fb, sb, eb, mb)
     c = _enc(fc, sc, ec, mc)
@@ -143,7 +135,7 @@ class Rows:
     a: np.ndarray
     b: np.ndarray
     c: np.ndarray
-    kinds: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)  # RowKind, or 'recorded'
 
     def __len__(self) -> int:
         return len(self.c)
@@ -179,9 +171,7 @@ def make_pool(p: ModelParams, n: int = 1536, seed: int = 0) -> Rows:
     rng = np.random.default_rng(seed)
     n_gen = n // 2
     a, b, c, kind = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, n_gen, seed)
-    from ..validation.rows import KINDS
-
-    rows = Rows(a, b, c, [KINDS[int(k)].value for k in kind])
+    rows = Rows(a, b, c, [MIX[int(k)] for k in kind])
     per = (n - n_gen) // len(TARGETED)
     for kd in TARGETED:
         ta, tb, tc = targeted_rows(p, kd, per, rng)
@@ -198,9 +188,7 @@ def first_rows(rows: Rows, n: int, seed: int = 0) -> list[int]:
     by_kind: dict[str, list[int]] = {}
     for i, k in enumerate(rows.kinds):
         by_kind.setdefault(k, []).append(i)
-    order = [
-        k for k in TARGETED + ("normal", "cancel", "wide", "subnormal", "zeros") if k in by_kind
-    ]
+    order = [k for k in TARGETED + MIX[:5] if k in by_kind]
     order += [k for k in by_kind if k not in order]
     for k in order:
         rng.shuffle(by_kind[k])

@@ -1,7 +1,8 @@
 """Random dot-product rows for validation: a documented mix of the inputs that exercise a
 matrix unit's arithmetic, reproducible from a seed.
 
-Each row (a_0..a_{K-1}, b_0..b_{K-1}, c) draws one *kind* (uniformly, from `KINDS`):
+Each row (a_0..a_{K-1}, b_0..b_{K-1}, c) draws one *kind* (uniformly, from `KINDS`, the mix
+of the shared vocabulary `validation.kinds`):
 
 - ``normal``: every operand a normal number, exponents in a window of random width
   (0, 2, 6 or 12 binades) around a random centre: the products overlap and alignment
@@ -25,26 +26,13 @@ bit patterns of their storage width, so rows feed the interpreters and the GPU r
 
 from __future__ import annotations
 
-from enum import Enum
-
 import numpy as np
 
 from ..spec.formats import Format, Specials
+from .kinds import MIX, RowKind
 
-
-class RowKind(Enum):
-    """The kinds of random rows (see the module docstring)."""
-
-    NORMAL = "normal"
-    CANCEL = "cancel"
-    WIDE = "wide"
-    SUBNORMAL = "subnormal"
-    ZEROS = "zeros"
-    SPECIAL = "special"
-    BITS = "bits"
-
-
-KINDS: tuple[RowKind, ...] = tuple(RowKind)
+KINDS: tuple[RowKind, ...] = MIX
+"""The kinds of the mix (validation.kinds.MIX): kind number i is KINDS[i]."""
 
 
 def _compose(fmt: Format, sign, exp_field, mant) -> np.ndarray:
