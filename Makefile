@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-slow test-torch bench bench-solvers results lint format demo clean hardware hardware-vectors
+.PHONY: install test test-slow test-torch bench bench-solvers results queries docs lint format demo clean hardware hardware-vectors
 
 install:
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,23 @@ bench-solvers:
 results:
 	$(BIN)/python bench/make_results.py
 	$(BIN)/python bench/bench_solvers.py --table4 --write results
+
+# SMT-LIB2 exports of the paper's queries (Valpey et al. 2025, Tables 3 and 4) into queries/:
+# z3, cvc5 and bitwuzla each read them. Four are committed as examples (tests/test_docs.py
+# checks they are what export writes today); the others are regenerated here, not committed.
+QUERY_PROPERTIES := carry-bits normalization ordering precision-accumulation precision-product \
+	rounding-accumulator rounding-final
+
+queries:
+	for p in $(QUERY_PROPERTIES); do $(BIN)/tcsmt export --property $$p --arch volta --out queries || exit $$?; done
+	$(BIN)/tcsmt export --property carry-bits --arch ampere --out queries
+	$(BIN)/tcsmt export --property carry-bits --arch hopper --out queries
+	$(BIN)/tcsmt export volta turing --out queries/differ-volta-vs-turing.smt2
+
+# Rewrite the printed output that README.md and docs/*.md show wherever a command's output
+# changed (tests/test_docs.py checks them; put back any "..." elision a page needs).
+docs:
+	$(BIN)/python tests/test_docs.py --update
 
 # The GPU campaign (results/hardware/<gpu>/): probes, SASS, 10^6-row validation, identify.
 # Runs where an NVIDIA GPU and nvcc are; exits 2 with one line elsewhere. Uses .venv when
