@@ -1,10 +1,15 @@
-"""Packaging: the data folders properties/ and spaces/ sit beside the package in the
-source tree and are installed inside it (tensorcore_smt/properties, tensorcore_smt/spaces),
+"""Packaging: the data folders properties/, spaces/ and schedules/ sit beside the package in the
+source tree and are installed inside it (tensorcore_smt/properties, tensorcore_smt/spaces,
+tensorcore_smt/schedules),
 so a non-editable `pip install .` carries them too. Everything else is in pyproject.toml."""
 
 from setuptools import find_packages, setup
 
-DATA = {"tensorcore_smt.properties": "properties", "tensorcore_smt.spaces": "spaces"}
+DATA = {
+    "tensorcore_smt.properties": "properties",
+    "tensorcore_smt.spaces": "spaces",
+    "tensorcore_smt.schedules": "schedules",
+}
 
 setup(
     packages=find_packages(include=["tensorcore_smt*"]) + list(DATA),

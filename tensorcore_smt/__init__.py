@@ -3,6 +3,8 @@ bit-exactly and usable by SMT solvers to find inputs that tell hypotheses apart.
 
 from .api import mma, resolve, simulate, simulate_one, simulate_params
 from .errors import UserError
+from .gemm.emulate import matmul
+from .gemm.torchmode import emulate
 from .spec.formats import Format, Rounding
 from .spec.presets import PRESETS, parse_variant
 from .version import __version__
@@ -13,6 +15,8 @@ __all__ = [
     "Rounding",
     "UserError",
     "__version__",
+    "emulate",
+    "matmul",
     "mma",
     "parse_variant",
     "resolve",

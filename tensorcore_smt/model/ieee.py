@@ -76,10 +76,25 @@ def _finish(
     inf_neg: Bool,
     nan_bits: int | None,
     flush: bool = False,
+    overflow: Overflow = Overflow.IEEE,
 ) -> BV:
     b = x.mag.b
-    finite = round_to_format(x, out, mode, zero_sign, Overflow.IEEE, flush)
+    finite = round_to_format(x, out, mode, zero_sign, overflow, flush)
     nb = default_nan_bits(out) if nan_bits is None else nan_bits
+    s = out.spec
+    if overflow == Overflow.SATURATE:
+        # PTX ISA cvt .satfinite: an infinite operand gives MAX_NORM of its sign too
+        top = ((1 << (s.ebits + s.mbits)) - (2 if s.specials == Specials.FN else 1)) - (
+            (1 << s.mbits) if s.specials == Specials.IEEE else 0
+        )
+        big = inf_neg.ite(
+            BV.const(b, top | (1 << (s.storage - 1)), s.storage), BV.const(b, top, s.storage)
+        )
+        finite = inf.ite(big, finite)
+        inf = Bool.const(b, False)
+    elif s.specials == Specials.FN:  # no infinity: an infinite result is NaN
+        nan = nan | inf
+        inf = Bool.const(b, False)
     return special_bits(b, out, nb, nan, inf, inf_neg, finite)
 
 
@@ -185,12 +200,19 @@ def fma_unpacked(
 
 
 def convert_unpacked(
-    x: Unpacked, out: Format, mode: Rounding, nan_bits: int | None = None, flush: bool = False
+    x: Unpacked,
+    out: Format,
+    mode: Rounding,
+    nan_bits: int | None = None,
+    flush: bool = False,
+    overflow: Overflow = Overflow.IEEE,
 ) -> BV:
-    """x rounded into `out`."""
+    """x rounded into `out` (an IEEE format, or E4M3-like `Specials.FN`, where an
+    overflow is NaN); `overflow` SATURATE: PTX cvt `.satfinite`, every value beyond the
+    largest finite number, infinities included, becomes it with its sign."""
     t = operand_addend(x)
     ex = exact_sum([t], out.spec.precision)
-    return _finish(ex, out, mode, x.sign, x.is_nan, x.is_inf, x.sign, nan_bits, flush)
+    return _finish(ex, out, mode, x.sign, x.is_nan, x.is_inf, x.sign, nan_bits, flush, overflow)
 
 
 def add(x: BV, fx: Format, y: BV, fy: Format, out: Format, mode: Rounding) -> BV:

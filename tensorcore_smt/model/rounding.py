@@ -19,6 +19,10 @@ class Overflow(Enum):
 
     IEEE = "ieee"  # Inf or the largest finite number, by rounding direction
     TO_INF = "inf"  # always Inf (NVIDIA's final RZ step: |x| >= 2^128 -> Inf, MMA-Sim §IV-C)
+    # always the largest finite number of the result's sign, whatever the rounding
+    # direction (PTX ISA cvt `.satfinite`: |x| > MAX_NORM gives sign-preserved MAX_NORM;
+    # cuBLASLt FP8 outputs)
+    SATURATE = "saturate"
 
 
 @dataclass
@@ -56,10 +60,12 @@ def round_to_format(
     whose sign is `zero_sign`. Subnormal results are produced exactly as IEEE 754 asks,
     or, with `flush`, replaced by a zero of the result's sign: flush-to-zero decided on
     the rounded value (MMA-Sim Algorithm 3 tests |x| < 2^emin after each FP32 operation),
-    so a value that rounds up to the smallest normal number is kept."""
+    so a value that rounds up to the smallest normal number is kept. Formats without
+    infinities whose all-ones pattern is NaN (E4M3, `Specials.FN`) overflow to that NaN,
+    or under `Overflow.SATURATE` to their largest finite number."""
     s = fmt.spec
-    if s.specials != Specials.IEEE:
-        raise ValueError(f"rounding into {s.name} (no infinities) is not supported")
+    if s.specials not in (Specials.IEEE, Specials.FN) or s.ignored_high:
+        raise ValueError(f"rounding into {s.name} is not supported")
     b = x.mag.b
     p = s.mbits + 1
     mag, q = x.mag, x.q
@@ -87,9 +93,13 @@ def round_to_format(
     field = (e_clamped + (s.bias - 1)).resize(enc_w) << s.mbits
     mag_bits = field + kept.resize(enc_w) + inc.to_bv(enc_w)
     inf_mag = ((1 << s.ebits) - 1) << s.mbits
+    if s.specials == Specials.FN:  # the all-ones magnitude is NaN, the one below it the top
+        inf_mag = (1 << (s.ebits + s.mbits)) - 1
     max_mag = inf_mag - 1
     overflowed = mag_bits.uge(inf_mag)
-    if overflow == Overflow.TO_INF:
+    if overflow == Overflow.SATURATE:
+        to_inf = Bool.const(b, False)
+    elif overflow == Overflow.TO_INF:
         to_inf = Bool.const(b, True)
     elif mode in (Rounding.RNE, Rounding.RNA):
         to_inf = Bool.const(b, True)

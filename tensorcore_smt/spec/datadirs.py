@@ -1,4 +1,4 @@
-"""Where the data folders shipped with the package (properties/, spaces/) are."""
+"""Where the data folders shipped with the package (properties/, spaces/, schedules/) are."""
 
 from __future__ import annotations
 

@@ -1,0 +1,222 @@
+"""The arithmetic of one GEMM output element, written once on the BV interface.
+
+Small step functions, each a call into the model (never a second copy of a rule), composed
+by a Plan (plan.py). Any interpreter runs them: concrete ints, numpy vectors over many
+output elements at once, the symbolic DAG for the solvers, the compiled engine.
+
+- mma_step: one instruction of a chain, the running accumulator as its c (PTX ISA
+  "Matrix multiply-accumulate": D = A*B + C) - model.dot_add;
+- promote_add: a chain's result added into the fp32 accumulator, IEEE round to nearest
+  (cuBLAS FP8 without fast accumulation; DeepSeek-V3 §3.3.2) - model.ieee.add;
+- combine: two split-K partials added in fp32, round to nearest - model.ieee.add;
+- epilogue: D = alpha*acc + beta*C as one fp32 FMA (or mul then add), then one
+  round-to-nearest conversion to the output format, FP8 saturating (cuBLASLt
+  cublasLtMatmul: "D = alpha*(A*B) + beta*(C)"; torch._scaled_mm: alpha = scale_a*scale_b)
+  - model.ieee.fma / mul / add / convert.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..bv.concrete import CONCRETE
+from ..bv.core import BV
+from ..model import dot_add
+from ..model.ieee import add_unpacked, convert_unpacked, fma_unpacked, mul_unpacked
+from ..model.params import ModelParams
+from ..model.rounding import Overflow
+from ..spec.formats import Format, Rounding, Specials, decode, default_nan_bits
+from .plan import Plan, Tree
+from .schedule import EpilogueOp, Schedule
+
+RN = Rounding.RNE
+
+
+def acc_format(p: ModelParams) -> Format:
+    """The format of the promotion accumulator, the split-K combination and the epilogue:
+    fp32 (cuBLASLt CUBLAS_COMPUTE_32F), fp64 for an fp64 instruction (DGEMM)."""
+    return Format.FP64 if p.d_fmt == Format.FP64 else Format.FP32
+
+
+def canonical_nan(fmt: Format, p: ModelParams) -> int:
+    """The NaN the GEMM level writes in `fmt`: the positive all-ones-payload NaN for an
+    instruction with a canonical NaN (NVIDIA: 0x7FFFFFFF, 0x7FFF, 0x7F), else the format's
+    default quiet NaN (FNUZ formats: their one NaN)."""
+    s = fmt.spec
+    if p.nan_bits is None or s.specials == Specials.FNUZ:
+        return default_nan_bits(fmt)
+    return (1 << (s.storage - 1)) - 1
+
+
+def mma_step(p: ModelParams, a_blk: Sequence[BV], b_blk: Sequence[BV], acc: BV) -> BV:
+    """One instruction of a chain: d = acc + sum a_k b_k as the unit computes it."""
+    return dot_add(list(a_blk), list(b_blk), acc, p)
+
+
+def promote_add(acc: BV, chain_d: BV, d_fmt: Format, acc_fmt: Format = Format.FP32, nan=None):
+    """acc + chain_d in `acc_fmt` (fp32), IEEE round to nearest even."""
+    nb = default_nan_bits(acc_fmt) if nan is None else nan
+    return add_unpacked(decode(acc, acc_fmt), decode(chain_d, d_fmt), acc_fmt, RN, nb)
+
+
+def combine(
+    x: BV,
+    y: BV,
+    fx: Format = Format.FP32,
+    fy: Format = Format.FP32,
+    acc_fmt: Format = Format.FP32,
+    nan: int | None = None,
+) -> BV:
+    """Two split partials added in `acc_fmt` (fp32), round to nearest even."""
+    nb = default_nan_bits(acc_fmt) if nan is None else nan
+    return add_unpacked(decode(x, fx), decode(y, fy), acc_fmt, RN, nb)
+
+
+def float_bits(value: float, fmt: Format) -> int:
+    """A Python float rounded to nearest into `fmt` by the model's conversion (the
+    epilogue's fp32 scalars alpha and beta)."""
+    x64 = struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+    return int(convert_unpacked(decode(BV(CONCRETE, x64, 64), Format.FP64), fmt, RN).v)
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """The epilogue with its scalars resolved to bits of `ep_fmt` (fp32, or fp64 for an
+    fp64 GEMM). `beta` None: no C term in the epilogue."""
+
+    alpha: int
+    beta: int | None
+    op: EpilogueOp
+    ep_fmt: Format
+    out_fmt: Format
+    saturate: bool
+
+    @staticmethod
+    def of(schedule: Schedule, p: ModelParams, c_term: bool, alpha_bits: int | None = None):
+        """The epilogue of `schedule` for instruction `p`; `c_term`: C joins here;
+        `alpha_bits` overrides the schedule's alpha (scale_a * scale_b, already fp32)."""
+        ep = acc_format(p)
+        out = schedule.out or p.d_fmt
+        alpha = float_bits(schedule.alpha, ep) if alpha_bits is None else alpha_bits
+        beta = None
+        if c_term:
+            beta = float_bits(1.0 if schedule.beta is None else schedule.beta, ep)
+        return Epilogue(alpha, beta, schedule.epilogue, ep, out, schedule.saturates(out))
+
+    def identity(self, acc_fmt: Format) -> bool:
+        """Whether D is the accumulator itself: alpha = 1, no C term, no conversion."""
+        return (
+            self.alpha == float_bits(1.0, self.ep_fmt)
+            and self.beta is None
+            and self.out_fmt == acc_fmt
+        )
+
+
+def epilogue(
+    acc: BV,
+    acc_fmt: Format,
+    c: BV | None,
+    c_fmt: Format | None,
+    ep: Epilogue,
+    p: ModelParams,
+) -> BV:
+    """D = alpha*acc + beta*C in the epilogue format (one FMA, or mul then add), then one
+    round-to-nearest conversion to the output format (saturating when `ep.saturate`)."""
+    b = acc.b
+    f = ep.ep_fmt
+    nan = canonical_nan(f, p)
+    alpha = decode(BV.const(b, ep.alpha, f.spec.storage), f)
+    x = decode(acc, acc_fmt)
+    if ep.beta is not None and c is not None:
+        assert c_fmt is not None
+        beta = decode(BV.const(b, ep.beta, f.spec.storage), f)
+        bc = decode(mul_unpacked(beta, decode(c, c_fmt), f, RN, nan), f)
+        if ep.op == EpilogueOp.FMA:
+            r = fma_unpacked(alpha, x, bc, f, RN, nan)
+        else:
+            r = add_unpacked(decode(mul_unpacked(alpha, x, f, RN, nan), f), bc, f, RN, nan)
+    else:
+        r = mul_unpacked(alpha, x, f, RN, nan)
+    if ep.out_fmt == f and not ep.saturate:
+        return r
+    overflow = Overflow.SATURATE if ep.saturate else Overflow.IEEE
+    return convert_unpacked(
+        decode(r, f), ep.out_fmt, RN, canonical_nan(ep.out_fmt, p), overflow=overflow
+    )
+
+
+def _zero(like: BV, fmt: Format) -> BV:
+    return BV.const(like.b, 0, fmt.spec.storage)
+
+
+def run_chain(
+    p: ModelParams, a: Sequence[BV], b: Sequence[BV], blocks: Sequence[int], acc: BV
+) -> BV:
+    """acc_{j+1} = MMA(a block j, b block j, acc_j) over `blocks` (k-block indices)."""
+    K = p.K
+    for j in blocks:
+        acc = mma_step(p, a[j * K : (j + 1) * K], b[j * K : (j + 1) * K], acc)
+    return acc
+
+
+def accumulate(
+    a: Sequence[BV], b: Sequence[BV], c: BV | None, p: ModelParams, plan: Plan
+) -> tuple[BV, Format]:
+    """The element's accumulator before the epilogue and its format: the chain's d, or
+    the fp32 sum of promoted chains and combined splits. `c` enters here only when
+    `plan.c_in_chain` (as acc_0 of split 0's first chain, in the instruction's c
+    format)."""
+    like = a[0]
+    d_fmt = p.d_fmt
+    af = acc_format(p)
+    nan = canonical_nan(af, p)
+    partials: list[tuple[BV, Format]] = []
+    for s, sp in enumerate(plan.splits):
+        if not sp.promoted:
+            acc0 = c if (plan.c_in_chain and s == 0 and c is not None) else _zero(like, d_fmt)
+            partials.append((run_chain(p, a, b, sp.chains[0], acc0), d_fmt))
+            continue
+        acc32 = _zero(like, af)
+        for blocks in sp.chains:
+            d = run_chain(p, a, b, blocks, _zero(like, d_fmt))
+            acc32 = promote_add(acc32, d, d_fmt, af, nan)
+        partials.append((acc32, af))
+    if len(partials) == 1:
+        return partials[0]
+
+    def reduce(t: Tree) -> tuple[BV, Format]:
+        if isinstance(t, int):
+            return partials[t]
+        (x, fx), (y, fy) = reduce(t[0]), reduce(t[1])
+        return combine(x, y, fx, fy, af, nan), af
+
+    return reduce(plan.combine)
+
+
+def element(
+    a: Sequence[BV],
+    b: Sequence[BV],
+    c: BV | None,
+    p: ModelParams,
+    plan: Plan,
+    schedule: Schedule,
+    c_fmt: Format | None = None,
+    alpha_bits: int | None = None,
+) -> BV:
+    """One output element d = alpha * sum_k a_k b_k + beta * c as the kernel computes it:
+    `a`, `b` the zero-padded row of A and column of B (plan.n_blocks * p.K entries, any
+    indexable sequence, read block by block), `c` the element of C or None. `c_fmt`: the
+    format of c when it joins in the epilogue (default: the output format; in the chain
+    it is the instruction's c format). `alpha_bits`: alpha already in the epilogue format
+    (scale_a * scale_b), replacing the schedule's alpha."""
+    n = plan.n_blocks * p.K
+    if len(a) != n or len(b) != n:
+        raise ValueError(f"expected {n} a and b entries, got {len(a)} and {len(b)}")
+    acc, acc_fmt = accumulate(a, b, c, p, plan)
+    c_term = c is not None and not plan.c_in_chain
+    ep = Epilogue.of(schedule, p, c_term, alpha_bits)
+    if ep.identity(acc_fmt):
+        return acc
+    return epilogue(acc, acc_fmt, c if c_term else None, c_fmt or ep.out_fmt, ep, p)

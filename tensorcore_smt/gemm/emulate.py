@@ -1,0 +1,303 @@
+"""`matmul`: whole GEMMs bit-exactly, as a kernel computes them under a GEMM hypothesis.
+
+Every output element runs element.py (one plan of instruction steps, promotions, split
+combinations and the epilogue) on the vector interpreter, vectorised over chunks of
+output elements: memory stays bounded by the chunk, whatever M, N and K are. Operand
+columns are gathered k-block by k-block as the plan reads them. K is zero-padded to a
+multiple of the instruction's K, as kernels zero-fill a partial k-tile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..bv.concrete import CONCRETE
+from ..bv.core import BV
+from ..bv.vector import VECTOR
+from ..errors import UserError
+from ..model.ieee import mul
+from ..model.params import ModelParams
+from ..spec.formats import Format
+from .arrays import (
+    FORMAT_DTYPE,
+    bits_of,
+    fits,
+    format_of,
+    from_bits,
+    is_torch,
+    numpy_to_torch,
+    to_format,
+    torch_to_numpy,
+)
+from .element import RN, acc_format, element, float_bits
+from .hypothesis import GemmHypothesis, parse_gemm
+from .plan import Plan, make_plan, padded_k
+from .schedule import Schedule, parse_schedule
+
+CHUNK = 32768
+"""Output elements per vector pass (the instruction-level optimum of api.CHUNK_ROWS)."""
+
+
+class _Columns(Sequence):
+    """Operand k of every output element of a chunk, gathered when the plan reads it:
+    entry k is src[k][idx] (src: (K_padded, R) bits, idx: the chunk's rows of src)."""
+
+    def __init__(self, be, src: np.ndarray, idx: np.ndarray, w: int):
+        self.be, self.src, self.idx, self.w = be, src, idx, w
+
+    def __len__(self) -> int:
+        return self.src.shape[0]
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        return BV(self.be, self.be.lanes(self.src[k][self.idx], self.w), self.w)
+
+
+@dataclass(frozen=True)
+class GemmRun:
+    """What matmul ran: the hypothesis, the instruction, the plan and the schedule
+    actually used (alpha, beta and out filled in)."""
+
+    hypothesis: GemmHypothesis
+    instr: str
+    params: ModelParams
+    plan: Plan
+    schedule: Schedule
+    K: int
+
+
+def _arrays(x: Any, what: str) -> tuple[np.ndarray, Any]:
+    if is_torch(x):
+        return torch_to_numpy(x), x.device
+    return np.asarray(x), None
+
+
+def _alpha_bits(
+    sched: Schedule, p: ModelParams, scale_a: Any, scale_b: Any
+) -> tuple[int | None, Schedule]:
+    """alpha = RN_fp32(scale_a * scale_b) (torch._scaled_mm, cuBLASLt scale pointers), times
+    the schedule's alpha when that is not 1; None without scales."""
+    if scale_a is None and scale_b is None:
+        return None, sched
+    vals = []
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if s is None:
+            s = 1.0
+        arr = torch_to_numpy(s) if is_torch(s) else np.asarray(s)
+        if arr.size != 1:
+            raise UserError(f"{name}: only a per-tensor (one-element) scale is modelled")
+        v = float(arr.reshape(()).astype(np.float64))
+        if not np.isfinite(v):
+            raise UserError(f"{name}={v} is not finite")
+        vals.append(v)
+    f = acc_format(p)
+    w = f.spec.storage
+    prod = mul(
+        BV(CONCRETE, float_bits(vals[0], f), w), f, BV(CONCRETE, float_bits(vals[1], f), w), f, f, RN
+    )
+    if sched.alpha != 1.0:
+        prod = mul(prod, f, BV(CONCRETE, float_bits(sched.alpha, f), w), f, f, RN)
+    return int(prod.v), sched
+
+
+def prepare(
+    hyp: GemmHypothesis,
+    fa: Format | None,
+    fb: Format | None,
+    K: int,
+    alpha: float | None,
+    beta: float | None,
+    out_fmt: Format | None,
+) -> GemmRun:
+    """Resolve the instruction, schedule and plan of a GEMM with inputs in `fa`, `fb`."""
+    if (fa is None) != (fb is None):
+        raise UserError("A and B: give both as floats or both as bit patterns")
+    if fa is None and hyp.instr is None:
+        raise UserError("A, B as bit patterns need instr= (the formats come from it)")
+    inst = hyp.instruction(fa, fb)
+    p = hyp.params(fa, fb)
+    for what, f, want in (("A", fa, p.a_fmt), ("B", fb, p.b_fmt)):
+        if f is not None and not fits(f, want):
+            raise UserError(f"{what} is {f.spec.name} but {inst.name} takes {want.spec.name}")
+    sched = hyp.schedule
+    changes: dict[str, Any] = {}
+    if alpha is not None:
+        changes["alpha"] = alpha
+    if beta is not None:
+        changes["beta"] = beta
+    if out_fmt is not None:
+        changes["out"] = out_fmt
+    if changes:
+        sched = sched.with_(**changes)
+    if K < 1:
+        raise UserError(f"K={K}: a GEMM needs K >= 1")
+    plan = make_plan(sched, padded_k(K, p.K), p.K)
+    return GemmRun(hyp, inst.name, p, plan, sched, K)
+
+
+def resolve_hypothesis(
+    arch: str | GemmHypothesis, instr: str | None, schedule: str | Schedule | None
+) -> GemmHypothesis:
+    """A GemmHypothesis from text or an object, `instr` and `schedule` replacing its own."""
+    if not isinstance(arch, GemmHypothesis):
+        return parse_gemm(arch, instr, schedule)
+    sched = arch.schedule
+    if isinstance(schedule, Schedule):
+        sched = schedule
+    elif schedule is not None:
+        sched = parse_schedule(schedule)
+    return GemmHypothesis(arch.variant, sched, instr or arch.instr, arch.text)
+
+
+def _out_format(out_dtype: Any) -> Format | None:
+    if out_dtype is None:
+        return None
+    if isinstance(out_dtype, Format):
+        return out_dtype
+    if isinstance(out_dtype, str):
+        try:
+            return Format.parse(out_dtype)
+        except ValueError:
+            pass
+    if is_torch(out_dtype) or type(out_dtype).__module__ == "torch":
+        import torch
+
+        out_dtype = torch_to_numpy(torch.zeros(1, dtype=out_dtype)).dtype
+    try:
+        f = format_of(np.zeros(1, dtype=out_dtype), "out_dtype")
+    except TypeError:
+        f = None
+    if f is None:
+        raise UserError(f"out_dtype={out_dtype!r} is not an output format")
+    return f
+
+
+def matmul(
+    arch: str | GemmHypothesis,
+    A: Any,
+    B: Any,
+    C: Any = None,
+    *,
+    schedule: str | Schedule | None = None,
+    instr: str | None = None,
+    scale_a: Any = None,
+    scale_b: Any = None,
+    alpha: float | None = None,
+    beta: float | None = None,
+    out_dtype: Any = None,
+    device: str | None = None,
+    engine: str | None = None,
+    run_info: list | None = None,
+) -> Any:
+    """D = alpha * A @ B + beta * C, bit for bit as the GEMM hypothesis computes it.
+
+    `arch`: `ARCH[...]` or `ARCH[...]/SCHEDULE[...]` (or a GemmHypothesis); `schedule`
+    the schedule when `arch` names none (default `serial`). A (..., M, K), B (..., K, N)
+    and C (broadcast to (..., M, N)) are numpy / ml_dtypes arrays or torch tensors
+    (leading batch dimensions broadcast), or unsigned bit patterns with `instr` given.
+    `instr` None: the instruction libraries run for A's and B's formats. `scale_a`,
+    `scale_b`: per-tensor scales (alpha = RN_fp32(scale_a * scale_b), torch._scaled_mm);
+    `alpha`, `beta` None: the schedule's (beta with C: 1). `out_dtype` None: the
+    schedule's `out`, else the instruction's d format. `device`: None (numpy) or a torch
+    device ("cpu", "cuda"); `engine`: None or "numpy" (the vector interpreter;
+    "compiled" once the compiled engine exists). Returns D as the output dtype (a torch
+    tensor on A's device when A is one); `run_info`, when a list, receives the GemmRun."""
+    hyp = resolve_hypothesis(arch, instr, schedule)
+    if engine not in (None, "numpy"):
+        raise UserError(f"engine={engine!r} is not available; available: numpy")
+    a, dev = _arrays(A, "A")
+    b, _ = _arrays(B, "B")
+    if a.ndim < 2 or b.ndim < 2:
+        raise UserError(f"A and B must have at least 2 dimensions; got {a.shape} and {b.shape}")
+    M, K = a.shape[-2:]
+    K2, N = b.shape[-2:]
+    if K != K2:
+        raise UserError(f"A is {a.shape} and B is {b.shape}: inner dimensions {K} and {K2} differ")
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise UserError(f"batch dimensions of A {a.shape} and B {b.shape} do not broadcast") from None
+    fa, fb = format_of(a, "A"), format_of(b, "B")
+    run = prepare(hyp, fa, fb, K, alpha, beta, _out_format(out_dtype))
+    if run_info is not None:
+        run_info.append(run)
+    p, plan = run.params, run.plan
+    alpha_bits, sched = _alpha_bits(run.schedule, p, scale_a, scale_b)
+    out_fmt = sched.out or p.d_fmt
+    Kp = plan.n_blocks * p.K
+    a_bits = bits_of(a, p.a_fmt, "A")
+    b_bits = bits_of(b, p.b_fmt, "B")
+    # (K_padded, rows) operand tables: column k of every row of A, every column of B
+    a_t = _table(np.broadcast_to(a_bits, batch + (M, K)).reshape(-1, K), Kp)
+    b_t = _table(np.swapaxes(np.broadcast_to(b_bits, batch + (K, N)), -1, -2).reshape(-1, K), Kp)
+    c_bits, c_fmt = _c_bits(C, run, out_fmt, batch, M, N)
+    be = VECTOR if device is None else _device_backend(device)
+    n_out = int(np.prod(batch, dtype=np.int64)) * M * N
+    out = np.empty(n_out, dtype=np.uint64)
+    wa, wb = p.a_fmt.spec.storage, p.b_fmt.spec.storage
+    for lo in range(0, n_out, CHUNK):
+        hi = min(n_out, lo + CHUNK)
+        o = np.arange(lo, hi, dtype=np.int64)
+        bi, rem = np.divmod(o, M * N)
+        m, n = np.divmod(rem, N)
+        ca = _Columns(be, a_t, bi * M + m, wa)
+        cb = _Columns(be, b_t, bi * N + n, wb)
+        cbv = None
+        if c_bits is not None:
+            w = c_fmt.spec.storage
+            cbv = BV(be, be.lanes(c_bits[lo:hi], w), w)
+        d = element(ca, cb, cbv, p, plan, sched, c_fmt, alpha_bits)
+        out[lo:hi] = _host(be, d, hi - lo)
+    res = from_bits(out, out_fmt).reshape(batch + (M, N))
+    if dev is not None:
+        return numpy_to_torch(res, dev)
+    return res
+
+
+def _table(rows: np.ndarray, Kp: int) -> np.ndarray:
+    """(R, K) bits -> (K_padded, R) contiguous, zero rows past K."""
+    R, K = rows.shape
+    t = np.zeros((Kp, R), dtype=rows.dtype)
+    t[:K] = rows.T
+    return t
+
+
+def _c_bits(C: Any, run: GemmRun, out_fmt: Format, batch, M: int, N: int):
+    """C flattened to one entry per output element, in the format where it joins: the
+    instruction's c format in the chain, its own format (else the output format) in the
+    epilogue."""
+    if C is None:
+        return None, None
+    c, _ = _arrays(C, "C")
+    try:
+        c = np.broadcast_to(c, batch + (M, N))
+    except ValueError:
+        raise UserError(f"C {c.shape} does not broadcast to {batch + (M, N)}") from None
+    if run.plan.c_in_chain:
+        fmt = run.params.c_fmt
+        return to_format(c, fmt, "C").reshape(-1), fmt
+    f = format_of(c, "C")
+    fmt = out_fmt if f is None else f
+    if fmt == Format.TF32 or fmt not in FORMAT_DTYPE:
+        fmt = out_fmt
+    return bits_of(c, fmt, "C").reshape(-1), fmt
+
+
+def _device_backend(device: str):
+    from ..api import array_backend
+
+    return array_backend(device)
+
+
+def _host(be, d: BV, n: int) -> np.ndarray:
+    if be is VECTOR:
+        v = d.v
+        if isinstance(v, np.ndarray) and v.ndim == 1:
+            return v.astype(np.uint64)
+        return np.full(n, int(v), dtype=np.uint64)
+    return be.to_host(d.v, n)

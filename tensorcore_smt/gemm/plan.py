@@ -1,0 +1,137 @@
+"""A schedule as pure data for one output element of a given K: which k-blocks each chain
+takes, how chain results are promoted, how split partials combine, where C joins.
+No arithmetic here: element.py runs a Plan with the model's operations.
+
+Layouts (DESIGN.md "The GEMM level"; cuBLASLt split-K as measured on an H100 and an
+RTX 4060): K is zero-padded to a multiple of the instruction's K (k_block) and cut into
+k-blocks; split-K groups the k-blocks into k-tiles of `split_tile` elements, split s owning
+the contiguous tiles [s*q, (s+1)*q), q = ceil(tiles / S), or the interleaved tiles
+t = s mod S; within a split, a promoted schedule starts a fresh chain every `promote` of
+the split's own elements (CUTLASS `mma_promotion_interval`, in instructions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from ..errors import UserError
+from .schedule import KOrder, Reduce, Schedule, SplitMode
+
+Tree = Union[int, tuple["Tree", "Tree"]]
+"""A combination order: a split index, or (left, right) = left + right in fp32."""
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """One split's chains (k-block indices, in the order each chain takes them) and
+    whether their results are promoted into an fp32 accumulator (from +0, in order);
+    unpromoted, the split has exactly one chain whose result is its partial."""
+
+    chains: tuple[tuple[int, ...], ...]
+    promoted: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything element.py needs to run one output element, as data."""
+
+    k_block: int  # K of the instruction: elements per k-block
+    n_blocks: int  # k-blocks of the zero-padded K
+    splits: tuple[SplitPlan, ...]
+    combine: Tree  # how the split partials combine (a single split: 0)
+    c_in_chain: bool  # C is acc_0 of split 0's first chain, else joins in the epilogue
+
+    @property
+    def fp32_acc(self) -> bool:
+        """Whether the element's accumulator before the epilogue is an fp32 sum
+        (promoted chains or combined splits) rather than the chain's d."""
+        return len(self.splits) > 1 or self.splits[0].promoted
+
+    def steps(self) -> int:
+        """Instruction steps per output element."""
+        return sum(len(c) for s in self.splits for c in s.chains)
+
+
+def serial_tree(n: int) -> Tree:
+    """((p0 + p1) + p2) + ... + p_{n-1}."""
+    t: Tree = 0
+    for i in range(1, n):
+        t = (t, i)
+    return t
+
+
+def pairwise_tree(n: int) -> Tree:
+    """cuBLASLt's pairwise combination of n partials: h = ceil(n/2), slot_i = p_i +
+    p_{i+h} if i + h < n - 1 else p_i, result (((p_{n-1} + slot_0) + slot_1) + ...) +
+    slot_{h-1}; n = 3: (p2 + p0) + p1. One partial is itself."""
+    if n == 1:
+        return 0
+    h = -(-n // 2)
+    slots: list[Tree] = [(i, i + h) if i + h < n - 1 else i for i in range(h)]
+    t: Tree = n - 1
+    for s in slots:
+        t = (t, s)
+    return t
+
+
+def tree_leaves(t: Tree) -> list[int]:
+    return [t] if isinstance(t, int) else tree_leaves(t[0]) + tree_leaves(t[1])
+
+
+def padded_k(K: int, k_block: int) -> int:
+    """K rounded up to a multiple of the instruction's K (kernels zero-fill the tail)."""
+    return -(-K // k_block) * k_block
+
+
+def _multiple(field: str, value: int, k_block: int) -> int:
+    if value % k_block:
+        raise UserError(
+            f"{field}={value} is not a multiple of the instruction's K={k_block}; "
+            f"allowed: multiples of {k_block}"
+        )
+    return value // k_block
+
+
+def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
+    """The plan of `schedule` for one output element over `K_padded` elements in k-blocks
+    of `k_block` (K_padded a multiple of k_block); UserError when the schedule cannot
+    cut this K (promote or split_tile not a multiple of k_block, fewer k-tiles than
+    splits)."""
+    if K_padded < k_block or K_padded % k_block:
+        raise UserError(f"K={K_padded} is not a positive multiple of the instruction's K={k_block}")
+    n_blocks = K_padded // k_block
+    S = schedule.split_k
+    if S == 1:
+        owned = [list(range(n_blocks))]
+    else:
+        per_tile = _multiple("split_tile", schedule.split_tile, k_block)
+        tiles = [
+            list(range(t, min(t + per_tile, n_blocks))) for t in range(0, n_blocks, per_tile)
+        ]
+        if len(tiles) < S:
+            raise UserError(
+                f"split_k={S}: K={K_padded} has {len(tiles)} k-tile(s) of "
+                f"{schedule.split_tile}; allowed: split_k up to {len(tiles)} for this K"
+            )
+        if schedule.split == SplitMode.CONTIGUOUS:
+            q = -(-len(tiles) // S)
+            owned = [sum(tiles[s * q : (s + 1) * q], []) for s in range(S)]
+        else:
+            owned = [sum(tiles[s::S], []) for s in range(S)]
+    if schedule.order == KOrder.DESCENDING:
+        owned = [blocks[::-1] for blocks in owned]
+    per_chain = None
+    if schedule.promote is not None:
+        per_chain = _multiple("promote", schedule.promote, k_block)
+    splits = []
+    for blocks in owned:
+        if per_chain is None:
+            splits.append(SplitPlan((tuple(blocks),), False))
+        else:
+            chains = tuple(
+                tuple(blocks[i : i + per_chain]) for i in range(0, len(blocks), per_chain)
+            )
+            splits.append(SplitPlan(chains, True))
+    tree = pairwise_tree(S) if schedule.reduce == Reduce.PAIRWISE else serial_tree(S)
+    return Plan(k_block, n_blocks, tuple(splits), tree, schedule.c_in_chain)

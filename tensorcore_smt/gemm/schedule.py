@@ -1,0 +1,353 @@
+"""GEMM schedules as data: how a kernel chains an instruction along K, promotes, splits K,
+combines the splits and rounds in its epilogue.
+
+A `Schedule` is the GEMM-level companion of `ModelParams`: a frozen record whose every
+field is range-checked like a variant parameter. Schedules are written
+`NAME` or `NAME[field=value,...]`, where NAME is `serial` or a named schedule from the
+repository-root folder schedules/*.toml (each citing its source).
+
+Facts (DESIGN.md "The GEMM level"):
+- chain: acc_0 = C or +0, acc_{j+1} = MMA(A block j, B block j, acc_j), the instruction's c
+  being the running accumulator (PTX ISA, "Matrix multiply-accumulate": D = A*B + C);
+- promotion: a fresh chain every `promote` K elements, its result added to an fp32
+  accumulator by an IEEE fp32 round-to-nearest add (cuBLASLt without
+  CUBLASLT_MATMUL_DESC_FAST_ACCUM; CUTLASS `mma_promotion_interval`, counted in
+  instructions; DeepSeek-V3 technical report §3.3.2: every 128 elements, N_C = 128);
+- split-K: S parts (contiguous k-tiles or interleaved k-tiles of width T), combined in
+  fp32 serially or pairwise (cuBLASLt reduction schemes);
+- epilogue (cuBLASLt, torch._scaled_mm): D = alpha*acc + beta*C as one fp32 FMA, then one
+  round-to-nearest conversion to the output type; FP8 outputs saturate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import sys
+from dataclasses import dataclass, fields
+from enum import Enum
+from functools import cache
+from typing import Any
+
+from ..errors import UserError
+from ..spec.datadirs import data_dir
+from ..spec.formats import Format
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class KOrder(Enum):
+    """Order in which a chain takes its k-blocks."""
+
+    ASCENDING = "ascending"
+    DESCENDING = "descending"
+
+
+class SplitMode(Enum):
+    """Which k-tiles each split of split-K owns."""
+
+    CONTIGUOUS = "contiguous"  # split s owns tiles [s*q, (s+1)*q), q = ceil(tiles / S)
+    INTERLEAVED = "interleaved"  # tile t belongs to split t mod S
+
+
+class Reduce(Enum):
+    """How the split partials are combined (in fp32, round to nearest)."""
+
+    SERIAL = "serial"  # ((p0 + p1) + p2) + ...
+    PAIRWISE = "pairwise"  # cuBLASLt's pairwise scheme (plan.combine_tree)
+
+
+class EpilogueOp(Enum):
+    """How alpha*acc + beta*C is formed in fp32."""
+
+    FMA = "fma"  # one fused multiply-add: fma(alpha, acc, beta*C) (cuBLASLt)
+    MUL_ADD = "mul-add"  # RN(RN(alpha*acc) + RN(beta*C))
+
+
+class CJoin(Enum):
+    """Where C enters the computation."""
+
+    CHAIN = "chain"  # as the first chain's acc_0, in the instruction's c format
+    EPILOGUE = "epilogue"  # as beta*C in the fp32 epilogue
+
+
+OUT_FORMATS = frozenset(
+    (Format.FP64, Format.FP32, Format.FP16, Format.BF16, Format.E4M3, Format.E5M2)
+)
+"""Formats a GEMM can write D in (cuBLASLt's D types for these inputs)."""
+
+
+@dataclass(frozen=True)
+class FieldRange:
+    lo: int
+    hi: int
+    why: str
+
+
+SCHEDULE_RANGES: dict[str, FieldRange] = {
+    "promote": FieldRange(1, 1 << 20, "K elements per chain; DeepSeek-V3 and cuBLAS: 128"),
+    "split_k": FieldRange(1, 64, "splits of K; cuBLASLt heuristics pick up to a few dozen"),
+    "split_tile": FieldRange(1, 4096, "k-tile width of split-K; cuBLASLt: 64 or 128"),
+}
+"""Allowed range of every integer schedule field."""
+
+SCALAR_LIMIT = 3.4028234663852886e38
+"""alpha and beta are fp32 scalars in the epilogue: finite and at most FLT_MAX."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How a kernel computes every output element of D = alpha*A*B + beta*C.
+
+    order: k-block order of each chain; promote: K elements per chain before its result is
+    added into an fp32 accumulator (None: one chain per split); split_k (S), split and
+    split_tile (T): the split-K layout; reduce: how the S partials combine; c_join: where C
+    enters (None: the chain when there is one chain and no split, else the epilogue);
+    alpha, beta, epilogue, out, saturate: the epilogue (out None: the instruction's d
+    format; saturate None: FP8 outputs saturate, others do not)."""
+
+    order: KOrder = KOrder.ASCENDING
+    promote: int | None = None
+    split_k: int = 1
+    split: SplitMode = SplitMode.CONTIGUOUS
+    split_tile: int = 128
+    reduce: Reduce = Reduce.SERIAL
+    c_join: CJoin | None = None
+    alpha: float = 1.0
+    beta: float | None = None
+    epilogue: EpilogueOp = EpilogueOp.FMA
+    out: Format | None = None
+    saturate: bool | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            check_field(f.name, getattr(self, f.name))
+        if self.c_join == CJoin.CHAIN and (self.split_k > 1 or self.promote is not None):
+            raise UserError(
+                "c_join=chain needs one chain (split_k=1, promote=none); allowed: epilogue"
+            )
+
+    def with_(self, **changes: Any) -> Schedule:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def c_in_chain(self) -> bool:
+        """Whether C is the first chain's acc_0 (else it joins in the epilogue)."""
+        if self.c_join is not None:
+            return self.c_join == CJoin.CHAIN
+        return self.split_k == 1 and self.promote is None
+
+    def saturates(self, out: Format) -> bool:
+        """Whether the final conversion to `out` saturates (FP8 by default)."""
+        if self.saturate is not None:
+            return self.saturate
+        return out.spec.storage == 8
+
+    def text(self) -> str:
+        """The schedule written as `serial[field=value,...]` (fields that differ from
+        the defaults), parseable by `parse_schedule`."""
+        base = Schedule()
+        items = [
+            f"{f.name}={_show(getattr(self, f.name))}"
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(base, f.name)
+        ]
+        return "serial" + (f"[{','.join(items)}]" if items else "")
+
+
+def _show(v: Any) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, Enum):
+        return v.spec.name if isinstance(v, Format) else v.value
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+_ENUMS: dict[str, type[Enum]] = {
+    "order": KOrder,
+    "split": SplitMode,
+    "reduce": Reduce,
+    "epilogue": EpilogueOp,
+    "c_join": CJoin,
+}
+_OPTIONAL = {"promote", "c_join", "beta", "out", "saturate"}
+_FLOATS = {"alpha", "beta"}
+_BOOLS = {"saturate"}
+
+
+def field_names() -> list[str]:
+    return [f.name for f in fields(Schedule)]
+
+
+def describe_field(name: str) -> str:
+    """The allowed values of schedule field `name`, in words."""
+    opt = " or none" if name in _OPTIONAL else ""
+    if name in SCHEDULE_RANGES:
+        r = SCHEDULE_RANGES[name]
+        return f"{r.lo}..{r.hi}{opt}"
+    if name in _ENUMS:
+        return "one of " + ", ".join(m.value for m in _ENUMS[name]) + (", none" if opt else "")
+    if name in _FLOATS:
+        return f"a finite number of magnitude at most {SCALAR_LIMIT:.7g}{opt}"
+    if name in _BOOLS:
+        return "true or false" + opt
+    if name == "out":
+        return "one of " + ", ".join(sorted(f.spec.name for f in OUT_FORMATS)) + ", none"
+    return name
+
+
+def check_field(name: str, value: Any) -> None:
+    """UserError naming `name` and its allowed values when `value` is outside them."""
+    if value is None:
+        if name not in _OPTIONAL:
+            raise UserError(f"{name}: none is not allowed; allowed: {describe_field(name)}")
+        return
+    bad = False
+    if name in SCHEDULE_RANGES:
+        r = SCHEDULE_RANGES[name]
+        bad = isinstance(value, bool) or not isinstance(value, int) or not r.lo <= value <= r.hi
+    elif name in _ENUMS:
+        bad = not isinstance(value, _ENUMS[name])
+    elif name in _FLOATS:
+        bad = (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or abs(value) > SCALAR_LIMIT
+        )
+    elif name in _BOOLS:
+        bad = not isinstance(value, bool)
+    elif name == "out":
+        bad = value not in OUT_FORMATS
+    if bad:
+        shown = _show(value) if not isinstance(value, str) else repr(value)
+        raise UserError(f"{name}={shown} is out of range; allowed: {describe_field(name)}")
+
+
+def parse_field(name: str, text: str) -> Any:
+    """Parse `name=text` into the field's type and range-check it (UserError if bad)."""
+    if name not in field_names():
+        raise UserError(f"unknown schedule field {name!r}; known: {', '.join(field_names())}")
+    t = text.strip()
+    low = t.lower()
+    value: Any
+    if name in _OPTIONAL and low == "none":
+        value = None
+    elif name in SCHEDULE_RANGES:
+        try:
+            value = int(t, 0)
+        except ValueError:
+            raise UserError(
+                f"{name}: {text!r} is not an integer; allowed: {describe_field(name)}"
+            ) from None
+    elif name in _ENUMS:
+        value = next((m for m in _ENUMS[name] if m.value == low), None)
+        if value is None:
+            raise UserError(f"{name}: {text!r} is not {describe_field(name)}")
+    elif name in _FLOATS:
+        try:
+            value = float(t)
+        except ValueError:
+            raise UserError(
+                f"{name}: {text!r} is not a number; allowed: {describe_field(name)}"
+            ) from None
+    elif name in _BOOLS:
+        if low not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            raise UserError(f"{name}: {text!r} is not true/false")
+        value = low in ("true", "1", "yes", "on")
+    else:  # out
+        try:
+            value = Format.parse(t)
+        except ValueError:
+            raise UserError(f"out: {text!r} is not {describe_field('out')}") from None
+    check_field(name, value)
+    return value
+
+
+# --- named schedules --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NamedSchedule:
+    """A schedule from schedules/NAME.toml and the source it cites."""
+
+    name: str
+    schedule: Schedule
+    source: str
+    description: str = ""
+
+
+def _from_table(name: str, table: dict) -> Schedule:
+    values: dict[str, Any] = {}
+    for k, v in table.items():
+        text = "none" if v == "none" else str(v).lower() if isinstance(v, bool) else str(v)
+        values[k] = parse_field(k, text)
+    try:
+        return Schedule(**values)
+    except UserError as e:
+        raise UserError(f"schedule {name!r}: {e}") from None
+
+
+@cache
+def named_schedules() -> dict[str, NamedSchedule]:
+    """Every named schedule of schedules/*.toml (files with a [schedule] table), plus the
+    built-in `serial`: one chain over all of K, k-blocks ascending, no split."""
+    out = {
+        "serial": NamedSchedule(
+            "serial",
+            Schedule(),
+            "PTX ISA 'Matrix multiply-accumulate operation': D = A*B + C, a chain feeds D "
+            "back as C",
+            "one chain over all of K, k-blocks ascending, no split",
+        )
+    }
+    folder = data_dir("schedules")
+    for path in sorted(folder.glob("*.toml")):
+        data = tomllib.loads(path.read_text())
+        if "schedule" not in data:
+            continue
+        name = data.get("name", path.stem)
+        out[name] = NamedSchedule(
+            name,
+            _from_table(name, data["schedule"]),
+            data.get("source", ""),
+            data.get("description", ""),
+        )
+    return out
+
+
+_SCHED_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\[(.*)\])?\s*$")
+
+
+def parse_schedule(text: str) -> Schedule:
+    """`NAME` or `NAME[field=value,...]` -> Schedule (UserError naming the problem)."""
+    m = _SCHED_RE.match(text or "")
+    if not m:
+        raise UserError(f"malformed schedule {text!r}; expected NAME or NAME[field=value,...]")
+    name, body = m.group(1), m.group(2)
+    known = named_schedules()
+    if name not in known:
+        raise UserError(f"unknown schedule {name!r}; known: {', '.join(known)}")
+    sched = known[name].schedule
+    if body is None:
+        return sched
+    if not body.strip():
+        raise UserError(f"malformed schedule {text!r}: empty field list")
+    changes: dict[str, Any] = {}
+    for item in body.split(","):
+        if "=" not in item:
+            raise UserError(f"malformed schedule {text!r}: {item.strip()!r} is not field=value")
+        k, v = (s.strip() for s in item.split("=", 1))
+        changes[k] = parse_field(k, v)
+    try:
+        return sched.with_(**changes)
+    except UserError as e:
+        raise UserError(f"schedule {text!r}: {e}") from None

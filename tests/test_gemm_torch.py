@@ -1,0 +1,76 @@
+"""The torch drop-in (tensorcore_smt.emulate) equals tensorcore_smt.matmul bit for bit.
+Needs the `torch` extra; marked `torch` (make test-torch)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tensorcore_smt as tc  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+HYPS = ["hopper", "hopper/serial[promote=128]", "ampere/serial[split_k=2,split_tile=32]"]
+
+
+def _same(x, y) -> bool:
+    return x.dtype == y.dtype and x.shape == y.shape and torch.equal(x.view(-1), y.view(-1))
+
+
+@pytest.mark.parametrize("hyp", HYPS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_mode_equals_matmul(hyp, dtype):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 5, 64, generator=g).to(dtype)
+    w = torch.randn(24, 64, generator=g).to(dtype)
+    bias = torch.randn(24, generator=g).to(dtype)
+    c = torch.randn(5, 24, generator=g).to(dtype)
+    with tc.emulate(hyp):
+        y_mat = x @ w.T
+        y_fn = torch.matmul(x, w.T)
+        y_mm = torch.mm(x[0], w.T)
+        y_bmm = torch.bmm(x, w.T.expand(3, 64, 24))
+        y_lin = torch.nn.functional.linear(x, w, bias)
+        y_add = torch.addmm(c, x[0], w.T, beta=0.5, alpha=2.0)
+        y_vec = x[0, 0] @ w.T
+    ep = hyp if "/" in hyp else hyp + "/serial"
+    ep = ep.replace("serial", "serial[c_join=epilogue]", 1) if "[" not in ep else ep
+    want = tc.matmul(hyp, x, w.T, out_dtype=dtype)
+    assert _same(y_mat, want) and _same(y_fn, want) and _same(y_bmm, want)
+    assert _same(y_mm, want[0])
+    assert _same(y_vec, want[0, 0])
+    assert _same(y_lin, tc.matmul(ep, x, w.T, bias, out_dtype=dtype))
+    assert _same(y_add, tc.matmul(ep, x[0], w.T, c, alpha=2.0, beta=0.5, out_dtype=dtype))
+    assert y_lin.dtype == dtype
+
+
+def test_scaled_mm_fast_accum_picks_the_promotion():
+    g = torch.Generator().manual_seed(7)
+    a = torch.randn(16, 256, generator=g).to(torch.float8_e4m3fn)
+    b = torch.randn(32, 256, generator=g).to(torch.float8_e4m3fn).T
+    sa, sb = torch.tensor(0.5), torch.tensor(3.0)
+    with tc.emulate("hopper"):
+        fast = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=True)
+        slow = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+    kw = dict(scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+    assert _same(fast, tc.matmul("hopper/serial", a, b, **kw))
+    assert _same(slow, tc.matmul("hopper/serial[promote=128]", a, b, **kw))
+    assert not torch.equal(fast, slow)
+
+
+def test_other_functions_stay_native_and_bad_calls_are_clear():
+    x = torch.randn(4, 16, dtype=torch.bfloat16)
+    with tc.emulate("hopper"):
+        s = torch.softmax(x.float(), dim=-1)
+    assert torch.equal(s, torch.softmax(x.float(), dim=-1))
+    with pytest.raises(tc.UserError, match="volta has no GEMM instruction for bf16"):
+        with tc.emulate("volta"):
+            x @ x.T
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tc.emulate("volta", strict=False):
+            y = x @ x.T
+    assert torch.equal(y, x @ x.T) and any("runs natively" in str(w.message) for w in caught)
