@@ -23,12 +23,19 @@ from tensorcore_smt.errors import UserError
 from tensorcore_smt.model import dot_add
 from tensorcore_smt.model.params import Algorithm
 from tensorcore_smt.spec.formats import Format
-from tensorcore_smt.spec.presets import PRESETS, block_scale_rows
+from tensorcore_smt.spec.presets import PRESETS
 
 ARCH = "rtx-blackwell"
-NAMES = list(block_scale_rows())
+
+
+def block_scaled(arch: str) -> list[str]:
+    """The block-scaled instructions of `arch` (those that take scale factors)."""
+    return [n for n, i in PRESETS[arch].instructions.items() if i.params.scale_fmt is not None]
+
+
+NAMES = block_scaled(ARCH)
 # every block-scaled form: rtx-blackwell's mma.sync and blackwell's tcgen05.mma
-FORMS = [(ARCH, n) for n in NAMES] + [("blackwell", n) for n in block_scale_rows(tcgen05=True)]
+FORMS = [(ARCH, n) for n in NAMES] + [("blackwell", n) for n in block_scaled("blackwell")]
 IDS = [f"{a}:{n}".replace("::", "-") for a, n in FORMS]
 MXF4 = "m16n8k64.kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0"
 NVF4 = "m16n8k64.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3"
@@ -117,7 +124,7 @@ def test_tcgen05_forms():
     from tensorcore_smt.spec.presets import parse_variant
     from tensorcore_smt.validation.vectors import VectorFile
 
-    tc = list(block_scale_rows(tcgen05=True))
+    tc = block_scaled("blackwell")
     assert len(tc) == 29
     name = "tcgen05.m128n8k64.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.ue4m3"
     assert _params(name, "blackwell") == _params(NVF4)

@@ -39,7 +39,7 @@ def test_fp8_mma_sync_listed_on_every_arch_from_sm89(arch):
 
 @pytest.mark.parametrize("name", FP8_MMA)
 def test_blackwell_fp8_mma_runs_on_the_hopper_hmma_path(name):
-    """sm_100a gets the SASS of sm_90 (presets._HMMA_FP8), on an HMMA with Hopper's F,
+    """sm_100a gets the SASS of sm_90 (quirk hmma-fp8, archs/nvidia.toml), on an HMMA with Hopper's F,
     L and e_zero: the model is Hopper's, bit for bit, and the unit is HMMA."""
     bw = PRESETS["blackwell"].instructions[name]
     hop = PRESETS["hopper"].instructions[name]

@@ -33,6 +33,8 @@ sm_120a): each product is multiplied by the scale factors of its block before st
 
 from __future__ import annotations
 
+import math
+
 from ..bv.core import BV, Bool, any_of
 from ..spec.formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
 from . import ieee
@@ -289,3 +291,9 @@ def fda(
             p.flush_outputs,
         )
     return c
+
+
+def least_carry_bits(p: ModelParams) -> int:
+    """Carry bits a fused group of L unnormalised products and c needs to be exact
+    (paper 000 §4.3: 3 for Volta's 5 terms, 4 for Ampere's 9)."""
+    return math.ceil(math.log2(p.L + 1))

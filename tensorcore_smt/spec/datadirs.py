@@ -1,4 +1,5 @@
-"""Where the data folders shipped with the package (properties/, spaces/, schedules/) are."""
+"""Where the data folders shipped with the package (properties/, spaces/, schedules/, archs/)
+are."""
 
 from __future__ import annotations
 

@@ -1,0 +1,335 @@
+"""The architecture catalogue: instruction tables (archs/*.toml) built into presets.
+
+The tables are data (docs/presets.md describes their format): `archs.toml` lists the
+architectures with their facts and the instruction families each runs; `nvidia.toml` and
+`amd.toml` hold the families (instruction names, unit, model template, parameters) and
+shared quirks; `models.toml` the model templates and the ISA type names; `aliases.toml`
+the named hypotheses (read by spec.variants). One loop builds
+every instruction of every architecture by the same rules, in this order:
+
+ 1. the family's names, with `{var}` placeholders expanded over `each` (first key outermost);
+ 2. K, a, b, c, d (and a scale-factor format) read off the name by its syntax (`ptx`:
+    shape then d.a.b[.c][.scale], c = d when absent; `amd`: v_mfma_D_MxNxK<types>);
+ 3. the model's parameters merged, later levels winning: the template, the
+    architecture's facts the template names in `from_arch` (those of the `like`
+    architecture under a quirk that says so), the family, the shared quirk an
+    architecture `use`s, the architecture's own quirk; at every level a `d.<format>`
+    table applies to instructions whose d has that format;
+ 4. derived values: `L_bytes` -> L = L_bytes / container bytes of a; `groups` -> L = K /
+    groups; L = "K" -> K; L and G capped at K; carry_bits = "derived" -> the least the
+    bound on the terms needs (model.fda.least_carry_bits).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+from dataclasses import dataclass, field, fields
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..model.fda import least_carry_bits
+from ..model.params import ModelParams, parse_value
+from .datadirs import data_dir
+from .formats import Format
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+TABLES_DIR = data_dir("archs")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One matrix instruction of one architecture and the model that computes it."""
+
+    name: str
+    kind: str  # mma | wgmma | tcgen05 | mfma
+    params: ModelParams
+    sm: int | None = None
+    note: str = ""
+    unit: str = ""  # the hardware unit that runs it (instructions with one unit share it)
+
+    @property
+    def K(self) -> int:
+        return self.params.K
+
+
+@dataclass(frozen=True)
+class Preset:
+    """An architecture: its facts and its instructions (the first is the default)."""
+
+    name: str
+    vendor: str
+    sm: int | None
+    F: int
+    L_bytes: int
+    e_zero_fp32: int | None
+    e_zero_fp16: int | None
+    description: str
+    default_instr: str
+    instructions: dict[str, Instruction] = field(default_factory=dict)
+
+
+class TableError(ValueError):
+    """The instruction tables are inconsistent (a bug in archs/*.toml, not user input)."""
+
+
+_FAMILY_META = {"kind", "syntax", "unit", "note", "model", "names", "each"}
+_QUIRK_META = {"unit", "note", "like", "use"}
+_DERIVED = {"L_bytes", "groups"}
+_ARCH_KEYS = {
+    "name",
+    "vendor",
+    "sm",
+    "F",
+    "L_bytes",
+    "e_zero",
+    "description",
+    "default",
+    "families",
+    "quirks",
+}
+_PARAMS = {f.name for f in fields(ModelParams)}
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The raw tables of archs/: architectures in order, families, quirks, templates."""
+
+    archs: list[dict]
+    families: dict[str, dict]
+    quirks: dict[str, dict]
+    models: dict[str, dict]
+    types: dict[str, dict[str, str]]
+    container_bytes: dict[str, int]
+    aliases: dict[str, dict[str, str]]
+
+
+def load_tables(directory: Path | None = None) -> Tables:
+    """Read every *.toml of the tables folder (archs/) into one Tables."""
+    folder = directory or TABLES_DIR
+    merged: dict[str, Any] = {}
+    for path in sorted(folder.glob("*.toml")):
+        data = tomllib.loads(path.read_text())
+        for key, value in data.items():
+            if key == "arch":
+                merged.setdefault("arch", []).extend(value)
+                continue
+            section = merged.setdefault(key, {})
+            for name in value:
+                if name in section:
+                    raise TableError(f"{path.name}: [{key}.{name}] is defined twice")
+            section.update(value)
+    return Tables(
+        archs=merged.get("arch", []),
+        families=merged.get("family", {}),
+        quirks=merged.get("quirk", {}),
+        models=merged.get("model", {}),
+        types=merged.get("types", {}),
+        container_bytes=merged.get("container_bytes", {}),
+        aliases=merged.get("alias", {}),
+    )
+
+
+# --- instruction names ------------------------------------------------------------------
+
+
+def expand_names(family: dict) -> list[dict[str, Any]]:
+    """The family's names with `each` expanded: one {"name": ..., var: value} per form."""
+    each = family.get("each", {})
+    out = []
+    for pattern in family["names"]:
+        for values in itertools.product(*each.values()):
+            env = dict(zip(each, values))
+            out.append({"name": pattern.format(**env), **env})
+    return out
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What an instruction name says: products per output and the operand formats."""
+
+    K: int
+    a: Format
+    b: Format
+    c: Format
+    d: Format
+    scale: Format | None = None
+
+
+def _ptx_signature(name: str, types: dict[str, str]) -> Signature:
+    """PTX names: [wgmma.|tcgen05.]mMnNkK[.kind::X][.block_scale.scale_vec::V].d.a.b[.c][.s]
+    (PTX ISA, mma / wgmma.mma_async / tcgen05.mma type qualifiers)."""
+    parts = name.split(".")
+    shape = next(p for p in parts if re.fullmatch(r"m\d+n\d+k\d+", p))
+    K = int(shape.rsplit("k", 1)[1])
+    fmts = [Format.parse(types[p]) for p in parts[parts.index(shape) + 1 :] if p in types]
+    scales = [f for f in fmts if f in (Format.UE8M0, Format.UE4M3)]
+    ops = [f for f in fmts if f not in scales]
+    d, a, b = ops[:3]
+    c = ops[3] if len(ops) > 3 else d
+    return Signature(K, a, b, c, d, scales[0] if scales else None)
+
+
+def _amd_signature(name: str, types: dict[str, str]) -> Signature:
+    """AMD names: v_mfma_D_MxNxK<a>[_Nb][_a][_b][_1k] (CDNA2 and CDNA3 spellings); c = d."""
+    parts = name.removeprefix("v_mfma_").removesuffix("_1k").split("_")
+    m = re.match(r"(\d+)x(\d+)x(\d+)([a-z0-9]*)$", parts[1])
+    if m is None:
+        raise TableError(f"{name}: not an MFMA name")
+    names = ([m.group(4)] if m.group(4) else []) + [
+        t for t in parts[2:] if not re.fullmatch(r"\d+b", t)
+    ]
+    a, b, d = (Format.parse(types[t]) for t in (names[0], names[-1], parts[0]))
+    return Signature(int(m.group(3)), a, b, d, d)
+
+
+_SYNTAX = {"ptx": _ptx_signature, "amd": _amd_signature}
+
+
+# --- parameters ---------------------------------------------------------------------------
+
+
+def _level(table: dict, meta: set[str], d: Format) -> dict[str, Any]:
+    """A level's parameters for an instruction with d format `d`: its plain keys, then its
+    `d.<format>` table."""
+    out = {k: v for k, v in table.items() if k not in meta and k != "d"}
+    out.update(table.get("d", {}).get(d.spec.name, {}))
+    return out
+
+
+def _arch_facts(arch: dict, names: list[str], d: Format) -> dict[str, Any]:
+    """The architecture facts a template takes (`from_arch`); e_zero is chosen by d."""
+    out = {}
+    for n in names:
+        v = arch[n]
+        out[n] = v[d.spec.name] if isinstance(v, dict) else v
+    return out
+
+
+def _derive(raw: dict[str, Any], sig: Signature, tables: Tables) -> dict[str, Any]:
+    """Rule 4 of the module docstring: L from bytes or groups, sizes capped at K."""
+    if "L_bytes" in raw:
+        raw["L"] = raw.pop("L_bytes") // tables.container_bytes[sig.a.spec.name]
+    if "groups" in raw:
+        raw["L"] = sig.K // raw.pop("groups")
+    if raw.get("L") == "K":
+        raw["L"] = sig.K
+    for n in ("L", "G"):
+        if n in raw:
+            raw[n] = min(raw[n], sig.K)
+    return raw
+
+
+def _model_params(raw: dict[str, Any], sig: Signature) -> ModelParams:
+    """ModelParams from merged table values (checked by the parameter parser)."""
+    derived_carry = raw.pop("carry_bits", None) == "derived"
+    unknown = set(raw) - _PARAMS
+    if unknown:
+        raise TableError(f"unknown model parameters {sorted(unknown)}")
+    kw: dict[str, Any] = {
+        k: parse_value(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in raw.items()
+    }
+    kw.update(a_fmt=sig.a, b_fmt=sig.b, c_fmt=sig.c, d_fmt=sig.d, K=sig.K)
+    if sig.scale is not None:
+        kw["scale_fmt"] = sig.scale
+    p = ModelParams(**kw)
+    return p.with_(carry_bits=least_carry_bits(p)) if derived_carry else p
+
+
+def build_instruction(
+    arch: dict, family_id: str, form: dict[str, Any], tables: Tables
+) -> Instruction:
+    """One instruction of `arch` from `family_id`: rules 2-4 of the module docstring."""
+    family = tables.families[family_id]
+    quirk = dict(arch.get("quirks", {}).get(family_id, {}))
+    shared = tables.quirks[quirk["use"]] if "use" in quirk else {}
+    sig = _SYNTAX[family["syntax"]](form["name"], tables.types[family["syntax"]])
+    template = tables.models[family["model"]]
+    like = quirk.get("like", arch["name"])
+    facts_of = next(a for a in tables.archs if a["name"] == like)
+    raw: dict[str, Any] = _level(template, {"from_arch"}, sig.d)
+    raw.update(_arch_facts(facts_of, template.get("from_arch", []), sig.d))
+    raw.update(_level(family, _FAMILY_META, sig.d))
+    raw.update(_level(shared, _QUIRK_META, sig.d))
+    raw.update(_level(quirk, _QUIRK_META, sig.d))
+    try:
+        params = _model_params(_derive(raw, sig, tables), sig)
+    except (KeyError, TypeError, ValueError) as e:
+        raise TableError(f"{arch['name']} {form['name']} ({family_id}): {e}") from e
+    return Instruction(
+        name=form["name"],
+        kind=family["kind"],
+        params=params,
+        sm=arch.get("sm"),
+        note=quirk.get("note") or shared.get("note") or family.get("note", ""),
+        unit=quirk.get("unit") or shared.get("unit") or family["unit"],
+    )
+
+
+def build_preset(arch: dict, tables: Tables) -> Preset:
+    """An architecture's preset: its facts and every instruction of its families."""
+    unknown = set(arch) - _ARCH_KEYS
+    if unknown:
+        raise TableError(f"arch {arch.get('name')}: unknown keys {sorted(unknown)}")
+    instructions: dict[str, Instruction] = {}
+    for family_id in arch["families"]:
+        if family_id not in tables.families:
+            raise TableError(f"arch {arch['name']}: unknown family {family_id!r}")
+        for form in expand_names(tables.families[family_id]):
+            if form["name"] in instructions:
+                raise TableError(f"arch {arch['name']}: {form['name']} listed twice")
+            instructions[form["name"]] = build_instruction(arch, family_id, form, tables)
+    if arch["default"] not in instructions:
+        raise TableError(f"arch {arch['name']}: default {arch['default']!r} is no instruction")
+    e_zero = arch.get("e_zero", {})
+    return Preset(
+        name=arch["name"],
+        vendor=arch["vendor"],
+        sm=arch.get("sm"),
+        F=arch["F"],
+        L_bytes=arch["L_bytes"],
+        e_zero_fp32=e_zero.get("fp32"),
+        e_zero_fp16=e_zero.get("fp16"),
+        description=arch["description"],
+        default_instr=arch["default"],
+        instructions=instructions,
+    )
+
+
+@cache
+def build_presets(directory: Path | None = None) -> dict[str, Preset]:
+    """Every architecture of the tables, in their order."""
+    tables = load_tables(directory)
+    return {a["name"]: build_preset(a, tables) for a in tables.archs}
+
+
+PRESETS: dict[str, Preset] = build_presets()
+
+
+def summary_table(presets: dict[str, Preset] | None = None) -> str:
+    """The architecture table of docs/presets.md (and the README), generated from the
+    catalogue: per architecture its instructions by unit and the fused units' F, L and
+    carry bits (tests/test_presets.py checks the docs against it)."""
+    rows = [
+        "| arch | GPU | instructions | units | fused groups (F / L / carry bits) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, pr in (presets or PRESETS).items():
+        units: dict[str, int] = {}
+        fused: dict[tuple, None] = {}
+        for inst in pr.instructions.values():
+            units[inst.unit] = units.get(inst.unit, 0) + 1
+            p = inst.params
+            if p.carry_bits is not None:
+                fused[(p.F, p.L, p.carry_bits)] = None
+        gpu = pr.description.split(":", 1)[0]
+        by_unit = ", ".join(f"{u} {n}" for u, n in units.items())
+        fda = ", ".join(f"{F}/{L}/{k}" for F, L, k in sorted(fused)) or "-"
+        rows.append(f"| {name} | {gpu} | {len(pr.instructions)} | {by_unit} | {fda} |")
+    return "\n".join(rows) + "\n"

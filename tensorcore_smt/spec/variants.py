@@ -1,0 +1,127 @@
+"""Variant expressions: a preset with parameter overrides (`volta[carry_bits=2]`), or a
+named hypothesis (an alias, archs/aliases.toml), parsed into a Variant that gives the
+model of any of the preset's instructions; instruction names as users spell them (full
+PTX mnemonics, any N) normalised to the catalogue's."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import UserError
+from ..model.params import ModelParams, Split, parse_value
+from .catalogue import PRESETS, Instruction, Preset, load_tables
+
+ALIASES: dict[str, tuple[str, str]] = {
+    name: (row["variant"], row["source"]) for name, row in load_tables().aliases.items()
+}
+"""name -> (variant expression, where the hypothesis comes from)."""
+
+_VARIANT_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\[(.*)\])?\s*$")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A preset with parameter overrides, e.g. `volta[carry_bits=2]`."""
+
+    text: str
+    preset: Preset
+    overrides: tuple[tuple[str, object], ...]
+
+    def instruction(self, instr: str | None) -> Instruction:
+        name = instr or self.preset.default_instr
+        inst = self.preset.instructions.get(name) or self.preset.instructions.get(
+            _normalise_instr(name)
+        )
+        if inst is None:
+            raise UserError(
+                f"unknown instruction {name!r} for {self.preset.name}; "
+                f"see `tcsmt list archs` ({len(self.preset.instructions)} instructions)"
+            )
+        return inst
+
+    def params(self, instr: str | None = None) -> ModelParams:
+        """The model of `instr` (default: the preset's) under this variant's overrides."""
+        p = self.instruction(instr).params
+        changes = dict(self.overrides)
+        if changes.get("split", Split.NONE) != Split.NONE:
+            # a split algorithm reads single-precision inputs (the unit's c format) and
+            # feeds the unit its own operand format, unless the variant says otherwise
+            changes.setdefault("split_fmt", p.a_fmt)
+            changes.setdefault("a_fmt", p.c_fmt)
+            changes.setdefault("b_fmt", p.c_fmt)
+        if changes.get("d_fmt", p.d_fmt) != p.d_fmt and p.nan_bits is not None:
+            # the instruction's NaN pattern belongs to its own d format: another d format
+            # takes that format's default NaN unless the variant names one
+            changes.setdefault("nan_bits", None)
+        try:
+            q = p.with_(**changes)
+        except (TypeError, ValueError) as e:
+            raise UserError(
+                f"variant {self.text!r} on {self.instruction(instr).name}: {e}"
+            ) from None
+        if q.split != Split.NONE:
+            _check_split(self.text, self.instruction(instr).name, q)
+        return q
+
+
+def _check_split(text: str, instr: str, p: ModelParams) -> None:
+    """A split needs inputs wider than the unit's operands and a unit that can be chained."""
+    if p.c_fmt != p.d_fmt:
+        raise UserError(
+            f"{text}: a split chains the unit, so c and d need the same format ({instr})"
+        )
+    if p.a_fmt.spec.precision <= p.split_fmt.spec.precision:
+        raise UserError(
+            f"{text}: {instr} takes {p.split_fmt.spec.name} operands and a {p.c_fmt.spec.name} "
+            f"addend; splitting needs wider inputs (pick an instruction with fp32 c and d)"
+        )
+
+
+def _normalise_instr(name: str) -> str:
+    n = name.strip()
+    for prefix in ("mma.sync.aligned.", "mma.sync.", "mma."):
+        if n.startswith(prefix):
+            n = n[len(prefix) :]
+    n = re.sub(r"\.(row|col)", "", n)
+    if n.startswith("wgmma.mma_async.sync.aligned."):
+        n = "wgmma." + n[len("wgmma.mma_async.sync.aligned.") :]
+    m = re.match(r"^(wgmma\.m64n)\d+(k.*)$", n)
+    if m:
+        n = m.group(1) + "8" + m.group(2)
+    m = re.match(r"^(tcgen05\.m(?:64|128)n)\d+(k.*)$", n)
+    if m:
+        n = ("tcgen05.m128n8" if ".block_scale." in n else "tcgen05.m64n8") + m.group(2)
+    if not n.startswith("v_mfma_") and re.match(r"^f(32|64)_\d+x", n):
+        n = "v_mfma_" + n
+    return n
+
+
+def parse_variant(text: str) -> Variant:
+    """Parse `arch` or `arch[name=value,...]` (or a named alias); UserError if bad."""
+    t = text.strip()
+    if t in ALIASES:
+        return parse_variant(ALIASES[t][0])
+    m = _VARIANT_RE.match(t)
+    if not m:
+        raise UserError(f"malformed variant {text!r}; expected ARCH or ARCH[param=value,...]")
+    name, body = m.group(1), m.group(2)
+    if name in ALIASES:
+        base = parse_variant(ALIASES[name][0])
+        preset, overrides = base.preset, list(base.overrides)
+    elif name in PRESETS:
+        preset, overrides = PRESETS[name], []
+    else:
+        raise UserError(f"unknown architecture {name!r}; known: {', '.join(PRESETS)}")
+    if body is not None:
+        if not body.strip():
+            raise UserError(f"malformed variant {text!r}: empty parameter list")
+        for item in body.split(","):
+            if "=" not in item:
+                raise UserError(f"malformed variant {text!r}: {item.strip()!r} is not name=value")
+            k, v = (s.strip() for s in item.split("=", 1))
+            try:
+                overrides.append((k, parse_value(k, v)))
+            except ValueError as e:
+                raise UserError(f"variant {text!r}: {e}") from None
+    return Variant(t, preset, tuple(overrides))
