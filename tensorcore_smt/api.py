@@ -1,7 +1,20 @@
-"""Python API: simulate dot products and whole matrix instructions bit-exactly."""
+"""Python API: simulate dot products and whole matrix instructions bit-exactly.
+
+Inputs are bit patterns (unsigned or signed integer arrays, each value within the
+format's width) or floats. A float array of the operand format's own dtype (float16 for
+fp16, ml_dtypes.bfloat16 for bf16, float8_e4m3fn for e4m3, float32 for fp32 and tf32,
+...; `FORMAT_DTYPES`) is read bit for bit. A float array of another dtype is converted
+by value when every element is exactly representable in the operand format (a float32
+array of 2.0 for an fp16 operand is 2.0 in fp16), and refused naming the expected dtype
+otherwise; a float dtype of the same width but another format (bfloat16 for fp16) is
+always refused, as a likely mix-up. torch tensors are read the same way (on the CPU).
+"""
 
 from __future__ import annotations
 
+import sys
+
+import ml_dtypes
 import numpy as np
 
 from .bv.concrete import CONCRETE
@@ -23,13 +36,103 @@ CHUNK_ROWS = 32768
 """Rows per vector-interpreter pass: keeps arrays cache-sized (measured optimum here)."""
 
 
-def _check(arr: np.ndarray, fmt: Format, what: str) -> np.ndarray:
-    a = np.asarray(arr)
-    if a.dtype.kind not in "ui":
-        raise UserError(f"{what}: expected unsigned integer bit patterns, got dtype {a.dtype}")
-    if a.size and (int(a.max()) >> fmt.spec.storage or int(a.min()) < 0):
-        raise UserError(f"{what}: a value does not fit in {fmt.spec.storage}-bit {fmt.spec.name}")
-    return a
+_BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+FORMAT_DTYPES: dict[Format, np.dtype] = {
+    Format.FP64: np.dtype(np.float64),
+    Format.FP32: np.dtype(np.float32),
+    Format.TF32: np.dtype(np.float32),  # tf32 lives in 32 bits, low 13 ignored (PTX ISA)
+    Format.FP16: np.dtype(np.float16),
+    Format.BF16: np.dtype(ml_dtypes.bfloat16),
+    Format.E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
+    Format.E5M2: np.dtype(ml_dtypes.float8_e5m2),
+    Format.E3M2: np.dtype(ml_dtypes.float6_e3m2fn),
+    Format.E2M3: np.dtype(ml_dtypes.float6_e2m3fn),
+    Format.E2M1: np.dtype(ml_dtypes.float4_e2m1fn),
+    Format.UE8M0: np.dtype(ml_dtypes.float8_e8m0fnu),
+    Format.E4M3FNUZ: np.dtype(ml_dtypes.float8_e4m3fnuz),
+    Format.E5M2FNUZ: np.dtype(ml_dtypes.float8_e5m2fnuz),
+}
+"""The numpy / ml_dtypes dtype whose values are exactly the values of each operand
+format (formats without one, e.g. ue4m3, take bit patterns only)."""
+
+_FLOAT_DTYPES = {np.dtype(t) for t in (np.float16, np.float32, np.float64)} | set(
+    FORMAT_DTYPES.values()
+)
+
+
+def _is_float(dt: np.dtype) -> bool:
+    return dt.kind == "f" or dt in _FLOAT_DTYPES
+
+
+def _expected(fmt: Format) -> str:
+    dt = FORMAT_DTYPES.get(fmt)
+    floats = f"{dt.name} values or " if dt is not None else ""
+    return f"{floats}unsigned integer bit patterns of {fmt.spec.name}"
+
+
+def _from_torch(x):
+    """A torch tensor as a numpy array of the same dtype (bfloat16 and float8 through
+    ml_dtypes); anything else unchanged. torch is never imported here: a tensor can only
+    come from a program that has imported it."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor):
+        return x
+    t = x.detach().cpu()
+    special = {
+        torch.bfloat16: (torch.int16, ml_dtypes.bfloat16),
+        getattr(torch, "float8_e4m3fn", None): (torch.uint8, ml_dtypes.float8_e4m3fn),
+        getattr(torch, "float8_e5m2", None): (torch.uint8, ml_dtypes.float8_e5m2),
+    }
+    if t.dtype in special:
+        raw, dt = special[t.dtype]
+        return t.view(raw).numpy().view(dt)
+    try:
+        return t.numpy()
+    except (TypeError, RuntimeError) as e:
+        raise UserError(f"cannot read a torch tensor of dtype {t.dtype}: {e}") from None
+
+
+def as_bits(x, fmt: Format, what: str) -> np.ndarray:
+    """Bit patterns of the operand `what` in format `fmt` (uint64 array), from bit patterns
+    or floats (module docstring); UserError naming the dtype expected otherwise."""
+    a = np.asarray(_from_torch(x))
+    want = FORMAT_DTYPES.get(fmt)
+    if a.dtype.kind in "ui":
+        if a.size and (int(a.max()) >> fmt.spec.storage or int(a.min()) < 0):
+            raise UserError(
+                f"{what}: a value does not fit in {fmt.spec.storage}-bit {fmt.spec.name}"
+            )
+        return a.astype(np.uint64)
+    if not _is_float(a.dtype):
+        raise UserError(f"{what}: got dtype {a.dtype}; expected {_expected(fmt)}")
+    if want is None:
+        raise UserError(
+            f"{what}: {fmt.spec.name} has no float dtype; expected unsigned integer bit patterns"
+        )
+    if a.dtype != want:
+        if a.dtype.itemsize == want.itemsize and a.dtype.itemsize < 4:
+            raise UserError(
+                f"{what}: got a {a.dtype.name} array for a {fmt.spec.name} operand; "
+                f"expected {want.name} (convert it first if that is meant)"
+            )
+        with np.errstate(all="ignore"):
+            conv = a.astype(want)
+            back = conv.astype(a.dtype)
+        same = (back == a) | (np.isnan(back.astype(np.float64)) & np.isnan(a.astype(np.float64)))
+        if not bool(np.all(same)):
+            bad = a.reshape(-1)[int(np.argmin(same.reshape(-1)))]
+            raise UserError(
+                f"{what}: {a.dtype.name} value {float(bad)!r} is not exactly a {fmt.spec.name} number; "
+                f"expected {want.name} (or values it holds exactly)"
+            )
+        a = conv
+    size = a.dtype.itemsize * 8
+    return a.view(_BITS_DTYPE[size]).astype(np.uint64)
+
+
+def _check(arr, fmt: Format, what: str) -> np.ndarray:
+    return as_bits(arr, fmt, what)
 
 
 def _check_scales(p: ModelParams, sa_bits, sb_bits, n: int):
@@ -98,10 +201,25 @@ DEVICE_CHUNK_ROWS = 1 << 21
 """Rows per pass on a GPU, where larger arrays keep the device busy."""
 
 
+DEVICE_NAMES = "numpy, cpu, cuda, cuda:N"
+"""The devices `device=` / --device name (cpu and cuda are torch's)."""
+
+
+def check_device(device: str) -> None:
+    """UserError unless `device` is a device name this program knows (before asking
+    whether torch is installed: a misspelt name is the first thing to say)."""
+    import re
+
+    if not isinstance(device, str) or not re.fullmatch(r"numpy|cpu|cuda(:\d+)?", device):
+        raise UserError(f"unknown device {device!r}; expected one of: {DEVICE_NAMES}")
+
+
 def array_backend(device: str):
-    """The array-API interpreter for `device` (UserError if torch or the device is absent)."""
+    """The array-API interpreter for `device` (UserError if the name is unknown, or torch
+    or the device is absent)."""
     from .bv.xp import backend_for
 
+    check_device(device)
     try:
         be = backend_for(device)
     except ImportError:
@@ -150,23 +268,77 @@ def simulate(
     sb_bits=None,
 ) -> np.ndarray:
     """d bits for each row: `arch` is a variant expression, `instr` a PTX/MFMA name (None:
-    the preset's default). Shapes (N, K), (N, K), (N,); returns (N,) uint64. `device`:
-    None (numpy), or "cpu" / "cuda" / "cuda:N" for torch (see `simulate_params`);
-    `sa_bits`, `sb_bits`: (N, n_scales) scale factors of a block-scaled instruction."""
-    p = resolve(arch, instr)
-    return simulate_params(p, a_bits, b_bits, c_bits, device, sa_bits, sb_bits)
+    the preset's default); `arch` may also be ModelParams (then `instr` must be None).
+    Shapes (N, K), (N, K), (N,); returns (N,) bit patterns in the narrowest unsigned
+    dtype that holds d (uint16 for fp16/bf16 d, uint32 for fp32, uint64 for fp64).
+    `device`: None (numpy), or "cpu" / "cuda" / "cuda:N" for torch (see
+    `simulate_params`); `sa_bits`, `sb_bits`: (N, n_scales) scale factors of a
+    block-scaled instruction."""
+    p = _params(arch, instr)
+    d = simulate_params(p, a_bits, b_bits, c_bits, device, sa_bits, sb_bits)
+    return d.astype(bits_dtype(p.d_fmt))
+
+
+def bits_dtype(fmt: Format) -> np.dtype:
+    """The narrowest unsigned dtype that holds a bit pattern of `fmt`."""
+    for w in sorted(_BITS_DTYPE):
+        if fmt.spec.storage <= w:
+            return np.dtype(_BITS_DTYPE[w])
+    return np.dtype(object)
+
+
+def _params(model: str | ModelParams, instr: str | None) -> ModelParams:
+    """ModelParams from a variant expression (+ instruction) or as given."""
+    if isinstance(model, ModelParams):
+        if instr is not None:
+            raise UserError("instr: give an instruction with an arch name, not with ModelParams")
+        return model
+    if not isinstance(model, str):
+        raise UserError(f"arch: expected a variant expression or ModelParams, got {model!r}")
+    return resolve(model, instr)
 
 
 def simulate_one(
-    p: ModelParams,
-    a_bits: list[int],
-    b_bits: list[int],
-    c_bits: int,
+    model: str | ModelParams,
+    *args,
     sa_bits: list[int] | None = None,
     sb_bits: list[int] | None = None,
 ) -> int:
-    """Concrete-interpreter run on one dot product (the reference interpreter);
-    `sa_bits`, `sb_bits`: the block scale factors of a block-scaled unit (None: 1)."""
+    """Concrete-interpreter run on one dot product (the reference interpreter), called
+    as `simulate` is: `simulate_one(arch, instr, a, b, c)` with a variant expression
+    (instr None: the preset's default), or `simulate_one(params, a, b, c)` with
+    ModelParams; a, b: K bit patterns each, c one. `sa_bits`, `sb_bits` (also as the two
+    positional arguments after c): the block scale factors of a block-scaled unit
+    (None: 1)."""
+    if isinstance(model, ModelParams):
+        instr, rest = None, list(args)
+    else:
+        if not args:
+            raise UserError("simulate_one(arch, instr, a, b, c): a, b and c are missing")
+        instr, rest = args[0], list(args[1:])
+        if instr is not None and not isinstance(instr, str):
+            raise UserError(
+                "simulate_one(arch, instr, a, b, c): instr must be an instruction name or "
+                f"None, got {type(instr).__name__}"
+            )
+    if not 3 <= len(rest) <= 5:
+        raise UserError(
+            "simulate_one takes (arch, instr, a, b, c) or (params, a, b, c), "
+            "optionally followed by sa, sb"
+        )
+    a_bits, b_bits, c_bits = rest[:3]
+    if len(rest) > 3:
+        sa_bits = rest[3]
+    if len(rest) > 4:
+        sb_bits = rest[4]
+    p = _params(model, instr)
+    a_bits = [int(x) for x in as_bits(a_bits, p.a_fmt, "a").reshape(-1)]
+    b_bits = [int(x) for x in as_bits(b_bits, p.b_fmt, "b").reshape(-1)]
+    c_bits = int(as_bits(c_bits, p.c_fmt, "c").reshape(-1)[0])
+    if len(a_bits) != p.K or len(b_bits) != p.K:
+        raise UserError(
+            f"a and b must have {p.K} entries each; got {len(a_bits)} and {len(b_bits)}"
+        )
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
     ws = p.scale_fmt.spec.storage if p.scale_fmt is not None else 8
     d = dot_add(
@@ -180,18 +352,11 @@ def simulate_one(
     return int(d.v)
 
 
-_BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-
-
-def to_bits(x: np.ndarray, fmt: Format) -> np.ndarray:
-    """Bit patterns of an array: unsigned ints pass through; floats are viewed."""
-    a = np.asarray(x)
-    if a.dtype.kind in "ui":
-        return a.astype(np.uint64)
-    size = a.dtype.itemsize * 8
-    if size not in _BITS_DTYPE:
-        raise UserError(f"cannot take bit patterns of dtype {a.dtype}")
-    return a.view(_BITS_DTYPE[size]).astype(np.uint64)
+def to_bits(x, fmt: Format, what: str = "array") -> np.ndarray:
+    """Bit patterns (uint64) of an array of `fmt` operands: bit patterns pass through
+    (checked to fit), floats are read as the module docstring says (UserError naming
+    the expected dtype otherwise)."""
+    return as_bits(x, fmt, what)
 
 
 def from_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:
@@ -206,11 +371,13 @@ def from_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:
 def mma(arch: str, instr: str | None, A, B, C) -> np.ndarray:
     """D = A B + C for an M x K, K x N, M x N instruction operand set, bit-exactly.
 
-    A, B, C may be numpy/ml_dtypes float arrays (float16, bfloat16, float8_e4m3fn, ...;
-    float32 for tf32) or unsigned arrays of bit patterns. Returns D as float16/32/64.
+    A, B, C may be numpy/ml_dtypes float arrays of the operands' formats (float16,
+    bfloat16, float8_e4m3fn, ...; float32 for tf32), other float arrays whose values the
+    formats hold exactly, torch tensors, or unsigned arrays of bit patterns (module
+    docstring). Returns D as float16/32/64 (bits as unsigned ints for other formats).
     """
-    p = resolve(arch, instr)
-    a, b, c = to_bits(A, p.a_fmt), to_bits(B, p.b_fmt), to_bits(C, p.c_fmt)
+    p = _params(arch, instr)
+    a, b, c = to_bits(A, p.a_fmt, "A"), to_bits(B, p.b_fmt, "B"), to_bits(C, p.c_fmt, "C")
     if a.ndim != 2 or b.ndim != 2 or c.ndim != 2:
         raise UserError("A, B and C must be 2-D")
     m, k = a.shape

@@ -1,21 +1,88 @@
 """The root of the `tcsmt` command line: the group every command registers on, and the
-rule that a user error prints one line and exits 2, never a traceback."""
+rules every command follows at its edges:
+
+- a user error prints one line and exits 2 (`ExitCode.USAGE`), never a traceback;
+- Ctrl-C (SIGINT) and SIGTERM end the command with exit 130 (`ExitCode.INTERRUPTED`);
+  a command that has finished work reports it before (validate, find, identify), any
+  other prints `tcsmt: interrupted`; child processes are ended on the way out
+  (tensorcore_smt.solvers.runner, tensorcore_smt.validation.distributed);
+- a closed output pipe (`tcsmt list archs | head -1`) ends the command quietly, exit 0,
+  as Unix filters do;
+- output files are checked before any work (`check_out`), and a write that still fails
+  prints the result on stdout and says where it could not be written (`write_or_print`).
+"""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import click
 
-from ..errors import UserError
+from ..errors import ExitCode, UserError
 from ..version import __version__
 
-EXIT_USAGE = 2
+
+def fail(msg: str, code: ExitCode = ExitCode.USAGE) -> None:
+    """One line on stderr, then exit with `code` (default: bad input, 2)."""
+    click.echo(f"tcsmt: error: {' '.join(str(msg).split())}", err=True)
+    sys.exit(int(code))
 
 
-def fail(msg: str) -> None:
-    click.echo(f"tcsmt: error: {msg}", err=True)
-    sys.exit(EXIT_USAGE)
+def interrupted(what: str = "") -> None:
+    """Exit 130 after a Ctrl-C (or SIGTERM), saying what was kept (if anything)."""
+    click.echo(f"tcsmt: interrupted{': ' + what if what else ''}", err=True)
+    sys.exit(int(ExitCode.INTERRUPTED))
+
+
+def _pipe_closed() -> None:
+    """The reader of stdout went away: stop quietly, exit 0 (nothing more is wanted)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (tests): nothing to flush later
+    sys.exit(int(ExitCode.OK))
+
+
+def check_out(path: str | Path | None, option: str = "--out") -> Path | None:
+    """Refuse an output path that cannot be written (a missing or read-only folder, a
+    folder in place of the file) before any work starts. None passes."""
+    if path is None or str(path) == "":
+        return None
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{option} {p}: is a directory")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.exists():
+        raise UserError(f"{option} {p}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise UserError(f"{option} {p}: {parent} is not a directory")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise UserError(f"{option} {p}: not writable")
+    if not p.exists() and not os.access(parent, os.W_OK):
+        raise UserError(f"{option} {p}: directory {parent} is not writable")
+    return p
+
+
+def write_or_print(path: Path, text: str, what: str = "result") -> bool:
+    """Write `text` to `path`; if that fails after all, print it on stdout and say on
+    stderr where it could not be written (nothing computed is lost). True if written."""
+    try:
+        path.write_text(text)
+        return True
+    except OSError as e:
+        click.echo(text, nl=not text.endswith("\n"))
+        reason = e.strerror or str(e)
+        click.echo(
+            f"tcsmt: error: could not write the {what} to {path} ({reason}); it is printed above",
+            err=True,
+        )
+        return False
 
 
 def _usage_line(e: click.UsageError) -> str:
@@ -24,8 +91,52 @@ def _usage_line(e: click.UsageError) -> str:
     return f"{cmd}: " + " ".join(e.format_message().split())
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered as an interrupt so that every `finally` and every handler of
+    Ctrl-C runs (children killed, the finished work reported)."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
+@contextmanager
+def _signals() -> Iterator[None]:
+    """SIGTERM raises `Terminated` while a command runs (main thread only)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.getsignal(signal.SIGTERM)
+    if old not in (signal.SIG_DFL, None):  # someone else handles it (an embedding program)
+        yield
+        return
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 class Group(click.Group):
-    """Turns user errors into one line and exit code 2, and hides internal tracebacks."""
+    """Turns user errors into one line and exit code 2, Ctrl-C into exit 130, a closed
+    pipe into a quiet exit, and hides internal tracebacks."""
+
+    def main(self, *args, **kwargs):
+        with _signals():
+            try:
+                return super().main(*args, **kwargs)
+            except SystemExit:
+                try:
+                    sys.stdout.flush()
+                except BrokenPipeError:
+                    _pipe_closed()
+                except (OSError, ValueError):
+                    pass
+                raise
+            except KeyboardInterrupt:  # between click's handlers (while it exits)
+                interrupted()
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
@@ -42,8 +153,14 @@ class Group(click.Group):
             raise
         except click.UsageError as e:
             fail(_usage_line(e))
+        except KeyboardInterrupt:
+            interrupted()
+        except BrokenPipeError:
+            _pipe_closed()
         except (UserError, ValueError) as e:
             fail(str(e))
+        except MemoryError:
+            fail("out of memory (use smaller --rows/--chunk, or fewer --workers)")
         except OSError as e:
             fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
 

@@ -8,31 +8,35 @@ from pathlib import Path
 
 import click
 
-from ..errors import UserError
-from ..smt.find import QueryAnswer, QueryTask, find, query_tasks, save_vectors, sweep
+from ..errors import ExitCode, UserError
+from ..smt.find import QueryAnswer, QueryTask, find_iter, query_tasks, sweep, vectors_of
 from ..smt.library import get, load_all
 from ..smt.report import to_text
 from ..smt.solve import Limits, Verdict, solvers_for
 from ..spec.presets import PRESETS
+from ..validation import vectors as vec
 from ..validation.distributed import TaskFailure, connect
-from .base import main
+from .base import check_out, main, write_or_print
 from .options import Spinner, cluster_options, limits_from, solver_options_common
-
-EXIT_UNEXPECTED = 1
-EXIT_UNKNOWN = 3
-EXIT_BAD_WITNESS = 4
-EXIT_INTERRUPTED = 130
 
 
 def _exit_code(answers: list[QueryAnswer]) -> int:
     verdicts = [a.outcome.verdict for a in answers]
     if Verdict.BAD_WITNESS in verdicts:
-        return EXIT_BAD_WITNESS
+        return ExitCode.WITNESS_BUG
     if Verdict.UNKNOWN in verdicts:
-        return EXIT_UNKNOWN
+        return ExitCode.INCOMPLETE
     if any(a.as_expected is False for a in answers):
-        return EXIT_UNEXPECTED
-    return 0
+        return ExitCode.REFUTED
+    return ExitCode.OK
+
+
+def budget_line(limits: Limits, n_queries: int) -> str:
+    """What `find` says before solving: the wall-clock budget of each query."""
+    return (
+        f"budget:      {limits.timeout:g} s per query (every solver of the portfolio and the "
+        f"unsat confirmation within it), {n_queries} quer{'y' if n_queries == 1 else 'ies'}"
+    )
 
 
 def _summary_line(a: QueryAnswer) -> str:
@@ -68,6 +72,7 @@ def find_cmd(
     properties_dir: str | None,
     workers: int | None,
     scheduler: str | None,
+    dashboard: bool,
     **opts,
 ) -> None:
     """Find a verified discriminating input (or a proof) for a property on an architecture.
@@ -82,29 +87,42 @@ def find_cmd(
         raise UserError(f"unknown architecture {arch!r}; known: {', '.join(PRESETS)}")
     limits = limits_from(opts)
     solvers_for(limits.solver)
-    as_json, out = opts["as_json"], opts["out"]
+    as_json, out = opts["as_json"], check_out(opts["out"])
     if run_all:
         if prop_name:
             raise UserError("give either --property or --all")
-        _find_all(arch, pdir, limits, as_json, workers, scheduler)
+        if out is not None:
+            raise UserError("--out writes the witnesses of one --property; not with --all")
+        _find_all(arch, pdir, limits, as_json, workers, scheduler, dashboard)
         return
-    if workers is not None or scheduler is not None:
-        raise UserError("--workers and --scheduler spread the queries of --all; give --all")
+    if workers is not None or scheduler is not None or dashboard:
+        raise UserError(
+            "--workers, --scheduler and --dashboard spread the queries of --all; give --all"
+        )
     if not prop_name:
         raise UserError("--property NAME (or --all) is required")
     prop = get(prop_name, pdir)
-    prop.bind(arch, instr)  # not applicable -> exit 2 before any solving
+    bound = prop.bind(arch, instr)  # not applicable -> exit 2 before any solving
+    if not as_json:
+        click.echo(budget_line(limits, len(bound)), err=True)
     spinner = Spinner(sys.stderr.isatty() and not as_json)
+    answers: list[QueryAnswer] = []
+    interrupted = False
     try:
-        answers = find(prop, arch, instr, limits, spinner)
+        for a in find_iter(prop, arch, instr, limits, spinner):
+            answers.append(a)
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
         spinner.clear()
+    if not answers:
+        raise KeyboardInterrupt  # nothing finished: the plain interrupt line
     not_asked = prop.skipped(arch, instr)  # queries that are no question on this unit
     files = []
     if out:
-        saved = save_vectors(prop, arch, answers, Path(out))
-        if saved:
-            files.append(str(saved))
+        vf = vectors_of(prop, arch, answers)
+        if vf is not None and write_or_print(out, vec.dumps(vf, out), "witness vectors"):
+            files.append(str(out))
     if as_json:
         click.echo(
             json.dumps(
@@ -117,6 +135,8 @@ def find_cmd(
                     "queries": [a.to_json() for a in answers],
                     "not_asked": dict(not_asked),
                     "files": files,
+                    "budget_s": limits.timeout,
+                    "interrupted": interrupted,
                 },
                 indent=2,
             )
@@ -136,6 +156,12 @@ def find_cmd(
         click.echo("")
         for f in files:
             click.echo(f"wrote:       {f}")
+    if interrupted:
+        click.echo(
+            f"tcsmt: interrupted: {len(answers)} of {len(bound)} queries answered (reported above)",
+            err=True,
+        )
+        sys.exit(ExitCode.INTERRUPTED)
     sys.exit(_exit_code(answers))
 
 
@@ -146,6 +172,7 @@ def _find_all(
     as_json: bool,
     workers: int | None,
     scheduler: str | None,
+    dashboard: bool = False,
 ) -> None:
     """Every applicable property on ARCH, one Dask task per query; a summary table."""
     from rich.console import Console
@@ -166,7 +193,9 @@ def _find_all(
     done: dict[tuple[str, str], QueryAnswer | TaskFailure] = {}
     interrupted = False
     flat = [t for ts in tasks.values() for t in ts]
-    with connect(workers, scheduler) as client:
+    if not as_json:
+        click.echo(budget_line(limits, len(flat)), err=True)
+    with connect(workers, scheduler, dashboard) as client:
         try:
             for t, r in sweep(client, flat, progress=sys.stderr.isatty() and not as_json):
                 done[(t.prop, t.query_id)] = r
@@ -181,7 +210,7 @@ def _find_all(
         if answers:
             codes.append(_exit_code(answers))
         if len(answers) < len(got):
-            codes.append(EXIT_UNKNOWN)
+            codes.append(ExitCode.INCOMPLETE)
     if as_json:
         click.echo(
             json.dumps(
@@ -195,6 +224,7 @@ def _find_all(
                         )
                         for n in props
                     },
+                    "budget_s": limits.timeout,
                     "interrupted": interrupted,
                 },
                 indent=2,
@@ -226,7 +256,8 @@ def _find_all(
                 table.add_row(name, qid, "n/a", "", "", why)
         Console(width=160).print(table)
     if interrupted:
-        sys.exit(EXIT_INTERRUPTED)
+        click.echo("tcsmt: interrupted: the queries that finished are reported above", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
     sys.exit(max(codes) if codes else 0)
 
 

@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from ..errors import ExitCode
 from ..identify.loop import Identifier, Result
 from ..identify.oracle import make_oracle
 from ..identify.report import to_json, to_text
@@ -19,10 +20,7 @@ from ..identify.search import RESTART_SECONDS
 from ..identify.space import resolve_space
 from ..smt.solve import PORTFOLIO, Limits, solvers_for
 from .base import fail, main
-from .options import Ranged
-
-EXIT_NONE = 1
-"""No hypothesis of the space reproduces every answer."""
+from .options import Ranged, oracle_timeout_option
 
 
 def _progress(enabled: bool):
@@ -44,8 +42,9 @@ def _clear(enabled: bool) -> None:
 
 
 def _emit(res: Result, as_json: bool, extra: dict | None = None) -> None:
-    """Print the report (or JSON), then end: exit 2 with the oracle's error if it failed,
-    1 when no hypothesis reproduces every answer, 0 otherwise."""
+    """Print the report (or JSON), then end: exit 130 when interrupted (the report is the
+    evidence so far), 2 with the oracle's error if it failed, 1 when no hypothesis
+    reproduces every answer, 0 otherwise."""
     if as_json:
         doc = to_json(res)
         if extra:
@@ -53,10 +52,13 @@ def _emit(res: Result, as_json: bool, extra: dict | None = None) -> None:
         click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(to_text(res))
+    if res.interrupted:
+        click.echo("tcsmt: interrupted: the report above is the evidence so far", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
     if res.error:
         fail(res.error)
     if not res.classes:
-        sys.exit(EXIT_NONE)
+        sys.exit(ExitCode.REFUTED)
 
 
 def _limits(solver: str, timeout: float, seed: int) -> Limits:
@@ -80,7 +82,7 @@ def _solver_opts(f):
             type=Ranged("timeout", float),
             default=10.0,
             show_default=True,
-            help="Seconds per solver question.",
+            help="Wall-clock budget of one solver question (all solvers within it).",
         ),
         click.option(
             "--search-seconds",
@@ -90,7 +92,13 @@ def _solver_opts(f):
             help="Seconds the search may climb from random points of the space when no "
             "climb from the preset or the survivors reproduces the answers.",
         ),
-        click.option("--seed", type=int, default=0, show_default=True, help="Row and solver seed."),
+        click.option(
+            "--seed",
+            type=Ranged("seed", int),
+            default=0,
+            show_default=True,
+            help="Row and solver seed.",
+        ),
         click.option("--json", "as_json", is_flag=True, help="Machine-readable report."),
     ]
     for o in reversed(opts):
@@ -119,6 +127,7 @@ def _solver_opts(f):
     "--space", "space_name", default=None, help="Hypothesis space: a built-in name or a TOML file."
 )
 @_solver_opts
+@oracle_timeout_option
 def identify_cmd(
     arch: str,
     instr: str | None,
@@ -130,11 +139,12 @@ def identify_cmd(
     search_seconds: float,
     seed: int,
     as_json: bool,
+    oracle_timeout: float,
 ) -> None:
     """Learn which model of the space a unit follows, asking it the inputs that split the
     surviving hypotheses (oracles: variant:EXPR, file:ROWS, cmd:PROGRAM, cuda)."""
     space = resolve_space(arch, instr, space_name)
-    oracle = make_oracle(oracle_spec, space.base, space.arch, space.instr)
+    oracle = make_oracle(oracle_spec, space.base, space.arch, space.instr, oracle_timeout)
     show = sys.stderr.isatty() and not as_json
     limits = _limits(solver, timeout, seed)
     ident = Identifier(

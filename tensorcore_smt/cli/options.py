@@ -4,6 +4,7 @@ find): the input constraints, the solver limits, the progress spinner."""
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -36,7 +37,7 @@ class OptionRange:
 
     def describe(self) -> str:
         low = f"> {_num(self.lo)}" if self.open_lo else f">= {_num(self.lo)}"
-        return f"{low} and <= {_num(self.hi)} {self.unit}"
+        return f"{low} and <= {_num(self.hi)} {self.unit}".rstrip()
 
     def contains(self, v: float) -> bool:
         above = v > self.lo if self.open_lo else v >= self.lo
@@ -47,14 +48,53 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
+def machine_memory_mib() -> int:
+    """Physical memory of this machine in MiB (1 TiB when it cannot be read)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
+    except (ValueError, OSError, AttributeError):
+        return 1 << 20
+
+
+def machine_cores() -> int:
+    return os.cpu_count() or 1
+
+
+MIN_SOLVER_MEMORY_MIB = 512
+"""The least --memory a solver process starts in: the cap is on its address space
+(RLIMIT_AS), and Python with a solver's shared library maps about 200 MiB before it
+reads the query (measured: a z3 worker fails to load under 192 MiB); 512 leaves room
+for a query."""
+
+MAX_WORKERS_PER_CORE = 4
+"""Embedded Dask workers per core at most: more only queue for the cores (each is a
+process of ~100 MiB); a bigger cluster is an existing scheduler (--scheduler)."""
+
+ROW_BYTES = 4096
+"""Working memory of one row in a chunk of the vector interpreter, rounded up (K = 32:
+~100 columns of 8 bytes live at once, times the temporaries of one step)."""
+
+MAX_TASKS = 1_000_000
+"""Most tasks (chunks) one validate run submits: --rows / --chunk."""
+
 OPTION_RANGES: dict[str, OptionRange] = {
     "timeout": OptionRange(0, 1e7, True, "seconds"),
+    "oracle_timeout": OptionRange(0, 1e7, True, "seconds"),
     "jobs": OptionRange(1, 1024, False, "solver processes"),
-    "memory": OptionRange(1, 1 << 30, False, "MiB"),
+    "memory": OptionRange(MIN_SOLVER_MEMORY_MIB, machine_memory_mib(), False, "MiB"),
     "terms": OptionRange(0, 1 << 16, False, "products"),
     "search_seconds": OptionRange(0, 1e7, False, "seconds"),
+    "seed": OptionRange(0, (1 << 32) - 1, False, ""),
+    "workers": OptionRange(1, MAX_WORKERS_PER_CORE * machine_cores(), False, "worker processes"),
+    "rows": OptionRange(1, 1e12, False, "rows"),
+    "chunk": OptionRange(
+        1, min(1 << 24, (machine_memory_mib() << 20) // ROW_BYTES), False, "rows per task"
+    ),
+    "keep": OptionRange(0, 10_000_000, False, "rows"),
 }
-"""Allowed range of every numeric option, checked when the command line is read."""
+"""Allowed range of every numeric option, checked when the command line is read:
+the memory of a solver at most this machine's, embedded workers at most
+MAX_WORKERS_PER_CORE per core, a chunk's rows within the machine's memory."""
 
 
 class Ranged(click.ParamType):
@@ -151,7 +191,8 @@ def _solver_opts() -> list:
             type=Ranged("timeout", float),
             default=300.0,
             show_default=True,
-            help="Seconds per solver.",
+            help="Wall-clock budget of one query in seconds: every solver of the "
+            "portfolio (and the confirmation of an unsat answer) runs within it.",
         ),
         click.option(
             "--jobs",
@@ -166,7 +207,13 @@ def _solver_opts() -> list:
             show_default=True,
             help="MiB per solver process.",
         ),
-        click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed."),
+        click.option(
+            "--seed",
+            type=Ranged("seed", int),
+            default=0,
+            show_default=True,
+            help="Solver random seed.",
+        ),
         click.option(
             "--confirm/--no-confirm", default=True, help="Confirm unsat with a second solver."
         ),
@@ -253,12 +300,27 @@ class Spinner:
             self.shown = False
 
 
+def oracle_timeout_option(f: Callable) -> Callable:
+    """--oracle-timeout: how long a `cmd:` or `cuda` oracle may take to answer one batch."""
+    from ..identify.oracle import CMD_TIMEOUT
+
+    return click.option(
+        "--oracle-timeout",
+        type=Ranged("oracle_timeout", float),
+        default=CMD_TIMEOUT,
+        show_default=True,
+        help="Seconds a cmd: or cuda oracle may take to answer one batch of vectors; "
+        "then it is killed and the command reports what it has.",
+    )(f)
+
+
 def cluster_options(f: Callable) -> Callable:
-    """--workers and --scheduler: where the tasks of a command run (tensorcore_smt.validation.distributed)."""
+    """--workers, --scheduler and --dashboard: where the tasks of a command run
+    (tensorcore_smt.validation.distributed)."""
     opts = [
         click.option(
             "--workers",
-            type=int,
+            type=Ranged("workers", int),
             default=None,
             help="Worker processes of the embedded Dask cluster (default: the core count).",
         ),
@@ -267,6 +329,12 @@ def cluster_options(f: Callable) -> Callable:
             default=None,
             metavar="ADDRESS",
             help="An existing Dask scheduler (e.g. tcp://host:8786; default: $TCSMT_SCHEDULER).",
+        ),
+        click.option(
+            "--dashboard",
+            is_flag=True,
+            help="Serve Dask's dashboard of the embedded cluster (port 8787, else a free "
+            "one; needs bokeh). Off by default.",
         ),
     ]
     for o in reversed(opts):

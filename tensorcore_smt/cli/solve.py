@@ -13,11 +13,11 @@ from pathlib import Path
 
 import click
 
-from ..errors import UserError
+from ..errors import ExitCode, UserError
 from ..smt.query import Goal, Query, smtlib
 from ..smt.report import to_json, to_text
 from ..smt.solve import Limits, Outcome, Verdict, answer, solvers_for
-from .base import main
+from .base import check_out, main, write_or_print
 from .options import (
     Spinner,
     build_query,
@@ -27,13 +27,21 @@ from .options import (
     solver_options,
 )
 
-EXIT_WITNESS_BUG = 4
-EXIT_UNKNOWN = 3
 QUERIES_DIR = Path("queries")
 
 # (verdict -> exit code) per command
-_DIFF_EXIT = {Verdict.WITNESS: 0, Verdict.UNSAT: 1, Verdict.UNKNOWN: 3, Verdict.BAD_WITNESS: 4}
-_PROVE_EXIT = {Verdict.UNSAT: 0, Verdict.WITNESS: 1, Verdict.UNKNOWN: 3, Verdict.BAD_WITNESS: 4}
+_DIFF_EXIT = {
+    Verdict.WITNESS: ExitCode.OK,
+    Verdict.UNSAT: ExitCode.REFUTED,
+    Verdict.UNKNOWN: ExitCode.INCOMPLETE,
+    Verdict.BAD_WITNESS: ExitCode.WITNESS_BUG,
+}
+_PROVE_EXIT = {
+    Verdict.UNSAT: ExitCode.OK,
+    Verdict.WITNESS: ExitCode.REFUTED,
+    Verdict.UNKNOWN: ExitCode.INCOMPLETE,
+    Verdict.BAD_WITNESS: ExitCode.WITNESS_BUG,
+}
 
 
 def export_query(q: Query, path: str | None) -> Path:
@@ -44,8 +52,9 @@ def export_query(q: Query, path: str | None) -> Path:
     return dst
 
 
-def save_witness(o: Outcome, path: str) -> Path:
-    """Write the witness as a test-vector file with both variants' predicted outputs."""
+def save_witness(o: Outcome, path: str) -> bool:
+    """Write the witness as a test-vector file with both variants' predicted outputs
+    (printed on stdout instead if the file cannot be written after all)."""
     from ..validation import vectors
 
     q, w = o.query, o.witness
@@ -64,15 +73,15 @@ def save_witness(o: Outcome, path: str) -> Path:
             )
         ],
     )
-    vectors.save(vf, Path(path))
-    return Path(path)
+    return write_or_print(Path(path), vectors.dumps(vf, path), "witness")
 
 
 def run(
     q: Query, limits: Limits, as_json: bool, out: str | None, export: str | None, codes
 ) -> None:
     """Answer, report, write files, exit with the command's code for the verdict."""
-    solvers_for(limits.solver)  # bad solver names fail before any work
+    solvers_for(limits.solver)  # bad solver names and output paths fail before any work
+    check_out(out)
     files: list[str] = []
     if export is not None:
         files.append(str(export_query(q, export or None)))
@@ -81,8 +90,8 @@ def run(
         o = answer(q, limits, spinner)
     finally:
         spinner.clear()
-    if out and o.witness and o.verdict == Verdict.WITNESS:
-        files.append(str(save_witness(o, out)))
+    if out and o.witness and o.verdict == Verdict.WITNESS and save_witness(o, out):
+        files.append(str(out))
     if as_json:
         click.echo(json.dumps(to_json(o, files), indent=2))
     else:

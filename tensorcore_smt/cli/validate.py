@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import UserError
+from ..errors import ExitCode, UserError
 from ..identify.oracle import make_oracle
 from ..spec.presets import parse_variant
 from ..validation.distributed import TaskFailure, connect, run_tasks
@@ -27,21 +27,18 @@ from ..validation.validate import (
     recorded_inputs,
     write_rows,
 )
-from .base import main
-from .options import cluster_options
+from .base import check_out, main
+from .options import MAX_TASKS, Ranged, cluster_options, oracle_timeout_option
 
-EXIT_MISMATCH = 1
-EXIT_INCOMPLETE = 3
-EXIT_INTERRUPTED = 130
 DEFAULT_OUT = "validate-mismatches.json"
 
 
-def _oracle(spec: str, p, arch: str, instr: str):
+def _oracle(spec: str, p, arch: str, instr: str, timeout: float):
     if spec.strip() == "mmasim":
         from ..validation.mmasim import make_mmasim_oracle
 
         return make_mmasim_oracle(spec, p, parse_variant(arch).preset.name, instr)
-    return make_oracle(spec, p, arch, instr)
+    return make_oracle(spec, p, arch, instr, timeout=timeout)
 
 
 @main.command("validate")
@@ -57,7 +54,7 @@ def _oracle(spec: str, p, arch: str, instr: str):
 @click.option(
     "--rows",
     "n_rows",
-    type=int,
+    type=Ranged("rows", int),
     default=None,
     help=f"Random rows of the documented mix (default {CHUNK_ROWS:,} unless --vectors).",
 )
@@ -67,7 +64,13 @@ def _oracle(spec: str, p, arch: str, instr: str):
     default=None,
     help="Rows from a file instead: JSONL {a, b, c} or a vector file (JSON/CSV).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random rows.")
+@click.option(
+    "--seed",
+    type=Ranged("seed", int),
+    default=0,
+    show_default=True,
+    help="Seed of the random rows.",
+)
 @click.option(
     "--device",
     default=None,
@@ -75,7 +78,7 @@ def _oracle(spec: str, p, arch: str, instr: str):
 )
 @click.option(
     "--keep",
-    type=int,
+    type=Ranged("keep", int),
     default=KEEP,
     show_default=True,
     help="Mismatching rows written to the mismatch file (all are counted).",
@@ -89,7 +92,7 @@ def _oracle(spec: str, p, arch: str, instr: str):
 @click.option(
     "--chunk",
     "chunk_rows",
-    type=int,
+    type=Ranged("chunk", int),
     default=CHUNK_ROWS,
     show_default=True,
     help="Rows per task (random rows depend on the seed and this size).",
@@ -101,6 +104,7 @@ def _oracle(spec: str, p, arch: str, instr: str):
     "oracle on units whose NaN payload is unspecified: DMMA, MFMA).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
+@oracle_timeout_option
 @cluster_options
 def validate_cmd(
     arch: str,
@@ -115,8 +119,10 @@ def validate_cmd(
     chunk_rows: int,
     nan_class: bool,
     as_json: bool,
+    oracle_timeout: float,
     workers: int | None,
     scheduler: str | None,
+    dashboard: bool,
 ) -> None:
     """Compare ARCH with an oracle on random rows (or a file's), chunked over Dask workers.
 
@@ -124,13 +130,13 @@ def validate_cmd(
     file. Exit 0: every row agrees; 1: mismatches (written); 2: bad input; 3: some chunks
     failed (each reported with its rows); 130: interrupted (what finished is reported).
     """
-    for name, value, least in (
-        ("--rows", n_rows, 1),
-        ("--keep", keep, 0),
-        ("--chunk", chunk_rows, 1),
-    ):
-        if value is not None and value < least:
-            raise UserError(f"{name}: expected at least {least}, got {value}")
+    out_path = check_out(out or DEFAULT_OUT)
+    assert out_path is not None
+    if n_rows is not None and -(-n_rows // chunk_rows) > MAX_TASKS:
+        raise UserError(
+            f"--rows {n_rows} in chunks of {chunk_rows} makes more than {MAX_TASKS:,} tasks; "
+            f"raise --chunk to at least {-(-n_rows // MAX_TASKS)}"
+        )
     variant = parse_variant(arch)
     inst = variant.instruction(instr)
     p = variant.params(inst.name)
@@ -138,7 +144,7 @@ def validate_cmd(
         from ..api import array_backend
 
         array_backend(device)  # torch and the device present: exit 2 here, not per chunk
-    oracle = _oracle(oracle_spec, p, arch, inst.name)
+    oracle = _oracle(oracle_spec, p, arch, inst.name, oracle_timeout)
     if not oracle.can_ask:
         if n_rows is not None or vectors is not None:
             raise UserError(
@@ -156,9 +162,6 @@ def validate_cmd(
         n = n_rows or CHUNK_ROWS
         chunks = random_chunks(n, seed, chunk_rows)
         source = f"{n} random rows, seed {seed}"
-    out_path = Path(out or DEFAULT_OUT)
-    if out_path.parent and not out_path.parent.exists():
-        raise UserError(f"--out: directory {out_path.parent} does not exist")
     if oracle_spec.strip() == "mmasim":
         from ..validation.mmasim import nan_payload_unspecified
 
@@ -169,7 +172,7 @@ def validate_cmd(
     interrupted = False
     show = sys.stderr.isatty() and not as_json
     t0 = time.monotonic()
-    with connect(workers, scheduler) as client:
+    with connect(workers, scheduler, dashboard) as client:
         n_workers = len(client.scheduler_info().get("workers", {}))
         t_start = time.monotonic()
         try:
@@ -242,8 +245,8 @@ def validate_cmd(
         if interrupted:
             click.echo("interrupted: the rows above are those of the chunks that finished")
     if interrupted:
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(ExitCode.INTERRUPTED)
     if tally.mismatches:
-        sys.exit(EXIT_MISMATCH)
+        sys.exit(ExitCode.REFUTED)
     if failures:
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..smt.solve import Limits
 from .loop import Identifier, Progress, Result
-from .oracle import FileOracle, read_rows
+from .oracle import FileOracle, read_rows_labelled
 from .search import RESTART_SECONDS
 from .space import Space
 
@@ -26,8 +26,8 @@ def fit(
 ) -> Result:
     """Fit `space` to the rows of the file `rows` (UserError, one line, if it is bad)."""
     path = Path(rows)
-    recorded = read_rows(path, space.base)
-    oracle = FileOracle(f"file:{path}", space.base, rows=recorded)
+    recorded, labels = read_rows_labelled(path, space.base)
+    oracle = FileOracle(f"file:{path}", space.base, rows=recorded, labels=labels)
     res = Identifier(
         space, oracle, 0, limits, seed=seed, progress=progress, search_seconds=search_seconds
     ).run()

@@ -117,6 +117,7 @@ class Result:
     next_probe: dict | None = None
     stopped: str = ""
     error: str | None = None
+    interrupted: bool = False  # Ctrl-C: the evidence so far is the result
     notes: list[str] = field(default_factory=list)
     rows_read: int = 0  # fit: rows in the file (repeated rows are answered vectors once)
     seconds: float = 0.0
@@ -179,20 +180,34 @@ class Identifier:
 
     # --- the oracle ----------------------------------------------------------------
 
-    def _record(self, idx: list[int], d: list[int], kind: str, why: str, t0: float) -> None:
-        """Add answers, note which live hypotheses they refute, append the step."""
+    def _record(
+        self,
+        idx: list[int],
+        d: list[int],
+        kind: str,
+        why: str,
+        t0: float,
+        labels: list[str] | None = None,
+    ) -> None:
+        """Add answers, note which live hypotheses they refute, append the step.
+        `labels`: where each answer comes from (a file's own line or vector number),
+        for the notes; the row table's index otherwise."""
         start = len(self.res.vectors)
         fresh: list[tuple[int, int]] = []
         seen = dict(zip(self.evidence.index, self.evidence.d))
-        for i, x in zip(idx, d):
+        names = labels or [f"row {i}" for i in idx]
+        first: dict[int, str] = {}
+        for i, x, name in zip(idx, d, names):
             if i in seen:
                 if seen[i] != x:
+                    earlier = first.get(i, "an earlier answer")
                     self.res.notes.append(
-                        f"row {i} was answered twice with different d "
-                        f"({seen[i]:#x}, then {x:#x}); the first answer is kept"
+                        f"{name} repeats the inputs of {earlier} with a different d "
+                        f"({x:#x}, not {seen[i]:#x}); the first answer is kept"
                     )
                 continue
             seen[i] = x
+            first[i] = name
             fresh.append((i, x))
         for i, x in fresh:
             self.res.vectors.append(
@@ -253,7 +268,8 @@ class Identifier:
             idx = self.rows.add(
                 [r[0] for r in rec], [r[1] for r in rec], [r[2] for r in rec], "recorded"
             )
-            self._record(idx, [r[3] for r in rec], "recorded", "rows given", t0)
+            labels = getattr(self.oracle, "labels", None) or None
+            self._record(idx, [r[3] for r in rec], "recorded", "rows given", t0, labels)
         if self.oracle.can_ask:
             pool = [i for i, k in enumerate(self.rows.kinds) if k != "recorded"]
             sub = Rows(self.rows.a[pool], self.rows.b[pool], self.rows.c[pool])
@@ -269,6 +285,11 @@ class Identifier:
         except OracleError as e:
             self.res.error = str(e)
             self.res.stopped = "the oracle failed"
+        except KeyboardInterrupt:
+            # Ctrl-C (or SIGTERM): what was learnt so far is the result; the classes are
+            # those of the last completed search.
+            self.res.interrupted = True
+            self.res.stopped = "interrupted: the evidence so far"
         self._finish()
         return self.res
 
@@ -471,8 +492,10 @@ class Identifier:
         r.oracle_calls = self.oracle.calls
         r.evaluations = self.ev.calls
         spent = self.oracle.can_ask and self.oracle.vectors >= self.budget
-        if r.error is None and (
-            len(r.classes) > 1 or (r.classes and (not self.oracle.can_ask or spent))
+        if (
+            r.error is None
+            and not r.interrupted
+            and (len(r.classes) > 1 or (r.classes and (not self.oracle.can_ask or spent)))
         ):
             r.next_probe = next_probe(self, r.classes)
 

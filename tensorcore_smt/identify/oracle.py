@@ -28,14 +28,18 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import children
 from ..api import simulate_params
 from ..errors import UserError
 from ..model.params import ModelParams
 from ..spec.formats import format_hex, parse_hex
 from ..spec.presets import parse_variant
 
-CMD_TIMEOUT = 600.0
-"""Seconds a `cmd:` or `cuda` oracle may take to answer one batch."""
+CMD_TIMEOUT = 60.0
+"""Seconds a `cmd:` or `cuda` oracle may take to answer one batch by default
+(--oracle-timeout): a batch is at most a few hundred vectors, which a GPU runner answers
+in well under a second and a software model in seconds; a program still silent after a
+minute is taken to hang, and it is killed with everything it started."""
 
 
 class OracleError(UserError):
@@ -83,6 +87,7 @@ class CmdOracle(Oracle):
     """A program that reads vector JSONL on stdin and prints one d per line."""
 
     argv: list[str] = field(default_factory=list)
+    timeout: float = CMD_TIMEOUT
 
     def _answer(self, a, b, c) -> np.ndarray:
         p = self.p
@@ -98,20 +103,17 @@ class CmdOracle(Oracle):
         ]
         name = self.argv[0] if self.argv else "?"
         try:
-            r = subprocess.run(
-                self.argv,
-                input="\n".join(lines) + "\n",
-                capture_output=True,
-                text=True,
-                timeout=CMD_TIMEOUT,
-            )
+            r = children.run(self.argv, "\n".join(lines) + "\n", self.timeout)
         except FileNotFoundError:
             raise OracleError(f"oracle {self.spec}: cannot run {name!r}: no such program") from None
         except PermissionError:
             raise OracleError(f"oracle {self.spec}: cannot run {name!r}: not executable") from None
+        except OSError as e:
+            raise OracleError(f"oracle {self.spec}: cannot run {name!r}: {e.strerror}") from None
         except subprocess.TimeoutExpired:
             raise OracleError(
-                f"oracle {self.spec}: no answer within {CMD_TIMEOUT:.0f} s for {len(c)} vectors"
+                f"oracle {self.spec}: no answer within {self.timeout:g} s for {len(c)} vectors "
+                "(killed; --oracle-timeout sets the limit)"
             ) from None
         if r.returncode != 0:
             last = (r.stderr.strip().splitlines() or ["no message"])[-1]
@@ -138,6 +140,7 @@ class FileOracle(Oracle):
     """Recorded answers only: asks nothing new."""
 
     rows: list[tuple[list[int], list[int], int, int]] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)  # each row's place in its file
     can_ask: bool = False
 
     def _answer(self, a, b, c) -> np.ndarray:
@@ -151,6 +154,14 @@ def read_rows(path: Path, p: ModelParams) -> list[tuple[list[int], list[int], in
     """Recorded rows (a, b, c, d) from JSONL rows with `d` (what `simulate --vectors`
     writes), or from a vector file (JSON or CSV) whose vectors carry exactly one
     prediction each (the observed d). UserError naming the line or field if bad."""
+    return read_rows_labelled(path, p)[0]
+
+
+def read_rows_labelled(
+    path: Path, p: ModelParams
+) -> tuple[list[tuple[list[int], list[int], int, int]], list[str]]:
+    """`read_rows`, and where each row is in the file: `PATH:LINE` for JSONL,
+    `PATH vectors[i]` for a vector file (messages name the file's own rows)."""
     from ..validation.vectors import is_vector_json, loads, parse_row
 
     if not path.exists():
@@ -160,6 +171,7 @@ def read_rows(path: Path, p: ModelParams) -> list[tuple[list[int], list[int], in
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"{path}: cannot read ({e})") from None
     out = []
+    labels: list[str] = []
     if path.suffix.lower() == ".csv" or is_vector_json(text):
         try:
             vf = loads(text, csv_format=path.suffix.lower() == ".csv")
@@ -176,7 +188,8 @@ def read_rows(path: Path, p: ModelParams) -> list[tuple[list[int], list[int], in
                     f"got {len(ds)} distinct predictions"
                 )
             out.append((list(v.a), list(v.b), v.c, ds.pop()))
-        return out
+            labels.append(f"{path} vectors[{i}]")
+        return out, labels
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -188,9 +201,10 @@ def read_rows(path: Path, p: ModelParams) -> list[tuple[list[int], list[int], in
         except (ValueError, json.JSONDecodeError) as e:
             raise UserError(f"{path}:{lineno}: {e}") from None
         out.append((a, b, c, d))
+        labels.append(f"{path}:{lineno}")
     if not out:
         raise UserError(f"{path}: no rows")
-    return out
+    return out, labels
 
 
 def _variant(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:
@@ -212,26 +226,31 @@ def _variant(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Orac
 def _file(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:
     if not arg:
         raise UserError(f"oracle {spec!r}: expected file:ROWS")
-    return FileOracle(spec, p, rows=read_rows(Path(arg), p))
+    rows, labels = read_rows_labelled(Path(arg), p)
+    return FileOracle(spec, p, rows=rows, labels=labels)
 
 
-def _cmd(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:
+def _cmd(
+    spec: str, arg: str, p: ModelParams, arch: str, instr: str, timeout: float = CMD_TIMEOUT
+) -> Oracle:
     try:
         argv = shlex.split(arg)
     except ValueError as e:
         raise UserError(f"oracle {spec!r}: cannot split the command line ({e})") from None
     if not argv:
         raise UserError(f"oracle {spec!r}: expected cmd:PROGRAM [ARGS]")
-    return CmdOracle(spec, p, argv=argv)
+    return CmdOracle(spec, p, argv=argv, timeout=timeout)
 
 
-def _cuda(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:
+def _cuda(
+    spec: str, arg: str, p: ModelParams, arch: str, instr: str, timeout: float = CMD_TIMEOUT
+) -> Oracle:
     from ..probe.runner import build_runner  # nvcc and a GPU are needed only here
 
     # Runners are cached by source hash, so one folder serves every run.
     work = Path(arg) if arg else Path(tempfile.gettempdir()) / "tcsmt-runners"
     argv = build_runner(arch, instr, work)
-    return CmdOracle(spec, p, argv=list(argv))
+    return CmdOracle(spec, p, argv=list(argv), timeout=timeout)
 
 
 ORACLES: dict[str, tuple[Callable[..., Oracle], str]] = {
@@ -242,8 +261,15 @@ ORACLES: dict[str, tuple[Callable[..., Oracle], str]] = {
 }
 
 
-def make_oracle(spec: str, p: ModelParams, arch: str, instr: str) -> Oracle:
-    """The oracle a spec names, for the instruction `instr` of `arch` (model `p`)."""
+TIMED = ("cmd", "cuda")
+"""Oracles that run a program, and so take a time limit per batch."""
+
+
+def make_oracle(
+    spec: str, p: ModelParams, arch: str, instr: str, timeout: float = CMD_TIMEOUT
+) -> Oracle:
+    """The oracle a spec names, for the instruction `instr` of `arch` (model `p`);
+    `timeout`: seconds a program oracle (cmd:, cuda) may take per batch."""
     kind, _, arg = spec.partition(":")
     entry = ORACLES.get(kind.strip())
     if entry is None:
@@ -251,4 +277,6 @@ def make_oracle(spec: str, p: ModelParams, arch: str, instr: str) -> Oracle:
             f"unknown oracle {spec!r}; expected one of: "
             + ", ".join(v[1].split()[0] for v in ORACLES.values())
         )
+    if kind.strip() in TIMED:
+        return entry[0](spec, arg.strip(), p, arch, instr, timeout)
     return entry[0](spec, arg.strip(), p, arch, instr)

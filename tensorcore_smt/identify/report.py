@@ -133,6 +133,7 @@ def to_json(res: Result) -> dict[str, Any]:
         "proofs": [proof_json(res, pr) for pr in res.proofs],
         "next_probe": res.next_probe,
         "stopped": res.stopped,
+        "interrupted": res.interrupted,
         "error": res.error,
         "seconds": round(res.seconds, 3),
     }

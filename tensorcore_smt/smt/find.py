@@ -202,3 +202,16 @@ def save_vectors(prop: Property, arch: str, answers: list[QueryAnswer], path: Pa
         return None
     vectors.save(vf, path)
     return path
+
+
+def find_iter(
+    prop: Property,
+    arch: str,
+    instr: str | None,
+    limits: Limits,
+    progress: Progress | None = None,
+):
+    """`find`, one answer at a time (a caller interrupted between queries keeps those
+    already answered)."""
+    for spec, q in prop.bind(arch, instr):
+        yield QueryAnswer(spec, answer(q, _limits_for(spec, limits), progress))

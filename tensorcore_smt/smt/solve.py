@@ -27,9 +27,14 @@ class Verdict(Enum):
     BAD_WITNESS = "bad-witness"  # a solver's witness did not reproduce: a bug
 
 
+MIN_CONFIRM_S = 0.5
+"""An unsat answer is confirmed only when at least this much of the budget is left."""
+
+
 @dataclass
 class Limits:
-    """How solvers are run."""
+    """How solvers are run. `timeout` is the wall-clock budget of one query: the solvers
+    of the portfolio and the confirmation of an unsat answer all run within it."""
 
     solver: str = PORTFOLIO
     timeout: float = 300.0
@@ -80,14 +85,15 @@ def answer(q: Query, limits: Limits, progress: Progress | None = None) -> Outcom
         )
     names = tuple(o.name for o in q.operands) + q.output_names
     job = SolveJob(smtlib(q), names, limits.timeout, limits.memory_mb, limits.seed)
-    result, runs = portfolio(job, solvers, limits.jobs, progress)
+    deadline = t0 + limits.timeout
+    result, runs = portfolio(job, solvers, limits.jobs, progress, deadline)
     out = Outcome(q, Verdict.UNKNOWN, result, runs)
     if result.answer == Answer.SAT:
         _take_witness(out, result)
     elif result.answer == Answer.UNSAT:
         out.verdict = Verdict.UNSAT
         if limits.confirm:
-            _confirm(out, job, result, limits, progress)
+            _confirm(out, job, result, limits, progress, deadline)
     out.seconds = time.monotonic() - t0
     return out
 
@@ -99,13 +105,22 @@ def _take_witness(out: Outcome, result: SolveResult) -> None:
 
 
 def _confirm(
-    out: Outcome, job: SolveJob, first: SolveResult, limits: Limits, progress: Progress | None
+    out: Outcome,
+    job: SolveJob,
+    first: SolveResult,
+    limits: Limits,
+    progress: Progress | None,
+    deadline: float,
 ) -> None:
-    """Ask the other installed solvers (in parallel) for a second, independent answer."""
+    """Ask the other installed solvers (in parallel) for a second, independent answer,
+    within what is left of the query's budget."""
     others = [s for s in available() if s != first.solver]
     if not others:
         return
-    r, runs = portfolio(job, others, limits.jobs, progress)
+    if deadline - time.monotonic() < MIN_CONFIRM_S:
+        out.note = f"not confirmed by a second solver: the budget of {limits.timeout:g} s ran out"
+        return
+    r, runs = portfolio(job, others, limits.jobs, progress, deadline)
     out.confirmations = runs
     if r.answer == Answer.SAT:
         # Solvers disagree: the witness decides, after the concrete re-check.

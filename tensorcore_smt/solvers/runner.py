@@ -3,6 +3,14 @@
 A solver that hangs is killed at its limit, one that runs out of memory or crashes
 ends its own process: each becomes an `unknown` answer with the reason, and the
 calling process never waits longer than the limit nor loses what it already has.
+
+The limit is the budget of the whole portfolio (`SolveJob.timeout`, or a `deadline`
+shared by several portfolios): a solver started late, when a job slot frees, gets only
+what is left of it.
+
+No solver outlives the process that started it (tensorcore_smt.children): each child
+leads its own process group and dies with its parent; the runner kills the group of
+every child still running when it returns, raises or is interrupted.
 """
 
 from __future__ import annotations
@@ -19,11 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..children import kill_group, preexec
 from .backends import all_backends, installed_version
 from .result import Answer, SolveResult
 
-GRACE_S = 2.0
-"""Seconds a child gets past its own time limit (start-up, parsing) before it is killed."""
+SOLVER_SHARE = 0.95
+"""A solver's own time limit is this share of the budget left when it starts, so that it
+can stop and say `timeout` itself before the runner kills it at the deadline."""
+
 
 POLL_S = 0.02
 
@@ -81,20 +92,15 @@ def _is_time_limit(reason: str) -> bool:
 class _Child:
     """One running worker process."""
 
-    def __init__(self, solver: str, job: SolveJob, path: Path, workdir: Path) -> None:
+    def __init__(
+        self, solver: str, job: SolveJob, path: Path, workdir: Path, deadline: float
+    ) -> None:
         self.solver = solver
         self.job = job
         self.start = time.monotonic()
+        self.deadline = deadline
+        self.timeout = max(0.05, (deadline - self.start) * SOLVER_SHARE)
         self.err_path = workdir / f"{solver}.stderr"
-        mem = job.memory_mb * 1024 * 1024
-
-        def limits() -> None:  # runs in the child before exec
-            try:
-                import resource
-
-                resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-            except (ImportError, ValueError, OSError):
-                pass
 
         with open(self.err_path, "w") as err:
             self.proc = subprocess.Popen(
@@ -104,14 +110,14 @@ class _Child:
                     "tensorcore_smt.solvers.worker",
                     solver,
                     str(path),
-                    repr(job.timeout),
+                    repr(self.timeout),
                     str(job.seed),
                     ",".join(job.names),
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=err,
-                preexec_fn=limits if os.name == "posix" else None,
+                preexec_fn=preexec(job.memory_mb * 1024 * 1024),
                 start_new_session=True,
             )
 
@@ -120,22 +126,20 @@ class _Child:
         return time.monotonic() - self.start
 
     def overdue(self) -> bool:
-        return self.elapsed > self.job.timeout + GRACE_S
+        return time.monotonic() > self.deadline
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-        self.proc.wait()
+        kill_group(self.proc)
 
     def result(self, killed_for_time: bool = False) -> SolveResult:
         """Collect the finished child's answer (call after it ended or was killed)."""
         seconds = self.elapsed
         if killed_for_time:
             return SolveResult(
-                self.solver, Answer.UNKNOWN, seconds, reason=f"timeout after {self.job.timeout:g} s"
+                self.solver,
+                Answer.UNKNOWN,
+                seconds,
+                reason=f"timeout after {self.job.timeout:g} s (the query's budget)",
             )
         out = self.proc.stdout.read().decode(errors="replace") if self.proc.stdout else ""
         rc = self.proc.returncode
@@ -150,7 +154,7 @@ class _Child:
         model = {k: int(v) for k, v in data.get("model", {}).items()}
         reason = data.get("reason", "")
         if answer == Answer.UNKNOWN and _is_time_limit(reason):
-            reason = f"timeout after {self.job.timeout:g} s (solver's own limit)"
+            reason = f"timeout after {self.timeout:.3g} s (solver's own limit)"
         solver_s = data.get("solver_s")
         return SolveResult(
             self.solver,
@@ -187,10 +191,16 @@ def solve(job: SolveJob, solver: str, progress: Progress | None = None) -> Solve
 
 
 def portfolio(
-    job: SolveJob, solvers: list[str], jobs: int | None = None, progress: Progress | None = None
+    job: SolveJob,
+    solvers: list[str],
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    deadline: float | None = None,
 ) -> tuple[SolveResult, list[SolveResult]]:
-    """Run `solvers` (at most `jobs` at a time) and return the first definite answer
-    (or an unknown summarising all) with every run's result, the stopped ones included."""
+    """Run `solvers` (at most `jobs` at a time) within the wall-clock budget (until
+    `deadline`, a time.monotonic() value; default: `job.timeout` seconds from now) and
+    return the first definite answer (or an unknown summarising all) with every run's
+    result, the stopped ones and those the budget left no time for included."""
     if not solvers:
         raise ValueError("no SMT solver is installed (pip install bitwuzla z3-solver cvc5)")
     jobs = max(1, jobs or os.cpu_count() or 1)
@@ -198,6 +208,8 @@ def portfolio(
     running: list[_Child] = []
     results: list[SolveResult] = []
     t0 = time.monotonic()
+    if deadline is None:
+        deadline = t0 + job.timeout
     winner: SolveResult | None = None
     with tempfile.TemporaryDirectory(prefix="tcsmt-") as tmp:
         path = Path(tmp) / "query.smt2"
@@ -205,7 +217,11 @@ def portfolio(
         try:
             while (queue or running) and winner is None:
                 while queue and len(running) < jobs:
-                    running.append(_Child(queue.pop(0), job, path, Path(tmp)))
+                    if time.monotonic() >= deadline:
+                        results += [_not_started(s, job) for s in queue]
+                        queue.clear()
+                        break
+                    running.append(_Child(queue.pop(0), job, path, Path(tmp), deadline))
                 time.sleep(POLL_S)
                 for child in list(running):
                     if child.proc.poll() is not None:
@@ -235,7 +251,7 @@ def portfolio(
                         else "interrupted",
                     )
                 )
-    if winner is None and len(results) == 1:
+    if winner is None and len(results) == 1 and len(solvers) == 1:
         winner = results[0]
     if winner is None:
         reasons = "; ".join(f"{r.solver}: {r.reason}" for r in results)
@@ -246,3 +262,13 @@ def portfolio(
             reason=reasons,
         )
     return winner, results
+
+
+def _not_started(solver: str, job: SolveJob) -> SolveResult:
+    """A solver of the portfolio that the budget left no time to start."""
+    return SolveResult(
+        solver,
+        Answer.UNKNOWN,
+        0.0,
+        reason=f"not started: the query's budget of {job.timeout:g} s ran out",
+    )

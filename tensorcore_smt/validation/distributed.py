@@ -14,6 +14,13 @@ Failure rules, the same for every command built on it:
 - Ctrl-C (KeyboardInterrupt) cancels every pending task before it propagates, so the
   caller can report what has already finished and exit.
 
+Processes: the embedded cluster's nannies and workers are started with SIGINT ignored,
+so a terminal's Ctrl-C (sent to the whole foreground process group) reaches only the
+command, which then closes the cluster in order (no worker tracebacks); a worker shut
+down mid-task takes its solver processes with it (tensorcore_smt.solvers.runner). Dask's
+dashboard is off unless asked for (`dashboard=True`, `--dashboard`), and Dask's own
+warnings and logs (a busy port, a slow shutdown) never reach the command's stderr.
+
 A progress bar (rich, on stderr) is drawn only when asked for, and the commands ask
 only when stderr is a terminal and --json is off.
 """
@@ -22,6 +29,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +43,9 @@ SCHEDULER_ENV = "TCSMT_SCHEDULER"
 """Environment variable naming a Dask scheduler address (as --scheduler does)."""
 
 CONNECT_TIMEOUT_S = 10.0
+
+DASHBOARD_ADDRESS = ":8787"
+"""Where the dashboard is served when asked for (Dask's default port, else a free one)."""
 
 
 @dataclass
@@ -57,11 +70,36 @@ def scheduler_address(scheduler: str | None) -> str | None:
 
 
 @contextmanager
-def connect(workers: int | None = None, scheduler: str | None = None) -> Iterator[Any]:
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while child processes are started (they inherit it: Python keeps an
+    inherited SIG_IGN), restored after. Only the main thread may change it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Dask's warnings (a dashboard port in use, ...) kept off the command's stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@contextmanager
+def connect(
+    workers: int | None = None, scheduler: str | None = None, dashboard: bool = False
+) -> Iterator[Any]:
     """A Dask client for the duration of the block: an existing scheduler when one is
     named (here or in $TCSMT_SCHEDULER), else an embedded LocalCluster of `workers`
-    single-threaded processes, shut down on exit. UserError if neither can be had."""
-    from distributed import Client, LocalCluster
+    single-threaded processes, shut down on exit. UserError if neither can be had.
+    `dashboard`: serve Dask's dashboard (embedded cluster; off by default)."""
+    from distributed import Client
 
     if workers is not None and workers < 1:
         raise UserError(f"--workers: expected at least 1, got {workers}")
@@ -79,19 +117,37 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
             client.close()
         return
     n = workers or default_workers()
-    cluster = LocalCluster(
-        n_workers=n,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.CRITICAL,
-    )
-    client = Client(cluster)
+    try:
+        cluster, client = _embedded(n, dashboard)
+    except (OSError, RuntimeError, TimeoutError) as e:
+        raise UserError(
+            f"cannot start the embedded Dask cluster of {n} workers: {_one_line(e)}"
+        ) from None
     try:
         yield client
     finally:
-        client.close()
-        cluster.close()
+        with _quiet(), _sigint_ignored():  # a second Ctrl-C must not stop the shutdown
+            client.close()
+            cluster.close()
+
+
+def _embedded(n: int, dashboard: bool) -> tuple[Any, Any]:
+    """A LocalCluster of `n` single-threaded worker processes and its client."""
+    from distributed import Client, LocalCluster
+
+    with _quiet(), _sigint_ignored():
+        # ":0": the scheduler's HTTP endpoint on a free port (None still takes 8787 and
+        # warns when it is busy); the dashboard itself only when asked for.
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=DASHBOARD_ADDRESS if dashboard else ":0",
+            scheduler_kwargs={} if dashboard else {"dashboard": False},
+            silence_logs=logging.CRITICAL,
+        )
+        client = Client(cluster)
+    return cluster, client
 
 
 def _one_line(e: BaseException) -> str:

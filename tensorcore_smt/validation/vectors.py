@@ -407,14 +407,16 @@ def loads(text: str, csv_format: bool = False) -> VectorFile:
     return from_json(obj)
 
 
+def dumps(vf: VectorFile, path: str | Path) -> str:
+    """The text `save` writes to `path`: JSON, or CSV when the path ends in .csv."""
+    if Path(path).suffix.lower() == ".csv":
+        return to_csv(vf)
+    return json.dumps(vf.to_json(), indent=2) + "\n"
+
+
 def save(vf: VectorFile, path: str | Path) -> None:
     """Write `vf` as JSON, or as CSV when the path ends in .csv (validated first)."""
-    path = Path(path)
-    if path.suffix.lower() == ".csv":
-        text = to_csv(vf)
-    else:
-        text = json.dumps(vf.to_json(), indent=2) + "\n"
-    path.write_text(text)
+    Path(path).write_text(dumps(vf, path))
 
 
 # --- CSV -----------------------------------------------------------------------------
