@@ -103,7 +103,7 @@ def find_cmd(
         raise UserError("--property NAME (or --all) is required")
     prop = get(prop_name, pdir)
     bound = prop.bind(arch, instr)  # not applicable -> exit 2 before any solving
-    if not as_json:
+    if sys.stderr.isatty() and not as_json:  # before solving, beside the spinner
         click.echo(budget_line(limits, len(bound)), err=True)
     spinner = Spinner(sys.stderr.isatty() and not as_json)
     answers: list[QueryAnswer] = []
@@ -154,6 +154,7 @@ def find_cmd(
             click.echo("")
             click.echo(f"[{qid}] not asked on this instruction: {why}")
         click.echo("")
+        click.echo(budget_line(limits, len(bound)))
         for f in files:
             click.echo(f"wrote:       {f}")
     if interrupted:
@@ -193,7 +194,7 @@ def _find_all(
     done: dict[tuple[str, str], QueryAnswer | TaskFailure] = {}
     interrupted = False
     flat = [t for ts in tasks.values() for t in ts]
-    if not as_json:
+    if sys.stderr.isatty() and not as_json:
         click.echo(budget_line(limits, len(flat)), err=True)
     with connect(workers, scheduler, dashboard) as client:
         try:
@@ -255,6 +256,7 @@ def _find_all(
             for qid, why in skipped.get(name, []):
                 table.add_row(name, qid, "n/a", "", "", why)
         Console(width=160).print(table)
+        click.echo(budget_line(limits, len(flat)))
     if interrupted:
         click.echo("tcsmt: interrupted: the queries that finished are reported above", err=True)
         sys.exit(ExitCode.INTERRUPTED)
