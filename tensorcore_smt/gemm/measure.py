@@ -1,0 +1,158 @@
+"""One GEMM run measured: time, MAC/s, and the error of D against the exact product
+(gemm/accuracy.py, integer arithmetic) and against an fp64 matmul. Used by `tcsmt gemm`
+and the benchmark; also random matrices of a format and a distribution."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import Enum
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import UserError
+from ..spec.formats import Format
+from .accuracy import ErrorStats, Exact, exact_matmul, grid_values, measure
+from .arrays import FORMAT_DTYPE, UINT, bits_of, format_of
+from .emulate import GemmRun, matmul
+
+
+class Dist(Enum):
+    """Distributions of random GEMM inputs."""
+
+    NORMAL = "normal"  # standard normal
+    UNIFORM = "uniform"  # uniform on [-1, 1)
+    LOGNORMAL = "lognormal"  # exp(N(0, 1)) with a random sign: magnitudes over decades
+
+
+def largest(fmt: Format) -> float:
+    """The largest finite value of a format (random inputs are clipped to it)."""
+    return float(ml_dtypes.finfo(FORMAT_DTYPE[fmt]).max)
+
+
+def random_matrix(shape: tuple[int, ...], fmt: Format, dist: Dist, rng) -> np.ndarray:
+    """A random array of `fmt` (its float dtype), drawn in fp64, clipped to the format's
+    range and rounded to nearest into it."""
+    if dist == Dist.NORMAL:
+        x = rng.standard_normal(shape)
+    elif dist == Dist.UNIFORM:
+        x = rng.uniform(-1.0, 1.0, shape)
+    else:
+        x = np.exp(rng.standard_normal(shape)) * rng.choice([-1.0, 1.0], shape)
+    dt = FORMAT_DTYPE[fmt]
+    top = largest(fmt)
+    return np.clip(x, -top, top).astype(np.float32 if fmt == Format.TF32 else np.float64).astype(dt)
+
+
+def exact_of_fp64(x: np.ndarray) -> Exact:
+    """An fp64 matrix as an exact integer matrix (for errors against an fp64 matmul)."""
+    g = grid_values(x.view(np.uint64), Format.FP64)
+    if not g.finite.all():
+        raise ValueError("the fp64 matmul has non-finite entries")
+    ints = np.empty(g.sig.shape, dtype=object)
+    ints.reshape(-1)[:] = [int(s) << int(t) for s, t in zip(g.sig.reshape(-1), g.shift.reshape(-1))]
+    return Exact(ints, g.lsb)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A GEMM run and its figures; `exact` / `fp64` are None with a reason in `why_*`."""
+
+    D: np.ndarray
+    run: GemmRun
+    seconds: float
+    macs: int
+    exact: ErrorStats | None
+    fp64: ErrorStats | None
+    why_exact: str = ""
+    why_fp64: str = ""
+
+    @property
+    def macs_per_s(self) -> float:
+        return self.macs / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def out_fmt(self) -> Format:
+        return self.run.schedule.out or self.run.params.d_fmt
+
+
+def _bits(x: np.ndarray, fmt: Format) -> np.ndarray:
+    return bits_of(x, fmt, "D").astype(UINT[fmt.spec.storage])
+
+
+def run_measured(
+    hyp: str,
+    A: np.ndarray,
+    B: np.ndarray,
+    C: np.ndarray | None = None,
+    instr: str | None = None,
+    errors: bool = True,
+) -> Measured:
+    """Run `hyp` on 2-D A, B (and C); time it; with `errors`, measure D against the exact
+    product A*B (+ C) and against A*B (+ C) in fp64."""
+    info: list[GemmRun] = []
+    t0 = time.perf_counter()
+    D = matmul(hyp, A, B, C, instr=instr, run_info=info)
+    dt = time.perf_counter() - t0
+    run = info[0]
+    M, K = A.shape
+    N = B.shape[1]
+    m = Measured(D, run, dt, M * N * K, None, None)
+    if not errors:
+        return m
+    out = m.out_fmt
+    d_bits = _bits(D, out)
+    p = run.params
+    a_bits, b_bits = bits_of(A, p.a_fmt, "A"), bits_of(B, p.b_fmt, "B")
+    c_bits = c_fmt = None
+    if C is not None:
+        c_fmt = format_of(C, "C") or (p.c_fmt if run.plan.c_in_chain else out)
+        c_bits = bits_of(np.broadcast_to(C, D.shape), c_fmt, "C")
+    exact = fp64 = None
+    why_exact = why_fp64 = ""
+    try:
+        exact = measure(d_bits, out, exact_matmul(a_bits, p.a_fmt, b_bits, p.b_fmt, c_bits, c_fmt))
+    except ValueError as e:
+        why_exact = str(e)
+    try:
+        x64 = _as_f64(A, p.a_fmt) @ _as_f64(B, p.b_fmt)
+        if C is not None:
+            x64 = x64 + _as_f64(np.broadcast_to(C, D.shape), c_fmt)
+        fp64 = measure(d_bits, out, exact_of_fp64(np.ascontiguousarray(x64)))
+    except ValueError as e:
+        why_fp64 = str(e)
+    return Measured(D, run, dt, M * N * K, exact, fp64, why_exact, why_fp64)
+
+
+def _as_f64(x: np.ndarray, fmt: Format) -> np.ndarray:
+    """Values of an operand array as fp64 (a TF32 operand: its top 19 bits, as the
+    instruction reads it)."""
+    if x.dtype.kind == "u":
+        x = x.astype(UINT[fmt.spec.storage]).view(FORMAT_DTYPE[fmt])
+    if fmt == Format.TF32:
+        x = (x.astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+    return x.astype(np.float64)
+
+
+def differ(x: np.ndarray, y: np.ndarray) -> int:
+    """How many outputs differ: bit patterns when the dtypes agree, else values (NaN
+    equal to NaN)."""
+    if x.dtype == y.dtype:
+        w = x.dtype.itemsize * 8
+        return int((x.view(UINT[w]) != y.view(UINT[w])).sum())
+    a, b = x.astype(np.float64), y.astype(np.float64)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    return int((~same).sum())
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """--random M,N,K -> three positive ints."""
+    parts = [t.strip() for t in text.split(",")]
+    try:
+        m, n, k = (int(t) for t in parts)
+    except ValueError:
+        raise UserError(f"--random: {text!r} is not M,N,K (three positive integers)") from None
+    if min(m, n, k) < 1 or m * n * k > 1 << 40:
+        raise UserError(f"--random: {text!r}: M, N, K must be >= 1 and M*N*K <= 2^40")
+    return m, n, k

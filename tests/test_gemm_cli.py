@@ -1,0 +1,138 @@
+"""`tcsmt gemm`: the report (instruction, schedule, errors against the exact product),
+--compare, --json, --out, .npy inputs, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+
+import ml_dtypes
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tensorcore_smt as tc
+from tensorcore_smt.cli import main
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_report_names_instruction_schedule_and_errors():
+    r = run("gemm", "--arch", "hopper", "--random", "8,8,64", "--dtype", "e4m3")
+    assert r.exit_code == 0, r.output
+    assert "wgmma.m64n8k32.f32.e4m3.e4m3" in r.output
+    for key in ("shape", "schedule", "seconds", "MAC/s", "vs exact", "vs fp64", "median"):
+        assert key in r.output
+
+
+def test_json_compare_and_out(tmp_path):
+    out = tmp_path / "d.npy"
+    r = run(
+        "gemm",
+        "--arch",
+        "hopper",
+        "--random",
+        "16,16,256",
+        "--dtype",
+        "e4m3",
+        "--json",
+        "--compare",
+        "hopper/serial[promote=128]",
+        "--out",
+        str(out),
+        "--seed",
+        "3",
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    first, second = doc["runs"]
+    assert first["instruction"] == second["instruction"] == "wgmma.m64n8k32.f32.e4m3.e4m3"
+    assert second["schedule"] == "serial[promote=128]" and second["differ_from_first"] > 0
+    assert first["exact"]["max_ulps"] >= first["exact"]["median_ulps"] >= 0
+    # --out holds the first hypothesis' D, as tc.matmul computes it on the same matrices
+    rng = np.random.default_rng(3)
+    from tensorcore_smt.gemm.measure import Dist, random_matrix
+    from tensorcore_smt.spec.formats import Format
+
+    A = random_matrix((16, 256), Format.E4M3, Dist.NORMAL, rng)
+    B = random_matrix((256, 16), Format.E4M3, Dist.NORMAL, rng)
+    assert (np.load(out) == tc.matmul("hopper", A, B)).all()
+
+
+def test_npy_inputs_and_exact_error_zero_when_exact(tmp_path):
+    # small integers: every product and partial sum is exact, so D equals the exact product
+    A = np.arange(-8, 8, dtype=np.float16).reshape(2, 8)
+    B = np.ones((8, 3), dtype=np.float16)
+    C = np.full((2, 3), 0.5, dtype=np.float32)
+    for name, x in (("a", A), ("b", B), ("c", C)):
+        np.save(tmp_path / f"{name}.npy", x)
+    r = run(
+        "gemm",
+        "--arch",
+        "ampere",
+        "--a",
+        str(tmp_path / "a.npy"),
+        "--b",
+        str(tmp_path / "b.npy"),
+        "--c",
+        str(tmp_path / "c.npy"),
+        "--json",
+    )
+    assert r.exit_code == 0, r.output
+    e = json.loads(r.output)["runs"][0]["exact"]
+    assert e["max_ulps"] == 0 and e["max_rel"] == 0
+    # bf16 patterns stored as uint16 are read with --dtype
+    np.save(tmp_path / "a16.npy", A.astype(ml_dtypes.bfloat16).view(np.uint16))
+    np.save(tmp_path / "b16.npy", B.astype(ml_dtypes.bfloat16).view(np.uint16))
+    r = run(
+        "gemm",
+        "--arch",
+        "ampere",
+        "--a",
+        str(tmp_path / "a16.npy"),
+        "--b",
+        str(tmp_path / "b16.npy"),
+        "--dtype",
+        "bf16",
+    )
+    assert r.exit_code == 0 and "m16n8k16.f32.bf16.bf16.f32" in r.output
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--arch", "hopper/nosuch", "--random", "4,4,16"], "unknown schedule"),
+        (["--arch", "nowhere", "--random", "4,4,16"], "unknown architecture"),
+        (["--arch", "hopper/serial[promote=0]", "--random", "4,4,16"], "promote=0"),
+        (["--arch", "hopper/serial[split_k=4]", "--random", "4,4,64"], "split_k=4"),
+        (["--arch", "hopper/serial[promote=100]", "--random", "4,4,256"], "promote=100"),
+        (["--arch", "hopper", "--random", "4,4"], "M,N,K"),
+        (["--arch", "hopper", "--random", "4,0,16"], ">= 1"),
+        (["--arch", "hopper", "--random", "4,4,16", "--dtype", "int8"], "--dtype"),
+        (["--arch", "volta", "--random", "4,4,16", "--dtype", "bf16"], "volta has no"),
+        (["--arch", "hopper"], "--random"),
+        (["--arch", "hopper", "--a", "/nonexistent.npy", "--b", "x"], "no such file"),
+        (["--arch", "hopper", "--random", "4,4,16", "--dist", "cauchy"], "--dist"),
+        (["--arch", "hopper", "--a", "x.npy", "--b", "y.npy", "--k-sweep"], "--k-sweep"),
+    ],
+)
+def test_bad_input_one_line_exit_2(args, needle):
+    r = run("gemm", *args)
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], r.output
+
+
+def test_bad_shapes_in_files(tmp_path):
+    np.save(tmp_path / "a.npy", np.zeros((2, 8), np.float16))
+    np.save(tmp_path / "b.npy", np.zeros((9, 3), np.float16))
+    np.save(tmp_path / "i.npy", np.zeros((8, 3), np.int32))
+    r = run(
+        "gemm", "--arch", "hopper", "--a", str(tmp_path / "a.npy"), "--b", str(tmp_path / "b.npy")
+    )
+    assert r.exit_code == 2 and "inner dimensions" in r.output
+    r = run(
+        "gemm", "--arch", "hopper", "--a", str(tmp_path / "a.npy"), "--b", str(tmp_path / "i.npy")
+    )
+    assert r.exit_code == 2 and "not a GEMM input" in r.output
