@@ -1,0 +1,323 @@
+"""The GEMM study (results/gemm.md and results/gemm/*.png), computed with the emulator.
+
+    python bench/study_gemm.py [--quick] [--out results] [--engine numpy] [--jobs N]
+    make study
+
+Part 1, error against K: on every architecture preset, for fp16, bf16, tf32 and fp8
+inputs (where the architecture has an instruction for them: the one libraries run,
+schedules/instructions.toml), D = A·B for K = 16 .. 16384 under `serial` (one chain) and
+`serial[promote=128]` (a new chain every 128 K elements, added into fp32: the cuBLAS FP8
+default), against the exact product (integer arithmetic, tensorcore_smt.gemm.accuracy):
+max and median error in ulps of the output, elementwise and normwise relative error.
+The matrices are N(0, 1) draws rounded to the input format from recorded seeds; every K
+uses the first K columns of A and rows of B.
+
+Part 2, Sun et al. (seed 004) §8 reproduced with the emulator (bench/study_sun.py):
+Tables 12-15 and the chain matrix multiplication of Fig. 19/20.
+
+`--quick` runs the smallest configuration (one architecture, two formats, two K) into a
+scratch folder: what the test runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import study_report
+import study_sun
+
+from tensorcore_smt import __version__, matmul
+from tensorcore_smt.errors import UserError
+from tensorcore_smt.gemm.accuracy import Exact, exact_matmul, measure
+from tensorcore_smt.gemm.hypothesis import default_instruction
+from tensorcore_smt.spec.formats import Format
+from tensorcore_smt.spec.presets import PRESETS, parse_variant
+
+SEED = 20221130
+"""Base seed of every random matrix (recorded in the JSON with each draw's own seed)."""
+
+SCHEDULES = ("serial", "serial[promote=128]")
+
+
+@dataclass(frozen=True)
+class InputKind:
+    """One input type of the study: the array dtype that carries it, the format per vendor
+    (AMD's fp8 is the FNUZ variant), and how to look the library instruction up."""
+
+    name: str
+    dtype: np.dtype
+    fmt: Format
+    amd_dtype: np.dtype | None = None
+    amd_fmt: Format | None = None
+
+
+KINDS = (
+    InputKind("fp16", np.dtype(np.float16), Format.FP16),
+    InputKind("bf16", np.dtype(ml_dtypes.bfloat16), Format.BF16),
+    # TF32 operands travel in float32 arrays (a TF32 instruction reads the top 19 bits);
+    # the draws are rounded to TF32 first, so no input bit is ignored.
+    InputKind("tf32", np.dtype(np.float32), Format.TF32),
+    InputKind(
+        "fp8",
+        np.dtype(ml_dtypes.float8_e4m3fn),
+        Format.E4M3,
+        np.dtype(ml_dtypes.float8_e4m3fnuz),
+        Format.E4M3FNUZ,
+    ),
+)
+
+TF32_INSTR = {"cdna3": "v_mfma_f32_32x32x4_xf32"}
+"""TF32 forms where the library table maps fp32 inputs to true-fp32 instructions: CDNA3's
+xf32 MFMA (AMD CDNA3 ISA guide; hipBLASLt HIPBLASLT_COMPUTE_F32_FAST_XF32)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """The sizes of one run of the study."""
+
+    M: int
+    N: int
+    ks: tuple[int, ...]
+    archs: tuple[str, ...]
+    kinds: tuple[str, ...]
+    chain_samples: int
+    chain_lengths: int
+    element_samples: int
+
+
+FULL = Config(
+    M=32,
+    N=32,
+    ks=(16, 64, 256, 1024, 4096, 16384),
+    archs=tuple(PRESETS),
+    kinds=tuple(k.name for k in KINDS),
+    chain_samples=1000,
+    chain_lengths=30,
+    element_samples=10000,
+)
+QUICK = Config(
+    M=4,
+    N=4,
+    ks=(32, 1024),
+    archs=("hopper",),
+    kinds=("fp16", "fp8"),
+    chain_samples=20,
+    chain_lengths=3,
+    element_samples=200,
+)
+
+
+def kind(name: str) -> InputKind:
+    return next(k for k in KINDS if k.name == name)
+
+
+def vendor_format(arch: str, k: InputKind) -> tuple[np.dtype, Format]:
+    if PRESETS[arch].vendor == "amd" and k.amd_fmt is not None:
+        assert k.amd_dtype is not None
+        return k.amd_dtype, k.amd_fmt
+    return k.dtype, k.fmt
+
+
+def study_instruction(arch: str, k: InputKind) -> str | None:
+    """The instruction of `arch` for inputs of kind `k` (None: the architecture has none):
+    the library default (schedules/instructions.toml), for TF32 the TF32 form."""
+    _, fmt = vendor_format(arch, k)
+    if k.fmt == Format.TF32:
+        if arch in TF32_INSTR:
+            return TF32_INSTR[arch]
+        fmt = Format.FP32
+    try:
+        name = default_instruction(arch, fmt, fmt)
+    except UserError:
+        return None
+    p = parse_variant(arch).params(name)
+    return name if p.a_fmt == (Format.TF32 if k.fmt == Format.TF32 else fmt) else None
+
+
+def to_tf32(x: np.ndarray) -> np.ndarray:
+    """float32 values rounded to TF32 (10 fraction bits, ties away as cvt.rna.tf32.f32)."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x1000) & ~np.uint64(0x1FFF)
+    return u.astype(np.uint32).view(np.float32)
+
+
+def draw(k: InputKind, dtype: np.dtype, shape, seed: int) -> np.ndarray:
+    """N(0, 1) float32 draws rounded to the input format (round to nearest)."""
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return to_tf32(x) if k.fmt == Format.TF32 else x.astype(dtype)
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+@dataclass
+class Task:
+    arch: str
+    kind: str
+    instr: str
+    schedule: str
+    seeds: tuple[int, int]
+    results: dict = field(default_factory=dict)
+
+
+def run_task(task: Task, cfg: Config, engine: str | None) -> tuple[Task, dict]:
+    """Emulate every K of one (arch, kind, schedule): output bits and seconds per K."""
+    k = kind(task.kind)
+    dtype, _ = vendor_format(task.arch, k)
+    A = draw(k, dtype, (cfg.M, max(cfg.ks)), task.seeds[0])
+    B = draw(k, dtype, (max(cfg.ks), cfg.N), task.seeds[1])
+    out = {}
+    for K in cfg.ks:
+        t0 = time.perf_counter()
+        D = matmul(
+            task.arch, A[:, :K], B[:K], schedule=task.schedule, instr=task.instr, engine=engine
+        )
+        out[K] = (bits(np.ascontiguousarray(D)).copy(), time.perf_counter() - t0, D.dtype)
+    return task, out
+
+
+def ksweep(cfg: Config, engine: str | None, jobs: int, log) -> dict:
+    """Part 1: every (arch, kind, schedule) over the K sweep, measured against the exact
+    product of the same matrices."""
+    tasks = []
+    for ki, kname in enumerate(cfg.kinds):
+        k = kind(kname)
+        for arch in cfg.archs:
+            instr = study_instruction(arch, k)
+            if instr is None:
+                continue
+            for sched in SCHEDULES:
+                tasks.append(Task(arch, kname, instr, sched, (SEED + 2 * ki, SEED + 2 * ki + 1)))
+    exact: dict[tuple[str, str, int], Exact] = {}
+    rows = []
+    t_start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else _Serial() as pool:
+        futures = [pool.submit(run_task, t, cfg, engine) for t in tasks]
+        for fut in futures:
+            task, out = fut.result()
+            k = kind(task.kind)
+            dtype, fmt = vendor_format(task.arch, k)
+            A = draw(k, dtype, (cfg.M, max(cfg.ks)), task.seeds[0])
+            B = draw(k, dtype, (max(cfg.ks), cfg.N), task.seeds[1])
+            for K, (dbits, secs, d_dtype) in out.items():
+                key = (task.kind, fmt.spec.name, K)
+                if key not in exact:
+                    exact[key] = exact_matmul(bits(A[:, :K]), fmt, bits(B[:K]), fmt)
+                d_fmt = {2: Format.FP16, 4: Format.FP32}[np.dtype(d_dtype).itemsize]
+                st = measure(dbits, d_fmt, exact[key])
+                rows.append(
+                    {
+                        "arch": task.arch,
+                        "kind": task.kind,
+                        "format": fmt.spec.name,
+                        "instr": task.instr,
+                        "schedule": task.schedule,
+                        "K": K,
+                        "seeds": list(task.seeds),
+                        "seconds": round(secs, 3),
+                        "d_sha256": hashlib.sha256(dbits.tobytes()).hexdigest()[:16],
+                        **st.as_dict(),
+                    }
+                )
+            log(
+                f"  {task.arch:14s} {task.kind:5s} {task.schedule:20s} {task.instr}: "
+                f"K={max(cfg.ks)} median {rows[-1]['median_ulps']:.3g} ulp, "
+                f"max {rows[-1]['max_ulps']:.3g} ulp ({time.perf_counter() - t_start:.0f} s)"
+            )
+    return {
+        "M": cfg.M,
+        "N": cfg.N,
+        "ks": list(cfg.ks),
+        "distribution": "N(0,1) rounded to the input format",
+        "seed": SEED,
+        "rows": rows,
+    }
+
+
+class _Serial:
+    """A stand-in for an executor that runs every task in this process, in order."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def submit(self, fn, *args):
+        class Done:
+            def __init__(self, value):
+                self.value = value
+
+            def result(self):
+                return self.value
+
+        return Done(fn(*args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the smallest configuration")
+    ap.add_argument("--out", default=None, help="output folder (default results; --quick: a temp)")
+    ap.add_argument("--engine", default=None, help="matmul engine (default: matmul's choice)")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes for part 1")
+    ap.add_argument("--parts", default="ksweep,sun", help="comma list of ksweep, sun")
+    ap.add_argument(
+        "--report-only", action="store_true", help="rewrite gemm.md and plots from study.json"
+    )
+    args = ap.parse_args(argv)
+    cfg = QUICK if args.quick else FULL
+    if args.out is None:
+        import tempfile
+
+        out = Path(tempfile.mkdtemp(prefix="study-gemm-")) if args.quick else Path("results")
+    else:
+        out = Path(args.out)
+    figs = out / "gemm"
+    figs.mkdir(parents=True, exist_ok=True)
+    parts = set() if args.report_only else set(args.parts.split(","))
+    data_path = figs / "study.json"
+    data = json.loads(data_path.read_text()) if data_path.exists() else {}
+    data["meta"] = (
+        data.get("meta")
+        if args.report_only
+        else {
+            "tensorcore_smt": __version__,
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "engine": args.engine or "default",
+            "config": "quick" if args.quick else "full",
+        }
+    )
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+
+    t0 = time.perf_counter()
+    if "ksweep" in parts:
+        log("part 1: error against K")
+        data["ksweep"] = ksweep(cfg, args.engine, args.jobs, log)
+        data["ksweep"]["seconds"] = round(time.perf_counter() - t0, 1)
+    if "sun" in parts:
+        log("part 2: Sun et al. section 8")
+        t1 = time.perf_counter()
+        data["sun"] = study_sun.run(cfg.element_samples, cfg.chain_samples, cfg.chain_lengths, log)
+        data["sun"]["seconds"] = round(time.perf_counter() - t1, 1)
+    data_path.write_text(json.dumps(data, indent=1) + "\n")
+    study_report.write(data, out)
+    log(f"wrote {out / 'gemm.md'} and {figs}/ ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
