@@ -1,12 +1,15 @@
 """bench/study_gemm.py end to end on its smallest configuration: the files it writes and
 properties of what it computed (not of what it prints)."""
 
+import hashlib
 import importlib
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from tensorcore_smt import matmul
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -33,13 +36,27 @@ def test_quick_study(tmp_path):
     except ImportError:
         pass
 
-    rows = {(r["kind"], r["schedule"], r["K"]): r for r in data["ksweep"]["rows"]}
-    kmax, kmin = max(data["ksweep"]["ks"]), min(data["ksweep"]["ks"])
+    ks = data["ksweep"]
+    all_rows = ks["rows"]
+    rows = {(r["kind"], r["schedule"], r["K"]): r for r in all_rows if r["arch"] == "hopper"}
+    kmax, kmin = max(ks["ks"]), min(ks["ks"])
     # Hopper FP8 wgmma accumulates with F = 13: one chain over a long K errs more than
     # chains of 128 promoted into fp32 (cuBLAS's default), by every measure.
     s, p = rows[("fp8", "serial", kmax)], rows[("fp8", "serial[promote=128]", kmax)]
     assert s["normwise_rel"] > 2 * p["normwise_rel"]
     assert s["median_ulps"] > p["median_ulps"] and s["max_ulps"] > p["max_ulps"]
+    # Blackwell's FP8 (F = 25) chained serially errs less than Hopper's (F = 13)
+    bw = {(r["kind"], r["schedule"], r["K"]): r for r in all_rows if r["arch"] == "blackwell"}
+    assert bw[("fp8", "serial", kmax)]["normwise_rel"] < s["normwise_rel"]
+    # the same fp16 unit on both: computed once, the same bits reported for both
+    assert bw[("fp16", "serial", kmax)]["d_sha256"] == rows[("fp16", "serial", kmax)]["d_sha256"]
+    # the serial sweep continues each K's chain from the previous D: the same bits as one
+    # direct call over the whole K
+    k16 = study.kind("fp8")
+    A = study.draw(k16, k16.dtype, (ks["M"], kmax), s["seeds"][0])
+    B = study.draw(k16, k16.dtype, (kmax, ks["N"]), s["seeds"][1])
+    D = matmul("hopper", A, B, schedule="serial", instr=s["instr"])
+    assert hashlib.sha256(study.bits(D).tobytes()).hexdigest()[:16] == s["d_sha256"]
     # K <= 128 is one chain either way: the same bits.
     for kind in ("fp16", "fp8"):
         a, b = rows[(kind, "serial", kmin)], rows[(kind, "serial[promote=128]", kmin)]
