@@ -12,7 +12,9 @@ The convention (for whoever writes a page):
   not followed by ``echo $?`` must exit 0.
 - A fenced block whose info string is ``pycon`` is checked the same way for Python:
   ``>>> `` starts a statement (``... `` continues it), the lines after it are its output;
-  statements of one page share one namespace, as in one interpreter session.
+  statements of one page share one namespace, as in one interpreter session. An exception
+  prints its traceback as the interpreter does (show it as ``Traceback (most recent call
+  last):``, a ``...`` line, and the exception's last line).
 - Every other block (``sh``, ``text``, ``python``, ``toml``, ``json``) is illustrative and
   not run: that is where commands go that need a GPU, nvcc, hipcc, torch or the mmasim
   extra, that take more than a few seconds, or that write into the checkout (``make ...``).
@@ -41,6 +43,7 @@ import os
 import re
 import shlex
 import sys
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -203,7 +206,10 @@ def _run_python(source: str, ns: dict) -> str:
             compiled = compile(source + "\n", "<docs>", "single")
         except SyntaxError:
             compiled = compile(source + "\n", "<docs>", "exec")
-        exec(compiled, ns)
+        try:
+            exec(compiled, ns)
+        except Exception:  # shown as the interpreter shows it; the page's "..." skips frames
+            traceback.print_exc(file=buf)
     return buf.getvalue()
 
 
