@@ -21,12 +21,13 @@ test-slow:
 test-torch:
 	@$(BIN)/python -c "import torch" 2>/dev/null || { \
 		echo "make test-torch needs torch: $(BIN)/pip install -e '.[torch]' (README: torch)"; exit 2; }
-	$(BIN)/python -m pytest -q -m torch tests/test_torch.py
+	$(BIN)/python -m pytest -q -m torch tests/test_torch.py tests/test_gemm_torch.py
 
 bench:
 	$(BIN)/python bench/bench_simulate.py
 	$(BIN)/python bench/bench_validate.py
 	$(BIN)/python bench/bench_identify.py
+	$(BIN)/python bench/bench_gemm.py --write results
 
 bench-solvers:
 	$(BIN)/python bench/bench_solvers.py

@@ -169,3 +169,66 @@ def test_bad_input_is_one_user_error(call, match):
     with pytest.raises(UserError, match=match) as e:
         call(A, B)
     assert "\n" not in str(e.value)
+
+
+FIELD_WITNESSES = [
+    # field, dtype, K, base schedule, changed schedule, with C
+    ("order", np.float16, 256, "serial", "serial[order=descending]", False),
+    ("promote", ml_dtypes.float8_e4m3fn, 256, "serial", "serial[promote=128]", False),
+    ("split_k", np.float16, 256, "serial", "serial[split_k=2]", False),
+    (
+        "split",
+        np.float16,
+        256,
+        "serial[split_k=2,split_tile=32]",
+        "serial[split_k=2,split_tile=32,split=interleaved]",
+        False,
+    ),
+    (
+        "split_tile",
+        np.float16,
+        256,
+        "serial[split_k=2,split=interleaved,split_tile=32]",
+        "serial[split_k=2,split=interleaved,split_tile=64]",
+        False,
+    ),
+    (
+        "reduce",
+        np.float16,
+        384,
+        "serial[split_k=3]",
+        "serial[split_k=3,reduce=pairwise]",
+        False,
+    ),
+    ("c_join", np.float16, 64, "serial[c_join=chain]", "serial[c_join=epilogue]", True),
+    ("alpha", np.float16, 64, "serial", "serial[alpha=3]", False),
+    ("beta", np.float16, 64, "serial[c_join=epilogue]", "serial[c_join=epilogue,beta=0.5]", True),
+    (
+        "epilogue",
+        np.float16,
+        64,
+        "serial[alpha=0.1,c_join=epilogue]",
+        "serial[alpha=0.1,c_join=epilogue,epilogue=mul-add]",
+        True,
+    ),
+    ("out", np.float16, 64, "serial", "serial[out=bf16]", False),
+    ("saturate", np.float16, 64, "serial[out=e4m3]", "serial[out=e4m3,saturate=false]", False),
+]
+
+
+@pytest.mark.parametrize(
+    "field,dt,K,base,changed,with_c", FIELD_WITNESSES, ids=[f[0] for f in FIELD_WITNESSES]
+)
+def test_every_schedule_field_changes_some_output(field, dt, K, base, changed, with_c):
+    """A witness for each field, found by random search: the two schedules differ in
+    that field only and give different D on these matrices."""
+    from tensorcore_smt.gemm.measure import differ
+
+    rng = np.random.default_rng(7)
+    scale = 2.0 ** rng.integers(-4, 12, (32, K)) if field == "saturate" else 1.0
+    A = (rng.standard_normal((32, K)) * scale).astype(dt)
+    B = rng.standard_normal((K, 32)).astype(dt)
+    C = rng.standard_normal((32, 32)).astype(np.float32) if with_c else None
+    d0 = tc.matmul(f"hopper/{base}", A, B, C)
+    d1 = tc.matmul(f"hopper/{changed}", A, B, C)
+    assert differ(d0, d1) > 0
