@@ -142,6 +142,47 @@ def test_random_rows_mix(fmt):
         assert (low[kind == KINDS.index(RowKind.BITS)] != 0).any()
 
 
+@pytest.mark.parametrize(
+    "fmt", [Format.FP16, Format.FP64, Format.E8M31, Format.E4M3FNUZ, Format.E2M1, Format.TF32]
+)
+def test_random_rows_kinds_as_documented(fmt):
+    """Stream 2 realises each kind as rows.py documents it, on formats of every width and
+    special-value encoding: special rows carry one or two Inf/NaN operands (a and b each,
+    c always), zeros rows about half +-0 (never -0 where -0 is a NaN), bits rows raw
+    patterns of the storage width, and wide/subnormal rows subnormals."""
+    s = fmt.spec
+    a, b, c, kind = random_rows(fmt, fmt, fmt, 8, 7000, seed=5)
+    assert int(max(a.max(), b.max(), c.max())) < (1 << s.storage)
+    body = (a >> np.uint64(s.ignored_low)) & np.uint64((1 << (s.ebits + s.mbits)) - 1)
+    field = body >> np.uint64(s.mbits)
+    top = (1 << s.ebits) - 1
+    fnuz_nan = np.uint64(1 << (s.storage - 1))
+    if s.specials == Specials.IEEE:
+        is_special = field == top
+    elif s.specials == Specials.FNUZ:
+        is_special = a == fnuz_nan
+    else:
+        is_special = None
+    of = {k: kind == KINDS.index(k) for k in KINDS}
+    if is_special is not None:
+        per_row = is_special[of[RowKind.SPECIAL]].sum(axis=1)
+        assert set(np.unique(per_row)) == {1, 2}
+        for k in (RowKind.NORMAL, RowKind.ZEROS, RowKind.SUBNORMAL, RowKind.WIDE):
+            assert not is_special[of[k]].any(), k
+    zero = body == 0
+    share = zero[of[RowKind.ZEROS]].mean()
+    assert 0.4 < share < 0.6
+    if s.specials == Specials.FNUZ:
+        assert not (a[of[RowKind.ZEROS]] == fnuz_nan).any()
+    assert not zero[of[RowKind.NORMAL]].any()
+    sub = (field == 0) & ~zero
+    assert sub[of[RowKind.SUBNORMAL]].mean() > 0.4 and sub[of[RowKind.WIDE]].any()
+    assert not sub[of[RowKind.NORMAL] | of[RowKind.SPECIAL]].any()
+    if s.ignored_low:  # only raw bits set the bits a format ignores
+        low = a & np.uint64((1 << s.ignored_low) - 1)
+        assert (low[of[RowKind.BITS]] != 0).mean() > 0.9 and not low[~of[RowKind.BITS]].any()
+
+
 def test_cancel_rows_cancel():
     a, b, c, kind = random_rows(Format.FP16, Format.FP16, Format.FP32, 16, 2000, seed=1)
     rows = kind == KINDS.index(RowKind.CANCEL)

@@ -530,7 +530,7 @@ def recheck(folder: Path, against: str, pattern: str = "") -> list[dict]:
     the run validated) computed on them. The preset agrees with every row the GPU returned
     when the two differ exactly on the rows the run reported as mismatches."""
     from ..api import simulate_params
-    from ..validation.rows import random_rows
+    from ..validation.rows_legacy import random_rows
 
     val = json.loads((folder / "validation" / "validation.json").read_text())
     arch = json.loads((folder / "machine.json").read_text()).get("arch", "hopper")

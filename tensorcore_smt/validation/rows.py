@@ -1,135 +1,157 @@
 """Random dot-product rows for validation: a documented mix of the inputs that exercise a
 matrix unit's arithmetic, reproducible from a seed.
 
-Each row (a_0..a_{K-1}, b_0..b_{K-1}, c) draws one *kind* (uniformly, from `KINDS`, the mix
-of the shared vocabulary `validation.kinds`):
+Each row (a_0..a_{K-1}, b_0..b_{K-1}, c) draws one kind, uniformly, from `KINDS` (the
+validation mix of the shared vocabulary `tensorcore_smt.validation.kinds`, where each kind
+says what it exercises): normal, cancel, wide, subnormal, zeros, special, bits. c is drawn
+in its own format with the same kind. Operands of every format are produced as bit
+patterns of their storage width, so rows feed the interpreters and the GPU runner alike.
 
-- ``normal``: every operand a normal number, exponents in a window of random width
-  (0, 2, 6 or 12 binades) around a random centre: the products overlap and alignment
-  truncates some of them;
-- ``cancel``: as ``normal``, then the second half of the products repeats the first with
-  the sign of b flipped and one ulp of noise, so the sum cancels massively (carries,
-  normalisation and the zero result sign);
-- ``wide``: exponents uniform over the format's whole range, subnormals included (most
-  terms fall far below the largest: alignment and e_zero);
-- ``subnormal``: about half of the operands subnormal, the rest small normals (subnormal
-  inputs, products and outputs);
-- ``zeros``: about half of the operands +-0 (zero terms, signed zeros);
-- ``special``: one or two operands Inf or NaN (random payloads), the rest normal (NaN and
-  Inf rules, canonical NaNs);
-- ``bits``: uniform random bit patterns (anything, including the bits a format ignores,
-  such as TF32's 13 low bits).
+How the kinds are realised here:
 
-c is drawn in its own format with the same kind. Operands of every format are produced as
-bit patterns of their storage width, so rows feed the interpreters and the GPU runner alike.
+- ``normal``: normal numbers, exponents uniform in a window of 0, 2, 6 or 12 binades
+  either side of a centre drawn from the middle half of the exponent range;
+- ``cancel``: ``normal`` rows whose second half of a repeats the first and whose second
+  half of b is the first with the sign flipped and the lowest kept mantissa bit flipped
+  at random (one ulp of noise);
+- ``wide``: exponents uniform over the whole range, 15 % of the operands subnormal;
+- ``subnormal``: half the operands subnormal (non-zero mantissa), the rest normals within
+  2 binades of emin + 2;
+- ``zeros``: ``normal`` rows with half the operands +-0 (+0 only where -0 is a NaN);
+- ``special``: ``normal`` rows with one or two operands (one or two distinct positions, even
+  odds; c always) Inf or NaN: Inf or a NaN with a random payload for IEEE formats, the
+  all-ones NaN for FN formats, the pattern 1 << (storage - 1) otherwise;
+- ``bits``: uniform random bit patterns of the storage width.
+
+This is stream 2. Rows are generated kind by kind (each kind's rows only get that kind's
+work) from raw 64-bit words of the PCG64 generator: the low bits are the mantissa (or the
+whole pattern for ``bits``), the high bits the sign, the exponent offset (16 bits, scaled
+to the window) and the coins. Stream 1 (`rows_legacy`, seven candidates per operand) is
+kept only to redraw recorded runs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..spec.formats import Format, Specials
+from ..spec.formats import Format, FormatSpec, Specials
 from .kinds import MIX, RowKind
+
+STREAM = 2
+"""The row stream this module draws (recorded with runs whose rows are redrawn later)."""
 
 KINDS: tuple[RowKind, ...] = MIX
 """The kinds of the mix (validation.kinds.MIX): kind number i is KINDS[i]."""
 
+WIDTHS = np.array([0, 2, 6, 12], dtype=np.int64)
+"""Half-widths (binades) of the exponent window of ``normal`` rows."""
 
-def _compose(fmt: Format, sign, exp_field, mant) -> np.ndarray:
-    """Bit patterns from sign, biased exponent field and mantissa (mbits wide)."""
-    s = fmt.spec
-    low = s.ignored_low
-    bits = (
-        (sign.astype(np.uint64) << np.uint64(s.ebits + s.mbits + low))
-        | (exp_field.astype(np.uint64) << np.uint64(s.mbits + low))
-        | (mant.astype(np.uint64) << np.uint64(low))
-    )
-    return bits
+# Control word layout (bits of `ctl`): sign 0, exponent offset 1..16, coin 17..24, coin2 25.
+_OFF_SHIFT, _OFF_BITS = 1, 16
+_COIN_SHIFT = 17
+_HALF = 128  # coin < _HALF: one operand in two
+_WIDE_SUB = 38  # coin < 38: 38/256 (about 15 %) of a wide row's operands subnormal
+_COIN2 = np.uint32(1 << 25)
 
 
-def _max_normal_field(fmt: Format) -> int:
-    s = fmt.spec
+def _words(s: FormatSpec, rng: np.random.Generator, shape) -> tuple[np.ndarray, np.ndarray]:
+    """(payload, control) random words for `shape` operands: uint32 each, or a uint64
+    payload where the format's storage is over 32 bits."""
+    if s.storage > 32:
+        raw = rng.integers(0, 1 << 64, size=shape, dtype=np.uint64)
+    else:
+        raw = rng.integers(0, 1 << 32, size=shape, dtype=np.uint32)
+    return raw, rng.integers(0, 1 << 32, size=shape, dtype=np.uint32)
+
+
+def _max_normal_field(s: FormatSpec) -> int:
     top = (1 << s.ebits) - 1
     return top - 1 if s.specials == Specials.IEEE else top
 
 
-def _normal(fmt: Format, rng: np.random.Generator, centre, width, shape) -> np.ndarray:
-    """Normal numbers with unbiased exponents centre +- width (clipped to the format).
-    For formats without Inf (fn: e4m3) the all-ones mantissa of the top binade is NaN:
-    it is avoided."""
+def _operand(fmt: Format, kind: np.ndarray, rng: np.random.Generator, k: int) -> np.ndarray:
+    """(n, k) bit patterns of `fmt` following each row's kind (see the module docstring).
+
+    Every operand is first a normal number in its row's exponent window (the kinds differ
+    in the window: random for most, the whole range for wide, near emin for subnormal);
+    then the control word's coin makes some subnormal (wide, subnormal rows) or zero
+    (zeros rows), one or two operands of each special row become Inf or NaN, and the bits
+    rows take the raw payload."""
     s = fmt.spec
-    lo_f, hi_f = 1, _max_normal_field(fmt)
-    w = width[:, None]
-    # uniform in -w..w; drawn as floats (integers with per-row bounds is slow)
-    e = centre[:, None] + (rng.random(shape) * (2 * w + 1)).astype(np.int64) - w
-    field = np.clip(e + s.bias, lo_f, hi_f)
-    mant = rng.integers(0, 1 << s.mbits, size=shape, dtype=np.uint64)
-    if s.specials == Specials.FN:
-        nan = (field == hi_f) & (mant == (1 << s.mbits) - 1)
-        mant = np.where(nan, mant - 1, mant)
-    sign = rng.integers(0, 2, size=shape) if s.signed else np.zeros(shape, dtype=np.int64)
-    return _compose(fmt, sign, field, mant)
-
-
-def _subnormal(fmt: Format, rng: np.random.Generator, shape) -> np.ndarray:
-    s = fmt.spec
-    mant = rng.integers(1, 1 << s.mbits, size=shape, dtype=np.uint64)
-    sign = rng.integers(0, 2, size=shape)
-    return _compose(fmt, sign, np.zeros(shape, dtype=np.int64), mant)
-
-
-def _special(fmt: Format, rng: np.random.Generator, shape) -> np.ndarray:
-    """Inf (where the format has one) or NaN with a random payload."""
-    s = fmt.spec
-    top = (1 << s.ebits) - 1
-    sign = rng.integers(0, 2, size=shape)
-    field = np.full(shape, top)
-    if s.specials == Specials.IEEE:
-        inf = rng.random(shape) < 0.5
-        mant = np.where(inf, 0, rng.integers(1, 1 << s.mbits, size=shape, dtype=np.uint64))
-    elif s.specials == Specials.FN:  # only all-ones is NaN
-        mant = np.full(shape, (1 << s.mbits) - 1, dtype=np.uint64)
-    else:  # fnuz: the negative zero pattern is the NaN
-        return np.full(shape, 1 << (s.storage - 1), dtype=np.uint64)
-    return _compose(fmt, sign, field, mant.astype(np.uint64))
-
-
-def _centres(fmt: Format, rng: np.random.Generator, n: int) -> np.ndarray:
-    s = fmt.spec
+    n = len(kind)
+    raw, ctl = _words(s, rng, (n, k))
+    wt = raw.dtype.type  # payload: uint32, or uint64 for 64-bit formats
+    is_kind = {kd: kind == i for i, kd in enumerate(KINDS)}
+    wide, subn = is_kind[RowKind.WIDE], is_kind[RowKind.SUBNORMAL]
+    # per-row windows (centre - width + bias, 2 * width + 1)
     lo, hi = s.emin, s.emax
-    # keep most rows away from overflow of the sum and of the products
-    return rng.integers(lo + (hi - lo) // 4, hi - (hi - lo) // 4 + 1, size=n)
+    centre = rng.integers(lo + (hi - lo) // 4, hi - (hi - lo) // 4 + 1, size=n)
+    width = WIDTHS[rng.integers(0, len(WIDTHS), size=n)]
+    centre = np.where(wide, (hi + lo) // 2, np.where(subn, lo + 2, centre))
+    width = np.where(wide, (hi - lo) // 2 + 1, np.where(subn, 2, width))
+    base = (centre - width + s.bias).astype(np.int32)[:, None]
+    span = (2 * width + 1).astype(np.int32)[:, None]
+    # exponent fields of normal numbers, uniform in the window
+    u = (ctl >> np.uint32(_OFF_SHIFT)) & np.uint32((1 << _OFF_BITS) - 1)
+    field = u.view(np.int32)
+    field *= span
+    field >>= _OFF_BITS
+    field += base
+    hi_f = _max_normal_field(s)
+    np.clip(field, 1, hi_f, out=field)
+    ones = wt((1 << s.mbits) - 1)
+    mant = raw & ones
+    if s.specials == Specials.FN:  # the top binade's all-ones mantissa is NaN
+        mant -= ((field == hi_f) & (mant == ones)).astype(wt)
+    # subnormal and zero operands, by the coin against each row's threshold
+    coin = (ctl >> np.uint32(_COIN_SHIFT)).astype(np.uint8)
+    sub_at = np.where(wide, _WIDE_SUB, np.where(subn, _HALF, 0)) if s.mbits else np.zeros(n)
+    zero = coin < np.where(is_kind[RowKind.ZEROS], _HALF, 0).astype(np.uint8)[:, None]
+    sub = coin < sub_at.astype(np.uint8)[:, None]
+    field *= ~(sub | zero)
+    mant |= (sub & (mant == 0)).astype(wt)
+    mant *= ~zero
+    sign = (ctl & np.uint32(1)).astype(wt) if s.signed else None
+    if sign is not None and s.specials == Specials.FNUZ:  # -0 is the NaN: zeros are +0
+        sign *= ~zero
+    # special operands: one or two per special row (distinct positions, even odds)
+    first = rng.integers(0, k, size=n)[:, None]
+    cols = np.arange(k)[None, :]
+    special = cols == first
+    if k > 1:
+        second = (first + 1 + rng.integers(0, k - 1, size=n)[:, None]) % k
+        special |= rng.integers(0, 2, size=n).astype(bool)[:, None] & (cols == second)
+    special &= is_kind[RowKind.SPECIAL][:, None]
+    if s.specials in (Specials.IEEE, Specials.FN):
+        field = np.where(special, np.int32((1 << s.ebits) - 1), field)
+        if s.specials == Specials.IEEE:  # Inf, or a NaN with a random non-zero payload
+            nan = mant | (mant == 0).astype(wt)
+            nan *= (ctl & _COIN2) == 0
+            mant = np.where(special, nan, mant)
+        else:  # FN: only all-ones is NaN
+            mant |= special.astype(wt) * ones
+    out = _compose(s, sign, field, mant)
+    if s.specials not in (Specials.IEEE, Specials.FN):  # the pattern of -0 (fnuz: the NaN)
+        out[special] = 1 << (s.storage - 1)
+    rows = np.flatnonzero(is_kind[RowKind.BITS])
+    out[rows] = raw[rows].astype(np.uint64) & np.uint64((1 << s.storage) - 1)
+    return out
 
 
-def _operand(fmt: Format, kind: np.ndarray, rng: np.random.Generator, n: int, k: int):
-    """(n, k) bit patterns of `fmt` following each row's kind."""
-    s = fmt.spec
-    shape = (n, k)
-    centre = _centres(fmt, rng, n)
-    width = rng.choice(np.array([0, 2, 6, 12]), size=n)
-    out = _normal(fmt, rng, centre, width, shape)
-    kinds = kind[:, None] * np.ones(shape, dtype=np.int64)
-    idx = {kd: i for i, kd in enumerate(KINDS)}
-    full = np.full(n, (s.emax - s.emin) // 2 + 1)
-    mid = np.full(n, (s.emax + s.emin) // 2)
-    wide = _normal(fmt, rng, mid, full, shape)
-    sub = _subnormal(fmt, rng, shape)
-    small = _normal(fmt, rng, np.full(n, s.emin + 2), np.full(n, 2), shape)
-    zero = (rng.integers(0, 2, size=shape).astype(np.uint64) << np.uint64(s.storage - 1)) * (
-        1 if s.signed else 0
-    )
-    spec = _special(fmt, rng, shape)
-    bits = rng.integers(0, 1 << s.storage, size=shape, dtype=np.uint64)
-    coin = rng.random(shape)
-    wide_pick = rng.random(shape) < 0.15
-    out = np.where(kinds == idx[RowKind.WIDE], np.where(wide_pick, sub, wide), out)
-    out = np.where(kinds == idx[RowKind.SUBNORMAL], np.where(coin < 0.5, sub, small), out)
-    out = np.where(kinds == idx[RowKind.ZEROS], np.where(coin < 0.5, zero, out), out)
-    n_spec = np.where(rng.random(n) < 0.5, 1, 2)
-    where = np.argsort(rng.random(shape), axis=1) < n_spec[:, None]
-    out = np.where((kinds == idx[RowKind.SPECIAL]) & where, spec, out)
-    out = np.where(kinds == idx[RowKind.BITS], bits, out)
-    return out.astype(np.uint64)
+def _compose(s: FormatSpec, sign, field: np.ndarray, mant: np.ndarray) -> np.ndarray:
+    """uint64 bit patterns from the sign bit (None: unsigned), biased exponent field and
+    mantissa (mbits wide), in the payload's width."""
+    low = s.ignored_low
+    wt = mant.dtype.type
+    bits = field.astype(mant.dtype)
+    bits <<= wt(s.mbits)
+    bits |= mant
+    if sign is not None:
+        sign <<= wt(s.ebits + s.mbits)
+        bits |= sign
+    if low:
+        bits <<= wt(low)
+    return bits.astype(np.uint64)
 
 
 def random_rows(
@@ -139,20 +161,20 @@ def random_rows(
     kind index into `KINDS`. The same arguments give the same rows."""
     rng = np.random.default_rng(seed)
     kind = rng.integers(0, len(KINDS), size=n)
-    a = _operand(a_fmt, kind, rng, n, K)
-    b = _operand(b_fmt, kind, rng, n, K)
-    cancel = kind == KINDS.index(RowKind.CANCEL)
-    if K >= 2 and cancel.any():
+    a = _operand(a_fmt, kind, rng, K)
+    b = _operand(b_fmt, kind, rng, K)
+    cancel = np.flatnonzero(kind == KINDS.index(RowKind.CANCEL))
+    if K >= 2 and len(cancel):
         h = K // 2
-        sign_b = np.uint64(1) << np.uint64(b_fmt.spec.storage - 1)
-        noise = rng.integers(0, 2, size=(n, h)).astype(np.uint64) << np.uint64(
-            b_fmt.spec.ignored_low
+        sb = b_fmt.spec
+        sign_b = np.uint64(1) << np.uint64(sb.storage - 1 - sb.ignored_high)
+        noise = (rng.bit_generator.random_raw(size=(len(cancel), h)) & np.uint64(1)) << np.uint64(
+            sb.ignored_low
         )
         a[cancel, h : 2 * h] = a[cancel, :h]
-        flipped = (b[:, :h] ^ sign_b) ^ noise
-        b[cancel, h : 2 * h] = flipped[cancel]
-    c = _operand(c_fmt, kind, rng, n, 1)[:, 0]
+        b[cancel, h : 2 * h] = (b[cancel, :h] ^ sign_b) ^ noise
+    c = _operand(c_fmt, kind, rng, 1)[:, 0]
     return a, b, c, kind
 
 
-__all__ = ["KINDS", "RowKind", "random_rows"]
+__all__ = ["KINDS", "STREAM", "RowKind", "random_rows"]
