@@ -45,8 +45,8 @@ def measure(arch: str, instr: str, n: int, repeat: int) -> dict:
     args = (p.a_fmt, p.b_fmt, p.c_fmt, p.K, n)
     t_old = t_new = float("inf")
     for i in range(repeat):  # alternate, so load changes hit both alike
-        t_old = min(t_old, best_seconds(lambda: rows_legacy.random_rows(*args, i), 1))
-        t_new = min(t_new, best_seconds(lambda: rows.random_rows(*args, i), 1))
+        t_old = min(t_old, best_seconds(lambda i=i: rows_legacy.random_rows(*args, i), 1))
+        t_new = min(t_new, best_seconds(lambda i=i: rows.random_rows(*args, i), 1))
     a, b, c, _ = rows.random_rows(*args, 0)
     t_model = best_seconds(lambda: simulate_params(p, a, b, c), repeat)
     return {
