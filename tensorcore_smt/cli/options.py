@@ -239,8 +239,9 @@ def _solver_opts() -> list:
 _SOLVER_OPTS = _solver_opts()
 
 
-def build_query(variant_x: str, variant_y: str, goal: Goal, opts: dict) -> Query:
-    """The query the constraint options in `opts` (as click parsed them) describe."""
+def constraints_from(opts: dict) -> list[Constraint]:
+    """The input constraints the options in `opts` (as click parsed them) describe, all
+    but --fix (which names an input of the query)."""
     cons: list[Constraint] = []
     for key, kind in (
         ("positive", ConstraintKind.POSITIVE),
@@ -257,6 +258,12 @@ def build_query(variant_x: str, variant_y: str, goal: Goal, opts: dict) -> Query
         if terms < 0:
             raise UserError(f"--terms: {terms} is negative")
         cons.append(Constraint(ConstraintKind.TERMS, "ab", lo=terms))
+    return cons
+
+
+def build_query(variant_x: str, variant_y: str, goal: Goal, opts: dict) -> Query:
+    """The query the constraint options in `opts` (as click parsed them) describe."""
+    cons = constraints_from(opts)
     instr = opts["instr"]
     q = make_query(variant_x, variant_y, instr, goal, tuple(cons))
     if opts["fixes"]:

@@ -14,10 +14,12 @@ from pathlib import Path
 import click
 
 from ..errors import ExitCode, UserError
+from ..smt.gemm_query import MAX_K, is_gemm
 from ..smt.query import Goal, Query, smtlib
 from ..smt.report import to_json, to_text
 from ..smt.solve import Limits, Outcome, Verdict, answer, solvers_for
 from .base import check_out, main, write_or_print
+from .gemm_solve import DEFAULT_K, run_gemm
 from .options import (
     Spinner,
     build_query,
@@ -105,20 +107,70 @@ def run(
     sys.exit(codes[o.verdict])
 
 
+def gemm_options(f):
+    """--k, --zero-k and --focus: the options of GEMM hypotheses (ARCH/SCHEDULE)."""
+    opts = [
+        click.option(
+            "--k",
+            "k",
+            type=click.IntRange(1, MAX_K),
+            default=None,
+            help=f"GEMM hypotheses: the depth K of the product (default {DEFAULT_K}).",
+        ),
+        click.option(
+            "--zero-k",
+            "zero_k",
+            multiple=True,
+            metavar="LO:HI",
+            help="GEMM hypotheses: a_k = b_k = +0 for LO <= k < HI.",
+        ),
+        click.option(
+            "--focus/--no-focus",
+            default=True,
+            help="GEMM diff: ask first with the k-blocks inside chains +0 (a witness of "
+            "the whole question), then the whole query.",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _gemm_level(x: str, y: str, opts: dict) -> bool:
+    """Whether the hypotheses are GEMM hypotheses; UserError when only one is, or when a
+    GEMM option is given to instruction-level variants."""
+    gx, gy = is_gemm(x), is_gemm(y)
+    if gx != gy:
+        raise UserError(
+            "compare two GEMM hypotheses (ARCH[...]/SCHEDULE[...]) or two instruction "
+            f"variants; got {x!r} and {y!r} (write 'ARCH/serial' for the plain chain)"
+        )
+    if not gx and (opts.get("k") is not None or opts.get("zero_k")):
+        raise UserError("--k and --zero-k apply to GEMM hypotheses ARCH[...]/SCHEDULE[...]")
+    return gx
+
+
 @main.command()
 @query_options
 @solver_options
+@gemm_options
 @click.option(
     "--compare-errors",
     is_flag=True,
     help="Instead of any difference, find inputs where X's error is smaller than Y's.",
 )
-def diff(variant_x: str, variant_y: str, compare_errors: bool, **opts) -> None:
-    """Find inputs on which two variants of one instruction give different bits.
+def diff(variant_x: str, variant_y: str, compare_errors: bool, focus: bool, **opts) -> None:
+    """Find inputs on which two variants of one instruction, or two GEMM hypotheses
+    ARCH[...]/SCHEDULE[...] (one output element of a depth --k product), give
+    different bits.
 
     Exit 0: witness found (re-checked on the concrete model); 1: proved equal; 3: unknown.
     """
     goal = Goal.COMPARE_ERRORS if compare_errors else Goal.DIFFER
+    if _gemm_level(variant_x, variant_y, opts):
+        if compare_errors:
+            raise UserError("--compare-errors is not asked of GEMM hypotheses")
+        run_gemm(variant_x, variant_y, goal, opts, limits_from(opts), _DIFF_EXIT, focus)
     q = build_query(variant_x, variant_y, goal, opts)
     run(q, limits_from(opts), opts["as_json"], opts["out"], opts["export_path"], _DIFF_EXIT)
 
@@ -126,11 +178,15 @@ def diff(variant_x: str, variant_y: str, compare_errors: bool, **opts) -> None:
 @main.command()
 @query_options
 @solver_options
-def prove(variant_x: str, variant_y: str, **opts) -> None:
-    """Prove two variants give the same bits on every input (subject to the constraints).
+@gemm_options
+def prove(variant_x: str, variant_y: str, focus: bool, **opts) -> None:
+    """Prove two variants (or two GEMM hypotheses ARCH[...]/SCHEDULE[...]) give the same
+    bits on every input (subject to the constraints).
 
     Exit 0: proved; 1: refuted (a witness is shown); 3: unknown.
     """
+    if _gemm_level(variant_x, variant_y, opts):
+        run_gemm(variant_x, variant_y, Goal.EQUIVALENT, opts, limits_from(opts), _PROVE_EXIT, False)
     q = build_query(variant_x, variant_y, Goal.EQUIVALENT, opts)
     run(q, limits_from(opts), opts["as_json"], opts["out"], opts["export_path"], _PROVE_EXIT)
 

@@ -85,6 +85,7 @@ class ConstraintKind(Enum):
     EXPONENT_WINDOW = "exponent-window"  # zero, or 2^lo <= |x| < 2^(hi+1)
     FIX = "fix"  # one input has a given bit pattern
     TERMS = "terms"  # only products 0..lo-1 are free; a_k = b_k = +0 for k >= lo
+    ZERO_K = "zero-k"  # a_k = b_k = +0 for lo <= k < hi (a GEMM's K: blocks left out)
     REPRESENTABLE = "representable"  # zero or a normal number of the narrower format `fmt`
 
 
@@ -109,6 +110,8 @@ class Constraint:
         group, index, _ = split_name(name)
         if self.kind == ConstraintKind.TERMS:
             return group in "ab" and index >= self.lo
+        if self.kind == ConstraintKind.ZERO_K:
+            return group in "ab" and self.lo <= index < self.hi
         return group in self.operands
 
     def holds(self, x: BV, fmt: Format) -> Bool:
@@ -120,7 +123,7 @@ class Constraint:
             return ~u.sign
         if self.kind == ConstraintKind.NEGATIVE:
             return u.sign
-        if self.kind == ConstraintKind.TERMS:
+        if self.kind in (ConstraintKind.TERMS, ConstraintKind.ZERO_K):
             return x.eq(0)
         if self.kind == ConstraintKind.FINITE:
             return finite
@@ -146,6 +149,8 @@ class Constraint:
             return f"--fix {self.operands}={self.bits:#x}"
         if self.kind == ConstraintKind.TERMS:
             return f"--terms {self.lo}"
+        if self.kind == ConstraintKind.ZERO_K:
+            return f"--zero-k {self.lo}:{self.hi}"
         sel = "" if self.operands == "abc" else f"{self.operands}="
         if self.kind == ConstraintKind.EXPONENT_WINDOW:
             return f"--exponent-window {sel}{self.lo}:{self.hi}"
@@ -271,6 +276,19 @@ class Query:
         return _safe(
             f"{self.goal.value}_{self.variants[0]}_vs_{self.variants[1]}_{self.instruction}"
         )
+
+    def build(self, inputs: dict[str, BV]) -> Built:
+        """The query's formula on the interpreter of `inputs` (see `build`)."""
+        return build(self, inputs)
+
+    def header_lines(self) -> list[str]:
+        """What an exported SMT-LIB2 file says about the query in its comments."""
+        return _header(self)
+
+    def emulated(self, inputs: dict[str, int]) -> tuple[int, int] | None:
+        """The outputs by a second path than `build` (None: there is none; a GEMM query
+        runs its witness through the emulator)."""
+        return None
 
     def input_sets(self, values: dict) -> tuple[dict, dict]:
         """(u, u_2) keyed by the base operand names (a0.., b0.., c): u_2 takes each
@@ -487,7 +505,7 @@ def _more_accurate(x: BV, y: BV, a: list[BV], b: list[BV], c: BV, p: ModelParams
 def symbolic(q: Query) -> tuple[SymbolicBackend, Built]:
     """The query on the symbolic interpreter (fresh variables named after the operands)."""
     s, inputs, _ = _symbolic_inputs(q)
-    return s, build(q, inputs)
+    return s, q.build(inputs)
 
 
 def _symbolic_inputs(q: Query) -> tuple[SymbolicBackend, dict[str, BV], list[Bool]]:
@@ -497,7 +515,7 @@ def _symbolic_inputs(q: Query) -> tuple[SymbolicBackend, dict[str, BV], list[Boo
     s = SymbolicBackend()
     fixed = {c.operands: c.bits for c in q.constraints if c.kind == ConstraintKind.FIX}
     for c in q.constraints:
-        if c.kind == ConstraintKind.TERMS:
+        if c.kind in (ConstraintKind.TERMS, ConstraintKind.ZERO_K):
             fixed.update({o.name: 0 for o in q.operands if c.applies_to(o.name)})
     inputs: dict[str, BV] = {}
     ties: list[Bool] = []
@@ -515,14 +533,14 @@ def smtlib(q: Query, for_export: bool = False) -> str:
     """SMT-LIB2 text of the query. The solvers get it without commands; an export adds
     a header, `(check-sat)` and `(get-value ...)` of the inputs and outputs."""
     s, inputs, ties = _symbolic_inputs(q)
-    built = build(q, inputs)
+    built = q.build(inputs)
     outs = [t for t in ties]
     for name, o in zip(q.output_names, built.outputs):
         v = s.var(name, o.w)
         outs.append(v.eq(o))
     roots = [built.constraint.v, built.goal.v] + [e.v for e in outs]
     names = [o.name for o in q.operands] + list(q.output_names)
-    header = _header(q) if for_export else None
+    header = q.header_lines() if for_export else None
     text = to_smtlib(roots, get_values=names if for_export else None, header=header)
     if not for_export:
         text = text.replace("(check-sat)\n", "")
@@ -568,25 +586,29 @@ class Recheck:
     constraint_ok: bool
     goal_ok: bool
     solver_outputs: tuple[int | None, int | None]
+    emulated: tuple[int, int] | None = None  # the outputs by the query's second path
 
     @property
     def reproduces(self) -> bool:
         agree = all(s is None or s == o for s, o in zip(self.solver_outputs, self.outputs))
-        return self.constraint_ok and self.goal_ok and agree
+        same = self.emulated is None or tuple(self.emulated) == tuple(self.outputs)
+        return self.constraint_ok and self.goal_ok and agree and same
 
 
 def recheck(q: Query, model: dict[str, int]) -> Recheck:
     """Re-run the solver's inputs on the concrete interpreter and check the goal holds."""
     inputs = {o.name: BV.const(CONCRETE, model.get(o.name, 0), o.width) for o in q.operands}
-    built = build(q, inputs)
+    built = q.build(inputs)
     outs = (int(built.outputs[0].v), int(built.outputs[1].v))
     solver_outs = tuple(model.get(n) for n in q.output_names)
+    values = {k: int(v.v) for k, v in inputs.items()}
     return Recheck(
-        {k: int(v.v) for k, v in inputs.items()},
+        values,
         outs,
         bool(built.constraint.v),
         bool(built.goal.v),
         solver_outs,
+        q.emulated(values),
     )
 
 

@@ -1,0 +1,97 @@
+"""`tcsmt diff` and `tcsmt prove` of GEMM hypotheses (`ARCH[...]/SCHEDULE[...]`): one
+output element of a depth-K product; exit codes as for instruction-level hypotheses."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import UserError
+from ..smt.gemm_query import GemmQuery, make_gemm_query, parse_zero_k
+from ..smt.gemm_report import to_json, to_text
+from ..smt.gemm_solve import answer_gemm
+from ..smt.query import Goal, parse_fix, smtlib
+from ..smt.solve import Limits, Outcome, Verdict, solvers_for
+from .base import check_out, write_or_print
+from .options import Spinner, constraints_from
+
+DEFAULT_K = 256
+
+
+def build_gemm_query(x: str, y: str, goal: Goal, opts: dict) -> GemmQuery:
+    """The GEMM query the options describe (constraints as for instruction queries,
+    plus --zero-k)."""
+    K = opts.get("k") or DEFAULT_K
+    cons = constraints_from(opts) + [parse_zero_k(z, K) for z in opts.get("zero_k") or ()]
+    q = make_gemm_query(x, y, K, opts["instr"], goal, tuple(cons))
+    if opts["fixes"]:
+        fixed = tuple(parse_fix(f, q.operands) for f in opts["fixes"])
+        q = make_gemm_query(x, y, K, opts["instr"], goal, tuple(cons) + fixed)
+    return q
+
+
+def save_gemm_witness(o: Outcome, path: str, shape: tuple[int, int] | None = None) -> bool:
+    """The witness as a GEMM vector file with both hypotheses' predictions (printed on
+    stdout instead if the file cannot be written after all)."""
+    from ..spec.presets import parse_variant
+    from ..validation import gemm_vectors as gv
+
+    q, w = o.query, o.witness
+    gf = gv.GemmVectorFile(
+        arch=parse_variant(q.models[0].variant).preset.name,
+        instruction=q.instruction,
+        K=q.K,
+        hypotheses=list(q.variants),
+        vectors=[
+            gv.GemmVector(
+                a=[w.inputs[f"a{k}"] for k in range(q.K)],
+                b=[w.inputs[f"b{k}"] for k in range(q.K)],
+                c=w.inputs["c"],
+                predicted=dict(zip(q.variants, w.outputs)),
+                note=f"{q.goal.value}: {q.variants[0]} vs {q.variants[1]}",
+            )
+        ],
+        shape=shape or gv.DEFAULT_SHAPE,
+    )
+    return write_or_print(Path(path), gv.dumps(gf), "witness")
+
+
+def run_gemm(
+    x: str, y: str, goal: Goal, opts: dict, limits: Limits, codes: dict, focus: bool
+) -> None:
+    """Answer, report, write files, exit with the command's code for the verdict."""
+    q = build_gemm_query(x, y, goal, opts)
+    solvers_for(limits.solver)  # bad solver names and output paths fail before any work
+    out = opts.get("out")
+    if out and out.lower().endswith(".csv"):
+        raise UserError("--out: GEMM vector files are JSON; give a .json path")
+    check_out(out)
+    files: list[str] = []
+    export = opts.get("export_path")
+    if export is not None:
+        dst = Path(export) if export else Path("queries") / f"{q.slug}.smt2"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(smtlib(q, for_export=True))
+        files.append(str(dst))
+    as_json = opts["as_json"]
+    spinner = Spinner(sys.stderr.isatty() and not as_json)
+    try:
+        o = answer_gemm(q, limits, spinner, focus=focus and goal == Goal.DIFFER)
+    finally:
+        spinner.clear()
+    if out and o.witness and o.verdict == Verdict.WITNESS and save_gemm_witness(o, out):
+        files.append(str(out))
+    if as_json:
+        click.echo(json.dumps(to_json(o, files), indent=2))
+    else:
+        click.echo(to_text(o, files))
+    if o.verdict == Verdict.BAD_WITNESS:
+        click.echo(
+            "tcsmt: internal error: the solver's witness does not reproduce on the concrete "
+            "model or the emulator; please report this query (use --export to save it)",
+            err=True,
+        )
+    sys.exit(codes[o.verdict])

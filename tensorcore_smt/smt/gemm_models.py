@@ -1,0 +1,84 @@
+"""GEMM hypotheses as the solvers and the learning loop use them: resolved for one K and
+one instruction, run on rows of bit patterns with the vector interpreter, and re-run
+through the emulator. The arithmetic is `tensorcore_smt.gemm.element` (one algorithm for
+every interpreter); this module only resolves hypotheses and moves bits in and out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..bv.core import BV
+from ..bv.vector import VECTOR
+from ..errors import UserError
+from .gemm_query import GemmModel
+
+
+def resolve_model(text: str, K: int, instr: str | None = None) -> GemmModel:
+    """`ARCH[...]/SCHEDULE[...]` for a depth-K GEMM on `instr` (default: the instruction
+    libraries use on that architecture; an instruction-level text gets `serial`)."""
+    from ..gemm.hypothesis import parse_gemm
+    from ..gemm.plan import make_plan, padded_k
+
+    h = parse_gemm(text, instr)
+    inst = h.instruction() if instr is None else h.variant.instruction(instr)
+    h = parse_gemm(text, inst.name)
+    p = h.params()
+    Kp = padded_k(K, p.K)
+    plan = make_plan(h.schedule, Kp, p.K)
+    out = h.schedule.out or p.d_fmt
+    # C is acc_0 of the chain in the instruction's c format, else it joins the epilogue
+    # in the output format (gemm.element.element's c_fmt default)
+    c_fmt = p.c_fmt if plan.c_in_chain else out
+    return GemmModel(
+        h.describe(), h.variant.text, inst.name, p, h.schedule, plan, K, Kp, c_fmt, out
+    )
+
+
+def chain_blocks(plan) -> list[tuple[int, ...]]:
+    """The k-blocks of every non-empty chain of a plan, in the order the chain takes them."""
+    return [c for s in plan.splits for c in s.chains if c]
+
+
+def run_rows(m: GemmModel, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The output element of `m` for each row (a: (N, K), b: (N, K), c: (N,) bit
+    patterns) on the numpy interpreter; d bits as uint64."""
+    a = np.asarray(a, dtype=np.uint64)
+    b = np.asarray(b, dtype=np.uint64)
+    c = np.asarray(c, dtype=np.uint64)
+    if a.ndim != 2 or a.shape != b.shape or a.shape[1] != m.K or c.shape != (a.shape[0],):
+        raise UserError(
+            f"rows must be a, b of shape (N, {m.K}) and c of shape (N,); got {a.shape}, "
+            f"{b.shape}, {c.shape}"
+        )
+    wa, wb, wc = m.p.a_fmt.spec.storage, m.p.b_fmt.spec.storage, m.c_fmt.spec.storage
+    out = np.empty(len(c), dtype=np.uint64)
+    step = 4096
+    for lo in range(0, len(c), step):
+        hi = min(len(c), lo + step)
+        d = m.run(
+            [BV(VECTOR, x, wa) for x in VECTOR.columns(a[lo:hi], wa)],
+            [BV(VECTOR, x, wb) for x in VECTOR.columns(b[lo:hi], wb)],
+            BV(VECTOR, VECTOR.lanes(c[lo:hi], wc), wc),
+        )
+        out[lo:hi] = np.asarray(d.v, dtype=np.uint64)
+    return out
+
+
+def emulate_rows(models, a, b, c) -> list[list[int]]:
+    """Each model's output for each row through the emulator's `matmul` (a 1×K row of A
+    by a K×1 column of B, plus c): the path a user calls, checked against the solver's."""
+    from ..gemm.arrays import bits_of, from_bits
+    from ..gemm.emulate import matmul
+
+    out = []
+    for m in models:
+        ds = []
+        for ra, rb, rc in zip(a, b, c):
+            A = from_bits(np.asarray([ra], dtype=np.uint64), m.p.a_fmt)
+            B = from_bits(np.asarray(rb, dtype=np.uint64).reshape(-1, 1), m.p.b_fmt)
+            C = from_bits(np.asarray([[rc]], dtype=np.uint64), m.c_fmt)
+            D = matmul(m.variant, A, B, C, schedule=m.schedule, instr=m.instruction)
+            ds.append(int(np.asarray(bits_of(D, m.d_fmt, "D")).reshape(-1)[0]))
+        out.append(ds)
+    return out

@@ -1,0 +1,182 @@
+"""Solvers at the GEMM level: `tcsmt diff` / `tcsmt prove` of `ARCH/SCHEDULE` hypotheses,
+every schedule field shown to change some output by a solver witness (re-checked on the
+concrete model and on the emulator), GEMM vector files, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tensorcore_smt.cli import main
+from tensorcore_smt.errors import ExitCode, UserError
+from tensorcore_smt.gemm.arrays import bits_of, from_bits
+from tensorcore_smt.gemm.emulate import matmul
+from tensorcore_smt.smt.gemm_query import focus_positions, make_gemm_query
+from tensorcore_smt.smt.gemm_solve import answer_gemm
+from tensorcore_smt.smt.query import Goal
+from tensorcore_smt.smt.solve import Limits, Verdict
+from tensorcore_smt.validation import gemm_vectors as gv
+
+FP8 = "wgmma.m64n8k32.f32.e4m3.e4m3"
+FP16 = "m16n8k16.f32.f16.f16.f32"
+LIMITS = Limits(solver="bitwuzla", timeout=120.0)
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def emulate(hyp: str, instr: str, w: dict, q) -> int:
+    """The witness through `matmul` (a 1xK row by a Kx1 column, plus c): the bits of D."""
+    m = q.models[0]
+    A = from_bits(np.array([[w[f"a{k}"] for k in range(q.K)]], dtype=np.uint64), m.p.a_fmt)
+    B = from_bits(np.array([[w[f"b{k}"]] for k in range(q.K)], dtype=np.uint64), m.p.b_fmt)
+    C = from_bits(np.array([[w["c"]]], dtype=np.uint64), m.c_fmt)
+    D = matmul(hyp, A, B, C, instr=instr)
+    return int(bits_of(np.asarray(D), m.d_fmt, "D").reshape(-1)[0])
+
+
+def witness_for(x: str, y: str, K: int, instr: str):
+    """A solver witness on which x and y differ, checked here once more by `matmul`."""
+    q = make_gemm_query(x, y, K, instr, Goal.DIFFER)
+    o = answer_gemm(q, LIMITS)
+    assert o.verdict == Verdict.WITNESS, (x, y, o.verdict, o.note)
+    w = o.witness
+    assert w.reproduces and w.emulated == w.outputs
+    dx, dy = emulate(x, instr, w.inputs, q), emulate(y, instr, w.inputs, q)
+    assert (dx, dy) == tuple(w.outputs) and dx != dy
+    return o
+
+
+def test_diff_serial_vs_promoted_fp16_k256_witness_rechecked_on_the_emulator(tmp_path):
+    out = tmp_path / "w.json"
+    r = run(
+        "diff", "hopper/serial", "hopper/serial[promote=128]", "--k", "256",
+        "--solver", "bitwuzla", "--json", "--out", str(out),
+    )  # fmt: skip
+    assert r.exit_code == ExitCode.OK, r.output
+    rep = json.loads(r.output)
+    assert rep["level"] == "gemm" and rep["verdict"] == "witness"
+    assert rep["instruction"] == FP16 and rep["K"] == 256
+    w = rep["witness"]
+    assert w["reproduces"] and w["rechecked_on_emulator"]
+    outs = [v["hex"] for v in w["outputs"].values()]
+    assert outs[0] != outs[1] and list(w["emulated"].values()) == outs
+    gf = gv.load(out)
+    assert gf.K == 256 and gf.hypotheses == ["hopper/serial", "hopper/serial[promote=128]"]
+    fresh = gv.predict(gf)
+    assert fresh.vectors[0].predicted == gf.vectors[0].predicted
+
+
+def test_focus_keeps_the_first_and_last_block_of_every_chain():
+    q = make_gemm_query("hopper/serial", "hopper/serial[promote=128]", 256, FP8)
+    # serial: one chain over blocks 0..7; promoted: chains 0..3 and 4..7 (k32 blocks)
+    want = set(range(0, 32)) | set(range(96, 160)) | set(range(224, 256))
+    assert set(focus_positions(q)) == want
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "K", "instr"),
+    [
+        ("hopper/serial", "hopper/serial[promote=64]", 128, FP8),
+        ("hopper/serial[split_k=2,split_tile=32]", "hopper/serial[c_join=epilogue]", 64, FP8),
+    ],
+)
+def test_schedule_fields_change_outputs_fast(x, y, K, instr):
+    witness_for(x, y, K, instr)
+
+
+FIELD_PAIRS = [
+    # (field, x, y, K, instruction)
+    ("order", "hopper/serial", "hopper/serial[order=descending]", 64, FP8),
+    ("split", "hopper/serial[split_k=2,split_tile=32]",
+     "hopper/serial[split_k=2,split_tile=32,split=interleaved]", 128, FP8),
+    ("split_tile", "hopper/serial[split_k=2,split_tile=32]",
+     "hopper/serial[split_k=2,split_tile=64]", 128, FP8),
+    ("reduce", "hopper/serial[split_k=3,split_tile=32]",
+     "hopper/serial[split_k=3,split_tile=32,reduce=pairwise]", 96, FP8),
+    ("alpha", "hopper/serial", "hopper/serial[alpha=0.5]", 32, FP8),
+    ("beta", "hopper/serial[c_join=epilogue]", "hopper/serial[c_join=epilogue,beta=2.0]", 32, FP8),
+    ("epilogue", "hopper/serial[c_join=epilogue,alpha=0.3]",
+     "hopper/serial[c_join=epilogue,alpha=0.3,epilogue=mul-add]", 32, FP8),
+    ("out", "hopper/serial", "hopper/serial[out=bf16]", 32, FP8),
+    ("saturate", "hopper/serial[out=e4m3]", "hopper/serial[out=e4m3,saturate=false]", 32, FP8),
+    ("c_join", "hopper/serial", "hopper/serial[c_join=epilogue]", 32, FP16),
+]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("field", "x", "y", "K", "instr"), FIELD_PAIRS, ids=[p[0] for p in FIELD_PAIRS]
+)
+def test_every_schedule_field_changes_some_output(field, x, y, K, instr):
+    witness_for(x, y, K, instr)
+
+
+def test_every_schedule_field_has_a_witness_test():
+    from tensorcore_smt.gemm.schedule import field_names
+
+    covered = {p[0] for p in FIELD_PAIRS} | {"promote", "split_k"}
+    assert covered == set(field_names())
+
+
+def test_prove_exit_codes_equal_refuted_unknown():
+    # one k-block: both k-orders are the same plan, so the same term (no solver needed)
+    r = run("prove", "hopper/serial", "hopper/serial[order=descending]", "--k", "32",
+            "--instr", FP8, "--json")  # fmt: skip
+    assert r.exit_code == ExitCode.OK, r.output
+    assert json.loads(r.output)["by_construction"]
+    r = run(
+        "prove", "hopper/serial", "hopper/serial[promote=32]", "--k", "64",
+        "--instr", FP8, "--solver", "bitwuzla",
+    )  # fmt: skip
+    assert r.exit_code == ExitCode.REFUTED, r.output
+    assert "re-checked on the concrete model and on the emulator" in r.output
+    # fp32 addition is commutative, but no solver proves it through two k-blocks in 1 s
+    r = run(
+        "prove", "hopper/serial[split_k=2,split_tile=16]",
+        "hopper/serial[split_k=2,split_tile=16,reduce=pairwise]", "--k", "32",
+        "--solver", "bitwuzla", "--timeout", "1",
+    )  # fmt: skip
+    assert r.exit_code == ExitCode.INCOMPLETE, r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("diff", "hopper/serial", "hopper"), "compare two GEMM hypotheses"),
+        (("diff", "hopper", "hopper[F=24]", "--k", "64"), "--k and --zero-k apply"),
+        (("diff", "hopper/nosuch", "hopper/serial"), "unknown schedule"),
+        (("diff", "hopper/serial[promote=100]", "hopper/serial"), "promote=100"),
+        (("diff", "hopper/serial[split_k=9]", "hopper/serial", "--k", "128"), "split_k=9"),
+        (("diff", "hopper/serial", "hopper/serial[out=bf16]", "--instr", FP8), "format of d"),
+        (("diff", "hopper/serial", "hopper/serial[alpha=2]", "--zero-k", "5:3"), "--zero-k"),
+        (("prove", "hopper/serial", "hopper/serial[promote=16]", "--fix", "a999=0x0"), "a999"),
+    ],
+)
+def test_bad_gemm_input_is_one_line_and_exit_2(args, needle):
+    r = run(*args)
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert needle in r.output and "Traceback" not in r.output
+
+
+def test_gemm_vector_file_errors_name_the_field(tmp_path):
+    o = witness_for("hopper/serial", "hopper/serial[promote=32]", 64, FP8)
+    from tensorcore_smt.cli.gemm_solve import save_gemm_witness
+
+    path = tmp_path / "v.json"
+    assert save_gemm_witness(o, str(path))
+    obj = json.loads(path.read_text())
+    assert obj["schema"] == gv.SCHEMA and obj["formats"]["a"] == "e4m3"
+    bad = dict(obj, vectors=[dict(obj["vectors"][0], a=obj["vectors"][0]["a"][:3])])
+    with pytest.raises(UserError, match=r"vectors\[0\]\.a: expected 64"):
+        gv.from_json(bad)
+    bad = dict(obj, hypotheses=["hopper/serial", "hopper/nosuch"])
+    with pytest.raises(UserError, match=r"hypotheses\[1\]"):
+        gv.from_json(bad)
+    bad = dict(obj, schema_version=99)
+    with pytest.raises(UserError, match="newer"):
+        gv.from_json(bad)
