@@ -143,12 +143,20 @@ def _plot(path: str, runs: list[list[Measured]], ks: list[int] | None) -> None:
 
 
 @main.command()
-@click.option("--arch", "hyp", required=True, help="GEMM hypothesis ARCH[...]/SCHEDULE[...].")
-@click.option("--instr", default=None, help="Instruction (default: what libraries run).")
-@click.option("--a", "a_path", default=None, help="A as an (M, K) .npy matrix.")
-@click.option("--b", "b_path", default=None, help="B as a (K, N) .npy matrix.")
-@click.option("--c", "c_path", default=None, help="C as an (M, N) .npy matrix (optional).")
-@click.option("--random", "shape", default=None, help="Random A, B of shape M,N,K instead.")
+@click.option(
+    "--arch", "hyp", required=True, metavar="HYP", help="GEMM hypothesis ARCH[...]/SCHEDULE[...]."
+)
+@click.option(
+    "--instr", default=None, metavar="INSTR", help="Instruction (default: what libraries run)."
+)
+@click.option("--a", "a_path", default=None, metavar="A.npy", help="A as an (M, K) .npy matrix.")
+@click.option("--b", "b_path", default=None, metavar="B.npy", help="B as a (K, N) .npy matrix.")
+@click.option(
+    "--c", "c_path", default=None, metavar="C.npy", help="C as an (M, N) .npy matrix (optional)."
+)
+@click.option(
+    "--random", "shape", default=None, metavar="M,N,K", help="Random A, B of shape M,N,K instead."
+)
 @click.option(
     "--dist",
     type=click.Choice([d.value for d in Dist]),
@@ -160,18 +168,28 @@ def _plot(path: str, runs: list[list[Measured]], ks: list[int] | None) -> None:
 @click.option(
     "--dtype",
     default=None,
+    metavar="FMT",
     help="Input format of --random (default: the instruction's, else fp16); also reads "
     "unsigned .npy patterns as this format.",
 )
-@click.option("--out", "out_path", default=None, help="Write D of --arch to this .npy file.")
+@click.option(
+    "--out", "out_path", default=None, metavar="D.npy", help="Write D of --arch to this .npy file."
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option(
     "--compare",
     "others",
     multiple=True,
+    metavar="HYP",
     help="Another hypothesis on the same matrices (repeat); counts differing outputs.",
 )
-@click.option("--plot", "plot_path", default=None, help="Draw the error distributions (PNG).")
+@click.option(
+    "--plot",
+    "plot_path",
+    default=None,
+    metavar="FILE.png",
+    help="Draw the error distributions (PNG).",
+)
 @click.option("--k-sweep", is_flag=True, help="With --random: errors for K = 16, 32, ..., K.")
 def gemm(
     hyp,

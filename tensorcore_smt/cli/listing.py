@@ -1,4 +1,4 @@
-"""`tcsmt list archs|properties|solvers|params`."""
+"""`tcsmt list archs|properties|solvers|params|schedules`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .base import main
 @main.group("list", invoke_without_command=True)
 @click.pass_context
 def list_(ctx: click.Context) -> None:
-    """List architectures, properties, solvers or model parameters."""
+    """List architectures, properties, solvers, model parameters or GEMM schedules."""
     if ctx.invoked_subcommand is None:
         ctx.invoke(list_archs)
 
@@ -165,3 +165,30 @@ def list_params() -> None:
 
     for name in param_names():
         click.echo(f"{name:16s} {describe_range(name)}")
+
+
+@list_.command("schedules")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_schedules(as_json: bool) -> None:
+    """GEMM schedules (schedules/*.toml) with their sources, and the schedule fields."""
+    from ..gemm.schedule import describe_field, field_names, named_schedules
+
+    named = named_schedules()
+    if as_json:
+        doc = {
+            "schedules": {
+                n: {"schedule": s.schedule.text(), "description": s.description, "source": s.source}
+                for n, s in named.items()
+            },
+            "fields": {f: describe_field(f) for f in field_names()},
+        }
+        click.echo(json.dumps(doc, indent=1))
+        return
+    for n, s in named.items():
+        click.echo(f"{n:15s} {s.description}")
+        click.echo(f"{'':15s} = {s.schedule.text()}")
+        click.echo(f"{'':15s} source: {s.source}")
+    click.echo("")
+    click.echo("fields (SCHEDULE[field=value,...]):")
+    for f in field_names():
+        click.echo(f"  {f:11s} {describe_field(f)}")
