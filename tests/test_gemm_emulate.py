@@ -232,3 +232,49 @@ def test_every_schedule_field_changes_some_output(field, dt, K, base, changed, w
     d0 = tc.matmul(f"hopper/{base}", A, B, C)
     d1 = tc.matmul(f"hopper/{changed}", A, B, C)
     assert differ(d0, d1) > 0
+
+
+def test_compiled_engine_hook(monkeypatch):
+    """matmul hands the compiled engine's runner (tensorcore_smt.engine.gemm.run_gemm)
+    the operand tables and indices of every output: a runner that runs element() per
+    output on the concrete interpreter reproduces the numpy engine; engine="compiled"
+    without a runner is one UserError."""
+    import importlib
+    import sys
+    import types
+
+    from tensorcore_smt.gemm import emulate as em
+
+    calls = []
+
+    def run_gemm(p, plan, schedule, a_t, a_idx, b_t, b_idx, c_bits, c_fmt, alpha_bits):
+        calls.append(len(a_idx))
+        wa, wb = p.a_fmt.spec.storage, p.b_fmt.spec.storage
+        out = []
+        for o in range(len(a_idx)):
+            a = [BV(CONCRETE, int(x), wa) for x in a_t[:, a_idx[o]]]
+            b = [BV(CONCRETE, int(x), wb) for x in b_t[:, b_idx[o]]]
+            c = None if c_bits is None else BV(CONCRETE, int(c_bits[o]), c_fmt.spec.storage)
+            out.append(int(element(a, b, c, p, plan, schedule, c_fmt, alpha_bits).v))
+        return np.array(out, dtype=np.uint64)
+
+    name = "tensorcore_smt.engine.gemm"
+    if importlib.util.find_spec("tensorcore_smt.engine") is None or name not in sys.modules:
+        with pytest.raises(UserError, match="compiled"):
+            tc.matmul(
+                "hopper",
+                np.ones((2, 16), np.float16),
+                np.ones((16, 2), np.float16),
+                engine="compiled",
+            )
+    monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(run_gemm=run_gemm))
+    A = RNG.standard_normal((2, 2, 40)).astype(np.float16)
+    B = RNG.standard_normal((40, 3)).astype(np.float16)
+    C = RNG.standard_normal((2, 3)).astype(ml_dtypes.bfloat16)
+    for hyp in ("hopper", "hopper/serial[promote=16,out=bf16]"):
+        want = tc.matmul(hyp, A, B, C, engine="numpy")
+        got = tc.matmul(hyp, A, B, C, engine="compiled")
+        assert _u(got).tolist() == _u(want).tolist()
+    assert calls == [12, 12]
+    tc.matmul("hopper", A, B)  # engine=None: small GEMMs stay on numpy
+    assert calls == [12, 12] and em.AUTO_COMPILED_STEPS > 12 * 3

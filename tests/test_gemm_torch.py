@@ -74,3 +74,18 @@ def test_other_functions_stay_native_and_bad_calls_are_clear():
         with tc.emulate("volta", strict=False):
             y = x @ x.T
     assert torch.equal(y, x @ x.T) and any("runs natively" in str(w.message) for w in caught)
+
+
+def test_linear_on_a_vector_and_matmul_on_torch_device():
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(48, generator=g).to(torch.float16)
+    w = torch.randn(8, 48, generator=g).to(torch.float16)
+    with tc.emulate("ampere"):
+        y = torch.nn.functional.linear(x, w)
+    assert y.shape == (8,)
+    assert _same(y, tc.matmul("ampere", x[None], w.T, out_dtype=torch.float16)[0])
+    # the same element on torch's interpreter (device="cpu") equals the numpy engine
+    A = torch.randn(5, 64, generator=g).to(torch.bfloat16)
+    B = torch.randn(64, 6, generator=g).to(torch.bfloat16)
+    for hyp in ("hopper", "hopper/serial[split_k=2,split_tile=32,reduce=pairwise,out=bf16]"):
+        assert _same(tc.matmul(hyp, A, B, device="cpu"), tc.matmul(hyp, A, B))

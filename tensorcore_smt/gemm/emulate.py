@@ -9,6 +9,7 @@ multiple of the instruction's K, as kernels zero-fill a partial k-tile.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -204,12 +205,15 @@ def matmul(
     `scale_b`: per-tensor scales (alpha = RN_fp32(scale_a * scale_b), torch._scaled_mm);
     `alpha`, `beta` None: the schedule's (beta with C: 1). `out_dtype` None: the
     schedule's `out`, else the instruction's d format. `device`: None (numpy) or a torch
-    device ("cpu", "cuda"); `engine`: None or "numpy" (the vector interpreter;
-    "compiled" once the compiled engine exists). Returns D as the output dtype (a torch
+    device ("cpu", "cuda"); `engine`: "numpy" (the vector interpreter), "compiled" (the
+    compiled engine's GEMM runner, `compiled_runner`) or None (compiled for large GEMMs
+    when the runner exists, else numpy). Returns D as the output dtype (a torch
     tensor on A's device when A is one); `run_info`, when a list, receives the GemmRun."""
     hyp = resolve_hypothesis(arch, instr, schedule)
-    if engine not in (None, "numpy"):
-        raise UserError(f"engine={engine!r} is not available; available: numpy")
+    if engine not in ENGINES:
+        raise UserError(f"engine={engine!r} is not an engine; allowed: numpy, compiled or none")
+    if engine == "compiled" and device is not None:
+        raise UserError("engine='compiled' runs on the CPU; leave device out")
     a, dev = _arrays(A, "A")
     b, _ = _arrays(B, "B")
     if a.ndim < 2 or b.ndim < 2:
@@ -236,8 +240,15 @@ def matmul(
     a_t = _table(np.broadcast_to(a_bits, batch + (M, K)).reshape(-1, K), Kp)
     b_t = _table(np.swapaxes(np.broadcast_to(b_bits, batch + (K, N)), -1, -2).reshape(-1, K), Kp)
     c_bits, c_fmt = _c_bits(C, run, out_fmt, batch, M, N)
-    be = VECTOR if device is None else _device_backend(device)
     n_out = int(np.prod(batch, dtype=np.int64)) * M * N
+    runner = None if device is not None else compiled_runner(engine, n_out * plan.steps())
+    if runner is not None:
+        o = np.arange(n_out, dtype=np.int64)
+        bi, rem = np.divmod(o, M * N)
+        m, n = np.divmod(rem, N)
+        out = runner(p, plan, sched, a_t, bi * M + m, b_t, bi * N + n, c_bits, c_fmt, alpha_bits)
+        return _result(np.asarray(out, dtype=np.uint64), out_fmt, batch + (M, N), dev)
+    be = VECTOR if device is None else _device_backend(device)
     out = np.empty(n_out, dtype=np.uint64)
     wa, wb = p.a_fmt.spec.storage, p.b_fmt.spec.storage
     for lo in range(0, n_out, CHUNK):
@@ -253,10 +264,38 @@ def matmul(
             cbv = BV(be, be.lanes(c_bits[lo:hi], w), w)
         d = element(ca, cb, cbv, p, plan, sched, c_fmt, alpha_bits)
         out[lo:hi] = _host(be, d, hi - lo)
-    res = from_bits(out, out_fmt).reshape(batch + (M, N))
-    if dev is not None:
-        return numpy_to_torch(res, dev)
-    return res
+    return _result(out, out_fmt, batch + (M, N), dev)
+
+
+def _result(out: np.ndarray, out_fmt: Format, shape: tuple, dev: Any) -> Any:
+    res = from_bits(out, out_fmt).reshape(shape)
+    return res if dev is None else numpy_to_torch(res, dev)
+
+
+ENGINES = (None, "numpy", "compiled")
+AUTO_COMPILED_STEPS = 1 << 20
+"""engine=None runs the compiled engine (when it has a GEMM runner) from this many
+instruction steps (outputs x steps per output) on; below, compiling costs more than it saves."""
+
+
+def compiled_runner(engine: str | None, steps: int):
+    """The compiled engine's GEMM runner for `engine` ("compiled", or None above
+    AUTO_COMPILED_STEPS), else None (the numpy engine runs).
+
+    The runner, `tensorcore_smt.engine.gemm.run_gemm(p, plan, schedule, a_table, a_idx,
+    b_table, b_idx, c_bits, c_fmt, alpha_bits)`, returns the (n_out,) uint64 output bits:
+    output o is element.py on the operands a_table[:, a_idx[o]] and b_table[:, b_idx[o]]
+    ((K_padded, rows) bit tables, zero rows past K), c_bits[o] (in c_fmt; None: no C) and
+    alpha_bits (None: the schedule's alpha); it must equal the numpy engine bit for bit."""
+    if engine == "numpy" or (engine is None and steps < AUTO_COMPILED_STEPS):
+        return None
+    try:
+        mod = importlib.import_module("tensorcore_smt.engine.gemm")
+        return mod.run_gemm
+    except (ImportError, AttributeError) as e:
+        if engine == "compiled":
+            raise UserError(f"engine='compiled' is not available here ({e})") from None
+        return None
 
 
 def _table(rows: np.ndarray, Kp: int) -> np.ndarray:

@@ -91,7 +91,11 @@ def _addmm(hyp, c, a, b, *, beta=1, alpha=1, out=None):
 
 
 def _linear(hyp, x, w, bias=None):
-    return _mm(hyp, x, w.transpose(-1, -2), bias)
+    if w.dim() != 2:
+        raise UserError(f"linear takes a 2-D weight; got {tuple(w.shape)}")
+    if x.dim() == 1:
+        return _mm(hyp, x.unsqueeze(0), w.transpose(0, 1), bias).squeeze(0)
+    return _mm(hyp, x, w.transpose(0, 1), bias)
 
 
 def _scaled_mm(
