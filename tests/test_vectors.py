@@ -382,3 +382,45 @@ def test_simulate_jsonl_still_works(tmp_path):
     )
     r = run("simulate", "--arch", "volta", "--vectors", str(src))
     assert r.exit_code == 0 and json.loads(r.output)["d"] == "0x3f800000"
+
+
+def test_one_row_reader_names_the_files_own_lines(tmp_path):
+    """simulate, validate and identify's file oracle read rows with one reader
+    (vectors.read_rows): errors name the file's own line (blank lines counted) or the CSV
+    line, the same file gives the same rows to all three, and a partial read keeps the
+    rows before the first bad line."""
+    from tensorcore_smt.identify.oracle import read_rows_labelled
+    from tensorcore_smt.spec.presets import PRESETS
+    from tensorcore_smt.validation.validate import read_inputs
+    from tensorcore_smt.validation.vectors import read_rows
+
+    p = PRESETS["volta"].instructions[VOLTA].params
+    row = {"a": ["0x3c00", "0", "0", "0"], "b": ["0x3c00", "0", "0", "0"], "c": "0xbf7fffff"}
+    good = json.dumps({**row, "d": "0x34000000"})
+    path = tmp_path / "rows.jsonl"
+    path.write_text(f"{good}\n\n{good}\n" + '{"a": ["0x3c00"], "b": [], "c": "0"}\n')
+    with pytest.raises(UserError, match=r"rows\.jsonl:4: a and b need 4 entries"):
+        read_rows(path, p)
+    got = read_rows(path, p, partial=True)
+    assert [r.where for r in got.rows] == [f"{path}:1", f"{path}:3"]
+    assert got.error.startswith(f"{path}:4: ")
+    path.write_text(f"{good}\n\n{good}\n")
+    a, b, c = read_inputs(path, p)
+    assert a.shape == (2, 4) and int(a[0, 0]) == 0x3C00 and int(c[1]) == 0xBF7FFFFF
+    rows, labels = read_rows_labelled(path, p)
+    assert rows[0] == ([0x3C00, 0, 0, 0], [0x3C00, 0, 0, 0], 0xBF7FFFFF, 0x34000000)
+    assert labels == [f"{path}:1", f"{path}:3"]
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(UserError, match=r"rows\.jsonl:1: missing field 'd'"):
+        read_rows_labelled(path, p)
+    csv_path = tmp_path / "v.csv"
+    save(fasi_file(), csv_path)
+    assert [r.where for r in read_rows(csv_path, p).rows][:2] == [f"{csv_path}:3", f"{csv_path}:4"]
+    lines = csv_path.read_text().splitlines()
+    lines[3] = lines[3].replace(",", ";", 1)
+    csv_path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(UserError, match=r"v\.csv: line 4: "):
+        read_rows(csv_path, p)
+    (tmp_path / "empty.jsonl").write_text("\n")
+    with pytest.raises(UserError, match="empty.jsonl: no rows"):
+        read_rows(tmp_path / "empty.jsonl", p)

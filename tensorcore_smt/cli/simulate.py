@@ -154,52 +154,12 @@ def _scale_json(p: ModelParams, sa: list[int] | None, sb: list[int] | None) -> d
 
 def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
     """Simulate every valid row up to the first bad one; write them; then report it."""
-    if not src.exists():
-        raise UserError(f"{src}: no such file")
-    rows: list[tuple[list[int], list[int], int, dict]] = []
-    scales: list[tuple[list[int] | None, list[int] | None]] = []
-    error: str | None = None
-    try:
-        text = src.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{src}: cannot read ({e})") from None
-    from ..validation.vectors import is_vector_json, loads, parse_row, parse_scales, scale_fields
+    from ..validation.vectors import read_rows
 
-    if src.suffix.lower() == ".csv" or is_vector_json(text):
-        # A tcsmt-vectors file (JSON or CSV): validated as a whole, rows as in JSONL.
-        try:
-            vf = loads(text, csv_format=src.suffix.lower() == ".csv")
-        except UserError as e:
-            raise UserError(f"{src}: {e}") from None
-        q = vf.params
-        if (q.K, q.a_fmt, q.b_fmt, q.c_fmt) != (p.K, p.a_fmt, p.b_fmt, p.c_fmt):
-            raise UserError(
-                f"{src}: its instruction {vf.instruction} takes other operands than the "
-                f"one simulated; pass --instr {vf.instruction}"
-            )
-        for v in vf.vectors:
-            obj = {
-                "a": [format_hex(x, p.a_fmt) for x in v.a],
-                "b": [format_hex(x, p.b_fmt) for x in v.b],
-                "c": format_hex(v.c, p.c_fmt),
-                **scale_fields(v, p),
-            }
-            if v.note:
-                obj["note"] = v.note
-            rows.append((v.a, v.b, v.c, obj))
-            scales.append((v.sa, v.sb))
-        text = ""
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            a, b, c, obj = parse_row(line, p)
-            sab = parse_scales(obj, p)
-        except (ValueError, json.JSONDecodeError) as e:
-            error = f"{src}:{lineno}: {e}"
-            break
-        rows.append((a, b, c, obj))
-        scales.append(sab)
+    got = read_rows(src, p, partial=True)
+    rows = [(r.a, r.b, r.c, r.obj) for r in got.rows]
+    scales = [(r.sa, r.sb) for r in got.rows]
+    error = got.error
     if rows:
         sa = sb = None
         if p.scale_fmt is not None:

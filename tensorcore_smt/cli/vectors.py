@@ -168,19 +168,10 @@ def vectors_new(
     vf.validate()
     p = inst.params
     src = Path(rows)
-    if not src.exists():
-        raise UserError(f"{src}: no such file")
-    for lineno, line in enumerate(src.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            a, b, c, obj = vec.parse_row(line, p)
-            note = obj.get("note", "")
-            if not isinstance(note, str):
-                raise ValueError("note: expected a string")
-        except ValueError as e:
-            raise UserError(f"{src}:{lineno}: {e}") from None
-        vf.vectors.append(vec.Vector(a, b, c, {}, note, str(src)))
+    for r in vec.read_rows(src, p).rows:
+        vf.vectors.append(
+            vec.Vector(r.a, r.b, r.c, {}, r.obj.get("note", ""), str(src), r.sa, r.sb)
+        )
     vf = vec.predict(vf)
     vec.save(vf, out)
     click.echo(f"wrote {out}: {len(vf.vectors)} vectors x {len(vf.variants)} variants")

@@ -160,51 +160,12 @@ def read_rows(path: Path, p: ModelParams) -> list[tuple[list[int], list[int], in
 def read_rows_labelled(
     path: Path, p: ModelParams
 ) -> tuple[list[tuple[list[int], list[int], int, int]], list[str]]:
-    """`read_rows`, and where each row is in the file: `PATH:LINE` for JSONL,
-    `PATH vectors[i]` for a vector file (messages name the file's own rows)."""
-    from ..validation.vectors import is_vector_json, loads, parse_row
+    """`read_rows`, and where each row is in the file: `PATH:LINE` for JSONL and CSV,
+    `PATH vectors[i]` for a JSON vector file (messages name the file's own rows)."""
+    from ..validation.vectors import read_rows as read_input_rows
 
-    if not path.exists():
-        raise UserError(f"{path}: no such file")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read ({e})") from None
-    out = []
-    labels: list[str] = []
-    if path.suffix.lower() == ".csv" or is_vector_json(text):
-        try:
-            vf = loads(text, csv_format=path.suffix.lower() == ".csv")
-        except UserError as e:
-            raise UserError(f"{path}: {e}") from None
-        q = vf.params
-        if (q.K, q.a_fmt, q.b_fmt, q.c_fmt, q.d_fmt) != (p.K, p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt):
-            raise UserError(f"{path}: its instruction {vf.instruction} is not the one identified")
-        for i, v in enumerate(vf.vectors):
-            ds = set(v.predicted.values())
-            if len(ds) != 1:
-                raise UserError(
-                    f"{path}: vectors[{i}]: expected one recorded d (the observed output), "
-                    f"got {len(ds)} distinct predictions"
-                )
-            out.append((list(v.a), list(v.b), v.c, ds.pop()))
-            labels.append(f"{path} vectors[{i}]")
-        return out, labels
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            a, b, c, obj = parse_row(line, p)
-            if "d" not in obj:
-                raise ValueError("missing field 'd' (the recorded output)")
-            d = parse_hex(str(obj["d"]), p.d_fmt, "d")
-        except (ValueError, json.JSONDecodeError) as e:
-            raise UserError(f"{path}:{lineno}: {e}") from None
-        out.append((a, b, c, d))
-        labels.append(f"{path}:{lineno}")
-    if not out:
-        raise UserError(f"{path}: no rows")
-    return out, labels
+    got = read_input_rows(path, p, outputs=True)
+    return [(r.a, r.b, r.c, r.d[0]) for r in got.rows], [r.where for r in got.rows]
 
 
 def _variant(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UserError
 from ..model.params import ModelParams
 from ..spec.formats import format_hex
 from .rows import random_rows
@@ -259,41 +258,11 @@ def write_rows(tally: Tally, p: ModelParams, path: Path) -> Path:
 
 
 def read_inputs(path: Path, p: ModelParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Input rows from JSONL rows (`{"a": [...], "b": [...], "c": ...}`, as `simulate
-    --vectors` reads) or a vector file (JSON or CSV). UserError naming the line or field."""
-    from .vectors import is_vector_json, loads, parse_row
+    """Input rows from JSONL rows or a vector file (JSON or CSV), read by
+    `validation.vectors.read_rows`: (a, b, c) arrays. UserError naming the line or field."""
+    from .vectors import read_rows
 
-    if not path.exists():
-        raise UserError(f"{path}: no such file")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read ({e})") from None
-    rows: list[tuple[list[int], list[int], int]] = []
-    if path.suffix.lower() == ".csv" or is_vector_json(text):
-        try:
-            vf = loads(text, csv_format=path.suffix.lower() == ".csv")
-        except UserError as e:
-            raise UserError(f"{path}: {e}") from None
-        q = vf.params
-        if (q.K, q.a_fmt, q.b_fmt, q.c_fmt) != (p.K, p.a_fmt, p.b_fmt, p.c_fmt):
-            raise UserError(f"{path}: its instruction {vf.instruction} takes other operands")
-        rows = [(list(v.a), list(v.b), v.c) for v in vf.vectors]
-    else:
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                a, b, c, _ = parse_row(line, p)
-            except (ValueError, json.JSONDecodeError) as e:
-                raise UserError(f"{path}:{lineno}: {e}") from None
-            rows.append((a, b, c))
-    if not rows:
-        raise UserError(f"{path}: no rows")
-    a = np.array([r[0] for r in rows], dtype=np.uint64).reshape(len(rows), p.K)
-    b = np.array([r[1] for r in rows], dtype=np.uint64).reshape(len(rows), p.K)
-    c = np.array([r[2] for r in rows], dtype=np.uint64)
-    return a, b, c
+    return read_rows(path, p).arrays(p)
 
 
 def recorded_inputs(recorded: list) -> tuple[np.ndarray, ...]:

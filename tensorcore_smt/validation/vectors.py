@@ -12,6 +12,10 @@ documents both. Every hex string is the IEEE encoding in that operand's own form
 (fp16: 4 digits, fp32 and tf32: 8, fp8: 2). `load` validates everything and reports the
 first problem as one line naming the file and the field, e.g.
 ``v.json: vectors[3].a[2]: 'zz' is not a hex bit pattern``.
+
+`read_rows` is the one reader of input rows (JSONL rows or a vector file) that simulate,
+validate and identify's file oracle use. (About 750 lines: the file format, its CSV form
+and the row reader are one contract, read and changed together.)
 """
 
 from __future__ import annotations
@@ -647,3 +651,130 @@ def is_vector_json(text: str) -> bool:
     except json.JSONDecodeError:
         return False
     return isinstance(obj, dict) and ("schema" in obj or "vectors" in obj)
+
+
+# --- the one row reader: JSONL rows or a vector file -----------------------------------
+
+
+@dataclass
+class InputRow:
+    """One input row read by `read_rows`: the operands' bit patterns, the row as JSON
+    (JSONL: as written; a vector file's vector: a, b, c in hex, its scale factors and
+    note), where it is in its file, and the outputs recorded with it (JSONL: `d` when
+    asked for; a vector file: its distinct predictions)."""
+
+    a: list[int]
+    b: list[int]
+    c: int
+    sa: list[int] | None
+    sb: list[int] | None
+    obj: dict
+    where: str  # "PATH:LINE" (JSONL, CSV) or "PATH vectors[i]" (JSON vector file)
+    d: list[int] = field(default_factory=list)
+
+
+@dataclass
+class RowsRead:
+    """What `read_rows` read: the rows, and with `partial=True` the first bad JSONL line's
+    one-line error (the rows are those before it)."""
+
+    rows: list[InputRow]
+    error: str | None = None
+
+    def arrays(self, p: ModelParams):
+        """(a (n, K), b (n, K), c (n,)) uint64 arrays of the rows."""
+        import numpy as np
+
+        n = len(self.rows)
+        a = np.array([r.a for r in self.rows], dtype=np.uint64).reshape(n, p.K)
+        b = np.array([r.b for r in self.rows], dtype=np.uint64).reshape(n, p.K)
+        c = np.array([r.c for r in self.rows], dtype=np.uint64).reshape(n)
+        return a, b, c
+
+
+def read_rows(
+    path: str | Path, p: ModelParams, *, outputs: bool = False, partial: bool = False
+) -> RowsRead:
+    """Input rows for the instruction of `p` from JSONL rows (`{"a": [K hex], "b": [K
+    hex], "c": hex}`, optional `sa`, `sb`, `note`, and `d` when `outputs`) or a vector
+    file (JSON, or CSV when the name ends in .csv; its instruction must take `p`'s
+    operands, and its output format too when `outputs`). Every error is one UserError
+    line naming the file and its own line (JSONL, CSV) or vector. `outputs`: each row
+    must carry exactly one recorded d (JSONL field `d`; one distinct prediction per
+    vector). `partial`: a bad JSONL line ends the reading and is returned as `error`
+    with the rows before it, and no rows is no error."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read ({e})") from None
+    is_csv = path.suffix.lower() == ".csv"
+    if is_csv or is_vector_json(text):
+        out = RowsRead(_vector_file_rows(path, text, is_csv, p, outputs))
+    else:
+        out = RowsRead([])
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                out.rows.append(_jsonl_row(line, p, outputs, f"{path}:{lineno}"))
+            except ValueError as e:  # json.JSONDecodeError is a ValueError
+                if not partial:
+                    raise UserError(f"{path}:{lineno}: {e}") from None
+                out.error = f"{path}:{lineno}: {e}"
+                break
+    if not out.rows and not partial:
+        raise UserError(f"{path}: no rows")
+    return out
+
+
+def _jsonl_row(line: str, p: ModelParams, outputs: bool, where: str) -> InputRow:
+    a, b, c, obj = parse_row(line, p)
+    sa, sb = parse_scales(obj, p)
+    if not isinstance(obj.get("note", ""), str):
+        raise ValueError("note: expected a string")
+    d = []
+    if outputs:
+        if "d" not in obj:
+            raise ValueError("missing field 'd' (the recorded output)")
+        d = [parse_hex(str(obj["d"]), p.d_fmt, "d")]
+    return InputRow(a, b, c, sa, sb, obj, where, d)
+
+
+def _vector_file_rows(
+    path: Path, text: str, is_csv: bool, p: ModelParams, outputs: bool
+) -> list[InputRow]:
+    try:
+        vf = loads(text, csv_format=is_csv)
+    except UserError as e:
+        raise UserError(f"{path}: {e}") from None
+    q = vf.params
+    mine = (q.K, q.a_fmt, q.b_fmt, q.c_fmt) + ((q.d_fmt,) if outputs else ())
+    if mine != (p.K, p.a_fmt, p.b_fmt, p.c_fmt) + ((p.d_fmt,) if outputs else ()):
+        what = "operands or output" if outputs else "operands"
+        raise UserError(
+            f"{path}: its instruction {vf.instruction} takes other {what} than the one "
+            f"run; pass --instr {vf.instruction}"
+        )
+    rows = []
+    for i, v in enumerate(vf.vectors):
+        # CSV: line 1 is the header, line 2 the column names
+        where = f"{path}:{i + 3}" if is_csv else f"{path} vectors[{i}]"
+        d = sorted(set(v.predicted.values()))
+        if outputs and len(d) != 1:
+            raise UserError(
+                f"{where}: expected one recorded d (the observed output), got {len(d)} "
+                "distinct predictions"
+            )
+        obj = {
+            "a": [format_hex(x, p.a_fmt) for x in v.a],
+            "b": [format_hex(x, p.b_fmt) for x in v.b],
+            "c": format_hex(v.c, p.c_fmt),
+            **scale_fields(v, p),
+        }
+        if v.note:
+            obj["note"] = v.note
+        rows.append(InputRow(list(v.a), list(v.b), v.c, v.sa, v.sb, obj, where, d))
+    return rows
