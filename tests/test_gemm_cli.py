@@ -136,3 +136,26 @@ def test_bad_shapes_in_files(tmp_path):
         "gemm", "--arch", "hopper", "--a", str(tmp_path / "a.npy"), "--b", str(tmp_path / "i.npy")
     )
     assert r.exit_code == 2 and "not a GEMM input" in r.output
+
+
+def test_exact_reference_includes_alpha_beta_and_c(tmp_path):
+    """Small integers keep every step exact, so D equals the exact alpha*A*B + beta*C
+    (C in the epilogue) or alpha*(C + A*B) (C in the chain): 0 ulp in both."""
+    A = np.arange(-8, 8, dtype=np.float16).reshape(2, 8)
+    B = np.ones((8, 3), dtype=np.float16)
+    C = np.full((2, 3), 3.0, dtype=np.float32)
+    for name, x in (("a", A), ("b", B), ("c", C)):
+        np.save(tmp_path / f"{name}.npy", x)
+    files = ["--a", str(tmp_path / "a.npy"), "--b", str(tmp_path / "b.npy")]
+    files += ["--c", str(tmp_path / "c.npy")]
+    for hyp in ("ampere/serial[alpha=0.5]", "ampere/serial[c_join=epilogue,alpha=0.5,beta=-2]"):
+        r = run("gemm", "--arch", hyp, *files, "--json")
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.output)["runs"][0]
+        assert doc["exact"]["max_ulps"] == 0 and doc["fp64_matmul"]["max_ulps"] == 0, doc
+    # D is alpha * (A*B + C), not A*B + C: a reference without alpha could not give 0 ulp
+    from tensorcore_smt.gemm.measure import run_measured
+
+    m = run_measured("ampere/serial[alpha=0.5]", A, B, C)
+    assert m.exact.max_ulps == 0
+    assert (m.D == 0.5 * (A.astype(np.float32) @ B.astype(np.float32) + C)).all()

@@ -111,6 +111,7 @@ class Epilogue:
             self.alpha == float_bits(1.0, self.ep_fmt)
             and self.beta is None
             and self.out_fmt == acc_fmt
+            and not self.saturate
         )
 
 

@@ -47,12 +47,10 @@ def random_matrix(shape: tuple[int, ...], fmt: Format, dist: Dist, rng) -> np.nd
 
 def exact_of_fp64(x: np.ndarray) -> Exact:
     """An fp64 matrix as an exact integer matrix (for errors against an fp64 matmul)."""
-    g = grid_values(x.view(np.uint64), Format.FP64)
-    if not g.finite.all():
-        raise ValueError("the fp64 matmul has non-finite entries")
-    ints = np.empty(g.sig.shape, dtype=object)
-    ints.reshape(-1)[:] = [int(s) << int(t) for s, t in zip(g.sig.reshape(-1), g.shift.reshape(-1))]
-    return Exact(ints, g.lsb)
+    try:
+        return exact_matmul_c(x.view(np.uint64), Format.FP64)
+    except ValueError:
+        raise ValueError("the fp64 matmul has non-finite entries") from None
 
 
 @dataclass(frozen=True)
@@ -111,18 +109,53 @@ def run_measured(
         c_bits = bits_of(np.broadcast_to(C, D.shape), c_fmt, "C")
     exact = fp64 = None
     why_exact = why_fp64 = ""
+    sched = run.schedule
+    alpha = float(np.float32(sched.alpha))  # the epilogue's fp32 scalars
+    beta = 1.0 if (sched.beta is None or run.plan.c_in_chain) else float(np.float32(sched.beta))
     try:
-        exact = measure(d_bits, out, exact_matmul(a_bits, p.a_fmt, b_bits, p.b_fmt, c_bits, c_fmt))
+        ab = exact_matmul(a_bits, p.a_fmt, b_bits, p.b_fmt)
+        xc = None if C is None else exact_matmul_c(c_bits, c_fmt)
+        if run.plan.c_in_chain:  # D = alpha * (C + A*B)
+            x = _axpby(alpha, _axpby(1.0, ab, 1.0, xc), 1.0, None)
+        else:  # D = alpha * A*B + beta * C
+            x = _axpby(alpha, ab, beta, xc)
+        exact = measure(d_bits, out, x)
     except ValueError as e:
         why_exact = str(e)
     try:
         x64 = _as_f64(A, p.a_fmt) @ _as_f64(B, p.b_fmt)
-        if C is not None:
-            x64 = x64 + _as_f64(np.broadcast_to(C, D.shape), c_fmt)
+        c64 = 0.0 if C is None else _as_f64(np.broadcast_to(C, D.shape), c_fmt)
+        x64 = alpha * (x64 + c64) if run.plan.c_in_chain else alpha * x64 + beta * c64
         fp64 = measure(d_bits, out, exact_of_fp64(np.ascontiguousarray(x64)))
     except ValueError as e:
         why_fp64 = str(e)
     return Measured(D, run, dt, M * N * K, exact, fp64, why_exact, why_fp64)
+
+
+def exact_matmul_c(c_bits: np.ndarray, c_fmt: Format) -> Exact:
+    """C's values as an exact integer matrix."""
+    g = grid_values(c_bits, c_fmt)
+    if not g.finite.all():
+        raise ValueError("the exact product needs a finite C")
+    ints = np.empty(g.sig.shape, dtype=object)
+    ints.reshape(-1)[:] = [int(s) << int(t) for s, t in zip(g.sig.reshape(-1), g.shift.reshape(-1))]
+    return Exact(ints, g.lsb)
+
+
+def _scaled(x: Exact, factor: float) -> Exact:
+    """factor * x exactly (factor a finite float: an odd integer times a power of 2)."""
+    num, den = factor.as_integer_ratio()  # den is a power of 2
+    return Exact(x.ints * num, x.lsb - (den.bit_length() - 1))
+
+
+def _axpby(alpha: float, x: Exact, beta: float, c: Exact | None) -> Exact:
+    """alpha * x + beta * c, exactly."""
+    ax = x if alpha == 1.0 else _scaled(x, alpha)
+    if c is None:
+        return ax
+    bc = c if beta == 1.0 else _scaled(c, beta)
+    lo = min(ax.lsb, bc.lsb)
+    return Exact(ax.ints * (1 << (ax.lsb - lo)) + bc.ints * (1 << (bc.lsb - lo)), lo)
 
 
 def _as_f64(x: np.ndarray, fmt: Format) -> np.ndarray:
