@@ -33,7 +33,7 @@ sm_120a): each product is multiplied by the scale factors of its block before st
 
 from __future__ import annotations
 
-import math
+from fractions import Fraction
 
 from ..bv.core import BV, Bool, any_of
 from ..spec.formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
@@ -45,6 +45,7 @@ from .terms import (
     EXP_MIN,
     Addend,
     AlignMode,
+    ProductExponent,
     align,
     invalid_product,
     operand_addend,
@@ -294,6 +295,54 @@ def fda(
 
 
 def least_carry_bits(p: ModelParams) -> int:
-    """Carry bits a fused group of L unnormalised products and c needs to be exact
-    (paper 000 §4.3: 3 for Volta's 5 terms, 4 for Ampere's 9)."""
-    return math.ceil(math.log2(p.L + 1))
+    """The least carry bits with which no fused group of `p` can overflow: the carry
+    bits a unit needs follow from the bound on its terms, not from the number of terms.
+
+    Derivation. A group's terms are aligned to e_max, its largest exponent, by
+    truncation (or exactly), so no term grows; in units of 2^e_max:
+     - an unnormalised product (MMA-Sim §IV-C step 2) is at most the product of the
+       largest significands, P = (2 - 2^-m_a)(2 - 2^-m_b) (m: fraction bits of a's and
+       b's own formats, also when they are unpacked exactly into a wider one), times
+       (2 - 2^-m_s)^2 with block scale factors that have fraction bits (UE8M0 ones are
+       powers of two and only move the exponent); its integer part takes int_bits = 2
+       bits (4 with such scale factors);
+     - c is at most C = 2 - 2^-m_c; a chained group's c is the previous group's result
+       in d's format (C = 2 - 2^-m_d); with c_add=after the first group runs on c = +0.
+    A group of n products therefore sums to at most B = n P + C in magnitude, and the
+    two's complement register of sign, int_bits + carry_bits integer bits and F
+    fraction bits (see fused_sum) holds every sum below 2^(int_bits + carry_bits). The
+    least carry bits are the least k >= 0 with max over the groups of B < 2^(int_bits +
+    k). With k - 1 bits the register wraps when every term of the largest group is at
+    its largest with one sign (the sum then reaches 2^(int_bits + k - 1)), so the unit
+    needs all k; a further bit never changes a result.
+
+    Examples: Volta's 4 fp16 products and c, B = 4 (2 - 2^-10)^2 + 2 - 2^-23 = 17.98
+    < 2^5: 3 (paper 000 §4.3), Ampere's 8: 33.97 < 2^6: 4, as ceil(log2(L + 1)). FP8
+    products stay below 3.52: Hopper's FP8 wgmma, 32 products and c, B = 114.5 < 2^7:
+    5, not ceil(log2 33) = 6.
+    """
+    if p.product_exponent != ProductExponent.UNNORMALIZED or p.align == AlignMode.ROUND_DOWN:
+        raise ValueError(
+            "least_carry_bits bounds unnormalised products aligned by truncation or exactly; "
+            f"not product_exponent={p.product_exponent.value}, align={p.align.value}"
+        )
+
+    def largest_sig(fmt: Format) -> Fraction:
+        return 2 - Fraction(1, 1 << _operand_fmt(fmt, p).spec.mbits)
+
+    product = largest_sig(p.a_fmt) * largest_sig(p.b_fmt)
+    int_bits = 2
+    if p.scale_fmt is not None and p.scale_fmt.spec.mbits > 0:
+        product *= largest_sig(p.scale_fmt) ** 2
+        int_bits += 2
+    bound = Fraction(0)
+    for i, (lo, hi) in enumerate(p.groups()):
+        if i > 0:
+            c = largest_sig(p.d_fmt)
+        else:
+            c = Fraction(0) if p.c_add == CAddend.AFTER else largest_sig(p.c_fmt)
+        bound = max(bound, (hi - lo) * product + c)
+    k = 0
+    while bound >= 1 << (int_bits + k):
+        k += 1
+    return k
