@@ -91,6 +91,12 @@ def bad_variants(seed: int = 13) -> list[tuple[str, str]]:
             (f"{base}]F=3[", "malformed"),
             (f"[F={rng.randint(0, 40)}]", "malformed"),
             (f"{base}x{rng.randint(0, 99)}", "unknown architecture"),
+            # a parameter given twice, even with one value (the last no longer wins)
+            (
+                f"{base}[F={rng.randint(0, 40)},carry_bits=3,F={rng.randint(0, 40)}]",
+                "F is given twice",
+            ),
+            (f"{base}[ align=exact,align = exact]", "align is given twice"),
         ]
     return out
 

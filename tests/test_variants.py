@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 import tensorcore_smt as tc
 
@@ -105,3 +106,37 @@ def test_mma_matrix_form_matches_row_simulation():
             )
             assert int(D[i, j].view(np.uint32)) == want
     assert np.allclose(D, A.astype(np.float64) @ B.astype(np.float64) + C, rtol=1e-5, atol=1e-5)
+
+
+def test_a_parameter_given_twice_is_refused_but_an_alias_may_be_overridden():
+    from tensorcore_smt.errors import UserError
+    from tensorcore_smt.spec.presets import parse_variant
+
+    with pytest.raises(UserError, match="F is given twice"):
+        parse_variant("volta[F=2,F=3]")
+    v = parse_variant("matlab-h100-fp8[F=14]")
+    assert v.params("m16n8k32.f32.e4m3.e4m3.f32").F == 14
+
+
+def test_reports_name_the_instruction_actually_run():
+    """A variant that changes what the instruction takes or returns is named with those
+    changes; one that changes only the arithmetic keeps the catalogue name."""
+    from click.testing import CliRunner
+
+    from tensorcore_smt.cli import main
+    from tensorcore_smt.spec.presets import parse_variant
+
+    assert parse_variant("volta[carry_bits=2]").run_name(None) == "m8n8k4.f32.f16.f16.f32"
+    assert (
+        parse_variant("volta[a_fmt=fp64,F=20]").run_name("m8n8k4.f16.f16.f16.f16")
+        == "m8n8k4.f16.f16.f16.f16[a_fmt=fp64]"
+    )
+    r = CliRunner().invoke(
+        main,
+        ["diff", "volta[a_fmt=fp64]", "volta[a_fmt=fp64,carry_bits=2]", "--solver", "bitwuzla"],
+    )
+    assert r.exit_code == 0, r.output
+    assert "instruction: m8n8k4.f32.f16.f16.f32[a_fmt=fp64] (fp64 x fp16 + fp32" in r.output
+    zeros = ["--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0"]
+    r = CliRunner().invoke(main, ["simulate", "--arch", "volta[c_fmt=fp16]", *zeros])
+    assert r.output.splitlines()[0] == "volta[c_fmt=fp16] m8n8k4.f32.f16.f16.f32[c_fmt=fp16]"

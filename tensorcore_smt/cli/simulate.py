@@ -124,7 +124,7 @@ def simulate(
                 )
             )
             continue
-        click.echo(f"{name} {inst_name}")
+        click.echo(f"{name} {parse_variant(name).run_name(inst_name)}")
         click.echo(f"d = {describe(d, pm.d_fmt)}")
 
 

@@ -230,7 +230,7 @@ def validate_cmd(
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
-        click.echo(f"model:       {arch}, instruction {inst.name}")
+        click.echo(f"model:       {arch}, instruction {variant.run_name(inst.name)}")
         click.echo(f"oracle:      {oracle_spec}")
         click.echo(f"rows:        {tally.rows:,} checked ({source})")
         click.echo(f"mismatches:  {tally.mismatches:,}")

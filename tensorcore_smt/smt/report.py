@@ -6,6 +6,7 @@ import shlex
 from fractions import Fraction
 
 from ..spec.formats import Format, format_hex, to_float, value_of
+from ..spec.presets import parse_variant
 from .query import Goal, Query
 from .solve import Outcome, Verdict
 
@@ -58,6 +59,12 @@ def reproduce_command(q: Query, inputs: dict[str, int]) -> str:
     """One shell line that prints the outputs for the inputs (`&&` between the two
     evaluations of a non-monotone witness)."""
     return " && ".join(reproduce_commands(q, inputs))
+
+
+def instruction_run(q: Query) -> str:
+    """The instruction X runs, as reports name it: the catalogue name, with the changes of
+    a variant that gives it other formats or another K (Variant.run_name)."""
+    return parse_variant(q.variants[0]).run_name(q.instruction)
 
 
 def question(q: Query) -> str:
@@ -172,7 +179,7 @@ def to_text(o: Outcome, files: list[str]) -> str:
     p = q.p
     lines = [
         f"question:    {question(q)}",
-        f"instruction: {q.instruction} ({p.a_fmt.spec.name} x {p.b_fmt.spec.name} + "
+        f"instruction: {instruction_run(q)} ({p.a_fmt.spec.name} x {p.b_fmt.spec.name} + "
         f"{p.c_fmt.spec.name} -> {p.d_fmt.spec.name}, K={p.K})",
     ]
     if q.goal.one_variant:

@@ -64,6 +64,30 @@ class Variant:
             _check_split(self.text, self.instruction(instr).name, q)
         return q
 
+    def run_name(self, instr: str | None = None) -> str:
+        """The name of the instruction this variant runs, for reports: the catalogue's
+        name, followed, when the overrides change what it takes or returns (K, operand,
+        scale-factor or output formats), by those changes in variant syntax, e.g.
+        `m8n8k4.f32.f16.f16.f32[a_fmt=fp64]` for `volta[a_fmt=fp64]`."""
+        inst = self.instruction(instr)
+        p, q = inst.params, self.params(inst.name)
+        changed = [
+            f"{f}={_spelling(getattr(q, f))}" for f in _SHAPE if getattr(p, f) != getattr(q, f)
+        ]
+        return inst.name + (f"[{','.join(changed)}]" if changed else "")
+
+
+_SHAPE = ("K", "a_fmt", "b_fmt", "c_fmt", "d_fmt", "scale_fmt")
+"""The parameters that make an instruction's signature (what its name spells)."""
+
+
+def _spelling(value: object) -> str:
+    """A parameter value as a variant writes it."""
+    if value is None:
+        return "none"
+    spec = getattr(value, "spec", None)
+    return spec.name if spec is not None else str(value)
+
 
 def _check_split(text: str, instr: str, p: ModelParams) -> None:
     """A split needs inputs wider than the unit's operands and a unit that can be chained."""
@@ -98,7 +122,9 @@ def _normalise_instr(name: str) -> str:
 
 
 def parse_variant(text: str) -> Variant:
-    """Parse `arch` or `arch[name=value,...]` (or a named alias); UserError if bad."""
+    """Parse `arch` or `arch[name=value,...]` (or a named alias); UserError if bad, or
+    if a parameter is given twice. An alias's own overrides may be overridden
+    (`matlab-h100-fp8[F=14]`)."""
     t = text.strip()
     if t in ALIASES:
         return parse_variant(ALIASES[t][0])
@@ -116,10 +142,14 @@ def parse_variant(text: str) -> Variant:
     if body is not None:
         if not body.strip():
             raise UserError(f"malformed variant {text!r}: empty parameter list")
+        given: set[str] = set()
         for item in body.split(","):
             if "=" not in item:
                 raise UserError(f"malformed variant {text!r}: {item.strip()!r} is not name=value")
             k, v = (s.strip() for s in item.split("=", 1))
+            if k in given:
+                raise UserError(f"variant {text!r}: {k} is given twice; give each parameter once")
+            given.add(k)
             try:
                 overrides.append((k, parse_value(k, v)))
             except ValueError as e:
