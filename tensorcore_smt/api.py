@@ -20,6 +20,7 @@ import numpy as np
 from .bv.concrete import CONCRETE
 from .bv.core import BV
 from .bv.vector import VECTOR
+from .engine import Engine, default_engine, is_ready, parse_engine, run_compiled
 from .errors import UserError
 from .model import dot_add
 from .model.params import ModelParams
@@ -161,13 +162,23 @@ def _scale_bvs(be, p: ModelParams, s, lo: int, hi: int) -> list[BV] | None:
 
 
 def simulate_params(
-    p: ModelParams, a_bits, b_bits, c_bits, device: str | None = None, sa_bits=None, sb_bits=None
+    p: ModelParams,
+    a_bits,
+    b_bits,
+    c_bits,
+    device: str | None = None,
+    sa_bits=None,
+    sb_bits=None,
+    engine: str | Engine | None = None,
 ) -> np.ndarray:
-    """Vector-interpreter run of the model `p` on (N, K), (N, K), (N,) bit patterns.
+    """Run the model `p` on (N, K), (N, K), (N,) bit patterns; returns (N,) uint64.
 
-    `device` None runs numpy's interpreter (bv/vector.py); "cpu", "cuda", "cuda:N" run
-    the same model on torch tensors there (bv/xp.py; needs the `torch` extra), and
-    "numpy" runs that array-API code path on numpy. The result is always a numpy array.
+    `engine`: "numpy" (bv/vector.py), "compiled" (the model's DAG compiled by LLVM, on
+    every core; tensorcore_smt/engine) or "torch" (bv/xp.py, needs the `torch` extra);
+    None picks compiled when its kernel is compiled already or the batch is large, else
+    numpy (engine/choice.py). `device`: "cpu", "cuda", "cuda:N" for torch (None with
+    engine torch: "cpu"; "numpy" runs the array-API code path on numpy); the compiled
+    engine takes None or "cpu" (this machine) or "cuda[:N]" (a GPU kernel).
     `sa_bits`, `sb_bits`: (N, p.n_scales) block scale factors of a block-scaled unit
     (PTX `.block_scale`); left out, every scale factor is 1."""
     a = _check(a_bits, p.a_fmt, "a")
@@ -178,8 +189,11 @@ def simulate_params(
     if c.shape != (a.shape[0],):
         raise UserError(f"c must have shape ({a.shape[0]},); got {c.shape}")
     sa, sb = _check_scales(p, sa_bits, sb_bits, a.shape[0])
-    if device is not None:
-        return _simulate_on(p, a, b, c, device, sa, sb)
+    eng = _pick_engine(p, parse_engine(engine), device, [a, b, c, sa, sb])
+    if eng == Engine.COMPILED:
+        return run_compiled(p, a, b, c, sa, sb, device)
+    if eng == Engine.TORCH:
+        return _simulate_on(p, a, b, c, device or "cpu", sa, sb)
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
     n = a.shape[0]
     out = np.empty(n, dtype=np.uint64)
@@ -195,6 +209,18 @@ def simulate_params(
         )
         out[lo:hi] = np.asarray(d.v, dtype=object if d.w > 64 else np.uint64)
     return out
+
+
+def _pick_engine(p: ModelParams, engine: Engine | None, device: str | None, arrays) -> Engine:
+    """The engine a run uses: the one asked for (checked against `device`), else torch
+    when a torch device is named, else the faster of numpy and compiled for the batch."""
+    if engine == Engine.NUMPY and device is not None:
+        raise UserError(f"engine numpy runs on this machine's CPU; device {device!r} needs torch")
+    if engine is not None:
+        return engine
+    if device is not None:
+        return Engine.TORCH
+    return default_engine(is_ready(p, [x for x in arrays if x is not None]), len(arrays[0]))
 
 
 DEVICE_CHUNK_ROWS = 1 << 21
@@ -266,6 +292,7 @@ def simulate(
     device: str | None = None,
     sa_bits=None,
     sb_bits=None,
+    engine: str | Engine | None = None,
 ) -> np.ndarray:
     """d bits for each row: `arch` is a variant expression, `instr` a PTX/MFMA name (None:
     the preset's default); `arch` may also be ModelParams (then `instr` must be None).
@@ -273,9 +300,10 @@ def simulate(
     dtype that holds d (uint16 for fp16/bf16 d, uint32 for fp32, uint64 for fp64).
     `device`: None (numpy), or "cpu" / "cuda" / "cuda:N" for torch (see
     `simulate_params`); `sa_bits`, `sb_bits`: (N, n_scales) scale factors of a
-    block-scaled instruction."""
+    block-scaled instruction; `engine`: "numpy" | "compiled" | "torch" or None (see
+    `simulate_params`)."""
     p = _params(arch, instr)
-    d = simulate_params(p, a_bits, b_bits, c_bits, device, sa_bits, sb_bits)
+    d = simulate_params(p, a_bits, b_bits, c_bits, device, sa_bits, sb_bits, engine)
     return d.astype(bits_dtype(p.d_fmt))
 
 

@@ -347,3 +347,30 @@ def cluster_options(f: Callable) -> Callable:
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+class EngineType(click.ParamType):
+    """--engine: a name of engine.Engine, checked when the command line is read."""
+
+    name = "engine"
+
+    def convert(self, value, param, ctx):
+        from ..engine import parse_engine
+
+        try:
+            return parse_engine(value)
+        except UserError as e:
+            self.fail(str(e).removeprefix("engine: "), param, ctx)
+
+
+def engine_option(f: Callable) -> Callable:
+    """--engine numpy|compiled|torch (default: chosen per batch, engine/choice.py)."""
+    from ..engine import ENGINES
+
+    return click.option(
+        "--engine",
+        type=EngineType(),
+        default=None,
+        help=f"Interpreter: {' | '.join(ENGINES)} (default: compiled for large batches or "
+        "kernels already compiled, numpy otherwise; torch runs on --device, default cpu).",
+    )(f)

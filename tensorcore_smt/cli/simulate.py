@@ -9,12 +9,14 @@ import click
 import numpy as np
 
 from ..api import simulate_params
+from ..engine import Engine
 from ..errors import UserError
 from ..model.params import ModelParams
 from ..smt.report import describe
 from ..spec.formats import Format, format_hex, parse_hex, to_float
 from ..spec.presets import parse_variant
 from .base import main
+from .options import engine_option
 
 
 def _parse_list(text: str, fmt: Format, field: str, k: int) -> list[int]:
@@ -58,6 +60,7 @@ def _parse_list(text: str, fmt: Format, field: str, k: int) -> list[int]:
     help="Write rows with d added (JSONL); default: standard output.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (single row).")
+@engine_option
 def simulate(
     archs: tuple[str, ...],
     instr: str | None,
@@ -69,6 +72,7 @@ def simulate(
     vectors: str | None,
     out: str | None,
     as_json: bool,
+    engine: Engine | None,
 ) -> None:
     """Bit-exact output of one instruction's dot product, or of every row of a file."""
     arch = archs[0]
@@ -80,7 +84,7 @@ def simulate(
             raise UserError("give either --vectors or --a/--b/--c/--sa/--sb, not both")
         if len(archs) > 1:
             raise UserError("--vectors takes one --arch")
-        _simulate_file(p, Path(vectors), Path(out) if out else None)
+        _simulate_file(p, Path(vectors), Path(out) if out else None, engine)
         return
     if a_text is None or b_text is None or c_text is None:
         raise UserError("--a, --b and --c are required (or --vectors FILE)")
@@ -106,6 +110,7 @@ def simulate(
                 None,
                 None if sa is None else np.array([sa], dtype=np.uint64),
                 None if sb is None else np.array([sb], dtype=np.uint64),
+                engine=engine,
             )[0]
         )
         if as_json:
@@ -152,7 +157,7 @@ def _scale_json(p: ModelParams, sa: list[int] | None, sb: list[int] | None) -> d
     }
 
 
-def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
+def _simulate_file(p: ModelParams, src: Path, dst: Path | None, engine: Engine | None) -> None:
     """Simulate every valid row up to the first bad one; write them; then report it."""
     from ..validation.vectors import read_rows
 
@@ -175,6 +180,7 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None) -> None:
             None,
             sa,
             sb,
+            engine=engine,
         )
         lines = []
         for (_, _, _, obj), dv in zip(rows, d):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from ..engine import Engine
 from ..errors import ExitCode, UserError
 from ..identify.oracle import make_oracle
 from ..spec.presets import parse_variant
@@ -28,7 +29,7 @@ from ..validation.validate import (
     write_rows,
 )
 from .base import check_out, main
-from .options import MAX_TASKS, Ranged, cluster_options, oracle_timeout_option
+from .options import MAX_TASKS, Ranged, cluster_options, engine_option, oracle_timeout_option
 
 DEFAULT_OUT = "validate-mismatches.json"
 
@@ -105,6 +106,7 @@ def _oracle(spec: str, p, arch: str, instr: str, timeout: float):
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
 @oracle_timeout_option
+@engine_option
 @cluster_options
 def validate_cmd(
     arch: str,
@@ -120,6 +122,7 @@ def validate_cmd(
     nan_class: bool,
     as_json: bool,
     oracle_timeout: float,
+    engine: Engine | None,
     workers: int | None,
     scheduler: str | None,
     dashboard: bool,
@@ -140,7 +143,7 @@ def validate_cmd(
     variant = parse_variant(arch)
     inst = variant.instruction(instr)
     p = variant.params(inst.name)
-    if device is not None:
+    if device is not None and engine in (None, Engine.TORCH):
         from ..api import array_backend
 
         array_backend(device)  # torch and the device present: exit 2 here, not per chunk
@@ -166,7 +169,7 @@ def validate_cmd(
         from ..validation.mmasim import nan_payload_unspecified
 
         nan_class = nan_class or nan_payload_unspecified(p, arch)
-    job = Job(p=p, oracle=oracle, keep=keep, device=device, nan_class=nan_class)
+    job = Job(p=p, oracle=oracle, keep=keep, device=device, nan_class=nan_class, engine=engine)
     tally = Tally(keep=keep)
     failures: list[TaskFailure] = []
     interrupted = False

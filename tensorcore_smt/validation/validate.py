@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine import Engine
 from ..model.params import ModelParams
 from ..spec.formats import format_hex
 from .rows import random_rows
@@ -87,6 +88,7 @@ class Job:
     keep: int = KEEP
     device: str | None = None
     nan_class: bool = False  # two NaN outputs agree whatever their payloads
+    engine: Engine | None = None  # None: chosen per chunk (engine/choice.py)
 
 
 def random_chunks(n_rows: int, seed: int, chunk_rows: int = CHUNK_ROWS) -> list[Chunk]:
@@ -137,7 +139,9 @@ def check_chunk(job: Job, chunk: Chunk) -> ChunkResult:
 
     t0 = time.perf_counter()
     a, b, c = chunk_inputs(job.p, chunk)
-    d_model = np.asarray(simulate_params(job.p, a, b, c, device=job.device), dtype=np.uint64)
+    d_model = np.asarray(
+        simulate_params(job.p, a, b, c, device=job.device, engine=job.engine), dtype=np.uint64
+    )
     if chunk.d is not None:
         d_oracle = np.asarray(chunk.d, dtype=np.uint64)
     else:

@@ -1,0 +1,48 @@
+"""Which interpreter runs a batch of rows: the `engine=` argument and its default.
+
+Measured on this project's 2-core machine (bench/bench_engine.py, results/engine.md):
+once an instruction's kernel is compiled (in this process or in the disk cache) the
+compiled engine is faster than numpy from one row on (a call costs microseconds, numpy's
+interpreter a few milliseconds per batch whatever its size). Compiling costs 0.2-2 s per
+kernel, which numpy spends on roughly a million rows: a kernel not yet compiled is only
+compiled for batches of at least COMPILE_ROWS rows. identify's pools (a few thousand rows
+on each of many hypotheses) thus stay on numpy unless the kernels are already cached,
+and validate's and the GEMM level's big batches compile once and run compiled.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from ..errors import UserError
+
+
+class Engine(Enum):
+    """An interpreter of the one model for batches of rows."""
+
+    NUMPY = "numpy"  # bv/vector.py
+    COMPILED = "compiled"  # the DAG compiled by LLVM (this package)
+    TORCH = "torch"  # bv/xp.py on torch tensors (CPU or CUDA)
+
+
+ENGINES = tuple(e.value for e in Engine)
+
+COMPILE_ROWS = 1 << 20
+"""Rows from which compiling a kernel not yet cached pays for itself (about 1 s of LLVM
+against numpy's 1-8 M rows/s on the measured instructions)."""
+
+
+def parse_engine(value: str | Engine | None) -> Engine | None:
+    """An Engine from its name (None stays None: the default is chosen per batch)."""
+    if value is None or isinstance(value, Engine):
+        return value
+    try:
+        return Engine(str(value).strip().lower())
+    except ValueError:
+        raise UserError(f"engine: unknown engine {value!r}; known: {', '.join(ENGINES)}") from None
+
+
+def default_engine(ready: bool, rows: int) -> Engine:
+    """The faster interpreter for a batch of `rows` rows, `ready` telling whether its
+    kernel is already compiled (memory or disk cache)."""
+    return Engine.COMPILED if ready or rows >= COMPILE_ROWS else Engine.NUMPY

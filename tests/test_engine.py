@@ -1,0 +1,275 @@
+"""The compiled engine (tensorcore_smt/engine) gives the numpy interpreter's bits.
+
+Every kernel is the model's symbolic DAG lowered to LLVM IR and compiled, so it must equal
+bv/vector.py bit for bit on any rows: random rows of validation/rows.py (the documented mix:
+specials, subnormals, cancellations, wide and narrow exponent windows), random block scale
+factors (any bits: NaN and extreme scales included), and uint64 as well as narrow input
+arrays. The fast suite compiles a representative set (one instruction per algorithm and
+operand family) and variants touching every ModelParams parameter; the slow suite compiles
+every distinct instruction model of every preset. Kernels go to a fresh cache folder, so
+every run compiles them (and the cache test sees a cold and a warm cache).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from strategies import distinct_models, model_id
+
+from tensorcore_smt import api
+from tensorcore_smt.engine import Engine, kernel, parse_engine
+from tensorcore_smt.engine import jit as engine_jit
+from tensorcore_smt.errors import UserError
+from tensorcore_smt.model.params import ModelParams
+from tensorcore_smt.spec.presets import parse_variant
+from tensorcore_smt.validation.rows import random_rows
+
+
+@pytest.fixture(autouse=True, scope="module")
+def fresh_cache(tmp_path_factory):
+    """A cache folder of this module's own, and no kernels of earlier tests in memory."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TCSMT_CACHE", str(tmp_path_factory.mktemp("kernels")))
+    kernel._KERNELS.clear()
+    yield
+    kernel._KERNELS.clear()
+    mp.undo()
+
+
+def _rows(p: ModelParams, n: int, seed: int):
+    a, b, c, _ = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, n, seed)
+    sa = sb = None
+    if p.scale_fmt is not None:
+        rng = np.random.default_rng(seed + 1)
+        w = p.scale_fmt.spec.storage
+        sa = rng.integers(0, 1 << w, size=(n, p.n_scales), dtype=np.uint64)
+        sb = rng.integers(0, 1 << w, size=(n, p.n_scales), dtype=np.uint64)
+    return a, b, c, sa, sb
+
+
+def _agree(p: ModelParams, n: int = 3000, seed: int = 11) -> None:
+    a, b, c, sa, sb = _rows(p, n, seed)
+    want = api.simulate_params(p, a, b, c, sa_bits=sa, sb_bits=sb, engine="numpy")
+    got = api.simulate_params(p, a, b, c, sa_bits=sa, sb_bits=sb, engine="compiled")
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, (
+        f"{bad.size} of {n} rows differ; first: a={a[bad[0]].tolist()} b={b[bad[0]].tolist()} "
+        f"c={int(c[bad[0]]):#x} compiled {int(got[bad[0]]):#x} numpy {int(want[bad[0]]):#x}"
+    )
+    if p.scale_fmt is not None:  # no scale factors given: every scale factor 1
+        want = api.simulate_params(p, a, b, c, engine="numpy")
+        assert np.array_equal(api.simulate_params(p, a, b, c, engine="compiled"), want)
+
+
+REPRESENTATIVE = [
+    ("volta", "m8n8k4.f32.f16.f16.f32"),
+    ("hopper", "m16n8k16.f32.f16.f16.f32"),
+    ("hopper", "m16n8k8.f32.tf32.tf32.f32"),
+    ("hopper", "wgmma.m64n8k32.f32.e4m3.e4m3"),
+    ("ada", "m16n8k16.f16.e4m3.e5m2.f16"),
+    ("ampere", "m8n8k4.f64.f64.f64.f64"),
+    ("cdna1", "v_mfma_f32_4x4x1f32"),
+    ("cdna2", "v_mfma_f32_4x4x2bf16"),
+    ("cdna3", "v_mfma_f32_32x32x4_2b_f16"),
+    ("cdna3", "v_mfma_f32_32x32x16_bf8_fp8"),
+    ("rtx-blackwell", "m16n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e2m1.e4m3.f32.ue8m0"),
+    ("rtx-blackwell", "m16n8k64.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3"),
+]
+
+
+@pytest.mark.parametrize("arch,instr", REPRESENTATIVE, ids=[f"{a}:{i}" for a, i in REPRESENTATIVE])
+def test_representative_instructions_agree_with_numpy(arch, instr):
+    _agree(parse_variant(arch).params(instr))
+
+
+# Each ModelParams field differs from its preset's value in at least one variant below (the
+# operand formats, K, scale_fmt and scale_block vary across the instructions above).
+VARIANTS = [
+    ("volta[F=20]", None),
+    ("volta[L=2]", None),
+    ("volta[carry_bits=1]", None),
+    ("volta[carry_bits=1,carry_overflow=renormalize]", None),
+    ("volta[align=round-down]", None),
+    ("volta[align=exact]", None),
+    ("volta[product_exponent=normalized]", None),
+    ("volta[e_zero=-20]", None),
+    ("volta[rounding=rne]", None),
+    ("volta[overflow=ieee]", None),
+    ("volta[nan_bits=0x7fc00001]", None),
+    ("volta[L=4,group_map=byte-pairs]", None),
+    ("volta[c_add=after]", None),
+    ("volta[flush_inputs=true]", None),
+    ("volta[flush_products=true]", None),
+    ("volta[flush_sums=true]", None),
+    ("volta[flush_outputs=true]", None),
+    ("volta[zero_sign=ieee]", None),
+    ("volta[algorithm=sequential,order=reverse,fused_products=true]", None),
+    ("volta[algorithm=sequential,order=pairwise]", None),
+    ("hopper[rounding_fmt=e8m13]", "m16n8k16.f32.e4m3.e4m3.f32"),
+    ("hopper[unpack=none]", "m16n8k16.f32.e4m3.e4m3.f32"),
+    ("ampere[tf32=full]", "m16n8k4.f32.tf32.tf32.f32"),
+    ("cdna1[nan_rule=b-acc-a]", "v_mfma_f32_4x4x1f32"),
+    ("cdna1[acc_fmt=fp64,acc_rounding=rz]", "v_mfma_f32_4x4x1f32"),
+    ("cdna2[G=1]", "v_mfma_f32_4x4x2bf16"),
+    ("cdna3[F2=28]", "v_mfma_f32_32x32x4_2b_f16"),
+    ("ampere[split=markidis,split_fmt=bf16]", "m16n8k4.f32.tf32.tf32.f32"),
+    ("ampere[split=ootomo-yokota,split_scale=10]", "m16n8k4.f32.tf32.tf32.f32"),
+]
+
+
+@pytest.mark.parametrize("variant,instr", VARIANTS, ids=[v for v, _ in VARIANTS])
+def test_variants_agree_with_numpy(variant, instr):
+    _agree(parse_variant(variant).params(instr), n=2000)
+
+
+def test_variants_touch_every_parameter():
+    """The variant list above changes every parameter except those that the instruction
+    choice itself varies (formats, K, block scaling)."""
+    import dataclasses
+
+    touched = set()
+    for v, i in VARIANTS:
+        p = parse_variant(v).params(i)
+        base = parse_variant(v.split("[")[0]).params(i)
+        touched |= {
+            f.name for f in dataclasses.fields(p) if getattr(p, f.name) != getattr(base, f.name)
+        }
+    by_instruction = {"a_fmt", "b_fmt", "c_fmt", "d_fmt", "K", "scale_fmt", "scale_block"}
+    assert {f.name for f in dataclasses.fields(ModelParams)} - touched <= by_instruction
+
+
+def test_narrow_and_wide_arrays_give_the_same_bits():
+    """uint64 arrays are read in place; uint16 ones by a kernel for 16-bit elements; int64
+    arrays (non-negative) are viewed as unsigned."""
+    p = parse_variant("volta").params(None)
+    a, b, c, _, _ = _rows(p, 5000, 3)
+    want = api.simulate_params(p, a, b, c, engine="numpy")
+    for dt in (np.uint16, np.uint32, np.int64):
+        got = api.simulate_params(
+            p, a.astype(dt), b.astype(dt), c.astype(np.uint32), engine="compiled"
+        )
+        assert np.array_equal(got, want), dt
+
+
+def test_rows_split_across_threads_give_the_same_bits():
+    p = parse_variant("volta").params(None)
+    a, b, c, _, _ = _rows(p, 50_000, 5)
+    one = kernel.run_rows(p, [a, b, c], n_threads=1)
+    many = kernel.run_rows(p, [a, b, c], n_threads=3)
+    assert np.array_equal(one, many)
+    assert np.array_equal(one, api.simulate_params(p, a, b, c, engine="numpy"))
+
+
+def test_second_load_compiles_nothing(monkeypatch):
+    """A kernel compiled once is loaded from the disk cache in a fresh process state."""
+    p = parse_variant("volta[F=21]").params(None)
+    a, b, c, _, _ = _rows(p, 500, 9)
+    assert not kernel.is_ready(p, [a, b, c])
+    first = api.simulate_params(p, a, b, c, engine="compiled")
+    assert kernel.is_ready(p, [a, b, c])
+    kernel._KERNELS.clear()
+
+    def no_compile(ir):
+        raise AssertionError("compiled again despite the disk cache")
+
+    monkeypatch.setattr(engine_jit, "compile_object", no_compile)
+    assert kernel.is_ready(p, [a, b, c])
+    assert np.array_equal(api.simulate_params(p, a, b, c, engine="compiled"), first)
+
+
+def test_default_engine_by_batch_and_readiness():
+    p = parse_variant("volta[F=19]").params(None)
+    a, b, c, _, _ = _rows(p, 100, 1)
+    assert api._pick_engine(p, None, None, [a, b, c]) == Engine.NUMPY  # not compiled, small
+    api.simulate_params(p, a, b, c, engine="compiled")
+    assert api._pick_engine(p, None, None, [a, b, c]) == Engine.COMPILED  # ready
+    assert api._pick_engine(p, None, "cpu", [a, b, c]) == Engine.TORCH
+
+
+def test_engine_errors_are_one_line():
+    p = parse_variant("volta").params(None)
+    a, b, c, _, _ = _rows(p, 4, 1)
+    with pytest.raises(UserError, match="unknown engine 'gpu'; known: numpy, compiled, torch"):
+        parse_engine("gpu")
+    with pytest.raises(UserError, match="engine numpy runs on this machine's CPU"):
+        api.simulate_params(p, a, b, c, device="cuda", engine="numpy")
+    with pytest.raises(UserError, match="engine compiled: unknown device 'tpu'"):
+        api.simulate_params(p, a, b, c, device="tpu", engine="compiled")
+
+
+def test_cli_engine_option(tmp_path):
+    from click.testing import CliRunner
+
+    from tensorcore_smt.cli import main
+
+    args = ["simulate", "--arch", "volta", "--a", "3c00,3c00,3c00,3c00"]
+    args += ["--b", "3c00,3c00,3c00,4000", "--c", "3f800000"]
+    r = CliRunner().invoke(main, [*args, "--engine", "compiled"])
+    assert r.exit_code == 0 and "0x40c00000 (6.0)" in r.output, r.output
+    r = CliRunner().invoke(main, [*args, "--engine", "gpu"])
+    assert r.exit_code == 2
+    assert "unknown engine 'gpu'; known: numpy, compiled, torch" in r.output
+
+
+def _gpu_driver_present() -> bool:
+    try:
+        from cuda.bindings import driver
+
+        return driver.cuInit(0)[0] == driver.CUresult.CUDA_SUCCESS
+    except Exception:
+        return False
+
+
+def test_ptx_for_sm90_is_accepted_by_ptxas(tmp_path):
+    """The same DAG through llvmlite's NVPTX back end gives PTX that the CUDA toolkit's
+    assembler accepts for sm_90 (the GPU path needs no nvcc; ptxas only checks here)."""
+    from tensorcore_smt.engine.ptx import ptx_for
+
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if not shutil.which(ptxas):
+        pytest.skip("no CUDA toolkit (ptxas) on this machine to check the PTX with")
+    for arch, instr in [REPRESENTATIVE[0], REPRESENTATIVE[1], REPRESENTATIVE[9]]:
+        text = ptx_for(parse_variant(arch).params(instr), "sm_90")
+        assert ".target sm_90" in text and ".entry tcsmt_kernel" in text
+        src = tmp_path / "k.ptx"
+        src.write_text(text)
+        r = subprocess.run(
+            [ptxas, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
+
+
+def test_missing_gpu_is_one_line_naming_the_engine():
+    if _gpu_driver_present():
+        pytest.skip("a GPU is present: the launch test below runs instead")
+    p = parse_variant("volta").params(None)
+    a, b, c, _, _ = _rows(p, 4, 1)
+    with pytest.raises(UserError, match="^engine compiled on cuda: "):
+        api.simulate_params(p, a, b, c, device="cuda", engine="compiled")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu_driver_present(), reason="needs an NVIDIA GPU and driver")
+def test_gpu_kernel_agrees_with_numpy():
+    for arch, instr in REPRESENTATIVE:
+        p = parse_variant(arch).params(instr)
+        a, b, c, sa, sb = _rows(p, 20_000, 4)
+        want = api.simulate_params(p, a, b, c, sa_bits=sa, sb_bits=sb, engine="numpy")
+        got = api.simulate_params(
+            p, a, b, c, sa_bits=sa, sb_bits=sb, engine="compiled", device="cuda"
+        )
+        assert np.array_equal(got, want), (arch, instr)
+
+
+MODELS = distinct_models()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", MODELS, ids=[model_id(m) for m in MODELS])
+def test_every_instruction_of_every_preset_agrees_with_numpy(entry):
+    _agree(entry[0], n=20_000, seed=23)
