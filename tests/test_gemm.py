@@ -263,3 +263,18 @@ def test_default_instructions_are_data():
     assert default_instruction("ampere", Format.BF16, Format.BF16) == "m16n8k16.f32.bf16.bf16.f32"
     with pytest.raises(UserError, match="volta has no GEMM instruction for bf16"):
         default_instruction("volta", Format.BF16, Format.BF16)
+
+
+def test_special_values_canonical_nan_and_zero_sign():
+    """NaN and Inf inputs give the architecture's canonical NaN in every output format
+    (NVIDIA: 0x7FFFFFFF, bf16 0x7FFF, e4m3 0x7F); an all-zero product is +0."""
+    A = np.array([[np.nan, 1.0], [np.inf, -np.inf], [-0.0, -0.0]], dtype=np.float16)
+    B = np.array([[1.0], [1.0]], dtype=np.float16)
+    B = np.concatenate([B, np.zeros((14, 1), np.float16)])
+    A = np.concatenate([A, np.zeros((3, 14), np.float16)], axis=1)
+    d = matmul("hopper", A, B).view(np.uint32)[:, 0]
+    assert d.tolist() == [0x7FFFFFFF, 0x7FFFFFFF, 0]
+    d = matmul("hopper/serial[out=bf16]", A, B).view(np.uint16)[:, 0]
+    assert d.tolist() == [0x7FFF, 0x7FFF, 0]
+    d = matmul("hopper/cublas-fp8[out=e4m3]", A, B).view(np.uint8)[:, 0]
+    assert d.tolist() == [0x7F, 0x7F, 0]
