@@ -18,6 +18,8 @@ The convention (for whoever writes a page):
 - Every other block (``sh``, ``text``, ``python``, ``toml``, ``json``) is illustrative and
   not run: that is where commands go that need a GPU, nvcc, hipcc, torch or the mmasim
   extra, that take more than a few seconds, or that write into the checkout (``make ...``).
+  The ``tcsmt ...`` lines of ``sh`` blocks are still parsed against the current commands
+  and options (nothing runs), unless they use ``[optional]`` syntax or ``...``.
 - Elision: an expected line that is exactly ``...`` stands for any number of lines (none
   included); ``...`` inside a line stands for any text on that line. That is how figures
   that vary between runs (times, solver versions, throughput) and long listings are
@@ -263,6 +265,61 @@ def test_curated_queries_are_what_export_writes_today(tmp_path: Path):
             assert (ROOT / "queries" / f"{name}.smt2").read_text() == fresh, (
                 f"queries/{name}.smt2 is not what `tcsmt export` writes now: run `make queries`"
             )
+
+
+def _sh_commands(path: Path):
+    """(line, argv) of every `tcsmt ...` line in the page's sh blocks (continuations
+    joined, comments dropped), except templates with [optional] parts or "..."."""
+    lines = path.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info = m.group(1), m.group(2)
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith(fence):
+            j += 1
+        k = i + 1
+        while info in ("sh", "bash") and k < j:
+            first, text = k + 1, lines[k]
+            k += 1
+            while text.rstrip().endswith("\\") and k < j:
+                text = text.rstrip()[:-1] + " " + lines[k].strip()
+                k += 1
+            argv = shlex.split(text, comments=True)
+            if argv[:1] == ["tcsmt"] and not any(a.startswith("[") or a == "..." for a in argv):
+                yield first, argv
+        i = j + 1
+
+
+def test_illustrative_commands_parse(monkeypatch):
+    """The commands shown but not run (sh blocks) name commands and options that exist,
+    with values their types accept: each is parsed by click with every command's body
+    replaced by a no-op."""
+    import click
+
+    from tensorcore_smt.cli import main
+
+    def leaves(cmd):
+        if isinstance(cmd, click.Group):
+            for sub in cmd.commands.values():
+                yield from leaves(sub)
+        else:
+            yield cmd
+
+    for cmd in leaves(main):
+        monkeypatch.setattr(cmd, "callback", lambda *a, **k: None)
+    bad, seen = [], 0
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for line, argv in _sh_commands(path):
+            seen += 1
+            r = CliRunner().invoke(main, argv[1:], prog_name="tcsmt")
+            if r.exit_code != 0:
+                bad.append(f"{path.relative_to(ROOT)}:{line}: {shlex.join(argv)}\n{r.output}")
+    assert seen > 10
+    assert not bad, "\n".join(bad)
 
 
 def test_elision_rule():
