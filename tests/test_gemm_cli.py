@@ -159,3 +159,28 @@ def test_exact_reference_includes_alpha_beta_and_c(tmp_path):
     m = run_measured("ampere/serial[alpha=0.5]", A, B, C)
     assert m.exact.max_ulps == 0
     assert (m.D == 0.5 * (A.astype(np.float32) @ B.astype(np.float32) + C)).all()
+
+
+def test_plot_and_k_sweep(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "e.png"
+    r = run(
+        "gemm",
+        "--arch",
+        "hopper",
+        "--random",
+        "4,4,64",
+        "--dtype",
+        "e4m3",
+        "--k-sweep",
+        "--compare",
+        "hopper/cublas-fp8",
+        "--plot",
+        str(png),
+    )
+    assert r.exit_code == 0, r.output
+    assert "K sweep" in r.output and png.read_bytes()[:4] == b"\x89PNG"
+    for k in ("16", "32", "64"):
+        assert any(line.split()[:1] == [k] for line in r.output.splitlines())
+    r = run("gemm", "--arch", "hopper", "--random", "4,4,64", "--plot", str(tmp_path / "h.png"))
+    assert r.exit_code == 0 and (tmp_path / "h.png").read_bytes()[:4] == b"\x89PNG"

@@ -132,10 +132,13 @@ def _plot(path: str, runs: list[list[Measured]], ks: list[int] | None) -> None:
             m = series[-1]
             if m.exact is None:
                 continue
-            u = m.exact.ulps[np.isfinite(m.exact.ulps)].reshape(-1)
-            ax.hist(u, bins=60, histtype="step", label=m.run.hypothesis.describe())
+            u = np.sort(m.exact.ulps[np.isfinite(m.exact.ulps)].reshape(-1))
+            frac = np.arange(1, len(u) + 1) / max(len(u), 1)
+            ax.step(u, frac, where="post", label=m.run.hypothesis.describe())
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlim(left=0)
         ax.set_xlabel("error vs exact product (ulps of the output)")
-        ax.set_ylabel("outputs")
+        ax.set_ylabel("fraction of outputs with at most this error")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -188,7 +191,7 @@ def _plot(path: str, runs: list[list[Measured]], ks: list[int] | None) -> None:
     "plot_path",
     default=None,
     metavar="FILE.png",
-    help="Draw the error distributions (PNG).",
+    help="Draw the error distributions (PNG; cumulative).",
 )
 @click.option("--k-sweep", is_flag=True, help="With --random: errors for K = 16, 32, ..., K.")
 def gemm(
