@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -54,6 +55,17 @@ def is_ready(p: ModelParams, arrays: list[np.ndarray | None]) -> bool:
     return cache.get(_disk_key(p, containers)) is not None
 
 
+def machine_code(disk_key: str, make: Callable[[], tuple[str, bool]]) -> int:
+    """The address of KERNEL in object code from the disk cache under `disk_key`, or
+    compiled from `make()` = (IR text, whether to vectorise the row loop) and stored."""
+    obj = cache.get(disk_key)
+    if obj is None:
+        ir, vectorize = make()
+        obj = jit.compile_object(ir, vectorize)
+        cache.put(disk_key, obj)
+    return jit.load(obj, KERNEL)
+
+
 def cpu_kernel(p: ModelParams, containers: tuple[int, ...] | None = None) -> CpuKernel:
     """The compiled kernel of `p` for operand arrays of `containers` bits per element
     (None: the narrowest that holds each operand's bit patterns)."""
@@ -64,14 +76,12 @@ def cpu_kernel(p: ModelParams, containers: tuple[int, ...] | None = None) -> Cpu
         k = _KERNELS.get(mem_key)
         if k is not None:
             return k
-        disk_key = _disk_key(p, containers)
-        obj = cache.get(disk_key)
-        if obj is None:
+
+        def make() -> tuple[str, bool]:
             dag = instruction_dag(p)
-            vectorize = dag.nodes <= jit.VECTORIZE_NODES
-            obj = jit.compile_object(cpu_module(dag, containers), vectorize)
-            cache.put(disk_key, obj)
-        addr = jit.load(obj, KERNEL)
+            return cpu_module(dag, containers), dag.nodes <= jit.VECTORIZE_NODES
+
+        addr = machine_code(_disk_key(p, containers), make)
         proto = ctypes.CFUNCTYPE(
             None, ctypes.c_int64, ctypes.c_int64, *[ctypes.c_void_p] * (len(ops) + 1)
         )
