@@ -12,17 +12,22 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from tensorcore_smt import api
-from tensorcore_smt.hardware import campaign as hardware
+from tensorcore_smt.cli import main
+from tensorcore_smt.hardware.gpu import Gpu, sass_excerpt, sass_ops
+from tensorcore_smt.hardware.validation import recheck
 from tensorcore_smt.probe.runner import generate_runner, runner_target
 from tensorcore_smt.spec.formats import Format, Specials
 from tensorcore_smt.spec.presets import PRESETS, parse_variant
 from tensorcore_smt.validation.rows import KINDS, RowKind, random_rows
+from tensorcore_smt.validation.validate import chunk_seed as _chunk_seed
 
 DATA = Path(__file__).parent / "data" / "h100_silicon.jsonl"
 NVCC = shutil.which("nvcc")
@@ -220,11 +225,33 @@ def test_runner_compiles(tmp_path, instr):
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
 
 
-def test_campaign_without_gpu_is_one_line(monkeypatch, capsys):
+def test_campaign_without_gpu_is_one_line(monkeypatch):
+    """`tcsmt hardware run` and `python -m tensorcore_smt.hardware run` (what `make
+    hardware` runs) without a GPU: one line, exit 2."""
     monkeypatch.setenv("PATH", "/nonexistent")
-    assert hardware.main(["run", "--steps", "validate"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "needs an NVIDIA GPU" in err[0]
+    r = CliRunner().invoke(main, ["hardware", "run", "--steps", "validate"])
+    assert r.exit_code == 2 and r.output.strip().splitlines() == [
+        "tcsmt: error: make hardware needs an NVIDIA GPU: nvidia-smi is not installed here"
+    ]
+    env = {"PATH": "/nonexistent", "PYTHONPATH": str(Path(__file__).parent.parent)}
+    r = subprocess.run(
+        [sys.executable, "-m", "tensorcore_smt.hardware", "run"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert r.returncode == 2 and not r.stdout
+    assert len(r.stderr.strip().splitlines()) == 1 and "needs an NVIDIA GPU" in r.stderr
+
+
+def test_campaign_options_are_checked():
+    for args, says in (
+        (["--steps", "probes,foo"], "--steps: unknown step 'foo'"),
+        (["--rows", "0"], "'--rows': 0 is out of range"),
+        (["--arch", "volta"], "'--arch'"),
+    ):
+        r = CliRunner().invoke(main, ["hardware", "run", *args])
+        assert r.exit_code == 2 and says in r.output and len(r.output.splitlines()) == 1, r.output
 
 
 def test_sass_ops():
@@ -234,13 +261,13 @@ def test_sass_ops():
         /*09b0*/                   HMMA.16816.F32 R12, R12, R2, R16 ; /* 0x000000020c0c723c */
         Function : probe_kernel
     """
-    assert hardware.sass_ops(sass) == {"F2FP.F16.E4M3.UNPACK_B": 1, "HMMA.16816.F32": 2}
-    assert hardware.sass_excerpt(sass).count("\n") == 2
+    assert sass_ops(sass) == {"F2FP.F16.E4M3.UNPACK_B": 1, "HMMA.16816.F32": 2}
+    assert sass_excerpt(sass).count("\n") == 2
 
 
 def test_gpu_slug():
-    assert hardware.Gpu("NVIDIA H100 80GB HBM3", 90, "x").slug == "h100"
-    assert hardware.Gpu("NVIDIA H200", 90, "x").slug == "h200"
+    assert Gpu("NVIDIA H100 80GB HBM3", 90, "x").slug == "h100"
+    assert Gpu("NVIDIA H200", 90, "x").slug == "h200"
 
 
 # --- the 10^6-row validation (results/hardware/h100) ---------------------------------
@@ -289,7 +316,7 @@ def test_unpack_must_hold_the_operands():
 
 def _recheck(pattern: str) -> list[dict]:
     # the model the run validated is the preset before unpack=fp16
-    return hardware.recheck(RESULTS, "hopper[unpack=none]", pattern)
+    return recheck(RESULTS, "hopper[unpack=none]", pattern)
 
 
 def test_preset_agrees_with_the_h100_on_the_mixed_fp8_k16_rows():
@@ -304,3 +331,38 @@ def test_preset_agrees_with_every_row_the_h100_returned():
     """All 15.7 million rows of the validation, every instruction (a few minutes)."""
     rows = _recheck("")
     assert len(rows) == 40 and all(r["agrees"] for r in rows)
+
+
+def test_gpu_validation_is_validate_with_an_oracle(tmp_path):
+    """The campaign's validation of one instruction, with a stand-in for the GPU (the
+    oracle variant:hopper[F=24], one of the named alternatives): the seeded chunks on a
+    Dask worker, the preset's mismatches counted by row kind, the alternative's own count
+    zero (it is the oracle), the mismatch file in validate's format (row numbers as
+    sources, the oracle's d in meta.observed); recheck then redraws the rows from the
+    recorded seed and chunk size and finds the two models differ exactly there."""
+    from tensorcore_smt.hardware.validation import validate_instruction
+    from tensorcore_smt.identify.oracle import make_oracle
+    from tensorcore_smt.validation.vectors import load
+
+    instr = "m16n8k16.f32.f16.f16.f32"
+    p = parse_variant("hopper").params(instr)
+    oracle = make_oracle("variant:hopper[F=24]", p, "hopper", instr)
+    entry, interrupted = validate_instruction(
+        "hopper", instr, oracle, tmp_path, rows=1500, seed=7, chunk_rows=500, workers=1
+    )
+    assert not interrupted and entry["rows"] == 1500 and entry["stream"] == 2
+    assert entry["mismatches"] > 0 and entry["alternatives"]["hopper[F=24]"] == 0
+    assert sum(entry["mismatches_by_kind"].values()) == entry["mismatches"]
+    vf = load(tmp_path / entry["mismatch_file"])
+    assert len(vf.vectors) == entry["mismatches"]
+    row = int(vf.vectors[0].source.split()[1])
+    a, b, c, _ = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, 500, _chunk_seed(7, row // 500))
+    j = row % 500
+    assert vf.vectors[0].a == a[j].tolist()
+    hidden = parse_variant("hopper[F=24]").params(instr)
+    d = api.simulate_params(hidden, a[j : j + 1], b[j : j + 1], c[j : j + 1])
+    assert vf.meta["observed"][0] == f"0x{int(d[0]):08x}"
+    (tmp_path / "machine.json").write_text(json.dumps({"arch": "hopper"}))
+    (tmp_path / "validation" / "validation.json").write_text(json.dumps([entry]))
+    (again,) = recheck(tmp_path, "hopper[F=24]")
+    assert again["agrees"] and again["differ"] == again["reported"] == entry["mismatches"]

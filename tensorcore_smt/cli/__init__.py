@@ -4,6 +4,7 @@ the root group of base.py; the modules import base.py and options.py, never each
 from . import (  # noqa: F401  (registration)
     find,
     gemm,
+    hardware,
     identify,
     listing,
     simulate,

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from functools import partial
 from pathlib import Path
 
 import click
@@ -14,18 +12,16 @@ from ..engine import Engine
 from ..errors import ExitCode, UserError
 from ..identify.oracle import make_oracle
 from ..spec.presets import parse_variant
-from ..validation.distributed import TaskFailure, connect, run_tasks
 from ..validation.validate import (
     CHUNK_ROWS,
     KEEP,
     Job,
-    Tally,
-    check_chunk,
     given_chunks,
     mismatch_file,
     random_chunks,
     read_inputs,
     recorded_inputs,
+    run_validation,
     write_rows,
 )
 from .base import check_out, main
@@ -170,32 +166,18 @@ def validate_cmd(
 
         nan_class = nan_class or nan_payload_unspecified(p, arch)
     job = Job(p=p, oracle=oracle, keep=keep, device=device, nan_class=nan_class, engine=engine)
-    tally = Tally(keep=keep)
-    failures: list[TaskFailure] = []
-    interrupted = False
-    show = sys.stderr.isatty() and not as_json
-    t0 = time.monotonic()
-    with connect(workers, scheduler, dashboard) as client:
-        n_workers = len(client.scheduler_info().get("workers", {}))
-        t_start = time.monotonic()
-        try:
-            for _, r in run_tasks(
-                client,
-                partial(check_chunk, job),
-                chunks,
-                describe=lambda c: c.describe(),
-                label=f"validate {arch}",
-                weights=[c.n for c in chunks],
-                progress=show,
-            ):
-                if isinstance(r, TaskFailure):
-                    failures.append(r)
-                    click.echo(f"tcsmt: validate: {r.input} failed: {r.error}", err=True)
-                else:
-                    tally.add(r)
-        except KeyboardInterrupt:
-            interrupted = True
-        seconds = time.monotonic() - t_start
+    run = run_validation(
+        job,
+        chunks,
+        workers=workers,
+        scheduler=scheduler,
+        dashboard=dashboard,
+        label=f"validate {arch}",
+        progress=sys.stderr.isatty() and not as_json,
+        on_failure=lambda r: click.echo(f"tcsmt: validate: {r.input} failed: {r.error}", err=True),
+    )
+    tally, failures, interrupted, seconds = run.tally, run.failures, run.interrupted, run.seconds
+    n_workers = run.workers
     hidden = oracle_spec.partition(":")[2].strip() if oracle_spec.startswith("variant:") else None
     written = None
     if tally.kept:
@@ -214,7 +196,7 @@ def validate_cmd(
         except UserError as e:  # e.g. a split model: its inputs are not the unit's operands
             written = write_rows(tally, p, out_path.with_suffix(".jsonl"))
             click.echo(f"tcsmt: validate: no vector file ({e}); rows as JSONL", err=True)
-    rate = tally.rows / seconds if seconds > 0 else 0.0
+    rate = run.rows_per_s
     report = {
         "rows": tally.rows,
         "mismatches": tally.mismatches,
@@ -226,7 +208,7 @@ def validate_cmd(
         "oracle": oracle_spec,
         "workers": n_workers,
         "nan_class": nan_class,
-        "startup_seconds": round(t_start - t0, 3),
+        "startup_seconds": round(run.startup_seconds, 3),
         "failed": [{"chunk": f.input, "error": f.error} for f in failures],
         "interrupted": interrupted,
     }
@@ -239,7 +221,7 @@ def validate_cmd(
         click.echo(f"mismatches:  {tally.mismatches:,}")
         click.echo(
             f"throughput:  {rate:,.0f} rows/s ({seconds:.2f} s on {n_workers} worker{'s' if n_workers != 1 else ''}, "
-            f"{t_start - t0:.1f} s to start)"
+            f"{run.startup_seconds:.1f} s to start)"
         )
         if written:
             click.echo(f"wrote:       {written} (first {len(tally.kept)} mismatching rows)")

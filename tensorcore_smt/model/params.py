@@ -267,7 +267,9 @@ PARAM_RANGES: dict[str, IntRange] = {
     # L > K means one group (groups() caps it); identify spaces try L = 2K
     "L": IntRange(1, 512, "fused group size; MMA-Sim Table III: 2 (tf32 Volta) to 32 (fp8)"),
     "F": IntRange(0, 64, "alignment fraction bits; papers: 13 (fp8 Ada/Hopper) to 35 (GDFS)"),
-    "carry_bits": IntRange(0, 32, "integer headroom; paper 000 §4.3: 3 to 4; presets: fda.least_carry_bits"),
+    "carry_bits": IntRange(
+        0, 32, "integer headroom; paper 000 §4.3: 3 to 4; presets: fda.least_carry_bits"
+    ),
     "e_zero": IntRange(-16383, 16383, "an exponent that fits the model's 16-bit exponents"),
     "nan_bits": IntRange(
         0, (1 << 64) - 1, "checked against d_fmt by check_params", "0..2^w-1 for a w-bit d"

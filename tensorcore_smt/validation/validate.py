@@ -77,6 +77,8 @@ class ChunkResult:
     d_model: np.ndarray
     d_oracle: np.ndarray
     seconds: float
+    others: dict[str, int] = field(default_factory=dict)  # Job.others' mismatches
+    by_kind: dict[str, int] = field(default_factory=dict)  # mismatches per row kind
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,9 @@ class Job:
     device: str | None = None
     nan_class: bool = False  # two NaN outputs agree whatever their payloads
     engine: Engine | None = None  # None: chosen per chunk (engine/choice.py)
+    others: tuple[tuple[str, ModelParams], ...] = ()
+    """Other hypotheses (name, model) whose mismatches with the oracle are counted too
+    (the hardware campaign's named alternatives); their rows are not kept."""
 
 
 def random_chunks(n_rows: int, seed: int, chunk_rows: int = CHUNK_ROWS) -> list[Chunk]:
@@ -127,10 +132,16 @@ def given_chunks(
 
 def chunk_inputs(p: ModelParams, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The (a, b, c) bit patterns of a chunk's rows."""
+    return _chunk_rows(p, chunk)[:3]
+
+
+def _chunk_rows(p: ModelParams, chunk: Chunk):
+    """(a, b, c, kind numbers into rows.KINDS, or None for given rows) of a chunk."""
     if chunk.seed is None:
-        return chunk.a, chunk.b, chunk.c
-    a, b, c, _ = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, max(chunk.draw, chunk.n), chunk.seed)
-    return a[: chunk.n], b[: chunk.n], c[: chunk.n]
+        return chunk.a, chunk.b, chunk.c, None
+    n = max(chunk.draw, chunk.n)
+    a, b, c, kind = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, n, chunk.seed)
+    return a[: chunk.n], b[: chunk.n], c[: chunk.n], kind[: chunk.n]
 
 
 def check_chunk(job: Job, chunk: Chunk) -> ChunkResult:
@@ -138,21 +149,31 @@ def check_chunk(job: Job, chunk: Chunk) -> ChunkResult:
     from ..api import simulate_params
 
     t0 = time.perf_counter()
-    a, b, c = chunk_inputs(job.p, chunk)
-    d_model = np.asarray(
-        simulate_params(job.p, a, b, c, device=job.device, engine=job.engine), dtype=np.uint64
-    )
+    a, b, c, kind = _chunk_rows(job.p, chunk)
     if chunk.d is not None:
         d_oracle = np.asarray(chunk.d, dtype=np.uint64)
     else:
         d_oracle = np.asarray(job.oracle.ask(a, b, c), dtype=np.uint64)
-    differ = d_model != d_oracle
-    if job.nan_class:
-        from .mmasim import is_nan
 
-        differ &= ~(is_nan(d_model, job.p.d_fmt) & is_nan(d_oracle, job.p.d_fmt))
+    def differ_from_oracle(q: ModelParams) -> tuple[np.ndarray, np.ndarray]:
+        d = simulate_params(q, a, b, c, device=job.device, engine=job.engine)
+        d = np.asarray(d, dtype=np.uint64)
+        differ = d != d_oracle
+        if job.nan_class:
+            from .mmasim import is_nan
+
+            differ &= ~(is_nan(d, q.d_fmt) & is_nan(d_oracle, q.d_fmt))
+        return d, differ
+
+    d_model, differ = differ_from_oracle(job.p)
     bad = np.nonzero(differ)[0]
     kept = bad[: job.keep]
+    by_kind = {}
+    if kind is not None:
+        from .rows import KINDS
+
+        counts = np.bincount(kind[bad], minlength=len(KINDS))
+        by_kind = {k.value: int(n) for k, n in zip(KINDS, counts)}
     return ChunkResult(
         index=chunk.index,
         rows=chunk.n,
@@ -164,6 +185,8 @@ def check_chunk(job: Job, chunk: Chunk) -> ChunkResult:
         d_model=d_model[kept],
         d_oracle=d_oracle[kept],
         seconds=time.perf_counter() - t0,
+        others={name: int(differ_from_oracle(q)[1].sum()) for name, q in job.others},
+        by_kind=by_kind,
     )
 
 
@@ -176,11 +199,17 @@ class Tally:
     mismatches: int = 0
     chunks: int = 0
     kept: list[tuple[int, list[int], list[int], int, int, int]] = field(default_factory=list)
+    others: dict[str, int] = field(default_factory=dict)
+    by_kind: dict[str, int] = field(default_factory=dict)
 
     def add(self, r: ChunkResult) -> None:
         self.rows += r.rows
         self.mismatches += r.mismatches
         self.chunks += 1
+        for name, n in r.others.items():
+            self.others[name] = self.others.get(name, 0) + n
+        for name, n in r.by_kind.items():
+            self.by_kind[name] = self.by_kind.get(name, 0) + n
         for i in range(len(r.row)):
             self.kept.append(
                 (
@@ -196,6 +225,74 @@ class Tally:
         del self.kept[self.keep :]
 
 
+@dataclass
+class RunResult:
+    """A whole run: the merged chunk results, the chunks that failed (TaskFailure, each
+    naming its rows), whether Ctrl-C cut it short, the task phase's seconds, the
+    cluster's start-up seconds and its worker count."""
+
+    tally: Tally
+    failures: list
+    interrupted: bool
+    seconds: float
+    startup_seconds: float
+    workers: int
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.tally.rows / self.seconds if self.seconds > 0 else 0.0
+
+
+def run_validation(
+    job: Job,
+    chunks: list[Chunk],
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    dashboard: bool = False,
+    label: str = "validate",
+    progress: bool = False,
+    on_failure=None,
+    client=None,
+) -> RunResult:
+    """Run every chunk of `job` as a task on a Dask cluster (`client`'s, else
+    `distributed.connect`: an embedded one of `workers` processes, or `scheduler`'s) and
+    merge the results as they come. A failed chunk is passed to `on_failure` (if given)
+    and the others go on; Ctrl-C ends the run with what finished (`interrupted`)."""
+    from contextlib import nullcontext
+    from functools import partial
+
+    from .distributed import TaskFailure, connect, run_tasks
+
+    tally = Tally(keep=job.keep)
+    failures: list[TaskFailure] = []
+    interrupted = False
+    t0 = time.monotonic()
+    with nullcontext(client) if client else connect(workers, scheduler, dashboard) as client:
+        n_workers = len(client.scheduler_info().get("workers", {}))
+        t_start = time.monotonic()
+        try:
+            for _, r in run_tasks(
+                client,
+                partial(check_chunk, job),
+                chunks,
+                describe=lambda c: c.describe(),
+                label=label,
+                weights=[c.n for c in chunks],
+                progress=progress,
+            ):
+                if isinstance(r, TaskFailure):
+                    failures.append(r)
+                    if on_failure is not None:
+                        on_failure(r)
+                else:
+                    tally.add(r)
+        except KeyboardInterrupt:
+            interrupted = True
+        seconds = time.monotonic() - t_start
+    return RunResult(tally, failures, interrupted, seconds, t_start - t0, n_workers)
+
+
 def mismatch_file(
     tally: Tally,
     p: ModelParams,
@@ -207,9 +304,11 @@ def mismatch_file(
     meta: dict,
     path: Path,
 ) -> Path:
-    """Write the kept mismatches as a test-vector file: `model`'s prediction for every
-    vector, and the hidden variant's when the oracle is one (`variant:EXPR`); the
-    oracle's own d is in each vector's note either way."""
+    """Write the kept mismatches as a test-vector file (the one mismatch-file format of
+    validate and the hardware campaign): `model`'s prediction for every vector, and the
+    hidden variant's when the oracle is one (`variant:EXPR`); the oracle's own d is in
+    each vector's note and, in order, in meta["observed"]; each vector's source is its
+    row number ("row N") in the run's rows."""
     from . import vectors
 
     names = [model] + ([hidden] if hidden and hidden != model else [])
@@ -235,7 +334,10 @@ def mismatch_file(
         variants=names,
         vectors=vecs,
         property=None,
-        meta={"validate": meta},
+        meta={
+            "validate": meta,
+            "observed": [format_hex(do, p.d_fmt) for *_, do in tally.kept],
+        },
     )
     vectors.save(vf, path)
     return path
@@ -290,7 +392,9 @@ __all__ = [
     "chunk_seed",
     "given_chunks",
     "mismatch_file",
+    "RunResult",
     "random_chunks",
+    "run_validation",
     "read_inputs",
     "recorded_inputs",
     "write_rows",

@@ -1,0 +1,207 @@
+"""`tcsmt hardware`: the GPU campaign's commands (tensorcore_smt.hardware): property vectors
+(no GPU), the run on a GPU machine, the recheck of a past run, and its report.
+`python -m tensorcore_smt.hardware ...` and `make hardware` / `make hardware-vectors`
+run these commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import ExitCode, UserError
+from ..hardware.plan import PROBED
+from .base import Group, main
+from .options import Ranged, cluster_options, oracle_timeout_option
+
+
+@main.group("hardware", cls=Group)
+def hardware_group() -> None:
+    """The hardware campaign: probes, random validation and identify on a real GPU, with
+    what the silicon returned under results/hardware/<gpu>/ (docs/hardware.md)."""
+
+
+_ARCH = click.option(
+    "--arch", default="hopper", show_default=True, type=click.Choice(sorted(PROBED))
+)
+
+
+@hardware_group.command("vectors")
+@_ARCH
+@click.option("--out", default="results/hardware/vectors", show_default=True)
+@click.option(
+    "--timeout",
+    type=Ranged("timeout", float),
+    default=120.0,
+    show_default=True,
+    help="Seconds per solver question.",
+)
+@click.option("--property", "properties", multiple=True, help="Only this property (repeat).")
+@click.option("--instr", "instrs", multiple=True, help="Only this instruction (repeat).")
+def vectors_cmd(
+    arch: str, out: str, timeout: float, properties: tuple[str, ...], instrs: tuple[str, ...]
+) -> None:
+    """Property vectors for the probed instructions (solvers, no GPU): every property's
+    witnesses as vector files under OUT/<instr>/<property>.vectors.json."""
+    from ..hardware.probes import make_vectors
+
+    make_vectors(arch, Path(out), timeout, list(properties) or None, list(instrs) or None)
+
+
+@hardware_group.command("run")
+@_ARCH
+@click.option("--vectors", default="results/hardware/vectors", show_default=True)
+@click.option("--out", default="results/hardware", show_default=True)
+@click.option(
+    "--rows",
+    type=Ranged("rows", int),
+    default=1_000_000,
+    show_default=True,
+    help="Random rows per probed instruction.",
+)
+@click.option(
+    "--rows-others",
+    type=Ranged("rows", int),
+    default=100_000,
+    show_default=True,
+    help="Random rows per instruction outside the probed list.",
+)
+@click.option("--seed", type=Ranged("seed", int), default=0, show_default=True)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1, max=1 << 20),
+    default=200,
+    show_default=True,
+    help="identify: most vectors sent to the GPU per instruction.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=0, max=1024),
+    default=0,
+    help="nvcc builds at once (default: the core count).",
+)
+@click.option(
+    "--steps",
+    default="probes,validate,identify",
+    show_default=True,
+    help="Comma-separated steps to run.",
+)
+@click.option(
+    "--identify-instr",
+    multiple=True,
+    help="identify only these instructions (repeat; default: the probed list).",
+)
+@click.option(
+    "--identify-jobs",
+    type=click.IntRange(min=1, max=64),
+    default=1,
+    show_default=True,
+    help="identify runs at once (threads of this process).",
+)
+@click.option(
+    "--identify-timeout",
+    type=Ranged("timeout", float),
+    default=20.0,
+    show_default=True,
+    help="identify: seconds per solver question.",
+)
+@click.option(
+    "--keep-rows",
+    type=Ranged("keep", int),
+    default=0,
+    show_default=True,
+    help="Rows (with the GPU's d) kept per mismatching instruction, as .rows.npz.",
+)
+@click.option("--keep-dir", default="", help="Where kept rows go (default OUT/<gpu>/rows).")
+@click.option(
+    "--chunk",
+    "chunk_rows",
+    type=Ranged("chunk", int),
+    default=None,
+    help="Rows per validation task (default: validate's, 100,000).",
+)
+@oracle_timeout_option
+@cluster_options
+def run_cmd(
+    arch: str,
+    vectors: str,
+    out: str,
+    rows: int,
+    rows_others: int,
+    seed: int,
+    budget: int,
+    jobs: int,
+    steps: str,
+    identify_instr: tuple[str, ...],
+    identify_jobs: int,
+    identify_timeout: float,
+    keep_rows: int,
+    keep_dir: str,
+    chunk_rows: int | None,
+    oracle_timeout: float,
+    workers: int | None,
+    scheduler: str | None,
+    dashboard: bool,
+) -> None:
+    """The GPU campaign (on a machine with an NVIDIA GPU and nvcc; elsewhere one line and
+    exit 2): probes, validation of every instruction with the cuda oracle, identify."""
+    from ..hardware.campaign import STEPS, campaign
+
+    picked = tuple(s.strip() for s in steps.split(",") if s.strip())
+    bad = [s for s in picked if s not in STEPS]
+    if bad or not picked:
+        raise UserError(
+            f"--steps: unknown step {bad[0]!r}; known: {', '.join(STEPS)}"
+            if bad
+            else f"--steps: none given; known: {', '.join(STEPS)}"
+        )
+    campaign(
+        arch=arch,
+        vectors=Path(vectors),
+        out=Path(out),
+        rows=rows,
+        rows_others=rows_others,
+        seed=seed,
+        budget=budget,
+        jobs=jobs,
+        steps=picked,
+        identify_instr=identify_instr,
+        identify_jobs=identify_jobs,
+        identify_timeout=identify_timeout,
+        keep_rows=keep_rows,
+        keep_dir=Path(keep_dir) if keep_dir else None,
+        workers=workers,
+        scheduler=scheduler,
+        chunk_rows=chunk_rows,
+        oracle_timeout=oracle_timeout,
+    )
+
+
+@hardware_group.command("recheck")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--against", required=True, help="The variant the run validated.")
+@click.option("--instr", default="", help="Only instructions matching this expression.")
+def recheck_cmd(folder: str, against: str, instr: str) -> None:
+    """Does the preset still agree with a past run? (no GPU) The run's rows are drawn
+    again from their seeds; exit 0 when, on every instruction, the preset and AGAINST
+    differ exactly on the rows the GPU disagreed with, 1 otherwise."""
+    from ..hardware.validation import recheck
+
+    try:
+        rows = recheck(Path(folder), against, instr)
+    except (ValueError, OSError, KeyError) as e:
+        raise UserError(f"recheck {folder}: {e}") from None
+    if not all(r["agrees"] for r in rows):
+        sys.exit(ExitCode.REFUTED)
+
+
+@hardware_group.command("report")
+@click.argument("folder", type=click.Path(file_okay=False, exists=True))
+def report_cmd(folder: str) -> None:
+    """Rewrite FOLDER/README.md from a run's JSON files (and FOLDER/FINDINGS.md)."""
+    from ..hardware.report import write_report
+
+    f = Path(folder)
+    findings = f / "FINDINGS.md"
+    click.echo(write_report(f, findings.read_text() if findings.exists() else ""))
