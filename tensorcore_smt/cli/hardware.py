@@ -12,8 +12,9 @@ import click
 
 from ..errors import ExitCode, UserError
 from ..hardware.plan import PROBED
+from ..hardware.validation import ORACLE_TIMEOUT
 from .base import Group, main
-from .options import Ranged, cluster_options, oracle_timeout_option
+from .options import Ranged, cluster_options
 
 
 @main.group("hardware", cls=Group)
@@ -29,7 +30,9 @@ _ARCH = click.option(
 
 @hardware_group.command("vectors")
 @_ARCH
-@click.option("--out", default="results/hardware/vectors", show_default=True)
+@click.option(
+    "--out", default="results/hardware/vectors", show_default=True, help="Where the files go."
+)
 @click.option(
     "--timeout",
     type=Ranged("timeout", float),
@@ -51,8 +54,15 @@ def vectors_cmd(
 
 @hardware_group.command("run")
 @_ARCH
-@click.option("--vectors", default="results/hardware/vectors", show_default=True)
-@click.option("--out", default="results/hardware", show_default=True)
+@click.option(
+    "--vectors",
+    default="results/hardware/vectors",
+    show_default=True,
+    help="The property vector files to probe (tcsmt hardware vectors).",
+)
+@click.option(
+    "--out", default="results/hardware", show_default=True, help="Results go to OUT/<gpu>/."
+)
 @click.option(
     "--rows",
     type=Ranged("rows", int),
@@ -67,7 +77,13 @@ def vectors_cmd(
     show_default=True,
     help="Random rows per instruction outside the probed list.",
 )
-@click.option("--seed", type=Ranged("seed", int), default=0, show_default=True)
+@click.option(
+    "--seed",
+    type=Ranged("seed", int),
+    default=0,
+    show_default=True,
+    help="Seed of the random rows (instruction i uses SEED + i).",
+)
 @click.option(
     "--budget",
     type=click.IntRange(min=1, max=1 << 20),
@@ -121,7 +137,13 @@ def vectors_cmd(
     default=None,
     help="Rows per validation task (default: validate's, 100,000).",
 )
-@oracle_timeout_option
+@click.option(
+    "--oracle-timeout",
+    type=Ranged("oracle_timeout", float),
+    default=ORACLE_TIMEOUT,
+    show_default=True,
+    help="Seconds the GPU's batch runner may take for one validation chunk.",
+)
 @cluster_options
 def run_cmd(
     arch: str,
