@@ -20,6 +20,15 @@ from .base import check_out, main, write_or_print
 from .options import Spinner, cluster_options, limits_from, solver_options_common
 
 
+def _dumps(vf, out) -> str:
+    """The text of a vector file: instruction-level (JSON or CSV) or GEMM (JSON)."""
+    from ..validation import gemm_vectors
+
+    if isinstance(vf, gemm_vectors.GemmVectorFile):
+        return gemm_vectors.dumps(vf)
+    return vec.dumps(vf, out)
+
+
 def _exit_code(answers: list[QueryAnswer]) -> int:
     verdicts = [a.outcome.verdict for a in answers]
     if Verdict.BAD_WITNESS in verdicts:
@@ -121,7 +130,7 @@ def find_cmd(
     files = []
     if out:
         vf = vectors_of(prop, arch, answers)
-        if vf is not None and write_or_print(out, vec.dumps(vf, out), "witness vectors"):
+        if vf is not None and write_or_print(out, _dumps(vf, out), "witness vectors"):
             files.append(str(out))
     if as_json:
         click.echo(

@@ -17,7 +17,7 @@ from ..smt.report import describe
 from ..spec.formats import format_hex
 from ..spec.presets import PRESETS, parse_variant
 from ..validation import vectors as vec
-from .base import main
+from .base import check_out, main
 
 
 @main.group("vectors")
@@ -230,6 +230,9 @@ def probe(
     from ..probe import cuda, hip
     from ..probe.check import check_output, report_text
 
+    if files and _is_gemm_file(files[0]):
+        _gemm_probe(files, out, sm, block_scale, check_mode, as_json)
+        return
     if check_mode:
         if out or sm or block_scale:
             raise UserError(
@@ -295,6 +298,106 @@ def probe(
         f"check: tcsmt probe --check {vpath} probe_output.txt"
     )
     if out:
+        Path(out).write_text(src)
+        click.echo(f"wrote {out}: {summary}")
+    else:
+        click.echo(src, nl=False)
+        click.echo(summary, err=True)
+
+
+def _is_gemm_file(path: str) -> bool:
+    """Whether `path` is a GEMM vector file (read errors are left to the loaders)."""
+    from ..validation.gemm_vectors import is_gemm_vector_json
+
+    try:
+        return is_gemm_vector_json(Path(path).read_text())
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _read_output(opath: str) -> tuple[str, str]:
+    if opath == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        return Path(opath).read_text(), opath
+    except FileNotFoundError:
+        raise UserError(f"{opath}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{opath}: cannot read ({e})") from None
+
+
+def _gemm_probe(
+    files: tuple[str, ...],
+    out: str | None,
+    sm: str | None,
+    block_scale: bool,
+    check_mode: bool,
+    as_json: bool,
+) -> None:
+    """`tcsmt probe` of a GEMM vector file: a Python program (torch on cuda), or
+    --check of its output (exit 0 when some hypothesis explains every vector of every
+    call, 1 otherwise)."""
+    from ..probe import torch_gemm
+    from ..validation import gemm_vectors as gv
+
+    if sm or block_scale:
+        raise UserError("--sm and --block-scale are for CUDA probes; a GEMM probe runs torch")
+    if check_mode:
+        if out:
+            raise UserError("--check reads an output; --out is for writing a probe")
+        if len(files) != 2:
+            raise UserError(
+                "--check needs the vector file and the program's output: "
+                "tcsmt probe --check GEMM_VECTORS.json OUTPUT.txt"
+            )
+        gf = gv.load(files[0])
+        text, oname = _read_output(files[1])
+        try:
+            results = torch_gemm.check_gemm_output(gf, text)
+        except UserError as e:
+            raise UserError(f"{oname}: {e}") from None
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {
+                        "arch": gf.arch,
+                        "instruction": gf.instruction,
+                        "K": gf.K,
+                        "hypotheses": gf.hypotheses,
+                        "calls": [
+                            {
+                                "call": r.call,
+                                "observed": [format_hex(d, gf.formats()["d"]) for d in r.observed],
+                                "matched": r.matched,
+                                "survivors": r.survivors,
+                                "verdict": r.verdict(),
+                            }
+                            for r in results
+                        ],
+                    },
+                    indent=2,
+                )
+            )
+        else:
+            click.echo(torch_gemm.report_text(gf, results, oname))
+        sys.exit(0 if all(r.survivors for r in results) else 1)
+    if as_json:
+        raise UserError("--json goes with --check")
+    if len(files) != 1:
+        raise UserError("give one vector file: tcsmt probe GEMM_VECTORS.json --out probe.py")
+    gf = gv.load(files[0])
+    try:
+        src = torch_gemm.generate(gf, vectors_name=files[0])
+    except UserError as e:
+        raise UserError(f"{files[0]}: {e}") from None
+    summary = (
+        f"{len(gf.vectors)} GEMM vectors, {gf.arch} {gf.instruction}, K={gf.K}\n"
+        f"run:   python3 {Path(out).name if out else 'probe.py'} > gemm_output.txt  "
+        "(torch with a CUDA GPU)\n"
+        f"check: tcsmt probe --check {files[0]} gemm_output.txt"
+    )
+    if out:
+        check_out(out)
         Path(out).write_text(src)
         click.echo(f"wrote {out}: {summary}")
     else:

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..solvers.runner import Progress
+from .gemm_solve import answer_query
 from .library import Property, QuerySpec
 from .report import to_json as outcome_json
-from .solve import Limits, Outcome, Verdict, answer
+from .solve import Limits, Outcome, Verdict
 
 
 @dataclass
@@ -72,7 +73,7 @@ def find(
     """Run every query of `prop` on `arch`; each answer re-checked or confirmed."""
     out = []
     for spec, q in prop.bind(arch, instr):
-        out.append(QueryAnswer(spec, answer(q, _limits_for(spec, limits), progress)))
+        out.append(QueryAnswer(spec, answer_query(q, _limits_for(spec, limits), progress)))
     return out
 
 
@@ -120,7 +121,7 @@ def run_query_task(task: QueryTask) -> QueryAnswer:
     prop = get(task.prop, pdir)
     for spec, q in prop.bind(task.arch, task.instr):
         if spec.id == task.query_id:
-            return QueryAnswer(spec, answer(q, _limits_for(spec, task.limits)))
+            return QueryAnswer(spec, answer_query(q, _limits_for(spec, task.limits)))
     raise ValueError(f"{task.describe()}: no such query")
 
 
@@ -155,6 +156,8 @@ def vectors_of(prop: Property, arch: str, answers: list[QueryAnswer]):
     if not witnesses:
         return None
     q0 = witnesses[0].outcome.query
+    if getattr(q0, "level", None) == "gemm":
+        return gemm_vectors_of(prop, arch, witnesses)
     names: list[str] = []
     for a in answers:
         for v in a.outcome.query.variants:
@@ -194,13 +197,43 @@ def vectors_of(prop: Property, arch: str, answers: list[QueryAnswer]):
     return vectors.predict(vf)
 
 
+def gemm_vectors_of(prop: Property, arch: str, witnesses: list[QueryAnswer]):
+    """A GEMM vector file with every verified witness of a GEMM property, predicted by
+    every hypothesis its queries compare."""
+    from ..validation import gemm_vectors as gv
+
+    q0 = witnesses[0].outcome.query
+    names: list[str] = []
+    for a in witnesses:
+        for v in a.outcome.query.variants:
+            if v not in names:
+                names.append(v)
+    vecs = []
+    for a in witnesses:
+        w, q = a.outcome.witness, a.outcome.query
+        vecs.append(
+            gv.GemmVector(
+                a=[w.inputs[f"a{k}"] for k in range(q.K)],
+                b=[w.inputs[f"b{k}"] for k in range(q.K)],
+                c=w.inputs["c"],
+                predicted={},
+                note=f"{prop.name}/{a.spec.id}: {q.variants[0]} vs {q.variants[1]}",
+            )
+        )
+    gf = gv.GemmVectorFile(arch, q0.instruction, q0.K, names, vecs, property=prop.name)
+    return gv.predict(gf)
+
+
 def save_vectors(prop: Property, arch: str, answers: list[QueryAnswer], path: Path) -> Path | None:
-    from ..validation import vectors
+    from ..validation import gemm_vectors, vectors
 
     vf = vectors_of(prop, arch, answers)
     if vf is None:
         return None
-    vectors.save(vf, path)
+    if isinstance(vf, gemm_vectors.GemmVectorFile):
+        gemm_vectors.save(vf, path)
+    else:
+        vectors.save(vf, path)
     return path
 
 
@@ -214,4 +247,4 @@ def find_iter(
     """`find`, one answer at a time (a caller interrupted between queries keeps those
     already answered)."""
     for spec, q in prop.bind(arch, instr):
-        yield QueryAnswer(spec, answer(q, _limits_for(spec, limits), progress))
+        yield QueryAnswer(spec, answer_query(q, _limits_for(spec, limits), progress))

@@ -8,8 +8,11 @@ import time
 
 from ..solvers.runner import Progress
 from .gemm_query import GemmQuery, focused
-from .query import Goal
+from .query import Goal, Query
 from .solve import Limits, Outcome, Verdict, answer
+
+FOCUS_PER_BLOCK = 2
+"""Positions left free at the start of each focused k-block (the rest of it +0)."""
 
 
 def answer_gemm(
@@ -21,15 +24,16 @@ def answer_gemm(
     if not focus or q.goal != Goal.DIFFER or q.focused:
         return answer(q, limits, progress)
     t0 = time.monotonic()
-    qf = focused(q)
+    qf = focused(q, FOCUS_PER_BLOCK)
     if len(qf.constraints) == len(q.constraints):  # every position is free anyway
         return answer(q, limits, progress)
     first = answer(qf, limits, progress)
     if first.verdict in (Verdict.WITNESS, Verdict.BAD_WITNESS):
         free = q.K - sum(c.hi - c.lo for c in qf.constraints[len(q.constraints) :])
         first.note = (
-            f"found with {free} of {q.K} k-positions free (the first and last k-block of "
-            "every chain of either plan; the others +0)" + (f"; {first.note}" if first.note else "")
+            f"found with {free} of {q.K} k-positions free (the first {FOCUS_PER_BLOCK} of the "
+            "first and last k-block of every chain of either plan; the others +0)"
+            + (f"; {first.note}" if first.note else "")
         )
         return first
     full = answer(q, limits, progress)
@@ -40,3 +44,10 @@ def answer_gemm(
     )
     full.seconds += time.monotonic() - t0 - full.seconds
     return full
+
+
+def answer_query(q: Query | GemmQuery, limits: Limits, progress: Progress | None = None) -> Outcome:
+    """`answer` for an instruction query, `answer_gemm` for a GEMM query."""
+    if isinstance(q, GemmQuery):
+        return answer_gemm(q, limits, progress)
+    return answer(q, limits, progress)

@@ -11,6 +11,12 @@ rounds intermediate products or sums) choose the instruction; a query's own `whe
 on which instructions that query is a real question: elsewhere it is not asked, and
 `skipped` says why. `[prefer]` (same keys) orders the instructions that qualify.
 
+A property about GEMM hypotheses says `level = "gemm"`, the depth `k` of the product and
+`inputs`, the input format whose library instruction it asks about (schedules/
+instructions.toml: `e4m3` is Hopper's FP8 wgmma); its variants are `ARCH[...]/SCHEDULE[...]`
+templates (`{arch}/fast-accum` vs `{arch}/cublas-fp8`) and its `zero-k` constraints
+fix k-blocks inside chains to +0, each with the reason the question stays complete.
+
 Goal `non-monotone` takes one variant `x` (no `y`) and `grow`, the operand groups that
 grow from the first input set u to the second u_2 (`"c"`, `"abc"`). `expect` is either
 an answer or a table `{ sat = {conditions}, unsat = {conditions} }` in the syntax of
@@ -80,6 +86,15 @@ class QuerySpec:
 
 
 @dataclass(frozen=True)
+class GemmLevel:
+    """A property about GEMM hypotheses: the depth K of the product and the input
+    format whose library instruction is asked about (None: the preset's default)."""
+
+    k: int
+    inputs: Format | None = None
+
+
+@dataclass(frozen=True)
 class Property:
     """A question about the hardware, asked as one or more queries."""
 
@@ -92,6 +107,7 @@ class Property:
     predict: tuple[str, ...] = ()
     path: Path | None = None
     prefer: dict = field(default_factory=dict)  # conditions of the instructions tried first
+    gemm: GemmLevel | None = None  # a question about GEMM hypotheses (ARCH/SCHEDULE)
 
     def instruction_for(self, preset: Preset) -> Instruction:
         """The instruction this property asks about on `preset` (UserError if none)."""
@@ -110,6 +126,8 @@ class Property:
         )
 
     def _pick(self, preset: Preset) -> tuple[Instruction | None, list[str]]:
+        if self.gemm is not None:
+            return self._pick_gemm(preset)
         order = [preset.instructions[preset.default_instr]] + [
             i for n, i in preset.instructions.items() if n != preset.default_instr
         ]
@@ -129,6 +147,21 @@ class Property:
                 r = "no query applies: " + "; ".join(sorted(set(map(str, whys))))
             reasons.append(r)
         return None, reasons
+
+    def _pick_gemm(self, preset: Preset) -> tuple[Instruction | None, list[str]]:
+        """The instruction GEMM libraries run on `preset` for the property's inputs."""
+        from ..gemm.hypothesis import default_instruction
+
+        fmt = self.gemm.inputs
+        try:
+            name = default_instruction(preset.name, fmt, fmt) if fmt else preset.default_instr
+        except UserError as e:
+            return None, [str(e)]
+        inst = preset.instructions[name]
+        r = _mismatch(self.when, inst.params)
+        if r is None and not any(_mismatch(q.when, inst.params) is None for q in self.queries):
+            r = "no query applies"
+        return (inst, []) if r is None else (None, [f"{name}: {r}"])
 
     def skipped(self, arch: str, instr: str | None = None) -> list[tuple[str, str]]:
         """(query id, why) of the queries `bind` leaves out on this instruction."""
@@ -163,15 +196,22 @@ class Property:
             x = expand(spec.x, env)
             y = expand(spec.y, env) if spec.y is not None else None
             cons = tuple(_constraint(c, env) for c in spec.constraints)
-            q = make_query(
-                x,
-                y,
-                inst.name,
-                spec.goal,
-                cons,
-                name=f"{self.name}-{spec.id}-{arch}",
-                grows=spec.grow or None,
-            )
+            if self.gemm is not None:
+                from .gemm_query import make_gemm_query
+
+                q = make_gemm_query(
+                    x, y, self.gemm.k, inst.name, spec.goal, cons, f"{self.name}-{spec.id}-{arch}"
+                )
+            else:
+                q = make_query(
+                    x,
+                    y,
+                    inst.name,
+                    spec.goal,
+                    cons,
+                    name=f"{self.name}-{spec.id}-{arch}",
+                    grows=spec.grow or None,
+                )
             bound = QuerySpec(
                 spec.id,
                 spec.goal,
@@ -256,6 +296,7 @@ def expand(template: str, env: dict) -> str:
 
 def _template_env(arch: str, p: ModelParams) -> dict:
     env: dict = {"arch": arch}
+    env["K"] = p.K  # (also the loop below; named here for GEMM templates: {K*4})
     for k, v in p.__dict__.items():
         if isinstance(v, bool):
             env[k] = "true" if v else "false"  # for texts: `flush_inputs={flush_inputs}`
@@ -328,11 +369,40 @@ def _load_one(path: Path) -> Property:
             predict=tuple(data.get("predict", [])),
             path=path,
             prefer=dict(data.get("prefer", {})),
+            gemm=_gemm_level(path, data),
         )
     except KeyError as e:
         raise UserError(f"{path}: missing field {e.args[0]!r}") from None
     except ValueError as e:
         raise UserError(f"{path}: {e}") from None
+
+
+def _gemm_level(path: Path, data: dict) -> GemmLevel | None:
+    """`level = "gemm"` with `k` and `inputs` (None for an instruction-level property)."""
+    level = data.get("level", "instruction")
+    if level == "instruction":
+        for key in ("k", "inputs"):
+            if key in data:
+                raise UserError(f'{path}: {key} applies to level = "gemm" properties')
+        return None
+    if level != "gemm":
+        raise UserError(f'{path}: level: expected "instruction" or "gemm", got {level!r}')
+    k = data.get("k")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise UserError(f"{path}: k: a GEMM property needs the depth k (a positive integer)")
+    inputs = data.get("inputs")
+    try:
+        fmt = Format.parse(str(inputs)) if inputs is not None else None
+    except ValueError as e:
+        raise UserError(f"{path}: inputs: {e}") from None
+    for i, q in enumerate(data.get("query", [])):
+        for side in ("x", "y"):
+            if "/" not in str(q.get(side, "/")):
+                raise UserError(
+                    f"{path}: query[{i}].{side}: a GEMM property compares ARCH/SCHEDULE "
+                    f"hypotheses, got {q[side]!r}"
+                )
+    return GemmLevel(k, fmt)
 
 
 def _check_variants(path: Path, i: int, goal: Goal, q: dict) -> None:

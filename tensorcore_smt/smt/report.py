@@ -88,6 +88,10 @@ def _words(items: list[str]) -> str:
 def to_json(o: Outcome, files: list[str]) -> dict:
     """Everything the text report says, for scripts."""
     q = o.query
+    if getattr(q, "level", None) == "gemm":
+        from .gemm_report import to_json as gemm_json
+
+        return gemm_json(o, files)
     p = q.p
     out: dict = {
         "question": question(q),
@@ -176,6 +180,10 @@ def _run_line(r) -> str:
 def to_text(o: Outcome, files: list[str]) -> str:
     """The report a person reads: question, answer, witness, files, reproduce line."""
     q = o.query
+    if getattr(q, "level", None) == "gemm":
+        from .gemm_report import to_text as gemm_text
+
+        return gemm_text(o, files)
     p = q.p
     lines = [
         f"question:    {question(q)}",
