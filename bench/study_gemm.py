@@ -5,9 +5,9 @@
 
 Part 1, error against K: on every architecture preset, for fp16, bf16, tf32 and fp8
 inputs (where the architecture has an instruction for them: the one libraries run,
-schedules/instructions.toml), D = A·B for K = 16 .. 16384 under `serial` (one chain) and
-`serial[promote=128]` (a new chain every 128 K elements, added into fp32: the cuBLAS FP8
-default), against the exact product (integer arithmetic, tensorcore_smt.gemm.accuracy):
+schedules/instructions.toml), D = A·B for K = 16 .. 16384 under `serial` (one chain: what
+libraries run for every input type) and, for fp8, `serial[promote=128]` (a new chain every
+128 K elements, added into fp32: the cuBLAS FP8 default), against the exact product (integer arithmetic, tensorcore_smt.gemm.accuracy):
 max and median error in ulps of the output, elementwise and normwise relative error.
 The matrices are N(0, 1) draws rounded to the input format from recorded seeds; every K
 uses the first K columns of A and rows of B.
@@ -15,8 +15,8 @@ uses the first K columns of A and rows of B.
 Part 2, Sun et al. (seed 004) §8 reproduced with the emulator (bench/study_sun.py):
 Tables 12-15 and the chain matrix multiplication of Fig. 19/20.
 
-`--quick` runs the smallest configuration (one architecture, two formats, two K) into a
-scratch folder: what the test runs.
+`--quick` runs the smallest configuration (two architectures, two formats, two K, few
+samples) into a scratch folder: what the test runs. `--jobs N` runs part 1 in N processes.
 """
 
 from __future__ import annotations
@@ -46,27 +46,30 @@ from tensorcore_smt.spec.presets import PRESETS, parse_variant
 SEED = 20221130
 """Base seed of every random matrix (recorded in the JSON with each draw's own seed)."""
 
-SCHEDULES = ("serial", "serial[promote=128]")
+SERIAL, PROMOTED = "serial", "serial[promote=128]"
 
 
 @dataclass(frozen=True)
 class InputKind:
     """One input type of the study: the array dtype that carries it, the format per vendor
-    (AMD's fp8 is the FNUZ variant), and how to look the library instruction up."""
+    (AMD's fp8 is the FNUZ variant), and the schedules libraries run for it: one chain for
+    fp16, bf16 and tf32 (cuBLAS, CUTLASS mainloops); one chain (fast accumulation) or a
+    chain per 128 K elements promoted into fp32 (the default) for FP8."""
 
     name: str
     dtype: np.dtype
     fmt: Format
     amd_dtype: np.dtype | None = None
     amd_fmt: Format | None = None
+    schedules: tuple[str, ...] = (SERIAL, PROMOTED)
 
 
 KINDS = (
-    InputKind("fp16", np.dtype(np.float16), Format.FP16),
-    InputKind("bf16", np.dtype(ml_dtypes.bfloat16), Format.BF16),
+    InputKind("fp16", np.dtype(np.float16), Format.FP16, schedules=(SERIAL,)),
+    InputKind("bf16", np.dtype(ml_dtypes.bfloat16), Format.BF16, schedules=(SERIAL,)),
     # TF32 operands travel in float32 arrays (a TF32 instruction reads the top 19 bits);
     # the draws are rounded to TF32 first, so no input bit is ignored.
-    InputKind("tf32", np.dtype(np.float32), Format.TF32),
+    InputKind("tf32", np.dtype(np.float32), Format.TF32, schedules=(SERIAL,)),
     InputKind(
         "fp8",
         np.dtype(ml_dtypes.float8_e4m3fn),
@@ -186,9 +189,9 @@ def run_task(task: Task, cfg: Config, engine: str | None) -> tuple[Task, dict]:
     D, prev = None, 0
     for K in cfg.ks:
         t0 = time.perf_counter()
-        if task.schedule == "serial":
+        if task.schedule == SERIAL:
             D = matmul(
-                arch, A[:, prev:K], B[prev:K], D, schedule="serial", instr=instr, engine=engine
+                arch, A[:, prev:K], B[prev:K], D, schedule=SERIAL, instr=instr, engine=engine
             )
         else:
             D = matmul(arch, A[:, :K], B[:K], schedule=task.schedule, instr=instr, engine=engine)
@@ -208,9 +211,16 @@ def tasks_of(cfg: Config) -> list[Task]:
             if instr is not None:
                 units.setdefault(parse_variant(arch).params(instr), []).append((arch, instr))
         for archs in units.values():
-            for sched in SCHEDULES:
+            for sched in k.schedules:
                 tasks.append(Task(archs, kname, sched, (SEED + 2 * ki, SEED + 2 * ki + 1)))
-    return tasks
+    # longest first (steps = K / the instruction's K), so parallel workers finish together
+    return sorted(tasks, key=lambda t: -_steps(t, cfg))
+
+
+def _steps(t: Task, cfg: Config) -> int:
+    arch, instr = t.archs[0]
+    per = parse_variant(arch).params(instr).K
+    return (max(cfg.ks) if t.schedule == SERIAL else sum(cfg.ks)) // per
 
 
 def ksweep(cfg: Config, engine: str | None, jobs: int, log) -> dict:

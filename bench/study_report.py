@@ -123,6 +123,8 @@ def ksweep_section(ks: dict, figs: list[str]) -> list[str]:
         "The error of each output element is measured against the exact product, computed in "
         "integer arithmetic (`tensorcore_smt.gemm.accuracy`), in ulps of the fp32 output at "
         "the exact value; relative errors are |d - x| / |x| and ||D - X||_F / ||X||_F. "
+        "*growth* is the log-log slope of the median error over the upper half of the sweep "
+        "(1: error proportional to K, a one-sided bias; 0.5: proportional to √K). "
         f"Part 1 ran in {ks.get('seconds', 0):.0f} s.",
         "",
     ]
@@ -138,18 +140,32 @@ def ksweep_section(ks: dict, figs: list[str]) -> list[str]:
             "",
             "| arch | instruction | schedule | "
             + " | ".join(f"K={k}" for k in ks["ks"])
-            + f" | normwise rel. K={kmax} |",
-            "|---|---|---|" + "---|" * (len(ks["ks"]) + 1),
+            + f" | normwise rel. K={kmax} | growth |",
+            "|---|---|---|" + "---|" * (len(ks["ks"]) + 2),
         ]
         for (arch, sched), ser in series.items():
             cells = " | ".join(f"{g(r['median_ulps'])} / {g(r['max_ulps'])}" for r in ser)
             L.append(
                 f"| {arch} | `{ser[0]['instr']}` | {SCHED_LABEL[sched]} | {cells} | "
-                f"{g(ser[-1]['normwise_rel'])} |"
+                f"{g(ser[-1]['normwise_rel'])} | {g(growth(ser), 2)} |"
             )
         L.append("")
     L += ksweep_findings(rows, kmax)
     return L
+
+
+def growth(series) -> float | None:
+    """Log-log slope of the median error over the upper half of the K sweep (1: the error
+    grows like K, a bias; 0.5: like sqrt(K), unbiased rounding; 0: flat)."""
+    pts = [(r["K"], r["median_ulps"]) for r in series if r["median_ulps"] > 0]
+    pts = pts[len(pts) // 2 :]
+    if len(pts) < 2:
+        return None
+    x = [math.log(k) for k, _ in pts]
+    y = [math.log(v) for _, v in pts]
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    den = sum((a - mx) ** 2 for a in x)
+    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / den if den else None
 
 
 def ksweep_findings(rows, kmax: int) -> list[str]:
