@@ -38,7 +38,7 @@ import study_sun
 
 from tensorcore_smt import __version__, matmul
 from tensorcore_smt.errors import UserError
-from tensorcore_smt.gemm.accuracy import Exact, exact_matmul, measure
+from tensorcore_smt.gemm.accuracy import Exact, exact_matmul, grid_values, measure
 from tensorcore_smt.gemm.hypothesis import default_instruction
 from tensorcore_smt.spec.formats import Format
 from tensorcore_smt.spec.presets import PRESETS, parse_variant
@@ -96,6 +96,8 @@ class Config:
     chain_samples: int
     chain_lengths: int
     element_samples: int
+    ablation_k: int
+    ablation_mn: int
 
 
 FULL = Config(
@@ -107,6 +109,8 @@ FULL = Config(
     chain_samples=1000,
     chain_lengths=30,
     element_samples=10000,
+    ablation_k=2048,
+    ablation_mn=16,
 )
 QUICK = Config(
     M=4,
@@ -117,6 +121,8 @@ QUICK = Config(
     chain_samples=20,
     chain_lengths=3,
     element_samples=200,
+    ablation_k=256,
+    ablation_mn=4,
 )
 
 
@@ -147,17 +153,10 @@ def study_instruction(arch: str, k: InputKind) -> str | None:
     return name if p.a_fmt == (Format.TF32 if k.fmt == Format.TF32 else fmt) else None
 
 
-def to_tf32(x: np.ndarray) -> np.ndarray:
-    """float32 values rounded to TF32 (10 fraction bits, ties away as cvt.rna.tf32.f32)."""
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x1000) & ~np.uint64(0x1FFF)
-    return u.astype(np.uint32).view(np.float32)
-
-
 def draw(k: InputKind, dtype: np.dtype, shape, seed: int) -> np.ndarray:
     """N(0, 1) float32 draws rounded to the input format (round to nearest)."""
     x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
-    return to_tf32(x) if k.fmt == Format.TF32 else x.astype(dtype)
+    return study_sun.to_tf32(x) if k.fmt == Format.TF32 else x.astype(dtype)
 
 
 def bits(a: np.ndarray) -> np.ndarray:
@@ -276,6 +275,57 @@ def ksweep(cfg: Config, engine: str | None, jobs: int, log) -> dict:
     }
 
 
+ABLATION = (
+    ("volta", "m8n8k4.f32.f16.f16.f32"),
+    ("volta[F=24]", "m8n8k4.f32.f16.f16.f32"),
+    ("turing", "m16n8k8.f32.f16.f16.f32"),
+    ("turing[F=23]", "m16n8k8.f32.f16.f16.f32"),
+)
+"""Volta (F = 23) and Turing (F = 24) with each other's F: what the extra bit does."""
+
+
+def toward_zero(dbits: np.ndarray, d_fmt: Format, exact: Exact) -> float:
+    """Share of the inexact outputs with |d| < |exact| (1: every error shrinks D)."""
+    gd = grid_values(dbits, d_fmt)
+    lo = min(gd.lsb, exact.lsb)
+    n = shrunk = 0
+    for sig, sh, x in zip(gd.sig.reshape(-1), gd.shift.reshape(-1), exact.ints.reshape(-1)):
+        d = abs(int(sig) << int(sh)) << (gd.lsb - lo)
+        x = abs(int(x)) << (exact.lsb - lo)
+        if d != x:
+            n += 1
+            shrunk += d < x
+    return shrunk / n if n else 0.0
+
+
+def ablation(cfg: Config, engine: str | None) -> list[dict]:
+    """fp16 GEMMs of one K on Volta and Turing with F swapped (ABLATION)."""
+    k = kind("fp16")
+    ki = cfg.kinds.index("fp16") if "fp16" in cfg.kinds else 0
+    K, mn = cfg.ablation_k, cfg.ablation_mn
+    A = draw(k, k.dtype, (mn, K), SEED + 2 * ki)
+    B = draw(k, k.dtype, (K, mn), SEED + 2 * ki + 1)
+    ex = exact_matmul(bits(A), k.fmt, bits(B), k.fmt)
+    out = []
+    for arch, instr in ABLATION:
+        D = matmul(arch, A, B, instr=instr, engine=engine)
+        st = measure(bits(D), Format.FP32, ex)
+        out.append(
+            {
+                "arch": arch,
+                "instr": instr,
+                "F": parse_variant(arch).params(instr).F,
+                "K": K,
+                "M": mn,
+                "N": mn,
+                "median_ulps": st.median_ulps,
+                "normwise_rel": st.normwise,
+                "toward_zero": toward_zero(bits(D), Format.FP32, ex),
+            }
+        )
+    return out
+
+
 class _Serial:
     """A stand-in for an executor that runs every task in this process, in order."""
 
@@ -302,7 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="output folder (default results; --quick: a temp)")
     ap.add_argument("--engine", default=None, help="matmul engine (default: matmul's choice)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes for part 1")
-    ap.add_argument("--parts", default="ksweep,sun", help="comma list of ksweep, sun")
+    ap.add_argument(
+        "--parts", default="ksweep,sun", help="comma list of ksweep (with ablation), ablation, sun"
+    )
     ap.add_argument(
         "--report-only", action="store_true", help="rewrite gemm.md and plots from study.json"
     )
@@ -339,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
         log("part 1: error against K")
         data["ksweep"] = ksweep(cfg, args.engine, args.jobs, log)
         data["ksweep"]["seconds"] = round(time.perf_counter() - t0, 1)
+    if "ksweep" in parts or "ablation" in parts:
+        data["ablation"] = ablation(cfg, args.engine)
+        log("  ablation: done")
     if "sun" in parts:
         log("part 2: Sun et al. section 8")
         t1 = time.perf_counter()
