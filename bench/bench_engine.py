@@ -1,0 +1,254 @@
+"""The compiled engine against the numpy interpreter, on the same rows.
+
+Run with `python bench/bench_engine.py` (part of `make bench`; writes results/engine.md and
+results/engine.json). For each instruction: dot products per second of the numpy
+interpreter (single-threaded) and of the compiled kernel on one thread and on every core,
+on identical rows of validation/rows.py's mix (bits checked equal), the ratio against the
+issue's goal (>= 10x hopper m16n8k16 and volta m8n8k4, >= 8x FP8 wgmma k32), the scaling
+from one core to all (goal >= 0.9 x linear), the kernel's compile time on an empty cache
+and its load time from the disk cache, and the batch size from which compiling pays.
+MMA-Sim runs on the same bits when `mmasim` is importable (it needs torch; otherwise a
+note). GEMM MAC/s of the compiled runner: a 1024^3 fp16 Hopper GEMM and a 64x5760x1920
+e4m3 GEMM with promotion every 128 (goals < 2 s and >= 10^9 MAC/s on 2 cores).
+The machine's load average is printed: other processes slow every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+import tensorcore_smt as tc
+from tensorcore_smt.api import simulate_params
+from tensorcore_smt.engine import kernel
+from tensorcore_smt.engine.dag import instruction_dag
+from tensorcore_smt.validation.rows import random_rows
+
+CASES = [
+    # arch, instruction, goal (compiled one thread / numpy), MMA-Sim arch name
+    ("hopper", "m16n8k16.f32.f16.f16.f32", 10.0, "Hopper"),
+    ("volta", "m8n8k4.f32.f16.f16.f32", 10.0, "Volta"),
+    ("hopper", "wgmma.m64n8k32.f32.e4m3.e4m3", 8.0, None),
+]
+GEMMS = [
+    ("fp16 1024^3", "hopper/serial", np.float16, 1024, 1024, 1024),
+    ("e4m3 64x5760x1920", "hopper/serial[promote=128]", ml_dtypes.float8_e4m3fn, 64, 5760, 1920),
+]
+SCALING_GOAL = 0.9
+
+
+def best(fn, repeat: int) -> float:
+    """Best wall time of `repeat` calls."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def mmasim_rate(arch: str | None, instr: str, a, b, c, repeat: int) -> float | None:
+    if arch is None or importlib.util.find_spec("mmasim") is None:
+        return None
+    import torch
+    from mmasim.nv_ptx import MMA
+
+    op = MMA(arch, instr)
+    ta, tb = torch.from_numpy(a.astype(np.int64)), torch.from_numpy(b.astype(np.int64))
+    tcc = torch.from_numpy(c.astype(np.int64))
+    return len(c) / best(lambda: op.dpa(ta, tb, tcc), repeat)
+
+
+def bench_instruction(arch, instr, goal, mm_arch, n, repeat, cores) -> dict:
+    p = tc.resolve(arch, instr)
+    a, b, c, _ = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, n, 1)
+    with tempfile.TemporaryDirectory() as d:  # a cold cache: the compile is timed
+        os.environ["TCSMT_CACHE"] = d
+        kernel._KERNELS.clear()
+        t0 = time.perf_counter()
+        kernel.cpu_kernel(p, (64, 64, 64))
+        compile_s = time.perf_counter() - t0
+        kernel._KERNELS.clear()
+        t0 = time.perf_counter()
+        kernel.cpu_kernel(p, (64, 64, 64))
+        load_s = time.perf_counter() - t0
+        del os.environ["TCSMT_CACHE"]
+    want = simulate_params(p, a, b, c, engine="numpy")
+    got1 = kernel.run_rows(p, [a, b, c], n_threads=1)
+    gotn = kernel.run_rows(p, [a, b, c], n_threads=cores)
+    equal = bool(np.array_equal(want, got1) and np.array_equal(want, gotn))
+    t_np = best(lambda: simulate_params(p, a, b, c, engine="numpy"), repeat)
+    t_1 = best(lambda: kernel.run_rows(p, [a, b, c], n_threads=1), repeat)
+    t_n = best(lambda: kernel.run_rows(p, [a, b, c], n_threads=cores), repeat)
+    # small batches, kernel ready: where numpy's per-call cost meets the kernel's
+    small = {}
+    for rows in (1, 100, 10_000):
+        s = slice(0, rows)
+        tn = best(lambda s=s: simulate_params(p, a[s], b[s], c[s], engine="numpy"), 3)
+        tk = best(lambda s=s: kernel.run_rows(p, [a[s], b[s], c[s]]), 3)
+        small[rows] = (tn, tk)
+    r = {
+        "arch": arch,
+        "instr": instr,
+        "dag_nodes": instruction_dag(p).nodes,
+        "rows": n,
+        "bits_equal": equal,
+        "numpy_per_s": n / t_np,
+        "compiled_1_per_s": n / t_1,
+        f"compiled_{cores}_per_s": n / t_n,
+        "ratio_1": t_np / t_1,
+        "goal": goal,
+        "scaling": (t_1 / t_n) / cores,
+        "compile_s": compile_s,
+        "load_s": load_s,
+        "compile_pays_from_rows": compile_s * n / t_np,
+        "small_batches_s": {str(k): {"numpy": v[0], "compiled": v[1]} for k, v in small.items()},
+        "mmasim_per_s": mmasim_rate(mm_arch, instr, a, b, c, repeat),
+    }
+    return r
+
+
+def bench_gemm(name, hyp, dt, M, N, K, m_numpy: int) -> dict:
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((M, K)).astype(dt)
+    B = rng.standard_normal((K, N)).astype(dt)
+    tc.matmul(hyp, A[:2], B[:, :2], engine="compiled")  # compile (or load) the kernels
+    t0 = time.perf_counter()
+    D = tc.matmul(hyp, A, B, engine="compiled")
+    t_c = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    Dn = tc.matmul(hyp, A[:m_numpy], B, engine="numpy")
+    t_n = time.perf_counter() - t0
+    raw = np.dtype(f"u{D.dtype.itemsize}")
+    equal = bool(np.array_equal(D[:m_numpy].view(raw), Dn.view(raw)))
+    return {
+        "gemm": name,
+        "hypothesis": hyp,
+        "M": M,
+        "N": N,
+        "K": K,
+        "seconds": t_c,
+        "macs_per_s": M * N * K / t_c,
+        "numpy_macs_per_s": m_numpy * N * K / t_n,
+        "numpy_rows": m_numpy,
+        "bits_equal_on_numpy_rows": equal,
+    }
+
+
+def markdown(res: dict) -> str:
+    cores = res["cores"]
+    out = [
+        "# The compiled engine (bench/bench_engine.py)",
+        "",
+        f"Machine: {res['machine']}, {cores} cores, load average {res['load']} at the start "
+        f"(other processes share the cores; every figure below is wall time). "
+        f"{res['rows']:,} rows of validation/rows.py's mix per instruction, bits equal to "
+        "the numpy interpreter on every run.",
+        "",
+        f"| instruction | DAG nodes | numpy /s | compiled 1 core /s | ratio (goal) | "
+        f"compiled {cores} cores /s | scaling (goal {SCALING_GOAL}) | compile s | load s | "
+        "MMA-Sim /s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in res["instructions"]:
+        mm = f"{r['mmasim_per_s']:.3g}" if r["mmasim_per_s"] else "not installed"
+        out.append(
+            f"| {r['arch']} {r['instr']} | {r['dag_nodes']:,} | {r['numpy_per_s'] / 1e6:.2f} M | "
+            f"{r['compiled_1_per_s'] / 1e6:.2f} M | {r['ratio_1']:.1f}x ({r['goal']:.0f}x) | "
+            f"{r[f'compiled_{cores}_per_s'] / 1e6:.2f} M | {r['scaling']:.2f} | "
+            f"{r['compile_s']:.2f} | {r['load_s']:.3f} | {mm} |"
+        )
+    out += [
+        "",
+        "Small batches with the kernel already compiled (seconds per call, numpy / compiled):",
+        "",
+        "| instruction | 1 row | 100 rows | 10,000 rows | compiling pays from |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in res["instructions"]:
+        s = r["small_batches_s"]
+        cells = [f"{s[k]['numpy']:.2e} / {s[k]['compiled']:.2e}" for k in ("1", "100", "10000")]
+        out.append(
+            f"| {r['arch']} {r['instr']} | {' | '.join(cells)} | "
+            f"{r['compile_pays_from_rows']:,.0f} rows |"
+        )
+    if res["gemms"]:
+        out += [
+            "",
+            "GEMMs (tensorcore_smt.matmul, engine='compiled', all cores; numpy on the first "
+            "rows of A for its rate and the bit check):",
+            "",
+            "| GEMM | hypothesis | seconds | MAC/s | numpy MAC/s | bits equal |",
+            "| --- | --- | ---: | ---: | ---: | --- |",
+        ]
+        for g in res["gemms"]:
+            out.append(
+                f"| {g['gemm']} | `{g['hypothesis']}` | {g['seconds']:.2f} | "
+                f"{g['macs_per_s']:.3g} | {g['numpy_macs_per_s']:.3g} | "
+                f"{g['bits_equal_on_numpy_rows']} |"
+            )
+    if res.get("mmasim_note"):
+        out += ["", res["mmasim_note"]]
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=200_000, help="rows per instruction")
+    ap.add_argument("--repeat", type=int, default=3, help="best of this many runs")
+    ap.add_argument("--no-gemm", action="store_true", help="skip the GEMM figures")
+    ap.add_argument("--write", default=None, help="folder for engine.md and engine.json")
+    args = ap.parse_args()
+    cores = kernel.threads()
+    res = {
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "cores": cores,
+        "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "rows": args.rows,
+        "instructions": [],
+        "gemms": [],
+    }
+    if importlib.util.find_spec("mmasim") is None:
+        res["mmasim_note"] = (
+            "MMA-Sim: not importable here (needs the mmasim extra and torch); skipped."
+        )
+        print(res["mmasim_note"])
+    for arch, instr, goal, mm in CASES:
+        r = bench_instruction(arch, instr, goal, mm, args.rows, args.repeat, cores)
+        res["instructions"].append(r)
+        print(
+            f"{arch} {instr}: numpy {r['numpy_per_s'] / 1e6:.2f} M/s, compiled 1 core "
+            f"{r['compiled_1_per_s'] / 1e6:.2f} M/s ({r['ratio_1']:.1f}x, goal {goal:.0f}x), "
+            f"{cores} cores {r[f'compiled_{cores}_per_s'] / 1e6:.2f} M/s (scaling "
+            f"{r['scaling']:.2f}, goal {SCALING_GOAL}), compile {r['compile_s']:.2f} s, "
+            f"load {r['load_s']:.3f} s, bits equal: {r['bits_equal']}",
+            flush=True,
+        )
+    if not args.no_gemm:
+        for name, hyp, dt, M, N, K in GEMMS:
+            g = bench_gemm(name, hyp, dt, M, N, K, m_numpy=4)
+            res["gemms"].append(g)
+            print(
+                f"GEMM {name} {hyp}: {g['seconds']:.2f} s, {g['macs_per_s']:.3g} MAC/s "
+                f"(numpy {g['numpy_macs_per_s']:.3g}), bits equal: {g['bits_equal_on_numpy_rows']}",
+                flush=True,
+            )
+    if args.write:
+        d = Path(args.write)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "engine.json").write_text(json.dumps(res, indent=1) + "\n")
+        (d / "engine.md").write_text(markdown(res))
+        print(f"wrote {d / 'engine.md'} and {d / 'engine.json'}")
+
+
+if __name__ == "__main__":
+    main()
