@@ -131,6 +131,12 @@ def test_reports_name_the_instruction_actually_run():
         parse_variant("volta[a_fmt=fp64,F=20]").run_name("m8n8k4.f16.f16.f16.f16")
         == "m8n8k4.f16.f16.f16.f16[a_fmt=fp64]"
     )
+    # a split runs the instruction itself on the fp16 pieces of fp32 inputs
+    assert parse_variant("volta[split=markidis]").run_name(None) == "m8n8k4.f32.f16.f16.f32"
+    assert (
+        parse_variant("volta[split=markidis,split_fmt=bf16]").run_name(None)
+        == "m8n8k4.f32.f16.f16.f32[a_fmt=bf16,b_fmt=bf16]"
+    )
     r = CliRunner().invoke(
         main,
         ["diff", "volta[a_fmt=fp64]", "volta[a_fmt=fp64,carry_bits=2]", "--solver", "bitwuzla"],

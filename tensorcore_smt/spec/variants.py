@@ -68,12 +68,15 @@ class Variant:
         """The name of the instruction this variant runs, for reports: the catalogue's
         name, followed, when the overrides change what it takes or returns (K, operand,
         scale-factor or output formats), by those changes in variant syntax, e.g.
-        `m8n8k4.f32.f16.f16.f32[a_fmt=fp64]` for `volta[a_fmt=fp64]`."""
+        `m8n8k4.f32.f16.f16.f32[a_fmt=fp64]` for `volta[a_fmt=fp64]`. A split runs the
+        instruction itself on the pieces of its wider inputs (`split_fmt` operands)."""
         inst = self.instruction(instr)
         p, q = inst.params, self.params(inst.name)
-        changed = [
-            f"{f}={_spelling(getattr(q, f))}" for f in _SHAPE if getattr(p, f) != getattr(q, f)
-        ]
+        run = {f: getattr(q, f) for f in _SHAPE}
+        if q.split != Split.NONE:
+            # a split takes wider inputs but runs the unit on split_fmt operands
+            run.update(a_fmt=q.split_fmt, b_fmt=q.split_fmt)
+        changed = [f"{f}={_spelling(v)}" for f, v in run.items() if getattr(p, f) != v]
         return inst.name + (f"[{','.join(changed)}]" if changed else "")
 
 
