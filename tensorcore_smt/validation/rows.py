@@ -69,6 +69,12 @@ def _max_normal_field(s: FormatSpec) -> int:
     return top - 1 if s.specials == Specials.IEEE else top
 
 
+BLOCK_OPERANDS = 1 << 16
+"""Operands composed at a time (whole rows): the random words are drawn for a whole operand first (the
+stream does not depend on this), the arithmetic runs block by block on arrays that stay
+in cache (whole-operand temporaries cost more in page faults than in arithmetic)."""
+
+
 def _operand(fmt: Format, kind: np.ndarray, rng: np.random.Generator, k: int) -> np.ndarray:
     """(n, k) bit patterns of `fmt` following each row's kind (see the module docstring).
 
@@ -80,7 +86,6 @@ def _operand(fmt: Format, kind: np.ndarray, rng: np.random.Generator, k: int) ->
     s = fmt.spec
     n = len(kind)
     raw, ctl = _words(s, rng, (n, k))
-    wt = raw.dtype.type  # payload: uint32, or uint64 for 64-bit formats
     is_kind = {kd: kind == i for i, kd in enumerate(KINDS)}
     wide, subn = is_kind[RowKind.WIDE], is_kind[RowKind.SUBNORMAL]
     # per-row windows (centre - width + bias, 2 * width + 1)
@@ -89,14 +94,47 @@ def _operand(fmt: Format, kind: np.ndarray, rng: np.random.Generator, k: int) ->
     width = WIDTHS[rng.integers(0, len(WIDTHS), size=n)]
     centre = np.where(wide, (hi + lo) // 2, np.where(subn, lo + 2, centre))
     width = np.where(wide, (hi - lo) // 2 + 1, np.where(subn, 2, width))
-    base = (centre - width + s.bias).astype(np.int32)[:, None]
-    span = (2 * width + 1).astype(np.int32)[:, None]
+    rows = _Rows(
+        base=(centre - width + s.bias).astype(np.int32)[:, None],
+        span=(2 * width + 1).astype(np.int32)[:, None],
+        # coin thresholds: subnormal (wide, subnormal rows), zero (zeros rows)
+        sub_at=np.where(wide, _WIDE_SUB, np.where(subn, _HALF, 0)).astype(np.uint8)[:, None]
+        * bool(s.mbits),
+        zero_at=np.where(is_kind[RowKind.ZEROS], _HALF, 0).astype(np.uint8)[:, None],
+        # special operands: one or two per special row (distinct positions, even odds)
+        first=rng.integers(0, k, size=n)[:, None],
+        second=rng.integers(0, k - 1, size=n)[:, None] if k > 1 else np.zeros((n, 1), int),
+        two=rng.integers(0, 2, size=(n, 1)).astype(bool) if k > 1 else np.zeros((n, 1), bool),
+        special=is_kind[RowKind.SPECIAL][:, None],
+        bits=is_kind[RowKind.BITS][:, None],
+    )
+    out = np.empty((n, k), dtype=np.uint64)
+    step = max(1, BLOCK_OPERANDS // k)
+    for b in range(0, n, step):
+        blk = slice(b, b + step)
+        out[blk] = _block(s, raw[blk], ctl[blk], rows.slice(blk))
+    return out
+
+
+class _Rows:
+    """Per-row parameters of an operand's rows, as (n, 1) columns."""
+
+    def __init__(self, **cols: np.ndarray) -> None:
+        self.__dict__.update(cols)
+
+    def slice(self, blk: slice) -> _Rows:
+        return _Rows(**{name: col[blk] for name, col in self.__dict__.items()})
+
+
+def _block(s: FormatSpec, raw: np.ndarray, ctl: np.ndarray, r: _Rows) -> np.ndarray:
+    """The uint64 patterns of one block of rows (see `_operand`)."""
+    wt = raw.dtype.type  # payload: uint32, or uint64 for 64-bit formats
+    k = raw.shape[1]
     # exponent fields of normal numbers, uniform in the window
-    u = (ctl >> np.uint32(_OFF_SHIFT)) & np.uint32((1 << _OFF_BITS) - 1)
-    field = u.view(np.int32)
-    field *= span
+    field = ((ctl >> np.uint32(_OFF_SHIFT)) & np.uint32((1 << _OFF_BITS) - 1)).view(np.int32)
+    field *= r.span
     field >>= _OFF_BITS
-    field += base
+    field += r.base
     hi_f = _max_normal_field(s)
     np.clip(field, 1, hi_f, out=field)
     ones = wt((1 << s.mbits) - 1)
@@ -105,25 +143,19 @@ def _operand(fmt: Format, kind: np.ndarray, rng: np.random.Generator, k: int) ->
         mant -= ((field == hi_f) & (mant == ones)).astype(wt)
     # subnormal and zero operands, by the coin against each row's threshold
     coin = (ctl >> np.uint32(_COIN_SHIFT)).astype(np.uint8)
-    sub_at = np.where(wide, _WIDE_SUB, np.where(subn, _HALF, 0)) if s.mbits else np.zeros(n)
-    zero = coin < np.where(is_kind[RowKind.ZEROS], _HALF, 0).astype(np.uint8)[:, None]
-    sub = coin < sub_at.astype(np.uint8)[:, None]
+    zero = coin < r.zero_at
+    sub = coin < r.sub_at
     field *= ~(sub | zero)
     mant |= (sub & (mant == 0)).astype(wt)
     mant *= ~zero
     sign = (ctl & np.uint32(1)).astype(wt) if s.signed else None
     if sign is not None and s.specials == Specials.FNUZ:  # -0 is the NaN: zeros are +0
         sign *= ~zero
-    # special operands: one or two per special row (distinct positions, even odds)
-    first = rng.integers(0, k, size=n)[:, None]
     cols = np.arange(k)[None, :]
-    special = cols == first
-    if k > 1:
-        second = (first + 1 + rng.integers(0, k - 1, size=n)[:, None]) % k
-        special |= rng.integers(0, 2, size=n).astype(bool)[:, None] & (cols == second)
-    special &= is_kind[RowKind.SPECIAL][:, None]
+    second = (r.first + 1 + r.second) % k
+    special = ((cols == r.first) | (r.two & (cols == second))) & r.special
     if s.specials in (Specials.IEEE, Specials.FN):
-        field = np.where(special, np.int32((1 << s.ebits) - 1), field)
+        field[special] = (1 << s.ebits) - 1
         if s.specials == Specials.IEEE:  # Inf, or a NaN with a random non-zero payload
             nan = mant | (mant == 0).astype(wt)
             nan *= (ctl & _COIN2) == 0
@@ -133,9 +165,7 @@ def _operand(fmt: Format, kind: np.ndarray, rng: np.random.Generator, k: int) ->
     out = _compose(s, sign, field, mant)
     if s.specials not in (Specials.IEEE, Specials.FN):  # the pattern of -0 (fnuz: the NaN)
         out[special] = 1 << (s.storage - 1)
-    rows = np.flatnonzero(is_kind[RowKind.BITS])
-    out[rows] = raw[rows].astype(np.uint64) & np.uint64((1 << s.storage) - 1)
-    return out
+    return np.where(r.bits, raw.astype(np.uint64) & np.uint64((1 << s.storage) - 1), out)
 
 
 def _compose(s: FormatSpec, sign, field: np.ndarray, mant: np.ndarray) -> np.ndarray:
