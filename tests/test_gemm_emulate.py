@@ -261,12 +261,8 @@ def test_compiled_engine_hook(monkeypatch):
     name = "tensorcore_smt.engine.gemm"
     if importlib.util.find_spec(name) is None:
         with pytest.raises(UserError, match="compiled"):
-            tc.matmul(
-                "hopper",
-                np.ones((2, 16), np.float16),
-                np.ones((16, 2), np.float16),
-                engine="compiled",
-            )
+            A1, B1 = np.ones((2, 16), np.float16), np.ones((16, 2), np.float16)
+            tc.matmul("hopper", A1, B1, engine="compiled")
     monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(run_gemm=run_gemm))
     A = RNG.standard_normal((2, 2, 40)).astype(np.float16)
     B = RNG.standard_normal((40, 3)).astype(np.float16)
@@ -278,3 +274,39 @@ def test_compiled_engine_hook(monkeypatch):
     assert calls == [12, 12]
     tc.matmul("hopper", A, B)  # engine=None: small GEMMs stay on numpy
     assert calls == [12, 12] and em.AUTO_COMPILED_STEPS > 12 * 3
+
+
+COMPILED = [
+    ("hopper", np.float16, 40, None),
+    ("hopper/serial[order=descending,out=fp16]", np.float16, 64, "chain"),
+    (
+        "hopper/serial[promote=64,split_k=3,split_tile=32,reduce=pairwise,out=bf16]",
+        ml_dtypes.float8_e4m3fn,
+        200,
+        "epilogue",
+    ),
+    (
+        "hopper/cublas-fp8[split=interleaved,split_k=2,split_tile=64]",
+        ml_dtypes.float8_e4m3fn,
+        256,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("hyp,dt,K,c", COMPILED, ids=[x[0] for x in COMPILED])
+def test_compiled_engine_equals_numpy(hyp, dt, K, c):
+    """matmul on the compiled engine's GEMM runner gives the numpy engine's bits, batch
+    dimensions, zero-padding, scales and C included."""
+    pytest.importorskip("tensorcore_smt.engine.gemm")
+    rng = np.random.default_rng(K)
+    A = (rng.standard_normal((2, 5, K)) * 2.0 ** rng.integers(-8, 8, (2, 5, K))).astype(dt)
+    B = rng.standard_normal((K, 7)).astype(dt)
+    C = None
+    if c == "chain":
+        C = rng.standard_normal((5, 7)).astype(np.float32)
+    elif c == "epilogue":
+        C = rng.standard_normal((2, 5, 7)).astype(ml_dtypes.bfloat16)
+    want = tc.matmul(hyp, A, B, C, engine="numpy", scale_a=0.5 if c == "epilogue" else None)
+    got = tc.matmul(hyp, A, B, C, engine="compiled", scale_a=0.5 if c == "epilogue" else None)
+    assert _u(got).tolist() == _u(want).tolist()

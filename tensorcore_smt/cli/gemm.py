@@ -65,6 +65,7 @@ def _stats_json(m: Measured) -> dict:
         "k_block": r.params.K,
         "steps_per_output": r.plan.steps(),
         "out": m.out_fmt.spec.name,
+        "engine": r.engine,
         "seconds": m.seconds,
         "macs_per_s": m.macs_per_s,
         "exact": m.exact.as_dict() if m.exact else {"unavailable": m.why_exact},
@@ -89,6 +90,7 @@ def _print(m: Measured, first: Measured | None) -> None:
     click.echo(f"hypothesis   {r.hypothesis.describe()}")
     click.echo(f"instruction  {r.instr} (K={r.params.K}, {r.plan.steps()} steps per output)")
     click.echo(f"schedule     {r.schedule.text()}")
+    click.echo(f"engine       {r.engine}")
     click.echo(f"seconds      {m.seconds:.3f}")
     click.echo(f"MAC/s        {m.macs_per_s:.3g}")
     click.echo(f"vs exact     {_err_line(m.exact, m.why_exact)}")

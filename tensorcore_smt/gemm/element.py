@@ -163,7 +163,11 @@ def run_chain(
 
 
 def accumulate(
-    a: Sequence[BV], b: Sequence[BV], c: BV | None, p: ModelParams, plan: Plan
+    a: Sequence[BV],
+    b: Sequence[BV],
+    c: BV | None,
+    p: ModelParams,
+    plan: Plan,
 ) -> tuple[BV, Format]:
     """The element's accumulator before the epilogue and its format: the chain's d, or
     the fp32 sum of promoted chains and combined splits. `c` enters here only when

@@ -9,6 +9,7 @@ multiple of the instruction's K, as kernels zero-fill a partial k-tile.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ class GemmRun:
     plan: Plan
     schedule: Schedule
     K: int
+    engine: str = "numpy"  # the engine that ran it: numpy, torch or compiled
 
 
 def _arrays(x: Any, what: str) -> tuple[np.ndarray, Any]:
@@ -228,8 +230,6 @@ def matmul(
         raise UserError(f"batch dimensions of A {a.shape} and B {b.shape} do not broadcast") from None
     fa, fb = format_of(a, "A"), format_of(b, "B")
     run = prepare(hyp, fa, fb, K, alpha, beta, _out_format(out_dtype))
-    if run_info is not None:
-        run_info.append(run)
     p, plan = run.params, run.plan
     alpha_bits, sched = _alpha_bits(run.schedule, p, scale_a, scale_b)
     out_fmt = sched.out or p.d_fmt
@@ -242,6 +242,9 @@ def matmul(
     c_bits, c_fmt = _c_bits(C, run, out_fmt, batch, M, N)
     n_out = int(np.prod(batch, dtype=np.int64)) * M * N
     runner = None if device is not None else compiled_runner(engine, n_out * plan.steps())
+    if run_info is not None:
+        used = "compiled" if runner is not None else ("numpy" if device is None else "torch")
+        run_info.append(dataclasses.replace(run, engine=used))
     if runner is not None:
         o = np.arange(n_out, dtype=np.int64)
         bi, rem = np.divmod(o, M * N)
@@ -279,19 +282,19 @@ instruction steps (outputs x steps per output) on; below, compiling costs more t
 
 
 def compiled_runner(engine: str | None, steps: int):
-    """The compiled engine's GEMM runner for `engine` ("compiled", or None above
-    AUTO_COMPILED_STEPS), else None (the numpy engine runs).
+    """The compiled GEMM runner for `engine` ("compiled", or None from
+    AUTO_COMPILED_STEPS instruction steps on), else None (the numpy engine runs).
 
-    The runner, `tensorcore_smt.engine.gemm.run_gemm(p, plan, schedule, a_table, a_idx,
-    b_table, b_idx, c_bits, c_fmt, alpha_bits)`, returns the (n_out,) uint64 output bits:
-    output o is element.py on the operands a_table[:, a_idx[o]] and b_table[:, b_idx[o]]
-    ((K_padded, rows) bit tables, zero rows past K), c_bits[o] (in c_fmt; None: no C) and
-    alpha_bits (None: the schedule's alpha); it must equal the numpy engine bit for bit."""
+    A runner, `run_gemm(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt,
+    alpha_bits)`, returns the (n_out,) uint64 output bits: output o is element.py on the
+    operands a_table[:, a_idx[o]] and b_table[:, b_idx[o]] ((K_padded, rows) bit tables,
+    zero rows past K), c_bits[o] (in c_fmt; None: no C) and alpha_bits (None: the
+    schedule's alpha), equal to the numpy engine bit for bit: the compiled engine's GEMM
+    runner, tensorcore_smt.engine.gemm.run_gemm."""
     if engine == "numpy" or (engine is None and steps < AUTO_COMPILED_STEPS):
         return None
     try:
-        mod = importlib.import_module("tensorcore_smt.engine.gemm")
-        return mod.run_gemm
+        return importlib.import_module("tensorcore_smt.engine.gemm").run_gemm
     except (ImportError, AttributeError) as e:
         if engine == "compiled":
             raise UserError(f"engine='compiled' is not available here ({e})") from None

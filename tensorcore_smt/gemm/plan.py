@@ -13,12 +13,11 @@ the split's own elements (CUTLASS `mma_promotion_interval`, in instructions).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from ..errors import UserError
 from .schedule import KOrder, Reduce, Schedule, SplitMode
 
-Tree = Union[int, tuple["Tree", "Tree"]]
+Tree = int | tuple["Tree", "Tree"]
 """A combination order: a split index, or (left, right) = left + right in fp32."""
 
 
