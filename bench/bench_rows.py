@@ -5,9 +5,9 @@ Run with `python bench/bench_rows.py` (part of `make bench`). For each instructi
 of `random_rows` (stream 2, kind by kind from raw PCG64 words) and of the frozen stream 1
 (`rows_legacy`: seven candidates per operand), measured alternately in the same run, best
 of `--repeat`; the ratio is the figure judged (goal >= 10x on hopper m16n8k16, where rows
-took most of a chunk's time). Beside it, the time one chunk of `--rows` rows spends
-drawing rows and running the model once (numpy engine), before and after. Writes
-results/rows.json and results/rows.md.
+took most of a chunk's time). Beside it, the share of one chunk's time (`--rows` rows
+drawn, then the model run once on the numpy and on the compiled engine) spent drawing
+rows, before and after. Writes results/rows.json and results/rows.md.
 """
 
 from __future__ import annotations
@@ -48,7 +48,9 @@ def measure(arch: str, instr: str, n: int, repeat: int) -> dict:
         t_old = min(t_old, best_seconds(lambda i=i: rows_legacy.random_rows(*args, i), 1))
         t_new = min(t_new, best_seconds(lambda i=i: rows.random_rows(*args, i), 1))
     a, b, c, _ = rows.random_rows(*args, 0)
-    t_model = best_seconds(lambda: simulate_params(p, a, b, c), repeat)
+    t_model = best_seconds(lambda: simulate_params(p, a, b, c, engine="numpy"), repeat)
+    simulate_params(p, a, b, c, engine="compiled")  # compiled (or read from the cache) once
+    t_comp = best_seconds(lambda: simulate_params(p, a, b, c, engine="compiled"), repeat)
     return {
         "arch": arch,
         "instruction": instr,
@@ -58,8 +60,12 @@ def measure(arch: str, instr: str, n: int, repeat: int) -> dict:
         "stream2_rows_per_s": round(n / t_new),
         "ratio": round(t_old / t_new, 2),
         "model_numpy_rows_per_s": round(n / t_model),
+        "model_compiled_rows_per_s": round(n / t_comp),
         "chunk_share_of_rows_before": round(t_old / (t_old + t_model), 3),
         "chunk_share_of_rows_after": round(t_new / (t_new + t_model), 3),
+        "compiled_chunk_share_of_rows_before": round(t_old / (t_old + t_comp), 3),
+        "compiled_chunk_share_of_rows_after": round(t_new / (t_new + t_comp), 3),
+        "compiled_chunk_speedup": round((t_old + t_comp) / (t_new + t_comp), 2),
     }
 
 
@@ -72,17 +78,20 @@ def write(results: list[dict], out: Path, load: str) -> None:
         "`validation.rows.random_rows` (stream 2) against the frozen stream 1 "
         "(`validation.rows_legacy`), one core, best of several alternated runs; "
         f"load average at the start: {load}. *Share*: the fraction of one chunk's time "
-        "(rows drawn + the model run once on the numpy engine) spent drawing rows.",
+        "(rows drawn + the model run once, numpy / compiled engine) spent drawing rows; "
+        "*chunk*: how much faster rows + compiled model got.",
         "",
-        "| instruction | K | stream 1 rows/s | stream 2 rows/s | ratio | share before | "
-        "share after |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| instruction | K | stream 1 rows/s | stream 2 rows/s | ratio | share numpy | "
+        "share compiled | chunk |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         lines.append(
             f"| {r['arch']} {r['instruction']} | {r['K']} | {r['stream1_rows_per_s']:,} | "
             f"{r['stream2_rows_per_s']:,} | {r['ratio']}x | "
-            f"{r['chunk_share_of_rows_before']:.0%} | {r['chunk_share_of_rows_after']:.0%} |"
+            f"{r['chunk_share_of_rows_before']:.0%} -> {r['chunk_share_of_rows_after']:.0%} | "
+            f"{r['compiled_chunk_share_of_rows_before']:.0%} -> "
+            f"{r['compiled_chunk_share_of_rows_after']:.0%} | {r['compiled_chunk_speedup']}x |"
         )
     (out / "rows.md").write_text("\n".join(lines) + "\n")
 
@@ -106,8 +115,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{goal if (arch, instr) == CASES[0] else ''}"
         )
         print(
-            f"  {'':36s} share of a chunk (rows + numpy model): "
-            f"{r['chunk_share_of_rows_before']:.0%} -> {r['chunk_share_of_rows_after']:.0%}"
+            f"  {'':36s} rows' share of a chunk: numpy model "
+            f"{r['chunk_share_of_rows_before']:.0%} -> {r['chunk_share_of_rows_after']:.0%}, "
+            f"compiled model {r['compiled_chunk_share_of_rows_before']:.0%} -> "
+            f"{r['compiled_chunk_share_of_rows_after']:.0%} "
+            f"(chunk {r['compiled_chunk_speedup']}x faster)"
         )
     if args.write:
         write(results, Path(args.write), load)
