@@ -6,8 +6,9 @@ it applies to, and one or more queries: two variant templates over the arch pres
 (`{arch}` vs `{arch}[carry_bits={carry_bits-1}]`), a goal, input constraints each with
 the reason it keeps the question meaningful, and the answer the question expects.
 
-`[when]` conditions (a parameter's allowed values; `has`, `min_K`, and `rounds`: the unit
-rounds intermediate products or sums) choose the instruction; a query's own `when` says
+`[when]` conditions (a parameter's allowed values; `has`, `min_K`, `rounds`: the unit
+rounds intermediate products or sums, and `groups`: "single" for one fused group, "multi"
+for chained ones) choose the instruction; a query's own `when` says
 on which instructions that query is a real question: elsewhere it is not asked, and
 `skipped` says why. `[prefer]` (same keys) orders the instructions that qualify.
 
@@ -243,6 +244,15 @@ def _mismatch(when: dict, p: ModelParams) -> str | None:
         if key == "min_K":
             if p.K < allowed:
                 return f"K={p.K} < {allowed}"
+            continue
+        if key == "groups":  # "single": one fused group (K <= L); "multi": chained groups
+            n = len(p.groups())
+            if ("single" if n == 1 else "multi") not in allowed:
+                return (
+                    f"K={p.K} in {n} chained groups of L={p.L}"
+                    if n > 1
+                    else f"one fused group (K={p.K} <= L={p.L})"
+                )
             continue
         if key == "rounds":
             for kind in allowed:
