@@ -387,3 +387,14 @@ def test_row_stream_2_is_pinned(fmt, c_fmt, digest):
     a, b, c, kind = random_rows(fmt, fmt, c_fmt, 8, 2000, 11)
     data = b"".join(x.astype(np.uint64).tobytes() for x in (a, b, c, kind))
     assert hashlib.sha256(data).hexdigest()[:16] == digest
+
+
+@pytest.mark.parametrize("fmt", [f for f in Format if f.spec.name not in ("ue8m0", "ue4m3")])
+def test_compiled_row_composition_is_numpys(fmt):
+    """rows_kernel's LLVM composition gives the numpy composition's bits, on every operand
+    format (widths 4 to 64, every special-value encoding, ignored low bits), K = 1, 2, 16."""
+    for K in (1, 2, 16):
+        fast = random_rows(fmt, fmt, Format.FP32, K, 3000, 3 + K, compiled=True)
+        slow = random_rows(fmt, fmt, Format.FP32, K, 3000, 3 + K, compiled=False)
+        for x, y in zip(fast, slow):
+            assert x.tolist() == y.tolist()

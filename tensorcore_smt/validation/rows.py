@@ -23,11 +23,15 @@ How the kinds are realised here:
   all-ones NaN for FN formats, the pattern 1 << (storage - 1) otherwise;
 - ``bits``: uniform random bit patterns of the storage width.
 
-This is stream 2. Rows are generated kind by kind (each kind's rows only get that kind's
-work) from raw 64-bit words of the PCG64 generator: the low bits are the mantissa (or the
-whole pattern for ``bits``), the high bits the sign, the exponent offset (16 bits, scaled
-to the window) and the coins. Stream 1 (`rows_legacy`, seven candidates per operand) is
-kept only to redraw recorded runs.
+This is stream 2 (`STREAM`; tests pin its bits). Each operand is drawn from two 32-bit
+words of the PCG64 generator (a 64-bit payload word for formats wider than 32 bits): the
+payload's low bits are the mantissa (or the whole pattern for ``bits``), the control
+word holds the sign, the exponent offset (16 bits, scaled to the row's window) and the
+coins; each row draws its window and its special positions. Turning words and row
+parameters into bit patterns is compiled by LLVM (`rows_kernel`, one pass) or, where no
+kernel can be built, done with numpy (`_block`): the same bits, checked by a test.
+Stream 1 (`rows_legacy`, seven candidates per operand) is kept only to redraw recorded
+runs.
 """
 
 from __future__ import annotations
@@ -75,7 +79,9 @@ stream does not depend on this), the arithmetic runs block by block on arrays th
 in cache (whole-operand temporaries cost more in page faults than in arithmetic)."""
 
 
-def _operand(fmt: Format, kind: np.ndarray, rng: np.random.Generator, k: int) -> np.ndarray:
+def _operand(
+    fmt: Format, kind: np.ndarray, rng: np.random.Generator, k: int, compiled: bool = True
+) -> np.ndarray:
     """(n, k) bit patterns of `fmt` following each row's kind (see the module docstring).
 
     Every operand is first a normal number in its row's exponent window (the kinds differ
@@ -86,55 +92,58 @@ def _operand(fmt: Format, kind: np.ndarray, rng: np.random.Generator, k: int) ->
     s = fmt.spec
     n = len(kind)
     raw, ctl = _words(s, rng, (n, k))
-    is_kind = {kd: kind == i for i, kd in enumerate(KINDS)}
-    wide, subn = is_kind[RowKind.WIDE], is_kind[RowKind.SUBNORMAL]
+    is_kind = [kind == i for i in range(len(KINDS))]
+    wide, subn = is_kind[KINDS.index(RowKind.WIDE)], is_kind[KINDS.index(RowKind.SUBNORMAL)]
     # per-row windows (centre - width + bias, 2 * width + 1)
     lo, hi = s.emin, s.emax
     centre = rng.integers(lo + (hi - lo) // 4, hi - (hi - lo) // 4 + 1, size=n)
     width = WIDTHS[rng.integers(0, len(WIDTHS), size=n)]
     centre = np.where(wide, (hi + lo) // 2, np.where(subn, lo + 2, centre))
     width = np.where(wide, (hi - lo) // 2 + 1, np.where(subn, 2, width))
-    rows = _Rows(
-        base=(centre - width + s.bias).astype(np.int32)[:, None],
-        span=(2 * width + 1).astype(np.int32)[:, None],
-        # coin thresholds: subnormal (wide, subnormal rows), zero (zeros rows)
-        sub_at=np.where(wide, _WIDE_SUB, np.where(subn, _HALF, 0)).astype(np.uint8)[:, None]
-        * bool(s.mbits),
-        zero_at=np.where(is_kind[RowKind.ZEROS], _HALF, 0).astype(np.uint8)[:, None],
-        # special operands: one or two per special row (distinct positions, even odds)
-        first=rng.integers(0, k, size=n)[:, None],
-        second=rng.integers(0, k - 1, size=n)[:, None] if k > 1 else np.zeros((n, 1), int),
-        two=rng.integers(0, 2, size=(n, 1)).astype(bool) if k > 1 else np.zeros((n, 1), bool),
-        special=is_kind[RowKind.SPECIAL][:, None],
-        bits=is_kind[RowKind.BITS][:, None],
-    )
+    # the per-row parameters (rows_kernel.PARAMS int32 columns)
+    par = np.empty((n, 8), dtype=np.int32)
+    par[:, 0] = centre - width + s.bias  # base
+    par[:, 1] = 2 * width + 1  # span
+    # coin thresholds: subnormal (wide, subnormal rows; formats with subnormals), zero
+    par[:, 2] = np.where(wide, _WIDE_SUB, np.where(subn, _HALF, 0)) if s.mbits else 0
+    par[:, 3] = np.where(is_kind[KINDS.index(RowKind.ZEROS)], _HALF, 0)
+    # special operands: one or two per special row (distinct positions, even odds)
+    first = rng.integers(0, k, size=n)
+    par[:, 4] = first
+    if k > 1:
+        second = (first + 1 + rng.integers(0, k - 1, size=n)) % k
+        par[:, 5] = np.where(rng.integers(0, 2, size=n).astype(bool), second, -1)
+    else:
+        par[:, 5] = -1
+    par[:, 6] = is_kind[KINDS.index(RowKind.SPECIAL)]
+    par[:, 7] = is_kind[KINDS.index(RowKind.BITS)]
+    if compiled:
+        from .rows_kernel import compose
+
+        out = compose(s, raw, ctl, par, (_OFF_SHIFT, _OFF_BITS, _COIN_SHIFT, int(_COIN2)))
+        if out is not None:
+            return out
     out = np.empty((n, k), dtype=np.uint64)
     step = max(1, BLOCK_OPERANDS // k)
     for b in range(0, n, step):
         blk = slice(b, b + step)
-        out[blk] = _block(s, raw[blk], ctl[blk], rows.slice(blk))
+        out[blk] = _block(s, raw[blk], ctl[blk], par[blk])
     return out
 
 
-class _Rows:
-    """Per-row parameters of an operand's rows, as (n, 1) columns."""
-
-    def __init__(self, **cols: np.ndarray) -> None:
-        self.__dict__.update(cols)
-
-    def slice(self, blk: slice) -> _Rows:
-        return _Rows(**{name: col[blk] for name, col in self.__dict__.items()})
-
-
-def _block(s: FormatSpec, raw: np.ndarray, ctl: np.ndarray, r: _Rows) -> np.ndarray:
-    """The uint64 patterns of one block of rows (see `_operand`)."""
+def _block(s: FormatSpec, raw: np.ndarray, ctl: np.ndarray, par: np.ndarray) -> np.ndarray:
+    """The uint64 patterns of one block of rows (see `_operand`; `par`: its per-row
+    parameters)."""
+    base, span, sub_at, zero_at, first, second, special_row, bits_row = (
+        par[:, i : i + 1] for i in range(8)
+    )
     wt = raw.dtype.type  # payload: uint32, or uint64 for 64-bit formats
     k = raw.shape[1]
     # exponent fields of normal numbers, uniform in the window
     field = ((ctl >> np.uint32(_OFF_SHIFT)) & np.uint32((1 << _OFF_BITS) - 1)).view(np.int32)
-    field *= r.span
+    field *= span
     field >>= _OFF_BITS
-    field += r.base
+    field += base
     hi_f = _max_normal_field(s)
     np.clip(field, 1, hi_f, out=field)
     ones = wt((1 << s.mbits) - 1)
@@ -142,18 +151,17 @@ def _block(s: FormatSpec, raw: np.ndarray, ctl: np.ndarray, r: _Rows) -> np.ndar
     if s.specials == Specials.FN:  # the top binade's all-ones mantissa is NaN
         mant -= ((field == hi_f) & (mant == ones)).astype(wt)
     # subnormal and zero operands, by the coin against each row's threshold
-    coin = (ctl >> np.uint32(_COIN_SHIFT)).astype(np.uint8)
-    zero = coin < r.zero_at
-    sub = coin < r.sub_at
+    coin = ((ctl >> np.uint32(_COIN_SHIFT)) & np.uint32(0xFF)).view(np.int32)
+    zero = coin < zero_at
+    sub = coin < sub_at
     field *= ~(sub | zero)
     mant |= (sub & (mant == 0)).astype(wt)
     mant *= ~zero
     sign = (ctl & np.uint32(1)).astype(wt) if s.signed else None
     if sign is not None and s.specials == Specials.FNUZ:  # -0 is the NaN: zeros are +0
         sign *= ~zero
-    cols = np.arange(k)[None, :]
-    second = (r.first + 1 + r.second) % k
-    special = ((cols == r.first) | (r.two & (cols == second))) & r.special
+    cols = np.arange(k, dtype=np.int32)[None, :]
+    special = ((cols == first) | (cols == second)) & (special_row != 0)
     if s.specials in (Specials.IEEE, Specials.FN):
         field[special] = (1 << s.ebits) - 1
         if s.specials == Specials.IEEE:  # Inf, or a NaN with a random non-zero payload
@@ -165,7 +173,7 @@ def _block(s: FormatSpec, raw: np.ndarray, ctl: np.ndarray, r: _Rows) -> np.ndar
     out = _compose(s, sign, field, mant)
     if s.specials not in (Specials.IEEE, Specials.FN):  # the pattern of -0 (fnuz: the NaN)
         out[special] = 1 << (s.storage - 1)
-    return np.where(r.bits, raw.astype(np.uint64) & np.uint64((1 << s.storage) - 1), out)
+    return np.where(bits_row != 0, raw.astype(np.uint64) & np.uint64((1 << s.storage) - 1), out)
 
 
 def _compose(s: FormatSpec, sign, field: np.ndarray, mant: np.ndarray) -> np.ndarray:
@@ -185,14 +193,22 @@ def _compose(s: FormatSpec, sign, field: np.ndarray, mant: np.ndarray) -> np.nda
 
 
 def random_rows(
-    a_fmt: Format, b_fmt: Format, c_fmt: Format, K: int, n: int, seed: int
+    a_fmt: Format,
+    b_fmt: Format,
+    c_fmt: Format,
+    K: int,
+    n: int,
+    seed: int,
+    compiled: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """`n` random rows: a (n, K), b (n, K), c (n,) as uint64 bit patterns, and each row's
-    kind index into `KINDS`. The same arguments give the same rows."""
+    kind index into `KINDS`. The same arguments give the same rows. `compiled`: compose
+    the operands with the LLVM kernel of `rows_kernel` (the same bits; numpy where it
+    cannot be built), else with numpy."""
     rng = np.random.default_rng(seed)
     kind = rng.integers(0, len(KINDS), size=n)
-    a = _operand(a_fmt, kind, rng, K)
-    b = _operand(b_fmt, kind, rng, K)
+    a = _operand(a_fmt, kind, rng, K, compiled)
+    b = _operand(b_fmt, kind, rng, K, compiled)
     cancel = np.flatnonzero(kind == KINDS.index(RowKind.CANCEL))
     if K >= 2 and len(cancel):
         h = K // 2
@@ -203,7 +219,7 @@ def random_rows(
         )
         a[cancel, h : 2 * h] = a[cancel, :h]
         b[cancel, h : 2 * h] = (b[cancel, :h] ^ sign_b) ^ noise
-    c = _operand(c_fmt, kind, rng, 1)[:, 0]
+    c = _operand(c_fmt, kind, rng, 1, compiled)[:, 0]
     return a, b, c, kind
 
 
