@@ -58,7 +58,7 @@ docs:
 # The GEMM study: results/gemm.md and results/gemm/*.png (error against K on every preset,
 # Sun et al. section 8 reproduced). Plots need the plot extra: pip install -e '.[plot]'.
 study:
-	$(BIN)/python bench/study_gemm.py
+	$(BIN)/python bench/study_gemm.py --compare-with results/gemm/study_numpy.json
 
 # The GPU campaign (results/hardware/<gpu>/): probes, SASS, 10^6-row validation, identify.
 # Runs where an NVIDIA GPU and nvcc are; exits 2 with one line elsewhere. Uses .venv when

@@ -346,6 +346,26 @@ class _Serial:
         return Done(fn(*args))
 
 
+def compare_runs(data: dict, other: dict) -> dict:
+    """Part 1 of this run against another run's: how many (arch, kind, schedule, K) outputs
+    have the same bits (by their SHA-256), and the other run's engine and seconds."""
+
+    def key(r):
+        return (r["arch"], r["kind"], r["schedule"], r["K"])
+
+    mine = {key(r): r["d_sha256"] for r in data.get("ksweep", {}).get("rows", [])}
+    theirs = {key(r): r["d_sha256"] for r in other.get("ksweep", {}).get("rows", [])}
+    both = sorted(set(mine) & set(theirs))
+    return {
+        "other_engine": other.get("meta", {}).get("engine"),
+        "other_seconds": other.get("ksweep", {}).get("seconds"),
+        "other_jobs": other.get("meta", {}).get("jobs", 1),
+        "compared": len(both),
+        "equal": sum(mine[k] == theirs[k] for k in both),
+        "differ": [list(k) for k in both if mine[k] != theirs[k]],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the smallest configuration")
@@ -354,6 +374,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="worker processes for part 1")
     ap.add_argument(
         "--parts", default="ksweep,sun", help="comma list of ksweep (with ablation), ablation, sun"
+    )
+    ap.add_argument(
+        "--compare-with",
+        default=None,
+        help="a study.json of another run (e.g. another engine): count part 1 outputs that differ",
     )
     ap.add_argument(
         "--report-only", action="store_true", help="rewrite gemm.md and plots from study.json"
@@ -378,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
             "tensorcore_smt": __version__,
             "python": platform.python_version(),
             "machine": platform.machine(),
-            "engine": args.engine or "default",
+            "engine": args.engine or "default (compiled for large GEMMs when it is built)",
+            "jobs": args.jobs,
             "config": "quick" if args.quick else "full",
         }
     )
@@ -399,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         t1 = time.perf_counter()
         data["sun"] = study_sun.run(cfg.element_samples, cfg.chain_samples, cfg.chain_lengths, log)
         data["sun"]["seconds"] = round(time.perf_counter() - t1, 1)
+    if args.compare_with:
+        data["engine_check"] = compare_runs(data, json.loads(Path(args.compare_with).read_text()))
     data_path.write_text(json.dumps(data, indent=1) + "\n")
     study_report.write(data, out)
     log(f"wrote {out / 'gemm.md'} and {figs}/ ({time.perf_counter() - t0:.0f} s)")

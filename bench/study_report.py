@@ -638,6 +638,18 @@ def write(data: dict, out: Path) -> None:
     if "ksweep" in data:
         ks = data["ksweep"]
         L += ksweep_section(ks, plot_ksweep(ks, figs) if plots else [])
+        chk = data.get("engine_check")
+        if chk:
+            L += [
+                f"Engines: part 1 ran in {ks.get('seconds', 0):.0f} s here (matmul engine "
+                f"{meta.get('engine')}, {meta.get('jobs', 1)} process(es)); a run of the same "
+                f"sweep with the {chk['other_engine']} engine took {chk['other_seconds']:.0f} s "
+                f"({chk.get('other_jobs', 1)} process(es), on the same shared machine). "
+                f"Of the {chk['compared']} outputs (each a {ks['M']}×{ks['N']} D) both runs "
+                f"computed, {chk['equal']} are identical bit for bit"
+                + (f"; differing: {chk['differ']}." if chk["differ"] else "."),
+                "",
+            ]
     if "ablation" in data:
         L += ablation_section(data["ablation"], data.get("ksweep"))
     if "sun" in data:
