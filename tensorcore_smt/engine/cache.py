@@ -48,6 +48,11 @@ def key(*parts: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:40]
 
 
+def has(k: str, suffix: str = ".o") -> bool:
+    """Whether bytes are stored under key `k`."""
+    return (cache_dir() / (k + suffix)).is_file()
+
+
 def get(k: str, suffix: str = ".o") -> bytes | None:
     """The stored bytes for key `k`, or None."""
     try:

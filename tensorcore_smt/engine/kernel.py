@@ -52,7 +52,7 @@ def is_ready(p: ModelParams, arrays: list[np.ndarray | None]) -> bool:
     containers = _containers(p, arrays)
     if (p, containers) in _KERNELS:
         return True
-    return cache.get(_disk_key(p, containers)) is not None
+    return cache.has(_disk_key(p, containers))
 
 
 def machine_code(disk_key: str, make: Callable[[], tuple[str, bool]]) -> int:
