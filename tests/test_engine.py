@@ -180,13 +180,19 @@ def test_second_load_compiles_nothing(monkeypatch):
     assert np.array_equal(api.simulate_params(p, a, b, c, engine="compiled"), first)
 
 
-def test_default_engine_by_batch_and_readiness():
+def test_default_engine_by_batch_and_readiness(monkeypatch):
+    monkeypatch.delenv("TCSMT_ENGINE", raising=False)  # conftest.py sets numpy for tests
     p = parse_variant("volta[F=19]").params(None)
     a, b, c, _, _ = _rows(p, 100, 1)
     assert api._pick_engine(p, None, None, [a, b, c]) == Engine.NUMPY  # not compiled, small
     api.simulate_params(p, a, b, c, engine="compiled")
     assert api._pick_engine(p, None, None, [a, b, c]) == Engine.COMPILED  # ready
     assert api._pick_engine(p, None, "cpu", [a, b, c]) == Engine.TORCH
+    monkeypatch.setenv("TCSMT_ENGINE", "numpy")
+    assert api._pick_engine(p, None, None, [a, b, c]) == Engine.NUMPY
+    monkeypatch.setenv("TCSMT_ENGINE", "gpu")
+    with pytest.raises(UserError, match="unknown engine 'gpu'"):
+        api._pick_engine(p, None, None, [a, b, c])
 
 
 def test_engine_errors_are_one_line():

@@ -12,6 +12,7 @@ and validate's and the GEMM level's big batches compile once and run compiled.
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 
 from ..errors import UserError
@@ -43,6 +44,15 @@ def parse_engine(value: str | Engine | None) -> Engine | None:
 
 
 def default_engine(ready: bool, rows: int) -> Engine:
-    """The faster interpreter for a batch of `rows` rows, `ready` telling whether its
-    kernel is already compiled (memory or disk cache)."""
+    """The engine for a batch of `rows` rows on this machine's CPU when none is asked
+    for: $TCSMT_ENGINE when set (numpy or compiled; the test suite sets numpy so that
+    tests of the vector interpreter test it whatever kernels are cached), else the faster
+    one, `ready` telling whether the kernel is already compiled (memory or disk cache)."""
+    env = os.environ.get("TCSMT_ENGINE")
+    if env:
+        e = parse_engine(env)
+        if e == Engine.TORCH:
+            raise UserError("TCSMT_ENGINE: torch needs a device; use numpy or compiled")
+        assert e is not None
+        return e
     return Engine.COMPILED if ready or rows >= COMPILE_ROWS else Engine.NUMPY
