@@ -30,6 +30,10 @@ from .spec.presets import parse_variant
 
 def resolve(arch: str, instr: str | None = None) -> ModelParams:
     """Model parameters for a variant expression (`hopper`, `volta[carry_bits=2]`)."""
+    if not isinstance(arch, str):
+        raise UserError(f"arch: expected a variant expression (str), got {type(arch).__name__}")
+    if instr is not None and not isinstance(instr, str):
+        raise UserError(f"instr: expected an instruction name or None, got {type(instr).__name__}")
     return parse_variant(arch).params(instr)
 
 

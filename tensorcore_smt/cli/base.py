@@ -14,6 +14,7 @@ rules every command follows at its edges:
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -25,6 +26,9 @@ import click
 
 from ..errors import ExitCode, UserError
 from ..version import __version__
+
+QUIET_LOGGERS = ("asyncio", "distributed", "tornado")
+"""Loggers of the libraries under the commands, silenced while a command runs."""
 
 
 def fail(msg: str, code: ExitCode = ExitCode.USAGE) -> None:
@@ -124,6 +128,10 @@ class Group(click.Group):
     pipe into a quiet exit, and hides internal tracebacks."""
 
     def main(self, *args, **kwargs):
+        # Library logs are no part of a command's output: an interrupted Dask start-up
+        # leaves asyncio tasks whose errors asyncio would log at exit.
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
         with _signals():
             try:
                 return super().main(*args, **kwargs)
@@ -138,11 +146,19 @@ class Group(click.Group):
             except KeyboardInterrupt:  # between click's handlers (while it exits)
                 interrupted()
 
+    group_class = type  # subgroups (`tcsmt vectors`, `tcsmt list`, ...) follow these rules too
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, args)
         except click.exceptions.NoArgsIsHelpError:
-            raise
+            if ctx.parent is None:  # `tcsmt` alone: its help, on stdout
+                click.echo(ctx.get_help())
+                sys.exit(int(ExitCode.OK))
+            fail(
+                f"{ctx.command_path}: give a command: {', '.join(self.list_commands(ctx))} "
+                f"({ctx.command_path} --help)"
+            )
         except click.UsageError as e:
             fail(_usage_line(e))
 

@@ -15,7 +15,7 @@ from ..model.params import ModelParams
 from ..smt.report import describe
 from ..spec.formats import Format, format_hex, parse_hex, to_float
 from ..spec.presets import parse_variant
-from .base import main
+from .base import check_out, main, write_or_print
 from .options import engine_option
 
 
@@ -84,7 +84,7 @@ def simulate(
             raise UserError("give either --vectors or --a/--b/--c/--sa/--sb, not both")
         if len(archs) > 1:
             raise UserError("--vectors takes one --arch")
-        _simulate_file(p, Path(vectors), Path(out) if out else None, engine)
+        _simulate_file(p, Path(vectors), check_out(out), engine)
         return
     if a_text is None or b_text is None or c_text is None:
         raise UserError("--a, --b and --c are required (or --vectors FILE)")
@@ -189,7 +189,7 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None, engine: Engine |
             lines.append(json.dumps(obj))
         payload = "\n".join(lines) + "\n"
         if dst:
-            dst.write_text(payload)
+            write_or_print(dst, payload, "rows")
         else:
             click.echo(payload, nl=False)
     if error:

@@ -21,6 +21,7 @@ from ..validation.validate import (
     random_chunks,
     read_inputs,
     recorded_inputs,
+    rows_jsonl,
     run_validation,
     write_rows,
 )
@@ -190,12 +191,28 @@ def validate_cmd(
             "kept": len(tally.kept),
         }
         try:
-            written = mismatch_file(
-                tally, p, variant.preset.name, inst.name, arch, oracle_spec, hidden, meta, out_path
+            try:
+                written = mismatch_file(
+                    tally,
+                    p,
+                    variant.preset.name,
+                    inst.name,
+                    arch,
+                    oracle_spec,
+                    hidden,
+                    meta,
+                    out_path,
+                )
+            except UserError as e:  # e.g. a split model: its inputs are not the unit's operands
+                written = write_rows(tally, p, out_path.with_suffix(".jsonl"))
+                click.echo(f"tcsmt: validate: no vector file ({e}); rows as JSONL", err=True)
+        except OSError as e:  # checked before the run, but the disk may fill or go away
+            click.echo(rows_jsonl(tally, p), nl=False)
+            click.echo(
+                f"tcsmt: error: could not write the mismatching rows to {out_path} "
+                f"({e.strerror or e}); they are printed above as JSONL",
+                err=True,
             )
-        except UserError as e:  # e.g. a split model: its inputs are not the unit's operands
-            written = write_rows(tally, p, out_path.with_suffix(".jsonl"))
-            click.echo(f"tcsmt: validate: no vector file ({e}); rows as JSONL", err=True)
     rate = run.rows_per_s
     report = {
         "rows": tally.rows,

@@ -17,7 +17,7 @@ from ..smt.report import describe
 from ..spec.formats import format_hex
 from ..spec.presets import PRESETS, parse_variant
 from ..validation import vectors as vec
-from .base import check_out, main
+from .base import check_out, main, write_or_print
 
 
 @main.group("vectors")
@@ -71,6 +71,7 @@ def vectors_show(path: str) -> None:
 def vectors_merge(paths: tuple[str, ...], out: str) -> None:
     """Merge vector files of one arch and instruction: union of the variants, each input
     once, predictions combined."""
+    check_out(out)
     files = [vec.load(p) for p in paths]
     try:
         merged = vec.merge(files)
@@ -80,7 +81,8 @@ def vectors_merge(paths: tuple[str, ...], out: str) -> None:
             n = int(msg[6 : msg.index("]")])
             msg = f"{paths[n]}{msg[msg.index(']') + 1 :]}"
         raise UserError(msg) from None
-    vec.save(merged, out)
+    if not write_or_print(Path(out), vec.dumps(merged, out), "merged vectors"):
+        return
     click.echo(
         f"wrote {out}: {len(merged.vectors)} vectors "
         f"({sum(len(f.vectors) for f in files)} read), {len(merged.variants)} variants"
@@ -95,9 +97,10 @@ def vectors_merge(paths: tuple[str, ...], out: str) -> None:
 def vectors_csv(path: str, out: str | None) -> None:
     """Convert a vector file to CSV (a `# tcsmt-vectors {...}` header line, then one row
     per vector; `tcsmt` reads it back anywhere it reads JSON)."""
+    check_out(out)
     text = vec.to_csv(vec.load(path))
     if out:
-        Path(out).write_text(text)
+        write_or_print(Path(out), text, "CSV")
     else:
         click.echo(text, nl=False)
 
@@ -118,6 +121,7 @@ def vectors_csv(path: str, out: str | None) -> None:
 )
 def vectors_predict(path: str, add: tuple[str, ...], out: str | None) -> None:
     """(Re)compute every variant's prediction for every vector with the model."""
+    check_out(out or path)
     vf = vec.load(path)
     for v in add:
         parse_variant(v)
@@ -136,7 +140,8 @@ def vectors_predict(path: str, add: tuple[str, ...], out: str | None) -> None:
         if before.get((i, k)) != d
     )
     dst = out or path
-    vec.save(new, dst)
+    if not write_or_print(Path(dst), vec.dumps(new, dst), "predicted vectors"):
+        return
     click.echo(
         f"wrote {dst}: {len(new.vectors)} vectors x {len(new.variants)} variants, "
         f"{changed} predictions new or changed"
@@ -161,6 +166,7 @@ def vectors_new(
     arch: str, instr: str | None, variants: tuple[str, ...], prop: str | None, rows: str, out: str
 ) -> None:
     """Make a vector file from hand-written JSONL rows, with every variant's prediction."""
+    check_out(out)
     if arch not in PRESETS:
         raise UserError(f"--arch: unknown architecture {arch!r}; known: {', '.join(PRESETS)}")
     inst = parse_variant(arch).instruction(instr)
@@ -173,7 +179,8 @@ def vectors_new(
             vec.Vector(r.a, r.b, r.c, {}, r.obj.get("note", ""), str(src), r.sa, r.sb)
         )
     vf = vec.predict(vf)
-    vec.save(vf, out)
+    if not write_or_print(Path(out), vec.dumps(vf, out), "vectors"):
+        return
     click.echo(f"wrote {out}: {len(vf.vectors)} vectors x {len(vf.variants)} variants")
 
 
@@ -269,6 +276,7 @@ def probe(
         raise UserError("--json goes with --check")
     if len(files) != 1:
         raise UserError("give one vector file: tcsmt probe VECTORS.json --out probe.cu")
+    check_out(out)
     vpath = files[0]
     vf = vec.load(vpath)
     amd = vf.instr().kind == "mfma"
@@ -298,8 +306,10 @@ def probe(
         f"check: tcsmt probe --check {vpath} probe_output.txt"
     )
     if out:
-        Path(out).write_text(src)
-        click.echo(f"wrote {out}: {summary}")
+        if write_or_print(Path(out), src, "probe source"):
+            click.echo(f"wrote {out}: {summary}")
+        else:
+            click.echo(summary, err=True)
     else:
         click.echo(src, nl=False)
         click.echo(summary, err=True)

@@ -14,8 +14,8 @@ Failure rules, the same for every command built on it:
 - Ctrl-C (KeyboardInterrupt) cancels every pending task before it propagates, so the
   caller can report what has already finished and exit.
 
-Processes: the embedded cluster's nannies and workers are started with SIGINT ignored,
-so a terminal's Ctrl-C (sent to the whole foreground process group) reaches only the
+Processes: the embedded cluster's workers ignore SIGINT (`worker_setup`, a Dask
+preload), so a terminal's Ctrl-C (sent to the whole foreground process group) reaches only the
 command, which then closes the cluster in order (no worker tracebacks); a worker shut
 down mid-task takes its solver processes with it (tensorcore_smt.solvers.runner). Dask's
 dashboard is off unless asked for (`dashboard=True`, `--dashboard`), and Dask's own
@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -43,6 +44,9 @@ SCHEDULER_ENV = "TCSMT_SCHEDULER"
 """Environment variable naming a Dask scheduler address (as --scheduler does)."""
 
 CONNECT_TIMEOUT_S = 10.0
+
+WORKER_SETUP = "tensorcore_smt.validation.worker_setup"
+"""Dask preload module of the embedded cluster's workers (they ignore SIGINT)."""
 
 DASHBOARD_ADDRESS = ":8787"
 """Where the dashboard is served when asked for (Dask's default port, else a free one)."""
@@ -120,34 +124,93 @@ def connect(
     try:
         cluster, client = _embedded(n, dashboard)
     except (OSError, RuntimeError, TimeoutError) as e:
+        if _interrupted(e):
+            raise KeyboardInterrupt from None
         raise UserError(
             f"cannot start the embedded Dask cluster of {n} workers: {_one_line(e)}"
         ) from None
     try:
         yield client
     finally:
-        with _quiet(), _sigint_ignored():  # a second Ctrl-C must not stop the shutdown
+        with _quiet(), _sigint_ignored(), _stderr_to_devnull():  # a 2nd Ctrl-C: ignored
             client.close()
             cluster.close()
 
 
+@contextmanager
+def _stderr_to_devnull() -> Iterator[None]:
+    """File descriptor 2 on /dev/null for the block: the processes started meanwhile
+    (the cluster's workers) keep it, so their warnings and tracebacks never reach the
+    command's stderr. Nothing changes where stderr is no file descriptor."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _embedded(n: int, dashboard: bool) -> tuple[Any, Any]:
-    """A LocalCluster of `n` single-threaded worker processes and its client."""
+    """A LocalCluster of `n` single-threaded worker processes and its client (both
+    closed again if the start fails or is interrupted)."""
     from distributed import Client, LocalCluster
 
-    with _quiet(), _sigint_ignored():
-        # ":0": the scheduler's HTTP endpoint on a free port (None still takes 8787 and
-        # warns when it is busy); the dashboard itself only when asked for.
-        cluster = LocalCluster(
-            n_workers=n,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=DASHBOARD_ADDRESS if dashboard else ":0",
-            scheduler_kwargs={} if dashboard else {"dashboard": False},
-            silence_logs=logging.CRITICAL,
-        )
-        client = Client(cluster)
+    cluster = client = None
+    try:
+        with _quiet(), _stderr_to_devnull():
+            # ":0": the scheduler's HTTP endpoint on a free port (None still takes 8787
+            # and warns when it is busy); the dashboard itself only when asked for.
+            cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=DASHBOARD_ADDRESS if dashboard else ":0",
+                scheduler_kwargs={} if dashboard else {"dashboard": False},
+                silence_logs=logging.CRITICAL,
+                preload=[WORKER_SETUP],
+            )
+            client = Client(cluster)
+    except BaseException:
+        _abandon(cluster, client)
+        raise
     return cluster, client
+
+
+def _abandon(cluster: Any, client: Any) -> None:
+    """Close what a failed or interrupted start left, including a cluster whose
+    constructor did not return (Dask would close it at exit, with tracebacks)."""
+    from distributed.deploy.spec import SpecCluster
+
+    with _quiet(), _sigint_ignored(), _stderr_to_devnull():
+        for thing in (client, cluster, *list(SpecCluster._instances)):
+            if thing is None:
+                continue
+            try:
+                thing.close()
+            except Exception:  # noqa: BLE001 - half-started: whatever it says, it is gone
+                pass
+            SpecCluster._instances.discard(thing)
+
+
+def _interrupted(e: BaseException) -> bool:
+    """Whether an error of a cluster's start came from a Ctrl-C in its middle."""
+    import asyncio
+
+    seen = 0
+    while e is not None and seen < 20:
+        if isinstance(e, (KeyboardInterrupt, asyncio.CancelledError)):
+            return True
+        e = e.__cause__ or e.__context__
+        seen += 1
+    return False
 
 
 def _one_line(e: BaseException) -> str:

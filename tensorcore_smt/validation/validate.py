@@ -343,7 +343,7 @@ def mismatch_file(
     return path
 
 
-def write_rows(tally: Tally, p: ModelParams, path: Path) -> Path:
+def rows_jsonl(tally: Tally, p: ModelParams) -> str:
     """The kept mismatches as JSONL rows (a, b, c, d: the model's, d_oracle, row)."""
     lines = []
     for row, a, b, c, dm, do in tally.kept:
@@ -359,7 +359,12 @@ def write_rows(tally: Tally, p: ModelParams, path: Path) -> Path:
                 }
             )
         )
-    path.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def write_rows(tally: Tally, p: ModelParams, path: Path) -> Path:
+    """Write `rows_jsonl` to `path`."""
+    path.write_text(rows_jsonl(tally, p))
     return path
 
 
@@ -397,5 +402,6 @@ __all__ = [
     "run_validation",
     "read_inputs",
     "recorded_inputs",
+    "rows_jsonl",
     "write_rows",
 ]

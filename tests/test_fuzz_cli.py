@@ -1,0 +1,558 @@
+"""Every command line and API call a user can get wrong ends the documented way.
+
+Over a thousand command lines and API calls - malformed values, out-of-range options,
+bad and missing files, interrupted runs - each must exit 0-4 or 130 (errors.ExitCode),
+print one line on stderr for bad input (exit 2) and `tcsmt: interrupted` last for an
+interrupt (130), never a traceback; API calls return or raise UserError. The command
+lines are built from the click tree itself, so a command added later is fuzzed too:
+with a known valid base line, every option is mutated in turn; without one, only the
+mutations click rejects while parsing (so nothing long runs).
+
+The commands that solve or run a cluster are run in process with the work replaced by
+a Ctrl-C (KeyboardInterrupt at the moment solving, the cluster or the search would
+start): a valid line there must exit 130. A few real processes check what only real
+processes show: Ctrl-C and SIGTERM while solvers run, a query's time budget, a hanging
+oracle, `find --all` on a Dask cluster interrupted, a closed pipe - and that no process
+of any of them is left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import click
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tensorcore_smt as tc
+from tensorcore_smt.cli import main
+from tensorcore_smt.errors import ExitCode, UserError
+
+ROOT = Path(__file__).resolve().parent.parent
+CODES = {int(c) for c in ExitCode}
+
+# --- the in-process fuzz ---------------------------------------------------------------
+
+
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _interrupting_cluster(*args, **kwargs):
+    raise KeyboardInterrupt
+    yield  # pragma: no cover
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Solving, Dask clusters and the identify search become an immediate Ctrl-C."""
+    import tensorcore_smt.cli.find as cli_find
+    import tensorcore_smt.cli.solve as cli_solve
+    import tensorcore_smt.identify.loop as loop
+    import tensorcore_smt.smt.find as smt_find
+    import tensorcore_smt.validation.distributed as distributed
+
+    monkeypatch.setattr(cli_solve, "answer", _interrupt)
+    monkeypatch.setattr(smt_find, "answer", _interrupt)
+    monkeypatch.setattr(distributed, "connect", _interrupting_cluster)
+    monkeypatch.setattr(cli_find, "connect", _interrupting_cluster, raising=False)
+    monkeypatch.setattr(loop, "search", _interrupt)
+
+
+def _files(d: Path) -> dict[str, Path]:
+    """Good and bad input files: rows with d (fit), rows without (validate --vectors,
+    simulate --vectors), a vector file, and broken ones."""
+    p = tc.resolve("volta")
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 1 << 16, (4, p.K), dtype=np.uint64) & 0x7BFF
+    b = rng.integers(0, 1 << 16, (4, p.K), dtype=np.uint64) & 0x7BFF
+    c = np.zeros(4, dtype=np.uint64)
+    dd = tc.simulate("volta", None, a, b, c)
+    rows = [
+        {"a": [f"{int(x):#06x}" for x in ra], "b": [f"{int(x):#06x}" for x in rb], "c": "0x0"}
+        for ra, rb in zip(a, b)
+    ]
+    out = {
+        "rows": d / "rows.jsonl",
+        "fitrows": d / "fit.jsonl",
+        "empty": d / "empty.jsonl",
+        "binary": d / "binary.jsonl",
+        "badhex": d / "badhex.jsonl",
+        "notjson": d / "notjson.json",
+        "shortrow": d / "short.jsonl",
+        "dir": d / "adir",
+    }
+    out["rows"].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out["fitrows"].write_text(
+        "".join(json.dumps(dict(r, d=f"{int(x):#010x}")) + "\n" for r, x in zip(rows, dd))
+    )
+    out["empty"].write_text("")
+    out["binary"].write_bytes(bytes(range(256)) * 4)
+    out["badhex"].write_text('{"a": ["0xZZZZ", 0, 0, 0], "b": [0, 0, 0, 0], "c": "0x0"}\n')
+    out["notjson"].write_text('{"arch": "volta", "vectors": [1, 2')
+    out["shortrow"].write_text('{"a": ["0x3c00"], "b": ["0x3c00"], "c": "0x0"}\n')
+    out["dir"].mkdir()
+    vec = d / "v.json"
+    r = CliRunner().invoke(
+        main, ["vectors", "new", "--arch", "volta", "--rows", str(out["rows"]), "--out", str(vec)]
+    )
+    assert r.exit_code == 0, r.output
+    out["vectors"] = vec
+    return out
+
+
+def _bases(f: dict[str, Path]) -> dict[str, list[str]]:
+    """A valid command line for each known command (path in the click tree -> args)."""
+    s = str
+    return {
+        "simulate": ["--arch", "volta", "--a", "0x3c00,0,0,0", "--b", "0x3c00,0,0,0", "--c", "0"],
+        "diff": ["volta", "volta[carry_bits=2]", "--timeout", "5"],
+        "prove": ["volta", "volta[carry_bits=2]", "--timeout", "5"],
+        "export": ["volta", "volta[carry_bits=2]", "--out", "q.smt2"],
+        "find": ["--property", "carry-bits", "--arch", "volta"],
+        "validate": ["--arch", "volta", "--oracle", "variant:volta", "--rows", "10"],
+        "identify": ["--arch", "volta", "--oracle", "variant:volta[F=22]", "--budget", "20"],
+        "fit": [s(f["fitrows"]), "--arch", "volta"],
+        "list archs": [],
+        "list properties": [],
+        "list params": [],
+        "vectors show": [s(f["vectors"])],
+        "vectors csv": [s(f["vectors"])],
+        "vectors predict": [s(f["vectors"]), "--out", "p.json"],
+        "vectors new": ["--arch", "volta", "--rows", s(f["rows"]), "--out", "n.json"],
+        "vectors merge": [s(f["vectors"]), s(f["vectors"]), "--out", "m.json"],
+        "probe": [s(f["vectors"]), "--out", "probe.cu"],
+    }
+
+
+def _commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
+    out: dict[str, click.Command] = {}
+    for name, cmd in group.commands.items():
+        path = f"{prefix}{name}"
+        if isinstance(cmd, click.Group):
+            out[path] = cmd
+            out.update(_commands(cmd, path + " "))
+        else:
+            out[path] = cmd
+    return out
+
+
+NUMBERS = ["-1", "0", "abc", "1.5", "99999999999999999999999", "", "nan", "inf", "1e400", "-0"]
+STRINGS = [
+    "",
+    "banana",
+    "volta[",
+    "volta[F=2,F=3]",
+    "volta[F=999]",
+    "volta]",
+    "\x7f",
+    "-",
+    "💥",
+    "a" * 300,
+]
+
+
+def _values(param: click.Parameter, f: dict[str, Path], known: bool) -> list[str]:
+    """Bad (and borderline) values for one option or argument."""
+    t = param.type
+    parse_only = not known
+    if isinstance(t, click.Choice):
+        return ["bogus", ""]
+    if isinstance(t, (click.types.IntParamType, click.types.FloatParamType)) or t.name in (
+        "int",
+        "float",
+        "integer",
+    ):
+        return ["abc", "1.5.5", ""] if parse_only else NUMBERS
+    if isinstance(t, click.IntRange | click.FloatRange):
+        return ["abc"] if parse_only else NUMBERS
+    if parse_only:
+        return []
+    if isinstance(t, click.Path):
+        return [
+            "/nonexistent_dir/x.json",
+            str(f["dir"]),
+            str(f["binary"]),
+            str(f["empty"]),
+            str(f["badhex"]),
+            str(f["notjson"]),
+            str(f["shortrow"]),
+            "/proc/self/mem",
+        ]
+    return STRINGS
+
+
+def _cases(f: dict[str, Path]) -> list[list[str]]:
+    bases = _bases(f)
+    cases: list[list[str]] = [[], ["--help"], ["--version"], ["nosuch"], ["--nosuch"]]
+    for path, cmd in _commands(main).items():
+        words = path.split()
+        cases.append(words + ["--help"])
+        cases.append(words + ["--no-such-option"])
+        if isinstance(cmd, click.Group):
+            cases.append(words)
+            continue
+        known = path in bases
+        base = bases.get(path, [])
+        if known:
+            cases.append(words + base)
+            cases.append(words + base + ["extra-argument"])
+        for param in cmd.params:
+            if param.name == "help":
+                continue
+            for v in _values(param, f, known):
+                if isinstance(param, click.Argument):
+                    if not known:
+                        continue
+                    args = list(base)
+                    pos = [i for i, a in enumerate(args) if not a.startswith("-")]
+                    # replace the first positional word (the argument's place in the line)
+                    if pos:
+                        args[pos[0]] = v
+                    cases.append(words + args)
+                    continue
+                if getattr(param, "is_flag", False):
+                    continue
+                opt = max(param.opts, key=len)
+                args = [a for a in base]
+                if opt in args:  # replace the base's own value
+                    i = args.index(opt)
+                    args[i + 1] = v
+                else:
+                    args += [opt, v]
+                cases.append(words + args)
+    return cases
+
+
+def _check(args: list[str], r) -> str | None:
+    """What is wrong with one run (None: it ended the documented way)."""
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        return f"raised {type(r.exception).__name__}: {r.exception}"
+    if r.exit_code not in CODES:
+        return f"exit {r.exit_code}"
+    if "Traceback" in r.output:
+        return "traceback"
+    err = [x for x in r.stderr.splitlines() if x.strip()]
+    if r.exit_code == ExitCode.USAGE:
+        if len(err) != 1 or not err[0].startswith("tcsmt: error: "):
+            return f"exit 2 with stderr {err[:4]!r}"
+    if r.exit_code == ExitCode.INTERRUPTED:
+        if not err or not err[-1].startswith("tcsmt: interrupted"):
+            return f"exit 130 with stderr {err[-3:]!r}"
+    return None
+
+
+def _children() -> set[int]:
+    """PIDs of this process's child processes (Linux /proc)."""
+    me = str(os.getpid())
+    out = set()
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            if stat.rsplit(")", 1)[1].split()[1] == me:
+                out.add(int(pid))
+    return out
+
+
+def test_command_lines_end_the_documented_way(tmp_path, no_work):
+    runner = CliRunner()
+    before = _children()
+    f = _files(tmp_path)
+    cases = _cases(f)
+    assert len(cases) >= 800, len(cases)
+    bad: list[str] = []
+    codes: dict[int, int] = {}
+    work = tmp_path / "work"
+    work.mkdir()
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        for args in cases:
+            r = runner.invoke(main, args)
+            codes[r.exit_code] = codes.get(r.exit_code, 0) + 1
+            why = _check(args, r)
+            if why:
+                bad.append(f"tcsmt {' '.join(args)!r}: {why}")
+    finally:
+        os.chdir(cwd)
+    assert not bad, f"{len(bad)} of {len(cases)} command lines:\n" + "\n".join(bad[:40])
+    # the fuzz reaches every kind of ending: success, bad input, interrupted work
+    assert codes.get(0) and codes.get(2) and codes.get(130), codes
+    assert _children() <= before
+
+
+# --- the API ---------------------------------------------------------------------------
+
+
+def _api_calls():
+    """(description, thunk) for API calls with malformed arguments."""
+    import ml_dtypes
+
+    rng = random.Random(5)
+    K = 4
+    good = np.zeros((2, K), dtype=np.uint16)
+    c32 = np.zeros(2, dtype=np.uint32)
+    arrays = [
+        np.zeros((2, K), np.float16),
+        np.ones((2, K), ml_dtypes.bfloat16),
+        np.full((2, K), 2.0, np.float32),
+        np.full((2, K), 1e-9, np.float32),
+        np.full((2, K), np.inf, np.float64),
+        np.full((2, K), np.nan, np.float32),
+        np.zeros((2, K), bool),
+        np.zeros((2, K), np.complex64),
+        np.zeros((2, K), object),
+        np.array([["a"] * K] * 2),
+        np.full((2, K), -1, np.int64),
+        np.full((2, K), 1 << 40, np.uint64),
+        np.zeros((3, K), np.uint16),
+        np.zeros((2, K + 1), np.uint16),
+        np.zeros((2,), np.uint16),
+        np.zeros((0, K), np.uint16),
+        np.ones((2, K), ml_dtypes.float8_e4m3fn),
+        [[0.5] * K] * 2,
+        [[1] * K] * 2,
+        None,
+        "0x3c00",
+    ]
+    archs = ["volta", "banana", "volta[F=2,F=3]", "volta[", "", None, 3, "hopper", "volta[F=22]"]
+    instrs = [None, "m8n8k4.f32.f16.f16.f32", "nosuch", "", 5]
+    calls = []
+    for arch in archs:
+        for instr in instrs:
+            calls.append(
+                (f"resolve({arch!r}, {instr!r})", lambda a=arch, i=instr: tc.resolve(a, i))
+            )
+    for x in arrays:
+        for which in range(3):
+            args = [good, good, c32]
+            if which == 2 and isinstance(x, np.ndarray) and x.ndim == 2:
+                args[2] = x[:, 0]
+            else:
+                args[which] = x
+            calls.append(
+                (
+                    f"simulate arg {which} {getattr(x, 'dtype', x)!r}",
+                    lambda a=args: tc.simulate("volta", None, *a),
+                )
+            )
+            m = [
+                np.zeros((8, K), np.float16),
+                np.zeros((K, 8), np.float16),
+                np.zeros((8, 8), np.float32),
+            ]
+            m[which] = x
+            calls.append(
+                (
+                    f"mma arg {which} {getattr(x, 'dtype', x)!r}",
+                    lambda a=m: tc.mma("volta", None, *a),
+                )
+            )
+    for _ in range(200):
+        n = rng.randint(0, 6)
+        args = [
+            rng.choice(
+                [[0] * K, [0] * 3, [0x3C00] * K, [1 << 20] * K, [-1] * K, 0, "x", None, [0.5] * K]
+            )
+            for _ in range(n)
+        ]
+        head = rng.choice(["volta", tc.resolve("volta"), "banana", None])
+        calls.append(
+            (f"simulate_one({head!r}, {args!r})", lambda h=head, a=args: tc.simulate_one(h, *a))
+        )
+    for dev in ["banana", "cuda:x", "", "gpu", "cpu:0"]:
+        calls.append(
+            (
+                f"simulate device {dev!r}",
+                lambda d=dev: tc.simulate("volta", None, good, good, c32, device=d),
+            )
+        )
+    return calls
+
+
+def test_api_calls_return_or_raise_user_error():
+    bad = []
+    calls = _api_calls()
+    assert len(calls) >= 300
+    for what, thunk in calls:
+        try:
+            thunk()
+        except UserError as e:
+            msg = str(e)
+            if "\n" in msg or not msg:
+                bad.append(f"{what}: message {msg!r}")
+        except Exception as e:  # noqa: BLE001 - the failure this test looks for
+            bad.append(f"{what}: {type(e).__name__}: {e}")
+    assert not bad, f"{len(bad)} of {len(calls)} calls:\n" + "\n".join(bad[:40])
+
+
+def test_api_dtype_rules():
+    """The documented dtype rule (api module docstring), with exact bits."""
+    import ml_dtypes
+
+    p = tc.resolve("volta")
+    A = np.full((8, p.K), 2.0, np.float32)
+    B = np.ones((p.K, 8), np.float16)
+    C = np.zeros((8, 8), np.float32)
+    d = tc.mma("volta", None, A, B, C)
+    assert d.dtype == np.float32 and np.all(d == 2.0 * p.K)  # 2.0 converted exactly
+    with pytest.raises(UserError, match="expected float16"):
+        tc.mma("volta", None, A.astype(ml_dtypes.bfloat16), B, C)
+    with pytest.raises(UserError, match="not exactly a fp16 number; expected float16"):
+        tc.mma("volta", None, np.full((8, p.K), 1e-9, np.float32), B, C)
+    bits = np.zeros((1, p.K), np.uint16)
+    out = tc.simulate("volta", None, bits, bits, np.array([0x3F800000], np.uint32))
+    assert out.dtype == np.uint32 and int(out[0]) == 0x3F800000
+    assert tc.simulate_one("volta", None, [0] * p.K, [0] * p.K, 0x3F800000) == 0x3F800000
+    assert tc.simulate_one(p, [0] * p.K, [0] * p.K, 0x3F800000) == 0x3F800000
+
+
+# --- real processes: interrupts, budgets, orphans --------------------------------------
+
+TAG = "TCSMT_FUZZ_TAG"
+
+
+def _tagged(tag: str) -> list[tuple[int, str]]:
+    """Processes whose environment carries `tag` (every descendant of a run inherits it)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+            if f"{TAG}={tag}".encode() in env.split(b"\0"):
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                out.append((int(pid), cmd.decode(errors="replace")[:80]))
+        except OSError:
+            continue
+    return out
+
+
+class Run:
+    """`tcsmt ARGS` as a real process in its own session, tagged through its environment."""
+
+    def __init__(self, args: list[str], stdout=subprocess.PIPE) -> None:
+        self.tag = uuid.uuid4().hex
+        env = dict(os.environ, PYTHONPATH=str(ROOT), **{TAG: self.tag})
+        self.p = subprocess.Popen(
+            [sys.executable, "-c", "from tensorcore_smt.cli import main; main()", *args],
+            env=env,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            cwd=ROOT,
+        )
+
+    def wait_for(self, word: str, limit: float = 40.0) -> bool:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < limit and self.p.poll() is None:
+            if any(word in c for _, c in _tagged(self.tag)):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def finish(self, limit: float = 60.0) -> tuple[int, str, str]:
+        try:
+            out, err = self.p.communicate(timeout=limit)
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.p.pid, signal.SIGKILL)
+        return self.p.returncode, (out or b"").decode(), err.decode()
+
+    def left(self, grace: float = 3.0) -> list[tuple[int, str]]:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < grace:
+            left = _tagged(self.tag)
+            if not left:
+                return []
+            time.sleep(0.1)
+        for pid, _ in left:  # the test's own processes: never left to run on
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        return left
+
+
+HARD = ["find", "--property", "markidis-vs-ootomo", "--arch", "volta", "--timeout", "120"]
+"""A query no installed solver answers within seconds on this machine."""
+
+
+@pytest.mark.parametrize("sig,group", [(signal.SIGINT, True), (signal.SIGTERM, False)])
+def test_interrupt_while_solving_leaves_no_solver(sig, group):
+    run = Run(HARD)
+    assert run.wait_for("tensorcore_smt.solvers.worker"), "no solver started"
+    (os.killpg if group else os.kill)(run.p.pid, sig)
+    rc, _, err = run.finish()
+    assert rc == ExitCode.INTERRUPTED, err
+    assert err.strip().splitlines()[-1].startswith("tcsmt: interrupted") and "Traceback" not in err
+    assert run.left() == []
+
+
+def test_killed_outright_takes_its_solvers_along():
+    run = Run(HARD)
+    assert run.wait_for("tensorcore_smt.solvers.worker"), "no solver started"
+    os.kill(run.p.pid, signal.SIGKILL)
+    run.finish()
+    assert run.left() == []
+
+
+def test_the_timeout_is_the_budget_of_the_whole_query():
+    budget = 1.0
+    t0 = time.monotonic()
+    run = Run(HARD[:-1] + [str(budget), "--jobs", "1", "--json"])
+    rc, out, err = run.finish()
+    elapsed = time.monotonic() - t0
+    assert rc == ExitCode.INCOMPLETE, err
+    queries = json.loads(out)["queries"]
+    assert {q["answer"] for q in queries} == {"unknown"}
+    # every solver of a query, one at a time, within the one budget (+ the start-up)
+    assert elapsed < budget * len(queries) + 10, elapsed
+    assert run.left() == []
+
+
+def test_a_hanging_oracle_is_killed_with_its_children(tmp_path):
+    prog = tmp_path / "hang.sh"
+    prog.write_text("#!/bin/sh\nsleep 300 &\nsleep 300\n")
+    prog.chmod(0o755)
+    run = Run(["identify", "--arch", "volta", "--oracle", f"cmd:{prog}", "--oracle-timeout", "1"])
+    rc, out, err = run.finish()
+    assert rc == ExitCode.USAGE, err
+    assert err.strip() == (
+        f"tcsmt: error: oracle cmd:{prog}: no answer within 1 s for 12 vectors "
+        "(killed; --oracle-timeout sets the limit)"
+    )
+    assert run.left() == []
+
+
+@pytest.mark.slow
+def test_find_all_on_dask_interrupted_leaves_nothing():
+    run = Run(["find", "--all", "--arch", "volta", "--workers", "1", "--json"])
+    assert run.wait_for("tensorcore_smt.solvers.worker", limit=60), "no solver started"
+    os.killpg(run.p.pid, signal.SIGINT)
+    rc, out, err = run.finish()
+    assert rc == ExitCode.INTERRUPTED, err
+    assert json.loads(out)["interrupted"] is True
+    assert err.strip() == "tcsmt: interrupted: the queries that finished are reported above"
+    assert run.left() == []
+
+
+def test_a_closed_pipe_ends_quietly():
+    run = Run(["list", "archs"])
+    assert run.p.stdout is not None
+    run.p.stdout.close()  # the reader is gone before the first line is written
+    run.p.stdout = None
+    rc, _, err = run.finish()
+    assert rc in (ExitCode.OK, -signal.SIGPIPE) and err == "", (rc, err)
