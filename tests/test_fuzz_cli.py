@@ -56,15 +56,13 @@ def _interrupting_cluster(*args, **kwargs):
 
 @pytest.fixture
 def no_work(monkeypatch):
-    """Solving, Dask clusters and the identify search become an immediate Ctrl-C."""
+    """Solver runs, Dask clusters and the identify search become an immediate Ctrl-C."""
     import tensorcore_smt.cli.find as cli_find
-    import tensorcore_smt.cli.solve as cli_solve
     import tensorcore_smt.identify.loop as loop
-    import tensorcore_smt.smt.find as smt_find
+    import tensorcore_smt.smt.solve as smt_solve
     import tensorcore_smt.validation.distributed as distributed
 
-    monkeypatch.setattr(cli_solve, "answer", _interrupt)
-    monkeypatch.setattr(smt_find, "answer", _interrupt)
+    monkeypatch.setattr(smt_solve, "portfolio", _interrupt)
     monkeypatch.setattr(distributed, "connect", _interrupting_cluster)
     monkeypatch.setattr(cli_find, "connect", _interrupting_cluster, raising=False)
     monkeypatch.setattr(loop, "search", _interrupt)
