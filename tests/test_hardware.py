@@ -398,3 +398,27 @@ def test_compiled_row_composition_is_numpys(fmt):
         slow = random_rows(fmt, fmt, Format.FP32, K, 3000, 3 + K, compiled=False)
         for x, y in zip(fast, slow):
             assert x.tolist() == y.tolist()
+
+
+def test_campaign_identify_without_gpu_records_the_error(tmp_path, monkeypatch):
+    """The identify step runs in process: without a GPU each instruction's row says why
+    (exit 2 and the one-line error), and the summary is still written."""
+    from tensorcore_smt.hardware.identify import run_identify
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    (row,) = run_identify("hopper", ("m16n8k16.f32.f16.f16.f32",), tmp_path, 10)
+    assert row["exit"] == 2 and "cuda oracle needs nvcc" in row["error"]
+    assert json.loads((tmp_path / "identify" / "identify.json").read_text()) == [row]
+
+
+@pytest.mark.slow
+def test_campaign_identify_in_process(tmp_path):
+    """The identify step with a stand-in for the GPU (a hidden variant): the same
+    Identifier and JSON report as `tcsmt identify`, the hidden model among the survivors."""
+    from tensorcore_smt.hardware.identify import run_identify
+
+    instr = "m8n8k4.f32.f16.f16.f32"
+    (row,) = run_identify("volta", (instr,), tmp_path, 60, 1, 5.0, "variant:volta[carry_bits=2]")
+    assert row["exit"] == 0 and "volta[carry_bits=2]" in row["survivors"]
+    doc = json.loads((tmp_path / "identify" / f"{instr}.json").read_text())
+    assert doc["oracle_vectors"] == row["oracle_vectors"] <= 60
