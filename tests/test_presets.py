@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from enum import Enum
 from pathlib import Path
@@ -159,4 +160,24 @@ def test_bad_family_parameters_are_refused(tmp_path):
         build_presets(folder)
     path.write_text(text.replace("scale_block = 16", "scale_blok = 16", 1))
     with pytest.raises(TableError, match="unknown model parameters"):
+        build_presets(folder)
+
+
+@pytest.mark.parametrize(
+    "file, old, new, message",
+    [
+        ("nvidia.toml", 'kind = "wgmma"', 'kind = "wgmm"', "kind = 'wgmm'"),
+        ("amd.toml", 'model = "gps"', 'model = "gsp"', "model = 'gsp'"),
+        ("archs.toml", '{ use = "hmma-fp8" }', '{ use = "hmma-fp9" }', "unknown quirk"),
+        ("archs.toml", '{ like = "volta" }', '{ like = "vlota" }', "no architecture 'vlota'"),
+        ("archs.toml", 'vendor = "amd"', 'vendor = "AMD"', "vendor must be one of"),
+    ],
+)
+def test_bad_family_and_quirk_references_are_refused(tmp_path, file, old, new, message):
+    folder = _copy_tables(tmp_path)
+    path = folder / file
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(TableError, match=re.escape(message)):
         build_presets(folder)

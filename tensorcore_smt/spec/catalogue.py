@@ -79,6 +79,10 @@ class TableError(ValueError):
     """The instruction tables are inconsistent (a bug in archs/*.toml, not user input)."""
 
 
+KINDS = ("mma", "wgmma", "tcgen05", "mfma")
+"""Instruction kinds: PTX mma.sync, wgmma.mma_async, tcgen05.mma; AMD v_mfma."""
+VENDORS = ("nvidia", "amd")
+
 _FAMILY_META = {"kind", "syntax", "unit", "note", "model", "names", "each"}
 _QUIRK_META = {"unit", "note", "like", "use"}
 _DERIVED = {"L_bytes", "groups"}
@@ -108,6 +112,39 @@ class Tables:
     types: dict[str, dict[str, str]]
     container_bytes: dict[str, int]
     aliases: dict[str, dict[str, str]]
+
+    def arch(self, name: str) -> dict:
+        """The architecture table called `name`."""
+        for a in self.archs:
+            if a["name"] == name:
+                return a
+        raise TableError(f"no architecture {name!r} in the tables")
+
+    def check(self) -> None:
+        """Every family names a known kind, syntax, model and unit; every quirk an
+        architecture uses or imitates exists (TableError naming the first that does not)."""
+        for fid, fam in self.families.items():
+            for key, known in (
+                ("kind", KINDS),
+                ("syntax", tuple(_SYNTAX)),
+                ("model", tuple(self.models)),
+            ):
+                if fam.get(key) not in known:
+                    raise TableError(
+                        f"family {fid}: {key} = {fam.get(key)!r}; known: {', '.join(known)}"
+                    )
+            if not fam.get("unit") or not fam.get("names"):
+                raise TableError(f"family {fid}: needs a unit and names")
+        for a in self.archs:
+            if a.get("vendor") not in VENDORS:
+                raise TableError(f"arch {a.get('name')}: vendor must be one of {VENDORS}")
+            for fid, quirk in a.get("quirks", {}).items():
+                if fid not in a["families"]:
+                    raise TableError(f"arch {a['name']}: a quirk for {fid}, which it does not run")
+                if "use" in quirk and quirk["use"] not in self.quirks:
+                    raise TableError(f"arch {a['name']}: unknown quirk {quirk['use']!r}")
+                if "like" in quirk:
+                    self.arch(quirk["like"])
 
 
 def load_tables(directory: Path | None = None) -> Tables:
@@ -251,8 +288,7 @@ def build_instruction(
     shared = tables.quirks[quirk["use"]] if "use" in quirk else {}
     sig = _SYNTAX[family["syntax"]](form["name"], tables.types[family["syntax"]])
     template = tables.models[family["model"]]
-    like = quirk.get("like", arch["name"])
-    facts_of = next(a for a in tables.archs if a["name"] == like)
+    facts_of = tables.arch(quirk.get("like", arch["name"]))
     raw: dict[str, Any] = _level(template, {"from_arch"}, sig.d)
     raw.update(_arch_facts(facts_of, template.get("from_arch", []), sig.d))
     raw.update(_level(family, _FAMILY_META, sig.d))
@@ -306,6 +342,7 @@ def build_preset(arch: dict, tables: Tables) -> Preset:
 def build_presets(directory: Path | None = None) -> dict[str, Preset]:
     """Every architecture of the tables, in their order."""
     tables = load_tables(directory)
+    tables.check()
     return {a["name"]: build_preset(a, tables) for a in tables.archs}
 
 
