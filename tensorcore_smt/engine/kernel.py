@@ -21,7 +21,7 @@ import numpy as np
 from ..model.params import ModelParams
 from . import cache, jit
 from .dag import Operand, instruction_dag, operands
-from .kernel_ir import KERNEL, container, cpu_module
+from .kernel_ir import KERNEL, container, cpu_module, cpu_tiled_module
 
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 MIN_ROWS_PER_THREAD = 4096
@@ -79,7 +79,9 @@ def cpu_kernel(p: ModelParams, containers: tuple[int, ...] | None = None) -> Cpu
 
         def make() -> tuple[str, bool]:
             dag = instruction_dag(p)
-            return cpu_module(dag, containers), dag.nodes <= jit.VECTORIZE_NODES
+            if dag.nodes <= jit.VECTORIZE_NODES:
+                return cpu_tiled_module(dag, containers), True
+            return cpu_module(dag, containers), False
 
         addr = machine_code(_disk_key(p, containers), make)
         proto = ctypes.CFUNCTYPE(

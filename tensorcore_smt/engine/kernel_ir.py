@@ -79,6 +79,106 @@ def cpu_module(dag: InstrDag, containers: tuple[int, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
+TILE = 64
+"""Rows per tile of the vectorised CPU kernel."""
+
+
+def cpu_tiled_module(dag: InstrDag, containers: tuple[int, ...]) -> str:
+    """The CPU kernel of `cpu_module` for LLVM's loop vectoriser: rows in tiles of TILE,
+    each tile's operands first copied column by column into stack buffers (one per
+    variable, of the narrowest type that holds it), then the body run over the tile
+    reading the buffers, so the vectorised body loads consecutive rows with plain vector
+    loads instead of gathers across the row-major arrays."""
+    by_name = {o.name: (o, c) for o, c in zip(dag.operands, containers)}
+    names = sorted((t for t in _variables(dag)), key=lambda t: variable_slot(t.params[0]))
+    allocas, fill = [], []
+    buf_of: dict[str, tuple[str, int]] = {}
+    for i, t in enumerate(names):
+        stem, col = variable_slot(t.params[0])
+        o, c = by_name[stem]
+        bt = container(o.width)
+        buf = f"%buf{i}"
+        buf_of[t.params[0]] = (buf, bt)
+        allocas.append(f"  {buf} = alloca [{TILE} x i{bt}], align 64")
+        idx = "%frow"
+        if o.count:
+            fill.append(f"  %fi{i}a = mul i64 %frow, {o.count}")
+            idx = f"%fi{i}a"
+            if col:
+                fill.append(f"  %fi{i}b = add i64 {idx}, {col}")
+                idx = f"%fi{i}b"
+        fill += [
+            f"  %fp{i} = getelementptr inbounds i{c}, ptr %{stem}, i64 {idx}",
+            f"  %fv{i} = load i{c}, ptr %fp{i}, align {c // 8}",
+        ]
+        v = f"%fv{i}"
+        if bt < c:
+            fill.append(f"  %ft{i} = trunc i{c} {v} to i{bt}")
+            v = f"%ft{i}"
+        fill += [
+            f"  %fq{i} = getelementptr inbounds [{TILE} x i{bt}], ptr {buf}, i64 0, i64 %fi",
+            f"  store i{bt} {v}, ptr %fq{i}, align {bt // 8}",
+        ]
+
+    def load(t, body: Body) -> str:
+        o, _ = by_name[variable_slot(t.params[0])[0]]
+        buf, bt = buf_of[t.params[0]]
+        ptr = body.emit(f"getelementptr inbounds [{TILE} x i{bt}], ptr {buf}, i64 0, i64 %ci")
+        v = body.emit(f"load i{bt}, ptr {ptr}, align {bt // 8}")
+        return body.emit(f"trunc i{bt} {v} to i{o.width}") if o.width < bt else v
+
+    body = Body(load)
+    (d,) = body.lower([dag.root])
+    if dag.width > 64:
+        raise ValueError(f"d of {dag.width} bits does not fit the uint64 output")
+    if dag.width < 64:
+        d = body.emit(f"zext i{dag.width} {d} to i64")
+    lines = [
+        f"define void @{KERNEL}(i64 %lo, i64 %hi, {_params(dag)}, ptr noalias %out) {{",
+        "entry:",
+        *allocas,
+        "  %empty = icmp uge i64 %lo, %hi",
+        "  br i1 %empty, label %exit, label %tile",
+        "tile:",
+        "  %r0 = phi i64 [ %lo, %entry ], [ %r0next, %tileend ]",
+        "  %rem = sub i64 %hi, %r0",
+        f"  %short = icmp ult i64 %rem, {TILE}",
+        f"  %nt = select i1 %short, i64 %rem, i64 {TILE}",
+        "  br label %fill",
+        "fill:",
+        "  %fi = phi i64 [ 0, %tile ], [ %finext, %fill ]",
+        "  %frow = add i64 %r0, %fi",
+        *fill,
+        "  %finext = add nuw i64 %fi, 1",
+        "  %fdone = icmp eq i64 %finext, %nt",
+        "  br i1 %fdone, label %compute, label %fill",
+        "compute:",
+        "  %ci = phi i64 [ 0, %fill ], [ %cinext, %compute ]",
+        *body.lines,
+        "  %orow = add i64 %r0, %ci",
+        "  %op = getelementptr inbounds i64, ptr %out, i64 %orow",
+        f"  store i64 {d}, ptr %op, align 8",
+        "  %cinext = add nuw i64 %ci, 1",
+        "  %cdone = icmp eq i64 %cinext, %nt",
+        "  br i1 %cdone, label %tileend, label %compute",
+        "tileend:",
+        "  %r0next = add i64 %r0, %nt",
+        "  %tdone = icmp uge i64 %r0next, %hi",
+        "  br i1 %tdone, label %exit, label %tile",
+        "exit:",
+        "  ret void",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _variables(dag: InstrDag) -> list:
+    """The variable nodes of the DAG (inputs the kernel reads)."""
+    from ..bv.dag import post_order
+
+    return [t for t in post_order([dag.root]) if t.op == "var"]
+
+
 def nvptx_module(dag: InstrDag, containers: tuple[int, ...]) -> str:
     """The same body as a CUDA kernel: one row per thread, rows [0, n)
     (`void tcsmt_kernel(i64 n, ptr a, ptr b, ptr c[, ptr sa, ptr sb], ptr out)`; global
