@@ -35,7 +35,7 @@ from ..gemm.schedule import Schedule
 from ..model.params import ModelParams
 from ..spec.formats import Format
 from . import cache, jit
-from .gemm_ir import chain_module, map_module
+from .gemm_ir import chain_module, chain_tiled_module, map_module
 from .kernel import _LOCK as _KERNEL_LOCK
 from .kernel import _pool, machine_code, threads
 from .kernel_ir import container
@@ -46,18 +46,18 @@ _LOCK = threading.Lock()
 MIN_OUTPUTS_PER_THREAD = 2048
 
 
-def _compiled(parts: tuple, make: Callable[[], str], n_ptrs: int, ints: tuple[int, ...] = ()):
+def _compiled(
+    parts: tuple, make: Callable[[], tuple[str, bool]], n_ptrs: int, ints: tuple[int, ...] = ()
+):
     """The ctypes function of the kernel described by `parts` (a memory and disk key),
-    made by `make()` on a miss. Arguments: lo, hi, then pointers, with the argument
-    positions in `ints` (after lo, hi) passed as 64-bit integers."""
+    made by `make()` = (IR, vectorise) on a miss. Arguments: lo, hi, then pointers, with
+    the argument positions in `ints` (after lo, hi) passed as 64-bit integers."""
     with _LOCK:
         fn = _FUNCS.get(parts)
         if fn is not None:
             return fn
     with _KERNEL_LOCK:
-        addr = machine_code(
-            cache.key("gemm", *map(repr, parts), jit.host_id()), lambda: (make(), False)
-        )
+        addr = machine_code(cache.key("gemm", *map(repr, parts), jit.host_id()), make)
     types = [ctypes.c_int64 if i in ints else ctypes.c_void_p for i in range(n_ptrs)]
     fn = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, *types)(addr)
     with _LOCK:
@@ -66,15 +66,18 @@ def _compiled(parts: tuple, make: Callable[[], str], n_ptrs: int, ints: tuple[in
 
 
 def _chain_fn(p: ModelParams, ca: int, cb: int):
-    """The chain kernel of instruction `p` for operand tables of ca, cb bits per element."""
+    """The chain kernel of instruction `p` for operand tables of ca, cb bits per element:
+    tiled for the loop vectoriser when the step DAG is small (jit.VECTORIZE_NODES)."""
 
-    def make() -> str:
+    def make() -> tuple[str, bool]:
         s = SymbolicBackend()
         wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
         a = [s.var(f"a{k}", wa) for k in range(p.K)]
         b = [s.var(f"b{k}", wb) for k in range(p.K)]
         d = mma_step(p, a, b, s.var("acc", wc))
-        return chain_module(d.v, p.K, wa, wb, ca, cb, wc)
+        if s.node_count() <= jit.VECTORIZE_NODES:
+            return chain_tiled_module(d.v, p.K, wa, wb, ca, cb, wc), True
+        return chain_module(d.v, p.K, wa, wb, ca, cb, wc), False
 
     # lo, hi | A, ia, B, ib, Kp, blocks, nb, acc_in, acc_out
     return _compiled(("chain", p, ca, cb), make, 9, ints=(4, 6))
@@ -83,10 +86,10 @@ def _chain_fn(p: ModelParams, ca: int, cb: int):
 def _map_fn(parts: tuple, widths: list[int], build: Callable[[list[BV]], BV]):
     """An elementwise kernel out = build(x0, x1, ...) on uint64 arrays."""
 
-    def make() -> str:
+    def make() -> tuple[str, bool]:
         s = SymbolicBackend()
         xs = [s.var(f"x{i}", w) for i, w in enumerate(widths)]
-        return map_module(build(xs).v, widths)
+        return map_module(build(xs).v, widths), False
 
     return _compiled(("map", *parts, tuple(widths)), make, len(widths) + 1)
 

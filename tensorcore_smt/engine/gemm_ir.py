@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..bv.symbolic import Term
 from .dag import variable_slot
-from .kernel_ir import KERNEL
+from .kernel_ir import KERNEL, container
 from .lower import Body
 
 
@@ -79,6 +79,135 @@ def chain_module(root: Term, K: int, wa: int, wb: int, ca: int, cb: int, w_acc: 
         "  %onext = add nuw i64 %o, 1",
         "  %done = icmp eq i64 %onext, %hi",
         "  br i1 %done, label %exit, label %row",
+        "exit:",
+        "  ret void",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def chain_tiled_module(
+    root: Term, K: int, wa: int, wb: int, ca: int, cb: int, w_acc: int, tile: int = 64
+) -> str:
+    """`chain_module` for LLVM's loop vectoriser (arguments alike): outputs in tiles of
+    `tile`, the accumulators of a tile in a stack buffer; for each k-block the tile's
+    operands are gathered into per-variable stack buffers, then the step body runs over
+    the tile reading consecutive entries with plain vector loads."""
+    ta, tb = container(wa), container(wb)
+    T = f"i{w_acc}"
+    allocas = [f"  %accbuf = alloca [{tile} x {T}], align 64"]
+    fill = ["  %fo = add i64 %o0, %fi"]
+    for stem, c, bt, idx_arr in (("a", ca, ta, "ia"), ("b", cb, tb, "ib")):
+        fill += [
+            f"  %f{stem}p = getelementptr inbounds i64, ptr %{idx_arr}, i64 %fo",
+            f"  %f{stem}i = load i64, ptr %f{stem}p, align 8",
+            f"  %f{stem}r = mul i64 %f{stem}i, %Kp",
+            f"  %f{stem}b = add i64 %f{stem}r, %jk",
+        ]
+        for k in range(K):
+            allocas.append(f"  %buf{stem}{k} = alloca [{tile} x i{bt}], align 64")
+            fill += [
+                f"  %f{stem}x{k} = add i64 %f{stem}b, {k}",
+                f"  %f{stem}q{k} = getelementptr inbounds i{c}, ptr %{stem.upper()}, "
+                f"i64 %f{stem}x{k}",
+                f"  %f{stem}v{k} = load i{c}, ptr %f{stem}q{k}, align {c // 8}",
+            ]
+            v = f"%f{stem}v{k}"
+            if bt < c:
+                fill.append(f"  %f{stem}t{k} = trunc i{c} {v} to i{bt}")
+                v = f"%f{stem}t{k}"
+            fill += [
+                f"  %f{stem}s{k} = getelementptr inbounds [{tile} x i{bt}], "
+                f"ptr %buf{stem}{k}, i64 0, i64 %fi",
+                f"  store i{bt} {v}, ptr %f{stem}s{k}, align {bt // 8}",
+            ]
+
+    def load(t: Term, body: Body) -> str:
+        stem, k = variable_slot(t.params[0])
+        if stem == "acc":
+            ptr = body.emit(f"getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %ci")
+            return body.emit(f"load {T}, ptr {ptr}")
+        w, bt = (wa, ta) if stem == "a" else (wb, tb)
+        ptr = body.emit(
+            f"getelementptr inbounds [{tile} x i{bt}], ptr %buf{stem}{k}, i64 0, i64 %ci"
+        )
+        v = body.emit(f"load i{bt}, ptr {ptr}, align {bt // 8}")
+        return body.emit(f"trunc i{bt} {v} to i{w}") if w < bt else v
+
+    body = Body(load)
+    (d,) = body.lower([root])
+    acc_in = f"trunc i64 %iw to {T}" if w_acc < 64 else "add i64 %iw, 0"
+    acc_out = f"zext {T} %wv to i64" if w_acc < 64 else "add i64 %wv, 0"
+    lines = [
+        f"define void @{KERNEL}(i64 %lo, i64 %hi, ptr noalias readonly %A, "
+        "ptr noalias readonly %ia, ptr noalias readonly %B, ptr noalias readonly %ib, "
+        "i64 %Kp, ptr noalias readonly %blocks, i64 %nb, ptr noalias readonly %accin, "
+        "ptr noalias %accout) {",
+        "entry:",
+        *allocas,
+        "  %empty = icmp uge i64 %lo, %hi",
+        "  br i1 %empty, label %exit, label %tile",
+        "tile:",
+        "  %o0 = phi i64 [ %lo, %entry ], [ %o0next, %wloop ]",
+        "  %rem = sub i64 %hi, %o0",
+        f"  %short = icmp ult i64 %rem, {tile}",
+        f"  %nt = select i1 %short, i64 %rem, i64 {tile}",
+        "  br label %init",
+        "init:",
+        "  %ii = phi i64 [ 0, %tile ], [ %iinext, %init ]",
+        "  %io = add i64 %o0, %ii",
+        "  %ip = getelementptr inbounds i64, ptr %accin, i64 %io",
+        "  %iw = load i64, ptr %ip, align 8",
+        f"  %iv = {acc_in}",
+        f"  %iq = getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %ii",
+        f"  store {T} %iv, ptr %iq",
+        "  %iinext = add nuw i64 %ii, 1",
+        "  %idone = icmp eq i64 %iinext, %nt",
+        "  br i1 %idone, label %steps, label %init",
+        "steps:",
+        "  %none = icmp eq i64 %nb, 0",
+        "  br i1 %none, label %wstart, label %stephead",
+        "stephead:",
+        "  %t = phi i64 [ 0, %steps ], [ %tnext, %stepend ]",
+        "  %jp = getelementptr inbounds i64, ptr %blocks, i64 %t",
+        "  %j = load i64, ptr %jp, align 8",
+        f"  %jk = mul i64 %j, {K}",
+        "  br label %fill",
+        "fill:",
+        "  %fi = phi i64 [ 0, %stephead ], [ %finext, %fill ]",
+        *fill,
+        "  %finext = add nuw i64 %fi, 1",
+        "  %fdone = icmp eq i64 %finext, %nt",
+        "  br i1 %fdone, label %compute, label %fill",
+        "compute:",
+        "  %ci = phi i64 [ 0, %fill ], [ %cinext, %compute ]",
+        *body.lines,
+        f"  %cq = getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %ci",
+        f"  store {T} {d}, ptr %cq",
+        "  %cinext = add nuw i64 %ci, 1",
+        "  %cdone = icmp eq i64 %cinext, %nt",
+        "  br i1 %cdone, label %stepend, label %compute",
+        "stepend:",
+        "  %tnext = add nuw i64 %t, 1",
+        "  %tdone = icmp eq i64 %tnext, %nb",
+        "  br i1 %tdone, label %wstart, label %stephead",
+        "wstart:",
+        "  br label %wloop0",
+        "wloop0:",
+        "  %wi = phi i64 [ 0, %wstart ], [ %winext, %wloop0 ]",
+        f"  %wq = getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %wi",
+        f"  %wv = load {T}, ptr %wq",
+        f"  %ww = {acc_out}",
+        "  %wo = add i64 %o0, %wi",
+        "  %wp = getelementptr inbounds i64, ptr %accout, i64 %wo",
+        "  store i64 %ww, ptr %wp, align 8",
+        "  %winext = add nuw i64 %wi, 1",
+        "  %wdone = icmp eq i64 %winext, %nt",
+        "  br i1 %wdone, label %wloop, label %wloop0",
+        "wloop:",
+        "  %o0next = add i64 %o0, %nt",
+        "  %tilesdone = icmp uge i64 %o0next, %hi",
+        "  br i1 %tilesdone, label %exit, label %tile",
         "exit:",
         "  ret void",
         "}",
