@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from ..errors import ExitCode
+from ..errors import ExitCode, UserError
 from ..identify.loop import Identifier, Result
 from ..identify.oracle import make_oracle
 from ..identify.report import to_json, to_text
@@ -126,6 +126,19 @@ def _solver_opts(f):
 @click.option(
     "--space", "space_name", default=None, help="Hypothesis space: a built-in name or a TOML file."
 )
+@click.option(
+    "--gemm",
+    is_flag=True,
+    help="Learn a GEMM's schedule (spaces/gemm.toml) and the instruction's parameters from "
+    "output elements of a depth --k product; --arch may be ARCH[...]/SCHEDULE[...] (the base).",
+)
+@click.option(
+    "--k",
+    "k",
+    type=click.IntRange(1, 1 << 16),
+    default=None,
+    help="With --gemm: the depth K of the product (default 256).",
+)
 @_solver_opts
 @oracle_timeout_option
 def identify_cmd(
@@ -134,6 +147,8 @@ def identify_cmd(
     oracle_spec: str,
     budget: int,
     space_name: str | None,
+    gemm: bool,
+    k: int | None,
     solver: str,
     timeout: float,
     search_seconds: float,
@@ -142,9 +157,17 @@ def identify_cmd(
     oracle_timeout: float,
 ) -> None:
     """Learn which model of the space a unit follows, asking it the inputs that split the
-    surviving hypotheses (oracles: variant:EXPR, file:ROWS, cmd:PROGRAM, cuda)."""
-    space = resolve_space(arch, instr, space_name)
-    oracle = make_oracle(oracle_spec, space.base, space.arch, space.instr, oracle_timeout)
+    surviving hypotheses (oracles: variant:EXPR, file:ROWS, cmd:PROGRAM, cuda; with
+    --gemm: variant:ARCH/SCHEDULE, cmd:PROGRAM, torch[:fast])."""
+    if gemm:
+        space, oracle = _gemm_space_and_oracle(
+            arch, instr, k, space_name, oracle_spec, oracle_timeout
+        )
+    else:
+        if k is not None or "/" in arch:
+            raise UserError("--k and ARCH/SCHEDULE go with --gemm")
+        space = resolve_space(arch, instr, space_name)
+        oracle = make_oracle(oracle_spec, space.base, space.arch, space.instr, oracle_timeout)
     show = sys.stderr.isatty() and not as_json
     limits = _limits(solver, timeout, seed)
     ident = Identifier(
@@ -159,6 +182,27 @@ def identify_cmd(
     res = ident.run()
     _clear(show)
     _emit(res, as_json)
+
+
+def _gemm_space_and_oracle(
+    arch: str,
+    instr: str | None,
+    k: int | None,
+    space_name: str | None,
+    oracle_spec: str,
+    oracle_timeout: float,
+):
+    """The GEMM space (spaces/gemm.toml, or --space FILE) and its oracle."""
+    from pathlib import Path
+
+    from ..identify.gemm import load_gemm_space, make_gemm_oracle
+    from ..identify.space import builtin_spaces
+
+    path = None
+    if space_name is not None:
+        path = builtin_spaces().get(space_name) or Path(space_name)
+    space = load_gemm_space(arch, k or 256, instr, path)
+    return space, make_gemm_oracle(oracle_spec, space, oracle_timeout)
 
 
 @main.command("fit")

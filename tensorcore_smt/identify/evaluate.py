@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..api import simulate_params
 from ..spec.formats import Format
 from .pool import Rows
 from .space import Hypothesis, Space
@@ -71,9 +70,7 @@ class Evaluator:
         """`h` on the rows `rows` with the vector interpreter (None, noted in `failed`,
         when the model cannot run this hypothesis)."""
         try:
-            new = simulate_params(
-                self.space.params(h), self.rows.a[rows], self.rows.b[rows], self.rows.c[rows]
-            )
+            new = self.space.run(h, self.rows.a[rows], self.rows.b[rows], self.rows.c[rows])
         except (ValueError, TypeError, AssertionError, KeyError, IndexError) as e:
             self.failed[h] = f"{type(e).__name__}: {e}"
             return None

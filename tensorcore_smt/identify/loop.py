@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..smt.query import Goal, make_query
-from ..smt.solve import Limits, Outcome, Verdict, answer
+from ..smt.gemm_solve import answer_query
+from ..smt.solve import Limits, Outcome, Verdict
 from ..validation.rows import KINDS
 from .evaluate import Evaluator, Evidence
 from .oracle import Oracle, OracleError
@@ -464,9 +464,7 @@ class Identifier:
 
     def _diff(self, a: Hypothesis, b: Hypothesis) -> tuple[Proof, int | None]:
         """`diff a b` on the instruction: a proof, or a witness row (added to the rows)."""
-        arch, instr = self.space.arch, self.space.instr
-        q = make_query(a.expr(arch), b.expr(arch), instr, Goal.DIFFER)
-        o: Outcome = answer(q, self.limits)
+        o: Outcome = answer_query(self.space.query(a, b), self.limits)
         solvers = []
         if o.result is not None:
             solvers.append(o.result.solver)

@@ -153,6 +153,18 @@ class Space:
             p = self._params[h] = self.base.with_(**dict(h.overrides))
         return p
 
+    def run(self, h: Hypothesis, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """d bits of `h` on rows of bit patterns (the vector interpreter)."""
+        from ..api import simulate_params
+
+        return simulate_params(self.params(h), a, b, c)
+
+    def query(self, a: Hypothesis, b: Hypothesis):
+        """The solver question "do `a` and `b` ever differ?" on this space's unit."""
+        from ..smt.query import Goal, make_query
+
+        return make_query(a.expr(self.arch), b.expr(self.arch), self.instr, Goal.DIFFER)
+
     def neighbours(self, h: Hypothesis) -> list[Hypothesis]:
         """Every hypothesis of the space one parameter away from `h`, and the seeds of the
         other families carrying `h`'s shared parameters."""

@@ -1,0 +1,382 @@
+"""Learning a GEMM's schedule: `identify --gemm` with the loop of `identify.loop`.
+
+A GEMM hypothesis is a point of the instruction's default space (spaces/fda.toml for an
+NVIDIA unit) together with values of the schedule fields that spaces/gemm.toml varies
+(promote, split_k, split, split_tile, reduce, c_join, epilogue). Everything else is the
+instruction-level machinery: rows are a row of A and a column of B (K entries each) and
+c, answered by an oracle with the output element's d; the search climbs one parameter at
+a time, instruction parameters and schedule fields alike; the solvers are asked GEMM
+queries (`smt.gemm_query`, focused first) between survivors the rows cannot split.
+
+- `GemmBase`: the instruction's model, the base schedule and K, read like ModelParams
+  (formats, K = the GEMM's K for the rows) and changed with `with_` like it;
+- `GemmPoint`: a hypothesis written `ARCH[...]/serial[...]`;
+- `GemmSpace`: the space bound to an architecture, an instruction and K;
+- oracles `variant:ARCH/SCHEDULE`, `cmd:PROGRAM` (rows as JSONL on stdin: `{"a": [K hex],
+  "b": [K hex], "c": hex}`, one d per line, as for instructions) and `torch[:fast]` (the
+  local GPU: the rows as one GEMM through torch, `_scaled_mm` for FP8).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import UserError
+from ..model.params import ModelParams
+from ..smt.gemm_query import GemmModel
+from ..spec.datadirs import data_dir
+from ..spec.formats import Format
+from .oracle import CMD_TIMEOUT, ORACLES, Oracle
+from .space import _INERT, Family, Hypothesis, Space, inert, resolve_space, value_text
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_GEMM_SPACE = data_dir("spaces") / "gemm.toml"
+
+
+SCHED = "schedule."
+"""Prefix of the schedule fields among a hypothesis's parameters (`order` and `split`
+are also instruction parameters)."""
+
+
+def _schedule_fields() -> set[str]:
+    from ..gemm.schedule import field_names
+
+    return set(field_names())
+
+
+def is_sched(key: str) -> bool:
+    return key.startswith(SCHED)
+
+
+@dataclass(frozen=True)
+class GemmBase:
+    """The model of one GEMM output element: instruction `p`, `schedule`, depth `K`.
+    Attributes not its own are the instruction's (formats, F, L, ...) or the schedule's
+    (promote, split_k, ...), so space code reads it like a ModelParams."""
+
+    p: ModelParams
+    schedule: Any  # gemm.schedule.Schedule
+    K: int
+
+    @property
+    def d_fmt(self) -> Format:
+        """The output element's format (the schedule's `out`, else the instruction's d)."""
+        return self.schedule.out or self.p.d_fmt
+
+    @property
+    def c_fmt(self) -> Format:
+        """The format of c: the instruction's c in the chain, else the output format."""
+        return self.p.c_fmt if self.schedule.c_in_chain else self.d_fmt
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if is_sched(name):
+            return getattr(self.schedule, name[len(SCHED) :])
+        return getattr(self.p, name)
+
+    def with_(self, **changes: Any) -> GemmBase:
+        sched = {k[len(SCHED) :]: v for k, v in changes.items() if is_sched(k)}
+        inst = {k: v for k, v in changes.items() if not is_sched(k)}
+        return GemmBase(
+            self.p.with_(**inst) if inst else self.p,
+            self.schedule.with_(**sched) if sched else self.schedule,
+            self.K,
+        )
+
+    def model(self, arch: str, instr: str, text: str = "") -> GemmModel:
+        """The resolved model (plan for this K; UserError when the schedule cannot cut K)."""
+        from ..gemm.plan import make_plan, padded_k
+
+        Kp = padded_k(self.K, self.p.K)
+        plan = make_plan(self.schedule, Kp, self.p.K)
+        out = self.schedule.out or self.p.d_fmt
+        c_fmt = self.p.c_fmt if plan.c_in_chain else out
+        return GemmModel(text, arch, instr, self.p, self.schedule, plan, self.K, Kp, c_fmt, out)
+
+
+@dataclass(frozen=True)
+class GemmPoint(Hypothesis):
+    """A GEMM hypothesis: overrides of instruction parameters and schedule fields."""
+
+    base_schedule: Any = field(default=None, compare=False)
+
+    def expr(self, arch: str) -> str:
+        inst = [(k, v) for k, v in self.overrides if not is_sched(k)]
+        changes = {k[len(SCHED) :]: v for k, v in self.overrides if is_sched(k)}
+        s = self.base_schedule.with_(**changes) if changes else self.base_schedule
+        body = ",".join(f"{k}={value_text(v)}" for k, v in inst)
+        return (f"{arch}[{body}]" if body else arch) + "/" + s.text()
+
+
+def schedule_inert(name: str, gb: GemmBase) -> bool:
+    """Whether schedule field `name` cannot change any output of `gb` (the space keeps
+    it at the base's value): split layout and reduction without split-K; the reduction
+    of two partials (p1 + p0 = p0 + p1 in IEEE arithmetic); the epilogue operation when
+    alpha is 1 (1·acc is exact, so fma and mul-add round once alike)."""
+    s = gb.schedule
+    name = name[len(SCHED) :]
+    if name in ("split", "split_tile"):
+        return s.split_k == 1
+    if name == "reduce":
+        return s.split_k <= 2
+    if name == "epilogue":
+        return s.alpha == 1.0
+    return False
+
+
+@dataclass
+class GemmSpace(Space):
+    """The instruction's default space with the GEMM schedule fields added."""
+
+    schedule_dims: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    variant: str = ""
+
+    def dims(self, family: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+        return super().dims(family) + self.schedule_dims
+
+    def make(self, family: str, values: dict[str, Any]) -> Hypothesis:
+        merged = dict(self.family(family).fixed)
+        merged.update(values)
+        inst = {k: v for k, v in merged.items() if not is_sched(k) and k not in _INERT}
+        core = self.base.with_(**inst, **{k: v for k, v in merged.items() if is_sched(k)})
+        for name in list(merged):
+            if is_sched(name):
+                if schedule_inert(name, core):
+                    merged[name] = getattr(self.base, name)
+            elif inert(name, core.p):
+                merged[name] = getattr(self.base.p, name)
+        over = tuple(sorted((k, v) for k, v in merged.items() if getattr(self.base, k) != v))
+        return GemmPoint(family, over, self.base.schedule)
+
+    def preset(self) -> Hypothesis:
+        return self.classify(GemmPoint(self.families[0].name, (), self.base.schedule))
+
+    def classify(self, h: Hypothesis) -> Hypothesis:
+        vals = dict(h.overrides)
+        for f in self.families:
+            if all(vals.get(k, getattr(self.base, k)) == v for k, v in f.fixed):
+                return self.make(f.name, {k: v for k, v in vals.items() if k not in dict(f.fixed)})
+        return h
+
+    def model(self, h: Hypothesis) -> GemmModel:
+        return self.params(h).model(self.variant, self.instr, h.expr(self.arch))
+
+    def run(self, h: Hypothesis, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        from ..smt.gemm_models import run_rows
+
+        return run_rows(self.model(h), a, b, c)
+
+    def query(self, a: Hypothesis, b: Hypothesis):
+        from ..smt.gemm_query import GemmQuery
+        from ..smt.query import Goal
+
+        ma, mb = self.model(a), self.model(b)
+        return GemmQuery((ma.text, mb.text), self.instr, self.base.K, Goal.DIFFER, (), "", (ma, mb))
+
+
+def load_gemm_space(arch: str, K: int, instr: str | None, path: Path | None = None) -> GemmSpace:
+    """The GEMM space for `arch` (`ARCH[...]` or `ARCH[...]/SCHEDULE[...]`: the base
+    schedule), instruction `instr` (default: the one libraries use) and depth K."""
+    from ..gemm.hypothesis import parse_gemm
+    from ..gemm.schedule import parse_field
+
+    h = parse_gemm(arch, instr)
+    inst = h.instruction() if instr is None else h.variant.instruction(instr)
+    h = parse_gemm(arch, inst.name)
+    p = h.params()
+    inner = resolve_space(h.variant.text, inst.name, None)
+    path = path or DEFAULT_GEMM_SPACE
+    try:
+        raw = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such space file") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise UserError(f"{path}: cannot read ({e})") from None
+    for k in raw:
+        if k not in ("name", "description", "instruction", "schedule"):
+            raise UserError(
+                f"{path}: {k}: unknown key (known: name, description, instruction, schedule)"
+            )
+    learn_instr = raw.get("instruction", True)
+    if not isinstance(learn_instr, bool):
+        raise UserError(
+            f"{path}: instruction: expected true (learn the instruction's "
+            "parameters from its default space) or false (the preset's)"
+        )
+    table = raw.get("schedule")
+    if not isinstance(table, dict) or not table:
+        raise UserError(f"{path}: schedule: expected a table of field = [values]")
+    dims = []
+    for name, items in table.items():
+        if not isinstance(items, list) or not items:
+            raise UserError(f"{path}: schedule.{name}: expected a non-empty list of values")
+        if name not in _schedule_fields():
+            raise UserError(f"{path}: schedule.{name}: unknown schedule field")
+        vals: list[Any] = [getattr(h.schedule, name)]
+        for item in items:
+            text = "true" if item is True else "false" if item is False else str(item)
+            try:
+                v = parse_field(name, text)
+            except UserError as e:
+                raise UserError(f"{path}: schedule.{name}: {e}") from None
+            if v not in vals:
+                vals.append(v)
+        dims.append((SCHED + name, tuple(vals)))
+    base = GemmBase(p, h.schedule, K)
+    space = GemmSpace(
+        f"{raw.get('name', 'gemm')}+{inner.name}",
+        " ".join(str(raw.get("description", "")).split()),
+        inner.arch,
+        inst.name,
+        base,
+        inner.families if learn_instr else [Family("preset", (), ())],
+        inner.shared if learn_instr else (),
+        Path(path),
+        schedule_dims=tuple(dims),
+        variant=h.variant.text,
+    )
+    space.make(space.families[0].name, {})  # the base point must be a valid model
+    return space
+
+
+# --- oracles -------------------------------------------------------------------------
+
+
+@dataclass
+class GemmVariantOracle(Oracle):
+    """A hidden GEMM hypothesis run on the rows by the GEMM element code."""
+
+    hidden: GemmModel | None = None
+
+    def _answer(self, a, b, c) -> np.ndarray:
+        from ..smt.gemm_models import run_rows
+
+        return run_rows(self.hidden, a, b, c)
+
+
+TORCH_DTYPES = {
+    Format.FP64: "float64",
+    Format.FP32: "float32",
+    Format.TF32: "float32",
+    Format.FP16: "float16",
+    Format.BF16: "bfloat16",
+    Format.E4M3: "float8_e4m3fn",
+    Format.E5M2: "float8_e5m2",
+}
+
+
+@dataclass
+class TorchOracle(Oracle):
+    """The local GPU: the N rows as one N×K by K×N product through torch on cuda (the
+    diagonal D[i][i] answers row i; C holds c_i on its diagonal). FP8 runs
+    `torch._scaled_mm` (use_fast_accum as the spec says), other formats `torch.addmm`
+    (TF32 allowed for a TF32 instruction)."""
+
+    fast: bool = False
+
+    def _answer(self, a, b, c) -> np.ndarray:
+        import torch
+
+        p = self.p
+        dt = {f: getattr(torch, n) for f, n in TORCH_DTYPES.items()}
+        ints = {8: torch.uint8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
+        uints = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+        signed = {8: np.uint8, 16: np.int16, 32: np.int32, 64: np.int64}
+
+        def tensor(bits: np.ndarray, fmt: Format):
+            w = fmt.spec.storage
+            raw = np.ascontiguousarray(bits.astype(uints[w]).view(signed[w]))
+            return torch.from_numpy(raw).view(ints[w]).view(dt[fmt]).to("cuda")
+
+        A = tensor(np.asarray(a), p.a_fmt)
+        B = tensor(np.asarray(b), p.b_fmt).t()
+        n = len(c)
+        cd = tensor(np.asarray(c), p.c_fmt)
+        torch.backends.cuda.matmul.allow_tf32 = p.a_fmt == Format.TF32
+        if p.a_fmt.spec.storage == 8:
+            one = torch.tensor(1.0, device="cuda")
+            D = torch._scaled_mm(
+                A,
+                B.contiguous().t().contiguous().t(),
+                scale_a=one,
+                scale_b=one,
+                bias=cd.to(dt[p.d_fmt]),
+                out_dtype=dt[p.d_fmt],
+                use_fast_accum=self.fast,
+            )
+        else:
+            C = torch.zeros(n, n, dtype=dt[p.c_fmt], device="cuda")
+            C[range(n), range(n)] = cd
+            D = torch.addmm(C.to(A.dtype) if p.d_fmt == p.a_fmt else C, A, B)
+        torch.cuda.synchronize()
+        w = p.d_fmt.spec.storage
+        d = torch.diagonal(D).contiguous().view(ints[w]).cpu().numpy()
+        return d.view(uints[w]).astype(np.uint64)
+
+
+def _gemm_variant(spec: str, arg: str, space: GemmSpace) -> Oracle:
+    from ..smt.gemm_models import resolve_model
+
+    if not arg:
+        raise UserError(
+            f"oracle {spec!r}: expected variant:ARCH/SCHEDULE, e.g. variant:hopper/cublas-fp8"
+        )
+    m = resolve_model(arg if "/" in arg else f"{arg}/serial", space.base.K, space.instr)
+    b = space.base
+    want = (b.p.a_fmt, b.p.b_fmt, b.c_fmt, b.d_fmt)
+    if (m.p.a_fmt, m.p.b_fmt, m.c_fmt, m.d_fmt) != want:
+        raise UserError(f"oracle {spec!r}: the hypothesis takes other operands than {space.instr}")
+    return GemmVariantOracle(spec, space.base, hidden=m)
+
+
+def _gemm_torch(spec: str, arg: str, space: GemmSpace) -> Oracle:
+    if arg not in ("", "fast"):
+        raise UserError(f"oracle {spec!r}: expected torch or torch:fast (use_fast_accum)")
+    try:
+        import torch
+    except ImportError:
+        raise UserError(f"oracle {spec!r}: torch is not installed (pip install torch)") from None
+    if not torch.cuda.is_available():
+        raise UserError(f"oracle {spec!r}: torch sees no CUDA GPU")
+    return TorchOracle(spec, space.base, fast=arg == "fast")
+
+
+def make_gemm_oracle(spec: str, space: GemmSpace, timeout: float = CMD_TIMEOUT) -> Oracle:
+    """The oracle a spec names for the GEMM space: variant:, cmd: (`timeout` seconds a
+    batch), or torch[:fast]."""
+    kind, _, arg = spec.partition(":")
+    kind, arg = kind.strip(), arg.strip()
+    if kind == "variant":
+        return _gemm_variant(spec, arg, space)
+    if kind == "torch":
+        return _gemm_torch(spec, arg, space)
+    if kind == "cmd":
+        return ORACLES["cmd"][0](spec, arg, space.base, space.arch, space.instr, timeout)
+    raise UserError(
+        f"unknown GEMM oracle {spec!r}; expected one of: variant:ARCH/SCHEDULE, cmd:PROGRAM, "
+        "torch[:fast]"
+    )
+
+
+def recovered_gemm(space: GemmSpace, res, hidden: str, rows: int = 4096, seed: int = 99) -> bool:
+    """Whether identify recovered a hidden GEMM hypothesis: one class left whose first
+    member predicts the hidden hypothesis's bits on every row of a fresh pool."""
+    from ..smt.gemm_models import resolve_model, run_rows
+    from .pool import make_pool
+
+    if len(res.classes) != 1:
+        return False
+    pool = make_pool(space.base, rows, seed)
+    want = run_rows(resolve_model(hidden, space.base.K, space.instr), pool.a, pool.b, pool.c)
+    got = space.run(res.classes[0][0], pool.a, pool.b, pool.c)
+    return bool(np.array_equal(want, got))

@@ -1,0 +1,105 @@
+"""`tcsmt identify --gemm`: hidden GEMM schedules recovered from variant: oracles with the
+loop of identify (pool rows, climbs, solver questions between survivors), bad oracles as
+one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tensorcore_smt.cli import main
+from tensorcore_smt.errors import ExitCode
+from tensorcore_smt.identify.gemm import load_gemm_space, make_gemm_oracle, recovered_gemm
+from tensorcore_smt.identify.loop import Identifier
+from tensorcore_smt.smt.solve import Limits
+
+FP8 = "wgmma.m64n8k32.f32.e4m3.e4m3"
+SMALL = Path(__file__).parent / "data" / "gemm-schedules-only.toml"
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def identify(hidden: str, arch: str = "hopper", K: int = 128, space: Path | None = SMALL):
+    sp = load_gemm_space(arch, K, FP8, space)
+    res = Identifier(
+        sp, make_gemm_oracle(f"variant:{hidden}", sp), 200,
+        Limits(solver="bitwuzla", timeout=5.0), max_questions=4,
+    ).run()  # fmt: skip
+    return sp, res
+
+
+def test_identify_gemm_recovers_a_hidden_promotion_interval():
+    r = run(
+        "identify", "--gemm", "--arch", "hopper", "--instr", FP8, "--k", "128",
+        "--space", str(SMALL), "--oracle", "variant:hopper/serial[promote=64]",
+        "--solver", "bitwuzla", "--timeout", "5", "--json",
+    )  # fmt: skip
+    assert r.exit_code == ExitCode.OK, r.output
+    doc = json.loads(r.output)
+    classes = {s["class"] for s in doc["survivors"]}
+    assert classes == {0}
+    first = doc["survivors"][0]
+    assert first["variant"] == "hopper/serial[promote=64]"
+    assert first["params"]["schedule.promote"] == "64"
+
+
+@pytest.mark.slow
+def test_identify_gemm_recovers_a_hidden_split_k():
+    hidden = "hopper/serial[split_k=2,split_tile=32]"
+    sp, res = identify(hidden)
+    assert recovered_gemm(sp, res, hidden), [[h.expr(sp.arch) for h in c] for c in res.classes]
+
+
+SLOW_HIDDEN = [
+    ("split", "hopper/serial[split_k=3,split_tile=32,split=interleaved]", "hopper"),
+    ("reduce", "hopper/serial[split_k=3,split_tile=32,reduce=pairwise]", "hopper"),
+    ("c_join", "hopper/serial[c_join=epilogue]", "hopper"),
+    ("epilogue", "hopper/serial[alpha=0.3,epilogue=mul-add]", "hopper/serial[alpha=0.3]"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("field", "hidden", "arch"), SLOW_HIDDEN, ids=[h[0] for h in SLOW_HIDDEN])
+def test_identify_gemm_recovers_hidden_schedule_fields(field, hidden, arch):
+    sp, res = identify(hidden, arch=arch)
+    assert recovered_gemm(sp, res, hidden), [[h.expr(sp.arch) for h in c] for c in res.classes]
+
+
+@pytest.mark.slow
+def test_identify_gemm_default_space_learns_the_schedule_and_the_instruction():
+    hidden = "hopper[F=14]/serial[promote=128]"
+    sp, res = identify(hidden, K=256, space=None)
+    assert recovered_gemm(sp, res, hidden), [[h.expr(sp.arch) for h in c] for c in res.classes]
+
+
+@pytest.mark.parametrize(
+    ("oracle", "needle"),
+    [
+        ("variant:hopper/nosuch", "unknown schedule"),
+        ("banana", "unknown GEMM oracle"),
+        ("variant:hopper/serial[out=bf16]", "other operands"),
+        ("torch:slow", "torch or torch:fast"),
+    ],
+)
+def test_identify_gemm_bad_input_is_one_line_and_exit_2(oracle, needle):
+    r = run("identify", "--gemm", "--arch", "hopper", "--instr", FP8, "--k", "64",
+            "--oracle", oracle)  # fmt: skip
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert needle in r.output and "Traceback" not in r.output
+
+
+def test_identify_gemm_torch_oracle_without_a_gpu_is_one_line_and_exit_2():
+    r = run("identify", "--gemm", "--arch", "hopper", "--instr", FP8, "--k", "64",
+            "--oracle", "torch")  # fmt: skip
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert "torch" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_k_without_gemm_is_exit_2():
+    r = run("identify", "--arch", "hopper", "--k", "64", "--oracle", "variant:hopper")
+    assert r.exit_code == ExitCode.USAGE and "--gemm" in r.output
