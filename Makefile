@@ -62,7 +62,8 @@ study:
 
 # The GPU campaign (results/hardware/<gpu>/): probes, SASS, 10^6-row validation, identify.
 # Runs where an NVIDIA GPU and nvcc are; exits 2 with one line elsewhere. Uses .venv when
-# there is one, else python3 with this checkout on PYTHONPATH (a GPU machine without pip).
+# there is one, else python3 with this checkout on PYTHONPATH (a GPU machine where the core
+# dependencies are installed but not this package). Both run `tcsmt hardware ...`.
 HWPY := $(if $(wildcard $(BIN)/python),$(BIN)/python,PYTHONPATH=$(CURDIR) $(PY))
 
 hardware:

@@ -98,10 +98,24 @@ def _from_torch(x):
         raise UserError(f"cannot read a torch tensor of dtype {t.dtype}: {e}") from None
 
 
+def _python_ints(x, a: np.ndarray) -> np.ndarray:
+    """Nested lists of Python ints as a uint64 array (`a`, numpy's own reading, when
+    they are not all ints, or some do not fit in 64 unsigned bits)."""
+    o = np.array(x, dtype=object)
+    flat = o.reshape(-1)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
+        return a
+    if any(v < 0 or v >> 64 for v in flat):
+        return a
+    return o.astype(np.uint64)
+
+
 def as_bits(x, fmt: Format, what: str) -> np.ndarray:
     """Bit patterns of the operand `what` in format `fmt` (uint64 array), from bit patterns
     or floats (module docstring); UserError naming the dtype expected otherwise."""
     a = np.asarray(_from_torch(x))
+    if a.dtype.kind in "fO" and isinstance(x, (list, tuple)):
+        a = _python_ints(x, a)  # 64-bit patterns >= 2^63 make numpy choose float64
     want = FORMAT_DTYPES.get(fmt)
     if a.dtype.kind in "ui":
         if a.size and (int(a.max()) >> fmt.spec.storage or int(a.min()) < 0):
