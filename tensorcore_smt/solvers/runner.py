@@ -6,7 +6,8 @@ calling process never waits longer than the limit nor loses what it already has.
 
 The limit is the budget of the whole portfolio (`SolveJob.timeout`, or a `deadline`
 shared by several portfolios): a solver started late, when a job slot frees, gets only
-what is left of it.
+what is left of it, as its own time limit; one still running GRACE_S past the deadline
+is killed.
 
 No solver outlives the process that started it (tensorcore_smt.children): each child
 leads its own process group and dies with its parent; the runner kills the group of
@@ -30,6 +31,10 @@ from pathlib import Path
 from ..children import kill_group, preexec
 from .backends import all_backends, installed_version
 from .result import Answer, SolveResult
+
+GRACE_S = 2.0
+"""Seconds past the budget a child gets to report (its Python start-up, a solver that
+stops at its own limit and prints) before it is killed."""
 
 SOLVER_SHARE = 0.95
 """A solver's own time limit is this share of the budget left when it starts, so that it
@@ -126,7 +131,7 @@ class _Child:
         return time.monotonic() - self.start
 
     def overdue(self) -> bool:
-        return time.monotonic() > self.deadline
+        return time.monotonic() > self.deadline + GRACE_S
 
     def kill(self) -> None:
         kill_group(self.proc)
