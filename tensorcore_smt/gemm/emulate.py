@@ -74,19 +74,18 @@ class GemmRun:
     engine: str = "numpy"  # the engine that ran it: numpy, torch or compiled
 
 
-def _arrays(x: Any, what: str) -> tuple[np.ndarray, Any]:
+def _arrays(x: Any) -> tuple[np.ndarray, Any]:
+    """A numpy view of an operand and its torch device (None for numpy input)."""
     if is_torch(x):
         return torch_to_numpy(x), x.device
     return np.asarray(x), None
 
 
-def _alpha_bits(
-    sched: Schedule, p: ModelParams, scale_a: Any, scale_b: Any
-) -> tuple[int | None, Schedule]:
+def _alpha_bits(sched: Schedule, p: ModelParams, scale_a: Any, scale_b: Any) -> int | None:
     """alpha = RN_fp32(scale_a * scale_b) (torch._scaled_mm, cuBLASLt scale pointers), times
     the schedule's alpha when that is not 1; None without scales."""
     if scale_a is None and scale_b is None:
-        return None, sched
+        return None
     vals = []
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
         if s is None:
@@ -105,7 +104,7 @@ def _alpha_bits(
     )
     if sched.alpha != 1.0:
         prod = mul(prod, f, BV(CONCRETE, float_bits(sched.alpha, f), w), f, f, RN)
-    return int(prod.v), sched
+    return int(prod.v)
 
 
 def prepare(
@@ -216,8 +215,8 @@ def matmul(
         raise UserError(f"engine={engine!r} is not an engine; allowed: numpy, compiled or none")
     if engine == "compiled" and device is not None:
         raise UserError("engine='compiled' runs on the CPU; leave device out")
-    a, dev = _arrays(A, "A")
-    b, _ = _arrays(B, "B")
+    a, dev = _arrays(A)
+    b, _ = _arrays(B)
     if a.ndim < 2 or b.ndim < 2:
         raise UserError(f"A and B must have at least 2 dimensions; got {a.shape} and {b.shape}")
     M, K = a.shape[-2:]
@@ -231,7 +230,8 @@ def matmul(
     fa, fb = format_of(a, "A"), format_of(b, "B")
     run = prepare(hyp, fa, fb, K, alpha, beta, _out_format(out_dtype))
     p, plan = run.params, run.plan
-    alpha_bits, sched = _alpha_bits(run.schedule, p, scale_a, scale_b)
+    sched = run.schedule
+    alpha_bits = _alpha_bits(sched, p, scale_a, scale_b)
     out_fmt = sched.out or p.d_fmt
     Kp = plan.n_blocks * p.K
     a_bits = bits_of(a, p.a_fmt, "A")
@@ -315,7 +315,7 @@ def _c_bits(C: Any, run: GemmRun, out_fmt: Format, batch, M: int, N: int):
     epilogue."""
     if C is None:
         return None, None
-    c, _ = _arrays(C, "C")
+    c, _ = _arrays(C)
     try:
         c = np.broadcast_to(c, batch + (M, N))
     except ValueError:
