@@ -62,6 +62,7 @@ class InputKind:
     amd_dtype: np.dtype | None = None
     amd_fmt: Format | None = None
     schedules: tuple[str, ...] = (SERIAL, PROMOTED)
+    positive: bool = False  # draws from uniform [0, 1) instead of N(0, 1)
 
 
 KINDS = (
@@ -76,6 +77,15 @@ KINDS = (
         Format.E4M3,
         np.dtype(ml_dtypes.float8_e4m3fnuz),
         Format.E4M3FNUZ,
+    ),
+    # FP8 on positive data (no cancellation: every error shows as a relative error)
+    InputKind(
+        "fp8-pos",
+        np.dtype(ml_dtypes.float8_e4m3fn),
+        Format.E4M3,
+        np.dtype(ml_dtypes.float8_e4m3fnuz),
+        Format.E4M3FNUZ,
+        positive=True,
     ),
 )
 
@@ -154,8 +164,12 @@ def study_instruction(arch: str, k: InputKind) -> str | None:
 
 
 def draw(k: InputKind, dtype: np.dtype, shape, seed: int) -> np.ndarray:
-    """N(0, 1) float32 draws rounded to the input format (round to nearest)."""
-    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    """N(0, 1) (uniform [0, 1) for a `positive` kind) float32 draws rounded to the input
+    format (round to nearest)."""
+    rng = np.random.default_rng(seed)
+    x = (rng.uniform(0.0, 1.0, shape) if k.positive else rng.standard_normal(shape)).astype(
+        np.float32
+    )
     return study_sun.to_tf32(x) if k.fmt == Format.TF32 else x.astype(dtype)
 
 
@@ -269,7 +283,7 @@ def ksweep(cfg: Config, engine: str | None, jobs: int, log) -> dict:
         "M": cfg.M,
         "N": cfg.N,
         "ks": list(cfg.ks),
-        "distribution": "N(0,1) rounded to the input format",
+        "distribution": "N(0,1) (fp8-pos: uniform [0, 1)) rounded to the input format",
         "seed": SEED,
         "rows": rows,
     }
