@@ -255,8 +255,15 @@ def test_missing_gpu_is_one_line_naming_the_engine():
         pytest.skip("a GPU is present: the launch test below runs instead")
     p = parse_variant("volta").params(None)
     a, b, c, _, _ = _rows(p, 4, 1)
-    with pytest.raises(UserError, match="^engine compiled on cuda: "):
+    with pytest.raises(UserError, match="^engine compiled on cuda"):
         api.simulate_params(p, a, b, c, device="cuda", engine="compiled")
+    from click.testing import CliRunner
+
+    from tensorcore_smt.cli import main
+
+    args = ["validate", "--arch", "volta", "--oracle", "variant:volta", "--rows", "10"]
+    r = CliRunner().invoke(main, [*args, "--engine", "compiled", "--device", "cuda"])
+    assert r.exit_code == 2 and "engine compiled on cuda" in r.output, r.output
 
 
 @pytest.mark.gpu

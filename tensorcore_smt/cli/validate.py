@@ -140,7 +140,11 @@ def validate_cmd(
     variant = parse_variant(arch)
     inst = variant.instruction(instr)
     p = variant.params(inst.name)
-    if device is not None and engine in (None, Engine.TORCH):
+    if device is not None and engine == Engine.COMPILED and device.strip().startswith("cuda"):
+        from ..engine.cuda import check_gpu
+
+        check_gpu(device.strip())  # binding, driver and GPU present: exit 2 here, not per chunk
+    elif device is not None and engine in (None, Engine.TORCH):
         from ..api import array_backend
 
         array_backend(device)  # torch and the device present: exit 2 here, not per chunk

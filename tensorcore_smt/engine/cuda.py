@@ -48,6 +48,26 @@ def _check(driver, result):
     return rest[0] if len(rest) == 1 else rest
 
 
+def _ordinal(device: str) -> int:
+    try:
+        return int(device.split(":", 1)[1]) if ":" in device else 0
+    except ValueError:
+        raise UserError(f"engine compiled: bad device {device!r}; use cuda or cuda:N") from None
+
+
+def check_gpu(device: str) -> None:
+    """One line naming the engine unless the CUDA binding, driver and GPU `device` are
+    there (for commands that check before they start work)."""
+    driver = _driver()
+    try:
+        _check(driver, driver.cuInit(0))
+    except UserError:
+        raise
+    except Exception as e:  # the binding raises when no driver library is installed
+        raise UserError(f"engine compiled on cuda: no CUDA driver ({type(e).__name__})") from None
+    _check(driver, driver.cuDeviceGet(_ordinal(device)))
+
+
 def _function(p: ModelParams, ordinal: int, containers: tuple[int, ...]):
     """The loaded kernel function of `p` on GPU `ordinal` (made current)."""
     driver = _driver()
@@ -91,7 +111,7 @@ def run_rows_gpu(p: ModelParams, arrays: list, device: str) -> np.ndarray:
     """d (N,) uint64 computed by the GPU kernel; operands numpy arrays or torch CUDA
     tensors (used in place)."""
     driver = _driver()
-    ordinal = int(device.split(":", 1)[1]) if ":" in device else 0
+    ordinal = _ordinal(device)
     ops = operands(p)
     host: list = []
     for x, o in zip(arrays, ops):
