@@ -19,7 +19,7 @@ from ..validation.validate import (
     given_chunks,
     mismatch_file,
     random_chunks,
-    read_inputs,
+    read_inputs_where,
     recorded_inputs,
     rows_jsonl,
     run_validation,
@@ -157,13 +157,16 @@ def validate_cmd(
             )
         chunks = given_chunks(*recorded_inputs(oracle.recorded()), chunk_rows=chunk_rows)
         source = f"{sum(c.n for c in chunks)} recorded rows of {oracle_spec}"
+        sources = getattr(oracle, "labels", None) or None
     elif vectors is not None:
         if n_rows is not None:
             raise UserError("give either --rows or --vectors")
-        chunks = given_chunks(*read_inputs(Path(vectors), p), chunk_rows=chunk_rows)
+        arrays, sources = read_inputs_where(Path(vectors), p)
+        chunks = given_chunks(*arrays, chunk_rows=chunk_rows)
         source = f"{sum(c.n for c in chunks)} rows of {vectors}"
     else:
         n = n_rows or CHUNK_ROWS
+        sources = None  # random rows are named by their row number (seed and row)
         chunks = random_chunks(n, seed, chunk_rows)
         source = f"{n} random rows, seed {seed}"
     if oracle_spec.strip() == "mmasim":
@@ -206,6 +209,7 @@ def validate_cmd(
                     hidden,
                     meta,
                     out_path,
+                    sources,
                 )
             except UserError as e:  # e.g. a split model: its inputs are not the unit's operands
                 written = write_rows(tally, p, out_path.with_suffix(".jsonl"))

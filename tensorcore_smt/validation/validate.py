@@ -303,6 +303,7 @@ def mismatch_file(
     hidden: str | None,
     meta: dict,
     path: Path,
+    sources: list[str] | None = None,
 ) -> Path:
     """Write the kept mismatches as a test-vector file (the one mismatch-file format of
     validate and the hardware campaign): `model`'s prediction for every vector, and the
@@ -325,7 +326,7 @@ def mismatch_file(
                 predicted=pred,
                 note=f"validate: {model} gives {format_hex(dm, p.d_fmt)}, "
                 f"oracle {oracle_spec} gives {format_hex(do, p.d_fmt)}",
-                source=f"row {row}",
+                source=sources[row] if sources else f"row {row}",
             )
         )
     vf = vectors.VectorFile(
@@ -371,9 +372,18 @@ def write_rows(tally: Tally, p: ModelParams, path: Path) -> Path:
 def read_inputs(path: Path, p: ModelParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Input rows from JSONL rows or a vector file (JSON or CSV), read by
     `validation.vectors.read_rows`: (a, b, c) arrays. UserError naming the line or field."""
+    return read_inputs_where(path, p)[0]
+
+
+def read_inputs_where(
+    path: Path, p: ModelParams
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], list[str]]:
+    """`read_inputs`, and where each row is in the file ("PATH:LINE", "PATH vectors[i]"):
+    what the mismatch file names as a mismatching row's source."""
     from .vectors import read_rows
 
-    return read_rows(path, p).arrays(p)
+    got = read_rows(path, p)
+    return got.arrays(p), [r.where for r in got.rows]
 
 
 def recorded_inputs(recorded: list) -> tuple[np.ndarray, ...]:
@@ -401,6 +411,7 @@ __all__ = [
     "random_chunks",
     "run_validation",
     "read_inputs",
+    "read_inputs_where",
     "recorded_inputs",
     "rows_jsonl",
     "write_rows",
