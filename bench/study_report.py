@@ -316,7 +316,7 @@ def ablation_section(rows: list[dict], ks: dict | None) -> list[str]:
         f"The same fp16 matrices ({rows[0]['M']}×{K} by {K}×{rows[0]['N']}), each unit "
         "with its own F and with the other's (a variant parameter):",
         "",
-        "| unit | F | median ulps | normwise rel. | share of inexact outputs with |D| < |AB| |",
+        "| unit | F | median ulps | normwise rel. | inexact outputs smaller than exact in magnitude |",
         "|---|---|---|---|---|",
     ]
     for r in rows:
@@ -339,7 +339,7 @@ def ablation_section(rows: list[dict], ks: dict | None) -> list[str]:
             "every step's round toward zero (MMA-Sim Table III: NVIDIA fp32 outputs are RZ) "
             "drops it toward zero of the running sum, whose sign persists for many steps: a "
             "bias, so the error grows like K, not like √K (the *growth* column above), and "
-            "the outputs shrink (last column)." + f25(ks),
+            "the outputs shrink in magnitude (last column)." + f25(ks),
             "",
         ]
     return L
