@@ -103,3 +103,20 @@ def test_identify_gemm_torch_oracle_without_a_gpu_is_one_line_and_exit_2():
 def test_k_without_gemm_is_exit_2():
     r = run("identify", "--arch", "hopper", "--k", "64", "--oracle", "variant:hopper")
     assert r.exit_code == ExitCode.USAGE and "--gemm" in r.output
+
+
+@pytest.mark.slow
+def test_identify_gemm_with_a_cmd_oracle_in_the_documented_format():
+    import shlex
+    import sys
+
+    prog = Path(__file__).parent / "data" / "gemm_cmd_oracle.py"
+    hidden = "hopper/serial[promote=64]"
+    cmd = shlex.join([sys.executable, str(prog), hidden, FP8])
+    r = run(
+        "identify", "--gemm", "--arch", "hopper", "--instr", FP8, "--k", "128",
+        "--space", str(SMALL), "--oracle", f"cmd:{cmd}", "--solver", "bitwuzla",
+        "--timeout", "5", "--json",
+    )  # fmt: skip
+    assert r.exit_code == ExitCode.OK, r.output
+    assert json.loads(r.output)["survivors"][0]["variant"] == hidden

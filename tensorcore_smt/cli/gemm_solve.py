@@ -82,7 +82,10 @@ def run_gemm(
         o = answer_gemm(q, limits, spinner, focus=focus and goal == Goal.DIFFER)
     finally:
         spinner.clear()
-    if out and o.witness and o.verdict == Verdict.WITNESS and save_gemm_witness(o, out):
+    if out and len(set(q.d_formats)) > 1:
+        files_note = "--out: the hypotheses write D in different formats; no vector file"
+        click.echo(f"tcsmt: {files_note}", err=True)
+    elif out and o.witness and o.verdict == Verdict.WITNESS and save_gemm_witness(o, out):
         files.append(str(out))
     if as_json:
         click.echo(json.dumps(to_json(o, files), indent=2))

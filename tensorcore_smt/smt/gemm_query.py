@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..bv.core import BV, all_of
+from ..bv.core import BV, Bool, all_of
 from ..errors import UserError
 from ..model.params import ModelParams
 from ..spec.formats import Format
@@ -105,6 +105,11 @@ class GemmQuery:
         return {"a": m.p.a_fmt, "b": m.p.b_fmt, "c": m.c_fmt, "d": m.d_fmt}
 
     @property
+    def d_formats(self) -> tuple[Format, Format]:
+        """The output format of each hypothesis (they differ when `out` does)."""
+        return (self.models[0].d_fmt, self.models[1].d_fmt)
+
+    @property
     def base_operands(self) -> list[Operand]:
         f = self.formats
         return (
@@ -162,7 +167,21 @@ class GemmQuery:
         ]
         x = self.models[0].run(a, b, c)
         y = self.models[1].run(a, b, c)
-        return Built(inputs, (x, y), all_of(c.b, conds), x.ne(y))
+        return Built(inputs, (x, y), all_of(c.b, conds), self._differ(x, y))
+
+    def _differ(self, x: BV, y: BV) -> Bool:
+        """x and y differ: in their bits, or (outputs in two formats) in their values,
+        both widened exactly to fp64 (+0 and -0 differ, any two NaNs are equal)."""
+        fx, fy = self.d_formats
+        if fx == fy:
+            return x.ne(y)
+        from ..model.ieee import convert
+        from ..spec.formats import Rounding, decode
+
+        wx = convert(x, fx, Format.FP64, Rounding.RNE)
+        wy = convert(y, fy, Format.FP64, Rounding.RNE)
+        both_nan = decode(x, fx).is_nan & decode(y, fy).is_nan
+        return ~both_nan & wx.ne(wy)
 
     def emulated(self, inputs: dict[str, int]) -> tuple[int, int]:
         """Both outputs by the emulator (`matmul` on a 1×K row and a K×1 column)."""
@@ -230,7 +249,6 @@ def make_gemm_query(
         ("a", mx.p.a_fmt, my.p.a_fmt),
         ("b", mx.p.b_fmt, my.p.b_fmt),
         ("c", mx.c_fmt, my.c_fmt),
-        ("d", mx.d_fmt, my.d_fmt),
     ):
         if u != v:
             raise UserError(

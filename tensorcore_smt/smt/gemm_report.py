@@ -29,7 +29,8 @@ def _head(q: GemmQuery) -> list[str]:
     lines = [
         f"question:    {question(q)}",
         f"instruction: {q.instruction} ({f['a'].spec.name} x {f['b'].spec.name}, k-block "
-        f"{q.p.K}), K={q.K}, c {f['c'].spec.name} -> d {f['d'].spec.name}",
+        f"{q.p.K}), K={q.K}, c {f['c'].spec.name} -> d "
+        + " / ".join(dict.fromkeys(fd.spec.name for fd in q.d_formats)),
         f"hypotheses:  X = {q.variants[0]}",
         f"             Y = {q.variants[1]}",
     ]
@@ -74,8 +75,8 @@ def to_text(o: Outcome, files: list[str]) -> str:
                 f"b = {describe(w.inputs[f'b{k}'], f['b'])}"
             )
         lines.append(f"  c       = {describe(w.inputs['c'], f['c'])}")
-        for tag, v, d in zip("XY", q.variants, w.outputs):
-            lines.append(f"  {tag}: d = {describe(d, f['d'])}   [{v}]")
+        for tag, v, d, fd in zip("XY", q.variants, w.outputs, q.d_formats):
+            lines.append(f"  {tag}: d = {describe(d, fd)}   [{v}]")
         if w.reproduces:
             lines.append(
                 "  re-checked on the concrete model and on the emulator (matmul): the "
@@ -123,11 +124,11 @@ def to_json(o: Outcome, files: list[str]) -> dict:
             "c": format_hex(w.inputs["c"], f["c"]),
             "nonzero_k": nonzero_positions(q, w.inputs),
             "outputs": {
-                v: {"hex": format_hex(d, f["d"]), "value": decimal(d, f["d"])}
-                for v, d in zip(q.variants, w.outputs)
+                v: {"hex": format_hex(d, fd), "value": decimal(d, fd)}
+                for v, d, fd in zip(q.variants, w.outputs, q.d_formats)
             },
             "emulated": (
-                {v: format_hex(d, f["d"]) for v, d in zip(q.variants, w.emulated)}
+                {v: format_hex(d, fd) for v, d, fd in zip(q.variants, w.emulated, q.d_formats)}
                 if w.emulated is not None
                 else None
             ),
