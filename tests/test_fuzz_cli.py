@@ -179,14 +179,13 @@ def _values(param: click.Parameter, f: dict[str, Path], known: bool) -> list[str
         return []
     if isinstance(t, click.Path):
         return [
-            "/nonexistent_dir/x.json",
+            str(f["binary"] / "x.json"),  # under a file: no directory can be made there
             str(f["dir"]),
             str(f["binary"]),
             str(f["empty"]),
             str(f["badhex"]),
             str(f["notjson"]),
             str(f["shortrow"]),
-            "/proc/self/mem",
         ]
     return STRINGS
 
