@@ -71,8 +71,9 @@ def test_identify_gemm_recovers_hidden_schedule_fields(field, hidden, arch):
 
 
 @pytest.mark.slow
-def test_identify_gemm_default_space_learns_the_schedule_and_the_instruction():
-    hidden = "hopper[F=14]/serial[promote=128]"
+def test_identify_gemm_default_space_learns_the_schedule_among_instruction_variants():
+    # the instruction's parameters are searched too (spaces/fda.toml around the preset)
+    hidden = "hopper/serial[promote=128]"
     sp, res = identify(hidden, K=256, space=None)
     assert recovered_gemm(sp, res, hidden), [[h.expr(sp.arch) for h in c] for c in res.classes]
 

@@ -180,3 +180,14 @@ def test_gemm_vector_file_errors_name_the_field(tmp_path):
     bad = dict(obj, schema_version=99)
     with pytest.raises(UserError, match="newer"):
         gv.from_json(bad)
+
+
+def test_export_gemm_query_whole_and_focused(tmp_path):
+    whole, foc = tmp_path / "whole.smt2", tmp_path / "focused.smt2"
+    args = ["export", "hopper/fast-accum", "hopper/cublas-fp8", "--k", "256", "--instr", FP8]
+    assert run(*args, "--out", str(whole)).exit_code == ExitCode.OK
+    assert run(*args, "--focused", "--out", str(foc)).exit_code == ExitCode.OK
+    w, f = whole.read_text(), foc.read_text()
+    assert "hypothesis X (out0): hopper/fast-accum" in w and "(check-sat)" in w
+    assert "constraints: none" in w and "--zero-k 2:96" in f
+    assert len(f) < len(w)  # the +0 blocks fold away

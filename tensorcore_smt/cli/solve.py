@@ -15,6 +15,7 @@ import click
 
 from ..errors import ExitCode, UserError
 from ..smt.gemm_query import MAX_K, is_gemm
+from ..smt.gemm_solve import FOCUS_PER_BLOCK
 from ..smt.query import Goal, Query, smtlib
 from ..smt.report import to_json, to_text
 from ..smt.solve import Limits, Outcome, Verdict, answer, solvers_for
@@ -109,6 +110,17 @@ def run(
 
 def gemm_options(f):
     """--k, --zero-k and --focus: the options of GEMM hypotheses (ARCH/SCHEDULE)."""
+    f = click.option(
+        "--focus/--no-focus",
+        default=True,
+        help="GEMM diff: ask first with the k-blocks inside chains +0 (a witness of "
+        "the whole question), then the whole query.",
+    )(f)
+    return gemm_query_options(f)
+
+
+def gemm_query_options(f):
+    """--k and --zero-k: the shape of a GEMM query."""
     opts = [
         click.option(
             "--k",
@@ -123,12 +135,6 @@ def gemm_options(f):
             multiple=True,
             metavar="LO:HI",
             help="GEMM hypotheses: a_k = b_k = +0 for LO <= k < HI.",
-        ),
-        click.option(
-            "--focus/--no-focus",
-            default=True,
-            help="GEMM diff: ask first with the k-blocks inside chains +0 (a witness of "
-            "the whole question), then the whole query.",
         ),
     ]
     for o in reversed(opts):
@@ -210,18 +216,27 @@ def prove(variant_x: str, variant_y: str, focus: bool, **opts) -> None:
     default=None,
     help="Output file (default: queries/NAME.smt2; a directory with --property).",
 )
+@gemm_query_options
+@click.option(
+    "--focused",
+    is_flag=True,
+    help="GEMM hypotheses: the focused query (the k-blocks inside chains +0) diff asks first.",
+)
 def export(
     variants: tuple[str, ...],
     goal: str,
     prop_name: str | None,
     arch: str | None,
     out: str | None,
+    focused: bool,
     **opts,
 ) -> None:
     """Write a query as SMT-LIB2 that z3, cvc5 and bitwuzla all read.
 
-    Either two variants (tcsmt export volta 'volta[carry_bits=2]') or a property of the
-    library on an architecture (tcsmt export --property carry-bits --arch ampere).
+    Either two variants (tcsmt export volta 'volta[carry_bits=2]'), two GEMM hypotheses
+    (tcsmt export hopper/fast-accum hopper/cublas-fp8 --k 256; the whole query, or the
+    focused one with --focus), or a property of the library on an architecture (tcsmt
+    export --property carry-bits --arch ampere).
     """
     if prop_name:
         from ..smt.library import get
@@ -236,5 +251,14 @@ def export(
         return
     if len(variants) != 2:
         raise UserError(f"export takes two variants (or --property); got {len(variants)}")
+    if _gemm_level(variants[0], variants[1], opts):
+        from ..smt import gemm_query
+        from .gemm_solve import build_gemm_query
+
+        q = build_gemm_query(variants[0], variants[1], Goal(goal), opts)
+        if focused:
+            q = gemm_query.focused(q, FOCUS_PER_BLOCK)
+        click.echo(str(export_query(q, out)))
+        return
     q = build_query(variants[0], variants[1], Goal(goal), opts)
     click.echo(str(export_query(q, out)))
