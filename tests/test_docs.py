@@ -94,7 +94,10 @@ def parse(path: Path) -> Page:
         while j < len(lines) and not lines[j].startswith(fence):
             j += 1
         if info in ("console", "pycon"):
-            page.examples += _examples(info, lines, i + 1, j)
+            try:
+                page.examples += _examples(info, lines, i + 1, j)
+            except ValueError as e:
+                raise ValueError(f"{path.name}: {e}") from None
         i = j + 1
     return page
 
