@@ -67,16 +67,25 @@ def best_cpu(fn, repeat: int) -> float:
     return min(times)
 
 
-def mmasim_rate(arch: str | None, instr: str, a, b, c, repeat: int) -> float | None:
+def mmasim_rate(arch: str | None, p, instr: str, a, b, c, want, repeat: int):
+    """MMA-Sim's dot products per second on the same bits and whether its bits equal
+    ours (bench_simulate.mmasim_runner makes the torch tensors), or None without mmasim."""
     if arch is None or importlib.util.find_spec("mmasim") is None:
-        return None
-    import torch
-    from mmasim.nv_ptx import MMA
+        return None, None
+    from bench_simulate import Case, mmasim_runner
 
-    op = MMA(arch, instr)
-    ta, tb = torch.from_numpy(a.astype(np.int64)), torch.from_numpy(b.astype(np.int64))
-    tcc = torch.from_numpy(c.astype(np.int64))
-    return len(c) / best(lambda: op.dpa(ta, tb, tcc), repeat)
+    u = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+    made = mmasim_runner(
+        Case("", arch, instr),
+        a.astype(u[p.a_fmt.spec.storage]),
+        b.astype(u[p.b_fmt.spec.storage]),
+        c.astype(u[p.c_fmt.spec.storage]),
+    )
+    if made is None:
+        return None, None
+    run, to_bits = made
+    equal = bool(np.array_equal(to_bits(run()), want))
+    return len(c) / best(run, repeat), equal
 
 
 def bench_instruction(arch, instr, goal, mm_arch, n, repeat, cores) -> dict:
@@ -128,8 +137,10 @@ def bench_instruction(arch, instr, goal, mm_arch, n, repeat, cores) -> dict:
         "load_s": load_s,
         "compile_pays_from_rows": compile_s * n / t_np,
         "small_batches_s": {str(k): {"numpy": v[0], "compiled": v[1]} for k, v in small.items()},
-        "mmasim_per_s": mmasim_rate(mm_arch, instr, a, b, c, repeat),
     }
+    r["mmasim_per_s"], r["mmasim_bits_equal"] = mmasim_rate(
+        mm_arch, p, instr, a, b, c, want, repeat
+    )
     return r
 
 
@@ -176,7 +187,14 @@ def markdown(res: dict) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in res["instructions"]:
-        mm = f"{r['mmasim_per_s']:.3g}" if r["mmasim_per_s"] else "not installed"
+        mm = "not installed"
+        if r["mmasim_per_s"]:
+            mm = (
+                f"{r['mmasim_per_s'] / 1e6:.2f} M ({r['compiled_1_per_s'] / r['mmasim_per_s']:.0f}x"
+            )
+            mm += f" slower than compiled; bits equal: {r['mmasim_bits_equal']})"
+        elif r["mmasim_per_s"] is None and res.get("mmasim_note") is None:
+            mm = "no MMA-Sim form"
         out.append(
             f"| {r['arch']} {r['instr']} | {r['dag_nodes']:,} | {r['numpy_per_s'] / 1e6:.2f} M | "
             f"{r['compiled_1_per_s'] / 1e6:.2f} M | {r['ratio_1']:.1f}x ({r['goal']:.0f}x) | "
