@@ -15,7 +15,8 @@ from ..gemm.arrays import DTYPE_FORMAT, FORMAT_DTYPE, UINT
 from ..gemm.hypothesis import parse_gemm
 from ..gemm.measure import Dist, Measured, differ, parse_shape, random_matrix, run_measured
 from ..spec.formats import Format
-from .base import main
+from .base import check_out, main
+from .options import Ranged
 
 
 def _load(path: str | None, what: str, fmt: Format | None) -> np.ndarray | None:
@@ -169,7 +170,9 @@ def _plot(path: str, runs: list[list[Measured]], ks: list[int] | None) -> None:
     show_default=True,
     help="Distribution of --random inputs.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --random.")
+@click.option(
+    "--seed", type=Ranged("seed", int), default=0, show_default=True, help="Seed of --random."
+)
 @click.option(
     "--dtype",
     default=None,
@@ -213,6 +216,8 @@ def gemm(
     k_sweep,
 ) -> None:
     """Emulate D = A*B (+ C) as a GPU kernel computes it, and measure its error."""
+    check_out(out_path, "--out")  # output paths refused before any work
+    check_out(plot_path, "--plot")
     hyps = [hyp, *others]
     for h in hyps:
         parse_gemm(h, instr)  # every hypothesis checked before any work
