@@ -2,8 +2,10 @@
 
     python -m tensorcore_smt.solvers.worker SOLVER QUERY.smt2 TIMEOUT SEED NAME,NAME,...
 
-Run by tensorcore_smt.solvers.runner, which sets the memory cap and kills it at the
-wall-clock limit; anything that goes wrong in here is reported, not raised.
+Run by tensorcore_smt.solvers.runner, which sets the memory cap, ties the worker's life
+to its own (tensorcore_smt.children) and kills it at the wall-clock limit; anything that
+goes wrong in here is reported, not raised. A runner that has gone away (its end of the
+pipe closed) gets no answer and no traceback: the worker just ends.
 
 The JSON line holds the answer, the model, the reason of an `unknown`, `seconds` (this
 process's time from its start of work to the answer: solver import, version, reading
@@ -16,6 +18,7 @@ outcome; for one that does not, `solver_s` is the time of its whole `solve` call
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -49,8 +52,11 @@ def main(argv: list[str]) -> int:
         kind = "out of memory" if "bad_alloc" in str(e) or "memory" in str(e).lower() else "error"
         out.update(answer="unknown", reason=f"{kind}: {type(e).__name__}: {msg[0] if msg else ''}")
     out["seconds"] = time.monotonic() - t0
-    sys.stdout.write(json.dumps(out, default=str) + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(json.dumps(out, default=str) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the runner is gone: nobody to answer
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
