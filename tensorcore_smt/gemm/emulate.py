@@ -100,7 +100,12 @@ def _alpha_bits(sched: Schedule, p: ModelParams, scale_a: Any, scale_b: Any) -> 
     f = acc_format(p)
     w = f.spec.storage
     prod = mul(
-        BV(CONCRETE, float_bits(vals[0], f), w), f, BV(CONCRETE, float_bits(vals[1], f), w), f, f, RN
+        BV(CONCRETE, float_bits(vals[0], f), w),
+        f,
+        BV(CONCRETE, float_bits(vals[1], f), w),
+        f,
+        f,
+        RN,
     )
     if sched.alpha != 1.0:
         prod = mul(prod, f, BV(CONCRETE, float_bits(sched.alpha, f), w), f, f, RN)
@@ -226,7 +231,9 @@ def matmul(
     try:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
-        raise UserError(f"batch dimensions of A {a.shape} and B {b.shape} do not broadcast") from None
+        raise UserError(
+            f"batch dimensions of A {a.shape} and B {b.shape} do not broadcast"
+        ) from None
     fa, fb = format_of(a, "A"), format_of(b, "B")
     run = prepare(hyp, fa, fb, K, alpha, beta, _out_format(out_dtype))
     p, plan = run.params, run.plan

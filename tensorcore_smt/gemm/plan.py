@@ -105,9 +105,7 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
         owned = [list(range(n_blocks))]
     else:
         per_tile = _multiple("split_tile", schedule.split_tile, k_block)
-        tiles = [
-            list(range(t, min(t + per_tile, n_blocks))) for t in range(0, n_blocks, per_tile)
-        ]
+        tiles = [list(range(t, min(t + per_tile, n_blocks))) for t in range(0, n_blocks, per_tile)]
         if len(tiles) < S:
             raise UserError(
                 f"split_k={S}: K={K_padded} has {len(tiles)} k-tile(s) of "

@@ -165,9 +165,7 @@ def emulate(hypothesis: str | GemmHypothesis, strict: bool = True):
             except UserError as e:
                 if strict:
                     raise UserError(f"{getattr(func, '__name__', func)}: {e}") from None
-                warnings.warn(
-                    f"{getattr(func, '__name__', func)} runs natively: {e}", stacklevel=2
-                )
+                warnings.warn(f"{getattr(func, '__name__', func)} runs natively: {e}", stacklevel=2)
                 return func(*args, **kwargs)
 
     return GemmMode()
