@@ -3,7 +3,6 @@ output element of a depth-K product; exit codes as for instruction-level hypothe
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -11,7 +10,6 @@ import click
 
 from ..errors import UserError
 from ..smt.gemm_query import GemmQuery, make_gemm_query, parse_zero_k
-from ..smt.gemm_report import to_json, to_text
 from ..smt.gemm_solve import answer_gemm
 from ..smt.query import Goal, parse_fix, smtlib
 from ..smt.solve import Limits, Outcome, Verdict, solvers_for
@@ -87,14 +85,6 @@ def run_gemm(
         click.echo(f"tcsmt: {files_note}", err=True)
     elif out and o.witness and o.verdict == Verdict.WITNESS and save_gemm_witness(o, out):
         files.append(str(out))
-    if as_json:
-        click.echo(json.dumps(to_json(o, files), indent=2))
-    else:
-        click.echo(to_text(o, files))
-    if o.verdict == Verdict.BAD_WITNESS:
-        click.echo(
-            "tcsmt: internal error: the solver's witness does not reproduce on the concrete "
-            "model or the emulator; please report this query (use --export to save it)",
-            err=True,
-        )
-    sys.exit(codes[o.verdict])
+    from .solve import report_and_exit
+
+    report_and_exit(o, files, as_json, codes)

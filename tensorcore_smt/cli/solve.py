@@ -95,6 +95,13 @@ def run(
         spinner.clear()
     if out and o.witness and o.verdict == Verdict.WITNESS and save_witness(o, out):
         files.append(str(out))
+    report_and_exit(o, files, as_json, codes)
+
+
+def report_and_exit(o: Outcome, files: list[str], as_json: bool, codes: dict) -> None:
+    """Print the report (text or JSON; an instruction or a GEMM query alike), the
+    internal-error line for a witness that does not reproduce, and exit with the
+    command's code for the verdict."""
     if as_json:
         click.echo(json.dumps(to_json(o, files), indent=2))
     else:
@@ -102,7 +109,8 @@ def run(
     if o.verdict == Verdict.BAD_WITNESS:
         click.echo(
             "tcsmt: internal error: the solver's witness does not reproduce on the concrete "
-            "model; please report this query (use --export to save it)",
+            "model (or, for a GEMM query, the emulator); please report this query (use "
+            "--export to save it)",
             err=True,
         )
     sys.exit(codes[o.verdict])

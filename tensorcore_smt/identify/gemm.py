@@ -158,16 +158,6 @@ class GemmSpace(Space):
         over = tuple(sorted((k, v) for k, v in merged.items() if getattr(self.base, k) != v))
         return GemmPoint(family, over, self.base.schedule)
 
-    def preset(self) -> Hypothesis:
-        return self.classify(GemmPoint(self.families[0].name, (), self.base.schedule))
-
-    def classify(self, h: Hypothesis) -> Hypothesis:
-        vals = dict(h.overrides)
-        for f in self.families:
-            if all(vals.get(k, getattr(self.base, k)) == v for k, v in f.fixed):
-                return self.make(f.name, {k: v for k, v in vals.items() if k not in dict(f.fixed)})
-        return h
-
     def model(self, h: Hypothesis) -> GemmModel:
         return self.params(h).model(self.variant, self.instr, h.expr(self.arch))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..spec.formats import format_hex
 from .gemm_query import GemmQuery
 from .query import Goal
-from .report import _run_line, _verdict_words, agreeing, decimal, describe
+from .report import _run_line, _verdict_words, agreeing, answer_json, decimal, describe
 from .solve import Outcome, Verdict
 
 
@@ -106,15 +106,7 @@ def to_json(o: Outcome, files: list[str]) -> dict:
         "formats": {k: v.spec.name for k, v in f.items()},
         "hypotheses": list(q.variants),
         "constraints": [c.describe() for c in q.constraints],
-        "verdict": o.verdict.value,
-        "seconds": round(o.seconds, 3),
-        "solver": o.result.to_json() if o.result else None,
-        "runs": [r.to_json() for r in o.runs],
-        "confirmations": [r.to_json() for r in o.confirmations],
-        "agreeing_solvers": agreeing(o),
-        "by_construction": o.by_construction,
-        "note": o.note,
-        "files": files,
+        **answer_json(o, files),
     }
     if o.witness:
         w = o.witness

@@ -106,15 +106,7 @@ def to_json(o: Outcome, files: list[str]) -> dict:
         "variants": list(q.variants),
         "constraints": [c.describe() for c in q.constraints],
         **({"relation": q.relation, "grows": q.grows} if q.goal.one_variant else {}),
-        "verdict": o.verdict.value,
-        "seconds": round(o.seconds, 3),
-        "solver": o.result.to_json() if o.result else None,
-        "runs": [r.to_json() for r in o.runs],
-        "confirmations": [r.to_json() for r in o.confirmations],
-        "agreeing_solvers": agreeing(o),
-        "by_construction": o.by_construction,
-        "note": o.note,
-        "files": files,
+        **answer_json(o, files),
     }
     if o.witness:
         w = o.witness
@@ -147,6 +139,22 @@ def to_json(o: Outcome, files: list[str]) -> dict:
                 for name, s, d in zip(("u", "u_2"), q.input_sets(w.inputs), w.outputs)
             }
     return out
+
+
+def answer_json(o: Outcome, files: list[str]) -> dict:
+    """The answer's fields of a JSON report: verdict, time, every solver run and
+    confirmation, the agreeing solvers, the note and the files written."""
+    return {
+        "verdict": o.verdict.value,
+        "seconds": round(o.seconds, 3),
+        "solver": o.result.to_json() if o.result else None,
+        "runs": [r.to_json() for r in o.runs],
+        "confirmations": [r.to_json() for r in o.confirmations],
+        "agreeing_solvers": agreeing(o),
+        "by_construction": o.by_construction,
+        "note": o.note,
+        "files": files,
+    }
 
 
 def agreeing(o: Outcome) -> list[str]:
