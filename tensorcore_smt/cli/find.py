@@ -269,7 +269,7 @@ def _find_all(
     if interrupted:
         click.echo("tcsmt: interrupted: the queries that finished are reported above", err=True)
         sys.exit(ExitCode.INTERRUPTED)
-    sys.exit(max(codes) if codes else 0)
+    sys.exit(max(codes) if codes else ExitCode.OK)
 
 
 def _task_json(t: QueryTask, r: QueryAnswer | TaskFailure | None) -> dict:

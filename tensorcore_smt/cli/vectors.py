@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import UserError
+from ..errors import ExitCode, UserError
 from ..smt.report import describe
 from ..spec.formats import format_hex
 from ..spec.presets import PRESETS, parse_variant
@@ -271,7 +271,7 @@ def probe(
             click.echo(json.dumps(rep.to_json(), indent=2))
         else:
             click.echo(report_text(rep, oname))
-        sys.exit(0 if rep.ok else 1)
+        sys.exit(ExitCode.OK if rep.ok else ExitCode.REFUTED)
     if as_json:
         raise UserError("--json goes with --check")
     if len(files) != 1:
@@ -390,7 +390,7 @@ def _gemm_probe(
             )
         else:
             click.echo(torch_gemm.report_text(gf, results, oname))
-        sys.exit(0 if all(r.survivors for r in results) else 1)
+        sys.exit(ExitCode.OK if all(r.survivors for r in results) else ExitCode.REFUTED)
     if as_json:
         raise UserError("--json goes with --check")
     if len(files) != 1:
