@@ -159,7 +159,10 @@ class _Child:
         model = {k: int(v) for k, v in data.get("model", {}).items()}
         reason = data.get("reason", "")
         if answer == Answer.UNKNOWN and _is_time_limit(reason):
-            reason = f"timeout after {self.timeout:.3g} s (solver's own limit)"
+            reason = (
+                f"timeout after {self.job.timeout:g} s (the query's budget; the solver "
+                f"stopped at its own limit of {self.timeout:.3g} s)"
+            )
         solver_s = data.get("solver_s")
         return SolveResult(
             self.solver,
