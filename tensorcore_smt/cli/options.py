@@ -74,8 +74,9 @@ ROW_BYTES = 4096
 """Working memory of one row in a chunk of the vector interpreter, rounded up (K = 32:
 ~100 columns of 8 bytes live at once, times the temporaries of one step)."""
 
-MAX_TASKS = 1_000_000
-"""Most tasks (chunks) one validate run submits: --rows / --chunk."""
+MAX_TASKS = 100_000
+"""Most tasks (chunks) one validate run submits (--rows / --chunk): Dask takes seconds
+per 100,000 futures to submit and as long to cancel them on Ctrl-C."""
 
 OPTION_RANGES: dict[str, OptionRange] = {
     "timeout": OptionRange(0, 1e7, True, "seconds"),

@@ -26,7 +26,14 @@ from ..validation.validate import (
     write_rows,
 )
 from .base import check_out, main
-from .options import MAX_TASKS, Ranged, cluster_options, engine_option, oracle_timeout_option
+from .options import (
+    MAX_TASKS,
+    OPTION_RANGES,
+    Ranged,
+    cluster_options,
+    engine_option,
+    oracle_timeout_option,
+)
 
 DEFAULT_OUT = "validate-mismatches.json"
 
@@ -133,9 +140,15 @@ def validate_cmd(
     out_path = check_out(out or DEFAULT_OUT)
     assert out_path is not None
     if n_rows is not None and -(-n_rows // chunk_rows) > MAX_TASKS:
+        need = -(-n_rows // MAX_TASKS)
+        if need > OPTION_RANGES["chunk"].hi:
+            raise UserError(
+                f"--rows {n_rows} is more than one run takes here ({MAX_TASKS:,} tasks of at "
+                f"most {int(OPTION_RANGES['chunk'].hi):,} rows); split it into runs"
+            )
         raise UserError(
             f"--rows {n_rows} in chunks of {chunk_rows} makes more than {MAX_TASKS:,} tasks; "
-            f"raise --chunk to at least {-(-n_rows // MAX_TASKS)}"
+            f"raise --chunk to at least {need}"
         )
     variant = parse_variant(arch)
     inst = variant.instruction(instr)
