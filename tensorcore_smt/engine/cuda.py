@@ -55,9 +55,9 @@ def _ordinal(device: str) -> int:
         raise UserError(f"engine compiled: bad device {device!r}; use cuda or cuda:N") from None
 
 
-def check_gpu(device: str) -> None:
-    """One line naming the engine unless the CUDA binding, driver and GPU `device` are
-    there (for commands that check before they start work)."""
+def _device(ordinal: int):
+    """The driver binding and GPU `ordinal` after cuInit; one line naming the engine
+    when the binding, the driver or the GPU is missing."""
     driver = _driver()
     try:
         _check(driver, driver.cuInit(0))
@@ -65,19 +65,18 @@ def check_gpu(device: str) -> None:
         raise
     except Exception as e:  # the binding raises when no driver library is installed
         raise UserError(f"engine compiled on cuda: no CUDA driver ({type(e).__name__})") from None
-    _check(driver, driver.cuDeviceGet(_ordinal(device)))
+    return driver, _check(driver, driver.cuDeviceGet(ordinal))
+
+
+def check_gpu(device: str) -> None:
+    """One line naming the engine unless the CUDA binding, driver and GPU `device` are
+    there (for commands that check before they start work)."""
+    _device(_ordinal(device))
 
 
 def _function(p: ModelParams, ordinal: int, containers: tuple[int, ...]):
     """The loaded kernel function of `p` on GPU `ordinal` (made current)."""
-    driver = _driver()
-    try:
-        _check(driver, driver.cuInit(0))
-    except UserError:
-        raise
-    except Exception as e:  # the binding raises when no driver library is installed
-        raise UserError(f"engine compiled on cuda: no CUDA driver ({type(e).__name__})") from None
-    dev = _check(driver, driver.cuDeviceGet(ordinal))
+    driver, dev = _device(ordinal)
     ctx = _check(driver, driver.cuDevicePrimaryCtxRetain(dev))
     _check(driver, driver.cuCtxSetCurrent(ctx))
     key = (p, ordinal, containers)

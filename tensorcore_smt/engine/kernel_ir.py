@@ -23,6 +23,14 @@ def container(width: int) -> int:
     raise ValueError(f"no array type holds {width}-bit operands")
 
 
+def _d_as_u64(body: Body, dag: InstrDag) -> str:
+    """Lower the DAG into `body` and return d widened to the i64 of the output array."""
+    (d,) = body.lower([dag.root])
+    if dag.width > 64:
+        raise ValueError(f"d of {dag.width} bits does not fit the uint64 output")
+    return body.emit(f"zext i{dag.width} {d} to i64") if dag.width < 64 else d
+
+
 def _body(dag: InstrDag, containers: tuple[int, ...]) -> list[str]:
     """Loads of the row's operands, the DAG, and the store of d (row index %row)."""
     by_name = {o.name: (o, c) for o, c in zip(dag.operands, containers)}
@@ -39,11 +47,7 @@ def _body(dag: InstrDag, containers: tuple[int, ...]) -> list[str]:
         return body.emit(f"trunc i{c} {v} to i{o.width}") if o.width < c else v
 
     body = Body(load)
-    (d,) = body.lower([dag.root])
-    if dag.width > 64:
-        raise ValueError(f"d of {dag.width} bits does not fit the uint64 output")
-    if dag.width < 64:
-        d = body.emit(f"zext i{dag.width} {d} to i64")
+    d = _d_as_u64(body, dag)
     out = body.emit("getelementptr inbounds i64, ptr %out, i64 %row")
     body.lines.append(f"  store i64 {d}, ptr {out}, align 8")
     return body.lines
@@ -128,11 +132,7 @@ def cpu_tiled_module(dag: InstrDag, containers: tuple[int, ...]) -> str:
         return body.emit(f"trunc i{bt} {v} to i{o.width}") if o.width < bt else v
 
     body = Body(load)
-    (d,) = body.lower([dag.root])
-    if dag.width > 64:
-        raise ValueError(f"d of {dag.width} bits does not fit the uint64 output")
-    if dag.width < 64:
-        d = body.emit(f"zext i{dag.width} {d} to i64")
+    d = _d_as_u64(body, dag)
     lines = [
         f"define void @{KERNEL}(i64 %lo, i64 %hi, {_params(dag)}, ptr noalias %out) {{",
         "entry:",
