@@ -32,6 +32,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -236,27 +237,78 @@ def run_tasks(
     unfinished task is cancelled."""
     from distributed import as_completed
 
-    futures = [client.submit(fn, x, pure=False) for x in inputs]
-    index = {f.key: i for i, f in enumerate(futures)}
-    w = list(weights) if weights is not None else [1.0] * len(futures)
-    bar = _Bar(label, sum(w)) if progress else None
-    try:
-        for fut in as_completed(futures):
-            i = index[fut.key]
-            try:
-                result = fut.result()
-            except Exception as e:  # the task's own error, or KilledWorker
-                result = TaskFailure(i, describe(inputs[i]), _one_line(e))
-            fut.release()
+    with _SafeInterrupts() as intr:
+        futures: list[Any] = []
+        for lo in range(0, len(inputs), SUBMIT_BATCH):
+            intr.check()
+            futures += client.map(fn, list(inputs[lo : lo + SUBMIT_BATCH]), pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        w = list(weights) if weights is not None else [1.0] * len(futures)
+        bar = _Bar(label, sum(w)) if progress else None
+        done = as_completed(futures)
+        try:
+            while not done.is_empty():
+                intr.check()
+                batch = done.next_batch(block=False)
+                if not batch:
+                    time.sleep(POLL_S)
+                    continue
+                for fut in batch:
+                    i = index[fut.key]
+                    try:
+                        result = fut.result()
+                    except Exception as e:  # the task's own error, or KilledWorker
+                        result = TaskFailure(i, describe(inputs[i]), _one_line(e))
+                    fut.release()
+                    if bar is not None:
+                        bar.advance(w[i])
+                    yield i, result
+                    intr.check()
+        finally:
+            pending = [f for f in futures if not f.done()]
+            if pending:
+                client.cancel(pending)
             if bar is not None:
-                bar.advance(w[i])
-            yield i, result
-    finally:
-        pending = [f for f in futures if not f.done()]
-        if pending:
-            client.cancel(pending)
-        if bar is not None:
-            bar.close()
+                bar.close()
+
+
+SUBMIT_BATCH = 1000
+"""Tasks submitted at once (client.map) between two looks for a Ctrl-C."""
+
+POLL_S = 0.05
+"""Seconds between two looks for finished tasks (and for a Ctrl-C)."""
+
+
+class _SafeInterrupts:
+    """Ctrl-C (SIGINT) noted while tasks run and raised as KeyboardInterrupt only at the
+    points that `check` marks: raised anywhere, it can land inside Dask's own code (a
+    garbage-collection callback, the submission of a batch) and leave the client unable
+    to cancel or shut down. Only the main thread may change the handler; elsewhere
+    nothing changes."""
+
+    def __init__(self) -> None:
+        self.hit = False
+        self.old: Any = None
+
+    def __enter__(self) -> _SafeInterrupts:
+        if threading.current_thread() is threading.main_thread():
+            current = signal.getsignal(signal.SIGINT)
+            if current is signal.default_int_handler:
+                self.old = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def _note(self, signum, frame) -> None:
+        self.hit = True
+
+    def check(self) -> None:
+        if self.hit:
+            self.hit = False
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+            self.old = None
 
 
 class _Bar:
