@@ -184,3 +184,32 @@ def test_plot_and_k_sweep(tmp_path):
         assert any(line.split()[:1] == [k] for line in r.output.splitlines())
     r = run("gemm", "--arch", "hopper", "--random", "4,4,64", "--plot", str(tmp_path / "h.png"))
     assert r.exit_code == 0 and (tmp_path / "h.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_engine_option_same_bits(tmp_path):
+    # --engine numpy and --engine compiled run the same schedule on the same random
+    # matrices: D identical bit for bit, each report naming the engine that ran it.
+    outs = {}
+    for engine in ("numpy", "compiled"):
+        out = tmp_path / f"{engine}.npy"
+        r = run(
+            "gemm",
+            "--arch",
+            "hopper/serial[promote=64]",
+            "--random",
+            "8,8,256",
+            "--dtype",
+            "e4m3",
+            "--seed",
+            "3",
+            "--engine",
+            engine,
+            "--out",
+            str(out),
+        )
+        assert r.exit_code == 0, r.output
+        assert f"engine       {engine}" in r.output
+        outs[engine] = np.load(out)
+    assert outs["numpy"].view(np.uint32).tolist() == outs["compiled"].view(np.uint32).tolist()
+    r = run("gemm", "--arch", "hopper", "--random", "4,4,32", "--engine", "banana")
+    assert r.exit_code == 2

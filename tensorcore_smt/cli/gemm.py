@@ -199,6 +199,12 @@ def _plot(path: str, runs: list[list[Measured]], ks: list[int] | None) -> None:
     help="Draw the error distributions (PNG; cumulative).",
 )
 @click.option("--k-sweep", is_flag=True, help="With --random: errors for K = 16, 32, ..., K.")
+@click.option(
+    "--engine",
+    type=click.Choice(["numpy", "compiled"]),
+    default=None,
+    help="Interpreter of the GEMM (default: compiled for large GEMMs, numpy for small).",
+)
 def gemm(
     hyp,
     instr,
@@ -214,6 +220,7 @@ def gemm(
     others,
     plot_path,
     k_sweep,
+    engine,
 ) -> None:
     """Emulate D = A*B (+ C) as a GPU kernel computes it, and measure its error."""
     check_out(out_path, "--out")  # output paths refused before any work
@@ -247,9 +254,11 @@ def gemm(
     series: list[list[Measured]] = []
     for h in hyps:
         if ks is None:
-            series.append([run_measured(h, A, B, C, instr)])
+            series.append([run_measured(h, A, B, C, instr, engine=engine)])
         else:
-            series.append([run_measured(h, A[:, :k], B[:k], None, instr) for k in ks])
+            series.append(
+                [run_measured(h, A[:, :k], B[:k], None, instr, engine=engine) for k in ks]
+            )
     if out_path:
         np.save(out_path, series[0][-1].D)
     if plot_path:

@@ -86,12 +86,14 @@ def run_measured(
     C: np.ndarray | None = None,
     instr: str | None = None,
     errors: bool = True,
+    engine: str | None = None,
 ) -> Measured:
     """Run `hyp` on 2-D A, B (and C); time it; with `errors`, measure D against the exact
-    product A*B (+ C) and against A*B (+ C) in fp64."""
+    product A*B (+ C) and against A*B (+ C) in fp64. `engine`: as for `matmul` (numpy,
+    compiled, or None to choose by size)."""
     info: list[GemmRun] = []
     t0 = time.perf_counter()
-    D = matmul(hyp, A, B, C, instr=instr, run_info=info)
+    D = matmul(hyp, A, B, C, instr=instr, run_info=info, engine=engine)
     dt = time.perf_counter() - t0
     run = info[0]
     M, K = A.shape
