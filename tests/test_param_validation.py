@@ -101,8 +101,13 @@ def bad_variants(seed: int = 13) -> list[tuple[str, str]]:
     return out
 
 
-FLOAT_OPTIONS = {"timeout", "search_seconds"}
-COMMAND_OF = {"search_seconds": ["fit", "rows.jsonl", "--arch", "volta"]}
+FLOAT_OPTIONS = {"timeout", "search_seconds", "oracle_timeout"}
+_VALIDATE = ["validate", "--arch", "volta", "--oracle", "variant:volta"]
+COMMAND_OF = {
+    "search_seconds": ["fit", "rows.jsonl", "--arch", "volta"],
+    "oracle_timeout": ["identify", "--arch", "volta", "--oracle", "variant:volta"],
+    **{k: _VALIDATE for k in ("workers", "rows", "chunk", "keep")},
+}
 """The command each option is tried on (default: diff of two Volta variants)."""
 
 
