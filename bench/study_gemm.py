@@ -12,7 +12,7 @@ max and median error in ulps of the output, elementwise and normwise relative er
 The matrices are N(0, 1) draws rounded to the input format from recorded seeds; every K
 uses the first K columns of A and rows of B.
 
-Part 2, Sun et al. (seed 004) §8 reproduced with the emulator (bench/study_sun.py):
+Part 2, Sun et al. (IEEE TPDS 2023) §8 reproduced with the emulator (bench/study_sun.py):
 Tables 12-15 and the chain matrix multiplication of Fig. 19/20.
 
 `--quick` runs the smallest configuration (two architectures, two formats, two K, few

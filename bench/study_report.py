@@ -438,7 +438,7 @@ def sun_section(sun: dict, chain_fig: str | None) -> list[str]:
     L = [
         "## 2. Sun et al. §8 reproduced",
         "",
-        "Sun et al., *Dissecting Tensor Cores via Microbenchmarks* (seed 004), §8, measured an "
+        "Sun et al., *Dissecting Tensor Cores via Microbenchmarks* (IEEE TPDS 2023), §8, measured an "
         "Ampere GPU (A100) with m16n8k8 `mma`. Here every experiment runs on the emulator "
         f"(`tensorcore_smt.matmul`, `{sun['arch']}` preset) exactly as their Figs. 17-19 "
         "describe it: D = A·B + C against fp32 arithmetic on the CPU (numpy float32: each "

@@ -1,4 +1,4 @@
-"""Sun et al., "Dissecting Tensor Cores via Microbenchmarks" (seed 004) §8, reproduced
+"""Sun et al., "Dissecting Tensor Cores via Microbenchmarks" (IEEE TPDS 2023) §8, reproduced
 with the emulator (tensorcore_smt.matmul on the `ampere` preset: the paper's A100).
 
 §8.1 (Tables 12-15): three one-element experiments on an m16n8k8 mma, D = A·B + C with all

@@ -1,4 +1,4 @@
-"""Run MMA-Sim (the optional `mmasim` package, seed 002's reference simulator) on our bit
+"""Run MMA-Sim (the optional `mmasim` package, Xie et al. 2025's reference simulator) on our bit
 patterns, for the cross-checks in test_mmasim.py and the slow runs of
 test_interpreters.py. Import this module only after `mmasim` and `torch` imported.
 

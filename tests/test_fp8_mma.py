@@ -3,7 +3,7 @@ architecture that has it, and which unit runs it.
 
 Sources: the PTX ISA (mma with .e4m3/.e5m2 needs sm_89 or higher); the SASS nvcc 13.0
 emits (sm_90 and sm_100a: F2FP.UNPACK_B to f16 and two chained HMMAs from C = RZ, then
-FADD/HADD2 of c; sm_120a: QMMA with c inside); MMA-Sim (seed 002) Table III and its
+FADD/HADD2 of c; sm_120a: QMMA with c inside); MMA-Sim (Xie et al. 2025) Table III and its
 isa_mma (RTX Blackwell fp8 mma: F = 25, one group of 32; no Blackwell fp8 mma); the MATLAB
 tensor-core models models/B200TC.m and B200TCRN.m (the variants matlab-b200-fp8 and
 matlab-b200-fp8-x16).

@@ -1,4 +1,4 @@
-"""The three interpreters of the one model agree (DESIGN.md, "The central idea").
+"""The three interpreters of the one model agree (README, "The design in brief").
 
 For every distinct instruction model of every preset:
 - concrete (Python ints) and vector (numpy) give the same bits, on hypothesis-drawn rows

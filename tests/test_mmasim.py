@@ -1,4 +1,4 @@
-"""Optional cross-check against MMA-Sim (seed 002's bit-accurate reference simulator).
+"""Optional cross-check against MMA-Sim (Xie et al. 2025's bit-accurate reference simulator).
 
 Skipped when `mmasim` or `torch` is not installed (`pip install -e '.[mmasim]'`). For
 every instruction of every preset that MMA-Sim also has, a few thousand mixture rows

@@ -2,7 +2,7 @@
 takes, how chain results are promoted, how split partials combine, where C joins.
 No arithmetic here: element.py runs a Plan with the model's operations.
 
-Layouts (DESIGN.md "The GEMM level"; cuBLASLt split-K as measured on an H100 and an
+Layouts (cuBLASLt split-K as observed on an H100 and an
 RTX 4060): K is zero-padded to a multiple of the instruction's K (k_block) and cut into
 k-blocks; split-K groups the k-blocks into k-tiles of `split_tile` elements, split s owning
 the contiguous tiles [s*q, (s+1)*q), q = ceil(tiles / S), or the interleaved tiles

@@ -6,7 +6,7 @@ field is range-checked like a variant parameter. Schedules are written
 `NAME` or `NAME[field=value,...]`, where NAME is `serial` or a named schedule from the
 repository-root folder schedules/*.toml (each citing its source).
 
-Facts (DESIGN.md "The GEMM level"):
+Facts (PTX ISA; cuBLAS, cuBLASLt and CUTLASS documentation; DeepSeek-V3 report):
 - chain: acc_0 = C or +0, acc_{j+1} = MMA(A block j, B block j, acc_j), the instruction's c
   being the running accumulator (PTX ISA, "Matrix multiply-accumulate": D = A*B + C);
 - promotion: a fresh chain every `promote` K elements, its result added to an fp32

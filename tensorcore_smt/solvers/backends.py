@@ -3,7 +3,7 @@ process (tensorcore_smt.solvers.worker), so a crash or a hang never reaches the 
 
 Each back end parses the same SMT-LIB2 text (declarations, definitions, assertions)
 with its own parser, runs `check-sat` with its own time limit, and reads back the values
-of the declared constants. Measured pitfalls handled here (DESIGN.md, "Solvers"): cvc5
+of the declared constants. Measured pitfalls handled here (docs/encoding.md): cvc5
 needs `fp-exp` for Float16; bitwuzla options are set before the solver is made.
 
 Each back end also measures its query time: from handing the text to its parser until

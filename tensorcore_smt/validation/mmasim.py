@@ -1,4 +1,4 @@
-"""MMA-Sim (the optional `mmasim` package, seed 002's reference simulator) on our bit
+"""MMA-Sim (the optional `mmasim` package, Xie et al. 2025's reference simulator) on our bit
 patterns: the `mmasim` oracle of `tcsmt validate`, and the bridge the tests and the
 benchmark use. Needs the `mmasim` extra (mmasim and torch); imported only on use.
 
