@@ -8,8 +8,8 @@ from __future__ import annotations
 from ..spec.formats import format_hex
 from .gemm_query import GemmQuery
 from .query import Goal
-from .report import _run_line, _verdict_words, agreeing, answer_json, decimal, describe
-from .solve import Outcome, Verdict
+from .report import _verdict_words, answer_json, answer_lines, decimal, describe
+from .solve import Outcome
 
 
 def question(q: GemmQuery) -> str:
@@ -45,23 +45,7 @@ def to_text(o: Outcome, files: list[str]) -> str:
     q: GemmQuery = o.query
     f = q.formats
     lines = _head(q)
-    if o.by_construction:
-        lines.append(f"answer:      unsat, by construction ({o.note}); no solver needed")
-    elif o.result:
-        lines.append(f"answer:      {_run_line(o.result)}")
-        for r in o.runs:
-            if r is not o.result:
-                lines.append(f"             {_run_line(r)}")
-    for r in o.confirmations:
-        lines.append(f"confirm:     {_run_line(r)}")
-    if o.verdict == Verdict.UNSAT and not o.by_construction:
-        agree = agreeing(o)
-        lines.append(
-            "agreed:      "
-            + (", ".join(agree) if len(agree) > 1 else f"{agree[0]} only (not confirmed)")
-        )
-    if o.note and not o.by_construction:
-        lines.append(f"note:        {o.note}")
+    lines += answer_lines(o)
     if o.witness:
         w = o.witness
         ks = nonzero_positions(q, w.inputs)

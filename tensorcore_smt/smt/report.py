@@ -185,6 +185,30 @@ def _run_line(r) -> str:
     return f"{r.solver}{ver}: {r.answer.value} in {r.seconds:.2f} s{why}"
 
 
+def answer_lines(o: Outcome) -> list[str]:
+    """The answer part of a report, shared by instruction and GEMM queries: which solver
+    answered what, the confirmations, who agreed on an unsat, and the outcome's note."""
+    lines: list[str] = []
+    if o.by_construction:
+        lines.append(f"answer:      unsat, by construction ({o.note}); no solver needed")
+    elif o.result:
+        lines.append(f"answer:      {_run_line(o.result)}")
+        for r in o.runs:
+            if r is not o.result:
+                lines.append(f"             {_run_line(r)}")
+    for r in o.confirmations:
+        lines.append(f"confirm:     {_run_line(r)}")
+    if o.verdict == Verdict.UNSAT and not o.by_construction:
+        agree = agreeing(o)
+        lines.append(
+            "agreed:      "
+            + (", ".join(agree) if len(agree) > 1 else f"{agree[0]} only (not confirmed)")
+        )
+    if o.note and not o.by_construction:
+        lines.append(f"note:        {o.note}")
+    return lines
+
+
 def to_text(o: Outcome, files: list[str]) -> str:
     """The report a person reads: question, answer, witness, files, reproduce line."""
     q = o.query
@@ -204,23 +228,7 @@ def to_text(o: Outcome, files: list[str]) -> str:
         lines += [f"variants:    X = {q.variants[0]}", f"             Y = {q.variants[1]}"]
     if q.constraints:
         lines.append("constraints: " + " ".join(c.describe() for c in q.constraints))
-    if o.by_construction:
-        lines.append(f"answer:      unsat, by construction ({o.note}); no solver needed")
-    elif o.result:
-        lines.append(f"answer:      {_run_line(o.result)}")
-        others = [r for r in o.runs if r is not o.result]
-        for r in others:
-            lines.append(f"             {_run_line(r)}")
-    for r in o.confirmations:
-        lines.append(f"confirm:     {_run_line(r)}")
-    if o.verdict == Verdict.UNSAT and not o.by_construction:
-        agree = agreeing(o)
-        lines.append(
-            "agreed:      "
-            + (", ".join(agree) if len(agree) > 1 else f"{agree[0]} only (not confirmed)")
-        )
-    if o.note and not o.by_construction:
-        lines.append(f"note:        {o.note}")
+    lines += answer_lines(o)
     if o.witness:
         w = o.witness
         lines.append("witness:")

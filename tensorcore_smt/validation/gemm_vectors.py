@@ -33,6 +33,7 @@ import numpy as np
 from ..errors import UserError
 from ..spec.formats import Format, format_hex, parse_hex
 from ..version import __version__
+from .vectors import vector_rows
 
 SCHEMA = "tcsmt-gemm-vectors"
 SCHEMA_VERSION = 1
@@ -236,19 +237,7 @@ def from_json(obj: Any) -> GemmVectorFile:
                 raise UserError(
                     f"formats.{k}: the hypotheses take {f[k].spec.name}, the file says {v!r}"
                 )
-    rows = obj["vectors"]
-    if not isinstance(rows, list):
-        raise UserError("vectors: expected a list")
-    for i, row in enumerate(rows):
-        where = f"vectors[{i}]"
-        if not isinstance(row, dict):
-            raise UserError(f"{where}: expected an object with a, b, c")
-        for k in row:
-            if k not in _VECTOR_KEYS:
-                raise UserError(f"{where}.{k}: unknown field")
-        for k in ("a", "b", "c"):
-            if k not in row:
-                raise UserError(f"{where}.{k}: missing")
+    for where, row in vector_rows(obj, _VECTOR_KEYS):
         ab = {}
         for k in ("a", "b"):
             xs = row[k]

@@ -55,6 +55,26 @@ _TOP_KEYS = {
 _VECTOR_KEYS = {"a", "b", "c", "sa", "sb", "predicted", "note", "source"}
 
 
+def vector_rows(obj: dict, keys: set[str]):
+    """(where, row) for each entry of a vector file's "vectors" list, each checked to be an
+    object with a, b and c and no field outside `keys` (one line naming the place if not);
+    shared by the instruction and the GEMM vector files."""
+    rows = obj["vectors"]
+    if not isinstance(rows, list):
+        raise UserError("vectors: expected a list")
+    for i, row in enumerate(rows):
+        where = f"vectors[{i}]"
+        if not isinstance(row, dict):
+            raise UserError(f"{where}: expected an object with a, b, c")
+        for k in row:
+            if k not in keys:
+                raise UserError(f"{where}.{k}: unknown field")
+        for k in ("a", "b", "c"):
+            if k not in row:
+                raise UserError(f"{where}.{k}: missing")
+        yield where, row
+
+
 @dataclass
 class Vector:
     """One dot product's inputs (bit patterns) and each variant's predicted output bits."""
@@ -325,20 +345,8 @@ def from_json(obj: Any) -> VectorFile:
                 )
     if "K" in obj and obj["K"] != p.K:
         raise UserError(f"K: {inst.name} has K={p.K}, the file says {json.dumps(obj['K'])}")
-    rows = obj["vectors"]
-    if not isinstance(rows, list):
-        raise UserError("vectors: expected a list")
     listed = set(variants)
-    for i, row in enumerate(rows):
-        where = f"vectors[{i}]"
-        if not isinstance(row, dict):
-            raise UserError(f"{where}: expected an object with a, b, c")
-        for k in row:
-            if k not in _VECTOR_KEYS:
-                raise UserError(f"{where}.{k}: unknown field")
-        for k in ("a", "b", "c"):
-            if k not in row:
-                raise UserError(f"{where}.{k}: missing")
+    for where, row in vector_rows(obj, _VECTOR_KEYS):
         ab = {}
         for k in ("a", "b"):
             xs = row[k]
