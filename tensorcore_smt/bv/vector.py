@@ -11,6 +11,8 @@ operations are only applied to arrays allocated by the same call, so raw values 
 shared freely. Selection is branch-free arithmetic (`y ^ (c * (x ^ y))`), which is several
 times faster than `np.where` on unpredictable conditions. Shifts rely on numpy's defined
 result for amounts of at least the lane width (0, or the sign fill for signed lanes).
+(About 610 lines: one class, the Backend interface's every primitive for numpy, whose
+lane-width rules are shared by all of them.)
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ surviving hypotheses (version-space learning with the solvers as the question se
 Each step keeps its evidence: the vectors sent, the oracle's answers, and every
 surviving hypothesis they refuted with the vector and both outputs. An oracle that fails
 ends the loop with its error; what was learnt until then is kept in the result.
+(About 560 lines: the steps above share the Identifier's state; the search, the pool, the
+oracles and the report live in their own modules.)
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ lines `tcsmt probe --check` reads.
 
 Register placement comes from the tables in `layouts` (PTX ISA fragment layouts); the
 generated code spells out, per thread, which register bits receive which element.
+
+(About 680 lines, kept in one module: the mma.sync and wgmma kernels, their register
+types and the host program are one text generator whose parts only make sense together.)
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ the operands of the groups that grow are declared a second time with the suffix 
 A `Query` is built on any interpreter. On the symbolic one it becomes SMT-LIB2 text
 for the solvers (and for `tcsmt export`); on the concrete one it re-checks a solver's
 witness: the same code decides what the solver was asked and whether its answer holds.
+(About 620 lines, one module on purpose: building a query and re-checking its witness
+must stay side by side so that they cannot drift apart.)
 """
 
 from __future__ import annotations
