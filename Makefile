@@ -26,7 +26,7 @@ test-torch:
 bench:
 	$(BIN)/python bench/bench_simulate.py
 	$(BIN)/python bench/bench_rows.py
-	$(BIN)/python bench/bench_validate.py
+	$(BIN)/python bench/bench_validate.py --write results
 	$(BIN)/python bench/bench_identify.py
 	$(BIN)/python bench/bench_gemm.py --write results
 	$(BIN)/python bench/bench_engine.py --write results
