@@ -455,11 +455,20 @@ class Run:
         )
 
     def wait_for(self, word: str, limit: float = 40.0) -> bool:
+        """Whether a process of this run whose command line holds `word` appears within
+        `limit` s. When none does, the run and its descendants are killed at once (a
+        failed start never leaves a process behind) and its stderr goes to the test log."""
         t0 = time.monotonic()
         while time.monotonic() - t0 < limit and self.p.poll() is None:
             if any(word in c for _, c in _tagged(self.tag)):
                 return True
             time.sleep(0.05)
+        print(f"no {word!r} after {time.monotonic() - t0:.1f} s; processes: {_tagged(self.tag)}")
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.p.pid, signal.SIGKILL)
+        _, err = self.p.communicate(timeout=10)
+        print("stderr:", err.decode(errors="replace")[-2000:])
+        self.left()
         return False
 
     def finish(self, limit: float = 60.0) -> tuple[int, str, str]:

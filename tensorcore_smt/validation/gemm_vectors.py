@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import UserError
 from ..spec.formats import Format, format_hex, parse_hex
 from ..version import __version__
-from .vectors import vector_rows
+from .vectors import json_object, load_file, vector_rows
 
 SCHEMA = "tcsmt-gemm-vectors"
 SCHEMA_VERSION = 1
@@ -262,26 +262,13 @@ def from_json(obj: Any) -> GemmVectorFile:
 
 
 def loads(text: str) -> GemmVectorFile:
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UserError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    return from_json(obj)
+    """Parse and validate the text of a GEMM vector file."""
+    return from_json(json_object(text))
 
 
 def load(path: str | Path) -> GemmVectorFile:
     """Read and validate a GEMM vector file (errors name the file and the field)."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read ({e})") from None
-    try:
-        return loads(text)
-    except UserError as e:
-        raise UserError(f"{path}: {e}") from None
+    return load_file(path, loads)
 
 
 def dumps(gf: GemmVectorFile) -> str:

@@ -24,9 +24,10 @@ import builtins
 import csv
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..api import simulate_one
 from ..errors import UserError
@@ -52,6 +53,7 @@ _TOP_KEYS = {
     "meta",
     "vectors",
 }
+T = TypeVar("T")
 _VECTOR_KEYS = {"a", "b", "c", "sa", "sb", "predicted", "note", "source"}
 
 
@@ -393,8 +395,9 @@ def _row_scales(row: dict, p: ModelParams, where: str) -> tuple[list[int] | None
     return tuple(out)
 
 
-def load(path: str | Path) -> VectorFile:
-    """Read and validate a vector file (JSON, or CSV when the name ends in .csv)."""
+def load_file(path: str | Path, parse: Callable[[str], T]) -> T:
+    """`parse` of a file's text; errors (unreadable file, bad content) are one UserError
+    line that names the file. Shared by the instruction and the GEMM vector files."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -403,20 +406,30 @@ def load(path: str | Path) -> VectorFile:
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"{path}: cannot read ({e})") from None
     try:
-        return loads(text, csv_format=path.suffix.lower() == ".csv")
+        return parse(text)
     except UserError as e:
         raise UserError(f"{path}: {e}") from None
+
+
+def json_object(text: str) -> Any:
+    """The JSON value of `text`, or one UserError line giving the line and column."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+
+
+def load(path: str | Path) -> VectorFile:
+    """Read and validate a vector file (JSON, or CSV when the name ends in .csv)."""
+    csv_format = Path(path).suffix.lower() == ".csv"
+    return load_file(path, lambda text: loads(text, csv_format=csv_format))
 
 
 def loads(text: str, csv_format: bool = False) -> VectorFile:
     """Parse and validate the text of a vector file (errors name the field, not the file)."""
     if csv_format:
         return from_csv(text)
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UserError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    return from_json(obj)
+    return from_json(json_object(text))
 
 
 def dumps(vf: VectorFile, path: str | Path) -> str:
