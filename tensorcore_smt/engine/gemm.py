@@ -39,6 +39,7 @@ from .gemm_ir import chain_module, chain_tiled_module, map_module
 from .kernel import _LOCK as _KERNEL_LOCK
 from .kernel import _pool, machine_code, threads
 from .kernel_ir import container
+from .loops import loop_plan
 
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 _FUNCS: dict[tuple, Callable] = {}
@@ -67,7 +68,7 @@ def _compiled(
 
 def _chain_fn(p: ModelParams, ca: int, cb: int):
     """The chain kernel of instruction `p` for operand tables of ca, cb bits per element:
-    tiled for the loop vectoriser when the step DAG is small (jit.VECTORIZE_NODES)."""
+    tiled for the loop vectoriser as engine/loops.py decides from the step DAG."""
 
     def make() -> tuple[str, bool]:
         s = SymbolicBackend()
@@ -75,8 +76,9 @@ def _chain_fn(p: ModelParams, ca: int, cb: int):
         a = [s.var(f"a{k}", wa) for k in range(p.K)]
         b = [s.var(f"b{k}", wb) for k in range(p.K)]
         d = mma_step(p, a, b, s.var("acc", wc))
-        if s.node_count() <= jit.VECTORIZE_NODES:
-            return chain_tiled_module(d.v, p.K, wa, wb, ca, cb, wc), True
+        plan = loop_plan(d.v, s.node_count())
+        if plan.tiled:
+            return chain_tiled_module(d.v, p.K, wa, wb, ca, cb, wc, plan), True
         return chain_module(d.v, p.K, wa, wb, ca, cb, wc), False
 
     # lo, hi | A, ia, B, ib, Kp, blocks, nb, acc_in, acc_out

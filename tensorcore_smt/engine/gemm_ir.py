@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..bv.symbolic import Term
 from .dag import variable_slot
 from .kernel_ir import KERNEL, container
+from .loops import LoopPlan, loop_metadata
 from .lower import Body
 
 
@@ -87,12 +88,21 @@ def chain_module(root: Term, K: int, wa: int, wb: int, ca: int, cb: int, w_acc: 
 
 
 def chain_tiled_module(
-    root: Term, K: int, wa: int, wb: int, ca: int, cb: int, w_acc: int, tile: int = 64
+    root: Term,
+    K: int,
+    wa: int,
+    wb: int,
+    ca: int,
+    cb: int,
+    w_acc: int,
+    plan: LoopPlan = LoopPlan(tiled=True),
+    tile: int = 64,
 ) -> str:
     """`chain_module` for LLVM's loop vectoriser (arguments alike): outputs in tiles of
     `tile`, the accumulators of a tile in a stack buffer; for each k-block the tile's
     operands are gathered into per-variable stack buffers, then the step body runs over
-    the tile reading consecutive entries with plain vector loads."""
+    the tile reading consecutive entries with plain vector loads (`plan.lanes` SIMD
+    lanes forced on that loop, engine/loops.py)."""
     ta, tb = container(wa), container(wb)
     T = f"i{w_acc}"
     allocas = [f"  %accbuf = alloca [{tile} x {T}], align 64"]
@@ -138,6 +148,7 @@ def chain_tiled_module(
     (d,) = body.lower([root])
     acc_in = f"trunc i64 %iw to {T}" if w_acc < 64 else "add i64 %iw, 0"
     acc_out = f"zext {T} %wv to i64" if w_acc < 64 else "add i64 %wv, 0"
+    back, metadata = loop_metadata(plan, "br i1 %cdone, label %stepend, label %compute")
     lines = [
         f"define void @{KERNEL}(i64 %lo, i64 %hi, ptr noalias readonly %A, "
         "ptr noalias readonly %ia, ptr noalias readonly %B, ptr noalias readonly %ib, "
@@ -186,7 +197,7 @@ def chain_tiled_module(
         f"  store {T} {d}, ptr %cq",
         "  %cinext = add nuw i64 %ci, 1",
         "  %cdone = icmp eq i64 %cinext, %nt",
-        "  br i1 %cdone, label %stepend, label %compute",
+        f"  {back}",
         "stepend:",
         "  %tnext = add nuw i64 %t, 1",
         "  %tdone = icmp eq i64 %tnext, %nb",
@@ -211,6 +222,7 @@ def chain_tiled_module(
         "exit:",
         "  ret void",
         "}",
+        *metadata,
     ]
     return "\n".join(lines) + "\n"
 

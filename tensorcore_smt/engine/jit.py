@@ -41,13 +41,6 @@ def host_id() -> str:
     )
 
 
-VECTORIZE_NODES = 2000
-"""Largest DAG (nodes) whose row loop LLVM's loop vectoriser is asked to vectorise across
-rows. Measured here (bench/bench_engine.py): volta m8n8k4 (500 nodes) runs about 10x
-faster vectorised, hopper m16n8k16 (1,500) the same, FP8 wgmma k32 (2,400) and larger
-bodies slower, and the vectoriser doubles their compile time."""
-
-
 def optimise(ir: str, tm=None, vectorize: bool = True) -> llvm.ModuleRef:
     """Parse, verify and run the O3 pipeline on `ir` for target machine `tm` (host);
     `vectorize`: let the loop vectoriser work on the row loop."""

@@ -22,6 +22,7 @@ from ..model.params import ModelParams
 from . import cache, jit
 from .dag import Operand, instruction_dag, operands
 from .kernel_ir import KERNEL, container, cpu_module, cpu_tiled_module
+from .loops import loop_plan
 
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 MIN_ROWS_PER_THREAD = 4096
@@ -79,8 +80,9 @@ def cpu_kernel(p: ModelParams, containers: tuple[int, ...] | None = None) -> Cpu
 
         def make() -> tuple[str, bool]:
             dag = instruction_dag(p)
-            if dag.nodes <= jit.VECTORIZE_NODES:
-                return cpu_tiled_module(dag, containers), True
+            plan = loop_plan(dag.root, dag.nodes)
+            if plan.tiled:
+                return cpu_tiled_module(dag, containers, plan), True
             return cpu_module(dag, containers), False
 
         addr = machine_code(_disk_key(p, containers), make)

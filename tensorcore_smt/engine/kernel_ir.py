@@ -10,6 +10,7 @@ The CPU module wraps the straight-line body in a loop over rows; the GPU module
 from __future__ import annotations
 
 from .dag import InstrDag, variable_slot
+from .loops import LoopPlan, loop_metadata
 from .lower import Body
 
 KERNEL = "tcsmt_kernel"
@@ -87,12 +88,15 @@ TILE = 64
 """Rows per tile of the vectorised CPU kernel."""
 
 
-def cpu_tiled_module(dag: InstrDag, containers: tuple[int, ...]) -> str:
+def cpu_tiled_module(
+    dag: InstrDag, containers: tuple[int, ...], plan: LoopPlan = LoopPlan(tiled=True)
+) -> str:
     """The CPU kernel of `cpu_module` for LLVM's loop vectoriser: rows in tiles of TILE,
     each tile's operands first copied column by column into stack buffers (one per
     variable, of the narrowest type that holds it), then the body run over the tile
     reading the buffers, so the vectorised body loads consecutive rows with plain vector
-    loads instead of gathers across the row-major arrays."""
+    loads instead of gathers across the row-major arrays. `plan.lanes`: SIMD lanes forced
+    on the body's loop (engine/loops.py)."""
     by_name = {o.name: (o, c) for o, c in zip(dag.operands, containers)}
     names = sorted((t for t in _variables(dag)), key=lambda t: variable_slot(t.params[0]))
     allocas, fill = [], []
@@ -133,6 +137,7 @@ def cpu_tiled_module(dag: InstrDag, containers: tuple[int, ...]) -> str:
 
     body = Body(load)
     d = _d_as_u64(body, dag)
+    back, metadata = loop_metadata(plan, "br i1 %cdone, label %tileend, label %compute")
     lines = [
         f"define void @{KERNEL}(i64 %lo, i64 %hi, {_params(dag)}, ptr noalias %out) {{",
         "entry:",
@@ -160,7 +165,7 @@ def cpu_tiled_module(dag: InstrDag, containers: tuple[int, ...]) -> str:
         f"  store i64 {d}, ptr %op, align 8",
         "  %cinext = add nuw i64 %ci, 1",
         "  %cdone = icmp eq i64 %cinext, %nt",
-        "  br i1 %cdone, label %tileend, label %compute",
+        f"  {back}",
         "tileend:",
         "  %r0next = add i64 %r0, %nt",
         "  %tdone = icmp uge i64 %r0next, %hi",
@@ -168,6 +173,7 @@ def cpu_tiled_module(dag: InstrDag, containers: tuple[int, ...]) -> str:
         "exit:",
         "  ret void",
         "}",
+        *metadata,
     ]
     return "\n".join(lines) + "\n"
 
