@@ -8,7 +8,8 @@ issue's goal (>= 10x hopper m16n8k16 and volta m8n8k4, >= 8x FP8 wgmma k32), the
 from one core to all (goal >= 0.9 x linear), the kernel's compile time on an empty cache
 and its load time from the disk cache, and the batch size from which compiling pays.
 MMA-Sim runs on the same bits when `mmasim` is importable (it needs torch; otherwise a
-note). GEMM MAC/s of the compiled runner: a 1024^3 fp16 Hopper GEMM and a 64x5760x1920
+note), with torch on one thread and on every core, each compared with the compiled
+kernel on as many cores (goal >= 25x). GEMM MAC/s of the compiled runner: a 1024^3 fp16 Hopper GEMM and a 64x5760x1920
 e4m3 GEMM with promotion every 128 (goals < 2 s and >= 10^9 MAC/s on 2 cores).
 The machine's load average is printed: other processes slow every figure.
 """
@@ -67,11 +68,17 @@ def best_cpu(fn, repeat: int) -> float:
     return min(times)
 
 
-def mmasim_rate(arch: str | None, p, instr: str, a, b, c, want, repeat: int):
-    """MMA-Sim's dot products per second on the same bits and whether its bits equal
-    ours (bench_simulate.mmasim_runner makes the torch tensors), or None without mmasim."""
+MMASIM_GOAL = 25.0
+"""Compiled over MMA-Sim, each on the same cores (issue goal)."""
+
+
+def mmasim_rate(arch: str | None, p, instr: str, a, b, c, want, repeat: int, cores: int):
+    """MMA-Sim's dot products per second on the same bits with torch on one thread and
+    on `cores` threads, and whether its bits equal ours (bench_simulate.mmasim_runner makes
+    the torch tensors); (None, None, None) without mmasim."""
     if arch is None or importlib.util.find_spec("mmasim") is None:
-        return None, None
+        return None, None, None
+    import torch
     from bench_simulate import Case, mmasim_runner
 
     u = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -82,15 +89,27 @@ def mmasim_rate(arch: str | None, p, instr: str, a, b, c, want, repeat: int):
         c.astype(u[p.c_fmt.spec.storage]),
     )
     if made is None:
-        return None, None
+        return None, None, None
     run, to_bits = made
     equal = bool(np.array_equal(to_bits(run()), want))
-    return len(c) / best(run, repeat), equal
+    saved = torch.get_num_threads()
+    rates = []
+    try:
+        for t in (1, cores):
+            torch.set_num_threads(t)
+            rates.append(len(c) / best(run, repeat))
+    finally:
+        torch.set_num_threads(saved)
+    return rates[0], rates[1], equal
 
 
-def bench_instruction(arch, instr, goal, mm_arch, n, repeat, cores) -> dict:
+def bench_instruction(arch, instr, goal, mm_arch, n, repeat, cores, copies) -> dict:
+    """Figures of one instruction: numpy on n rows; the compiled kernel on those rows
+    repeated `copies` times (long enough that starting the threads does not count)."""
     p = tc.resolve(arch, instr)
     a, b, c, _ = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, n, 1)
+    big = [np.tile(a, (copies, 1)), np.tile(b, (copies, 1)), np.tile(c, copies)]
+    nb = n * copies
     with tempfile.TemporaryDirectory() as d:  # a cold cache: the compile is timed
         os.environ["TCSMT_CACHE"] = d
         kernel._KERNELS.clear()
@@ -103,14 +122,15 @@ def bench_instruction(arch, instr, goal, mm_arch, n, repeat, cores) -> dict:
         load_s = time.perf_counter() - t0
         del os.environ["TCSMT_CACHE"]
     want = simulate_params(p, a, b, c, engine="numpy")
-    got1 = kernel.run_rows(p, [a, b, c], n_threads=1)
-    gotn = kernel.run_rows(p, [a, b, c], n_threads=cores)
-    equal = bool(np.array_equal(want, got1) and np.array_equal(want, gotn))
-    t_np = best(lambda: simulate_params(p, a, b, c, engine="numpy"), repeat)
-    t_1 = best(lambda: kernel.run_rows(p, [a, b, c], n_threads=1), repeat)
-    t_n = best(lambda: kernel.run_rows(p, [a, b, c], n_threads=cores), repeat)
-    cpu_np = best_cpu(lambda: simulate_params(p, a, b, c, engine="numpy"), repeat)
-    cpu_1 = best_cpu(lambda: kernel.run_rows(p, [a, b, c], n_threads=1), repeat)
+    got1 = kernel.run_rows(p, big, n_threads=1)
+    gotn = kernel.run_rows(p, big, n_threads=cores)
+    want_big = np.tile(want, copies)
+    equal = bool(np.array_equal(want_big, got1) and np.array_equal(want_big, gotn))
+    t_np = best(lambda: simulate_params(p, a, b, c, engine="numpy"), repeat) * copies
+    t_1 = best(lambda: kernel.run_rows(p, big, n_threads=1), repeat)
+    t_n = best(lambda: kernel.run_rows(p, big, n_threads=cores), repeat)
+    cpu_np = best_cpu(lambda: simulate_params(p, a, b, c, engine="numpy"), repeat) * copies
+    cpu_1 = best_cpu(lambda: kernel.run_rows(p, big, n_threads=1), repeat)
     # small batches, kernel ready: where numpy's per-call cost meets the kernel's
     small = {}
     for rows in (1, 100, 10_000):
@@ -123,23 +143,24 @@ def bench_instruction(arch, instr, goal, mm_arch, n, repeat, cores) -> dict:
         "instr": instr,
         "dag_nodes": instruction_dag(p).nodes,
         "rows": n,
+        "compiled_rows": nb,
         "bits_equal": equal,
-        "numpy_per_s": n / t_np,
-        "compiled_1_per_s": n / t_1,
-        f"compiled_{cores}_per_s": n / t_n,
+        "numpy_per_s": nb / t_np,
+        "compiled_1_per_s": nb / t_1,
+        f"compiled_{cores}_per_s": nb / t_n,
         "ratio_1": t_np / t_1,
-        "numpy_per_cpu_s": n / cpu_np,
-        "compiled_1_per_cpu_s": n / cpu_1,
+        "numpy_per_cpu_s": nb / cpu_np,
+        "compiled_1_per_cpu_s": nb / cpu_1,
         "ratio_cpu": cpu_np / cpu_1,
         "goal": goal,
         "scaling": (t_1 / t_n) / cores,
         "compile_s": compile_s,
         "load_s": load_s,
-        "compile_pays_from_rows": compile_s * n / t_np,
+        "compile_pays_from_rows": compile_s * nb / t_np,
         "small_batches_s": {str(k): {"numpy": v[0], "compiled": v[1]} for k, v in small.items()},
     }
-    r["mmasim_per_s"], r["mmasim_bits_equal"] = mmasim_rate(
-        mm_arch, p, instr, a, b, c, want, repeat
+    r["mmasim_1_per_s"], r["mmasim_per_s"], r["mmasim_bits_equal"] = mmasim_rate(
+        mm_arch, p, instr, a, b, c, want, repeat, cores
     )
     return r
 
@@ -171,30 +192,39 @@ def bench_gemm(name, hyp, dt, M, N, K, m_numpy: int) -> dict:
     }
 
 
+def _mmasim_cell(r: dict, cores: int, note: str | None) -> str:
+    """MMA-Sim's rates and the compiled engine's ratio over it, each on the same cores."""
+    if r["mmasim_per_s"]:
+        one = r["compiled_1_per_s"] / r["mmasim_1_per_s"]
+        all_ = r[f"compiled_{cores}_per_s"] / r["mmasim_per_s"]
+        return (
+            f"{r['mmasim_1_per_s'] / 1e6:.2f} M / {r['mmasim_per_s'] / 1e6:.2f} M; "
+            f"compiled {one:.0f}x / {all_:.0f}x (goal {MMASIM_GOAL:.0f}x); "
+            f"bits equal: {r['mmasim_bits_equal']}"
+        )
+    return "not installed" if note else "no MMA-Sim form"
+
+
 def markdown(res: dict) -> str:
     cores = res["cores"]
+    r0 = res["instructions"][0]
     out = [
         "# The compiled engine (bench/bench_engine.py)",
         "",
         f"Machine: {res['machine']}, {cores} cores, load average {res['load']} at the start "
         f"(other processes share the cores; every figure below is wall time). "
-        f"{res['rows']:,} rows of validation/rows.py's mix per instruction, bits equal to "
-        "the numpy interpreter on every run.",
+        f"numpy on {res['rows']:,} rows of validation/rows.py's mix per instruction, the "
+        f"compiled kernel on those rows repeated to {r0['compiled_rows']:,} (so that a run "
+        "lasts long enough to time the threads), bits equal to the numpy interpreter on "
+        "every run.",
         "",
         f"| instruction | DAG nodes | numpy /s | compiled 1 core /s | ratio (goal) | "
         f"compiled {cores} cores /s | scaling (goal {SCALING_GOAL}) | compile s | load s | "
-        "MMA-Sim /s |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"MMA-Sim /s, torch on 1 / {cores} threads; compiled over it on the same cores |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in res["instructions"]:
-        mm = "not installed"
-        if r["mmasim_per_s"]:
-            mm = (
-                f"{r['mmasim_per_s'] / 1e6:.2f} M ({r['compiled_1_per_s'] / r['mmasim_per_s']:.0f}x"
-            )
-            mm += f" slower than compiled; bits equal: {r['mmasim_bits_equal']})"
-        elif r["mmasim_per_s"] is None and res.get("mmasim_note") is None:
-            mm = "no MMA-Sim form"
+        mm = _mmasim_cell(r, cores, res.get("mmasim_note"))
         out.append(
             f"| {r['arch']} {r['instr']} | {r['dag_nodes']:,} | {r['numpy_per_s'] / 1e6:.2f} M | "
             f"{r['compiled_1_per_s'] / 1e6:.2f} M | {r['ratio_1']:.1f}x ({r['goal']:.0f}x) | "
@@ -251,6 +281,9 @@ def markdown(res: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=200_000, help="rows per instruction")
+    ap.add_argument(
+        "--copies", type=int, default=10, help="the rows repeated this often for the kernel"
+    )
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs")
     ap.add_argument("--no-gemm", action="store_true", help="skip the GEMM figures")
     ap.add_argument("--write", default=None, help="folder for engine.md and engine.json")
@@ -270,7 +303,7 @@ def main() -> None:
         )
         print(res["mmasim_note"])
     for arch, instr, goal, mm in CASES:
-        r = bench_instruction(arch, instr, goal, mm, args.rows, args.repeat, cores)
+        r = bench_instruction(arch, instr, goal, mm, args.rows, args.repeat, cores, args.copies)
         res["instructions"].append(r)
         print(
             f"{arch} {instr}: numpy {r['numpy_per_s'] / 1e6:.2f} M/s, compiled 1 core "

@@ -85,10 +85,14 @@ def test_probe_check_says_which_hypothesis_each_call_followed(promotion_file, tm
     assert FAST in calls["scaled_mm_fast_accum=True"]
     assert PROMOTED not in calls["scaled_mm_fast_accum=True"]
     assert calls["scaled_mm_fast_accum=False"] == [PROMOTED]
-    # an output no hypothesis predicts: exit 1; a truncated one: exit 2
+    # an output no hypothesis predicts (one bit flipped, the lowest bit whose flip gives
+    # a value no hypothesis predicts for the vector): exit 1; a truncated one: exit 2
     lines = out.read_text().splitlines()
     first = lines[1].rsplit("=0x", 1)
-    flipped = f"{first[0]}=0x{int(first[1], 16) ^ 1:08x}"
+    d = int(first[1], 16)
+    predicted = set(gv.predict(gf).vectors[0].predicted.values())
+    bad = next(d ^ (1 << i) for i in range(32) if d ^ (1 << i) not in predicted)
+    flipped = f"{first[0]}=0x{bad:08x}"
     out.write_text("\n".join([lines[0], flipped] + lines[2:]) + "\n")
     assert run("probe", "--check", str(promotion_file), str(out)).exit_code == ExitCode.REFUTED
     # no vector lines at all, or a vector the file does not have: exit 2, one line

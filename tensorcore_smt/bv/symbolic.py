@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ranges as R
+from . import rewrite
 from .concrete import CONCRETE
 from .core import BV, Backend, Bool
 from .dag import fold
@@ -112,7 +113,8 @@ class SymbolicBackend(Backend):
 
     name = "symbolic"
 
-    def __init__(self) -> None:
+    def __init__(self, rewrite: bool = True) -> None:
+        self.rewrite = rewrite  # apply bv/rewrite.py's rules
         self._table: dict[tuple, Term] = {}
         self._ranges: dict[int, R.Range] = {}
         self._nodes = 0
@@ -315,6 +317,11 @@ class SymbolicBackend(Backend):
             return self.bool_const(decided)
         if op == "ult" and y.is_const and y.value == 0:
             return self.bool_const(False)
+        if op == "eq" and self.rewrite and (x.is_const or y.is_const):
+            v, k = (y, x.value) if x.is_const else (x, y.value)
+            r = rewrite.eq_const(self, v, k)
+            if r is not None:
+                return r
         if op == "eq" and x.uid > y.uid:
             x, y = y, x
         return self.mk(op, (x, y), 0)
@@ -385,6 +392,9 @@ class SymbolicBackend(Backend):
             return x if y.value else y
         if x is y:
             return x
+        r = rewrite.band(self, x, y) if self.rewrite else None
+        if r is not None:
+            return r
         if x.uid > y.uid:
             x, y = y, x
         return self.mk("band", (x, y), 0)
@@ -396,6 +406,9 @@ class SymbolicBackend(Backend):
             return y if y.value else x
         if x is y:
             return x
+        r = rewrite.bor(self, x, y) if self.rewrite else None
+        if r is not None:
+            return r
         if x.uid > y.uid:
             x, y = y, x
         return self.mk("bor", (x, y), 0)
