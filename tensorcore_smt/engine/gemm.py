@@ -3,7 +3,7 @@
 `run_gemm` is the hook gemm/emulate.py calls (its `compiled_runner` documents the
 contract). Each step function of gemm/element.py is run once on the symbolic interpreter
 and compiled: the instruction step (mma_step) as a chain kernel that loops over a chain's
-k-blocks with the accumulator in a register (gemm_ir.chain_module), the fp32 promotion,
+k-blocks, lanes across N (gemm_ir.chain_rows_module), the fp32 promotion,
 split-K combination and epilogue as elementwise kernels. This module only walks the
 Plan (which chains, which promotions, which combination tree, where C joins) the way
 element.accumulate and element.element do; all arithmetic is the compiled model code,
@@ -35,7 +35,7 @@ from ..gemm.schedule import Schedule
 from ..model.params import ModelParams
 from ..spec.formats import Format
 from . import cache, jit
-from .gemm_ir import chain_module, chain_tiled_module, map_module
+from .gemm_ir import chain_rows_module, map_module
 from .kernel import _LOCK as _KERNEL_LOCK
 from .kernel import _pool, machine_code, threads
 from .kernel_ir import container
@@ -67,8 +67,9 @@ def _compiled(
 
 
 def _chain_fn(p: ModelParams, ca: int, cb: int):
-    """The chain kernel of instruction `p` for operand tables of ca, cb bits per element:
-    tiled for the loop vectoriser as engine/loops.py decides from the step DAG."""
+    """The chain kernel of instruction `p` (gemm_ir.chain_rows_module) for operand tables
+    of ca, cb bits per element, its lane loop vectorised as engine/loops.py decides from
+    the step DAG."""
 
     def make() -> tuple[str, bool]:
         s = SymbolicBackend()
@@ -77,12 +78,10 @@ def _chain_fn(p: ModelParams, ca: int, cb: int):
         b = [s.var(f"b{k}", wb) for k in range(p.K)]
         d = mma_step(p, a, b, s.var("acc", wc))
         plan = loop_plan(d.v, s.node_count())
-        if plan.tiled:
-            return chain_tiled_module(d.v, p.K, wa, wb, ca, cb, wc, plan), True
-        return chain_module(d.v, p.K, wa, wb, ca, cb, wc), False
+        return chain_rows_module(d.v, p.K, wa, wb, ca, cb, wc, plan), plan.tiled
 
-    # lo, hi | A, ia, B, ib, Kp, blocks, nb, acc_in, acc_out
-    return _compiled(("chain", p, ca, cb), make, 9, ints=(4, 6))
+    # lo, hi | A, ia, B, ib, Kp, NB, blocks, nb, acc_in, acc_out
+    return _compiled(("chain-rows", p, ca, cb), make, 10, ints=(4, 5, 7))
 
 
 def _map_fn(parts: tuple, widths: list[int], build: Callable[[list[BV]], BV]):
@@ -116,13 +115,14 @@ def _map(fn, inputs: list[np.ndarray]) -> np.ndarray:
 
 
 class _Tables:
-    """Operand rows for the chain kernel: A (rows, K_padded) and B^T (columns, K_padded),
-    contiguous, of the format's container type, and each output's row and column."""
+    """Operands for the chain kernel: A (rows, K_padded) and B as given, (K_padded,
+    columns), contiguous, of the format's container type, and each output's row and
+    column."""
 
     def __init__(self, p: ModelParams, a_table, a_idx, b_table, b_idx) -> None:
-        self.Kp = a_table.shape[0]
+        self.Kp, self.NB = b_table.shape
         self.A = np.ascontiguousarray(a_table.T, dtype=_UINT[container(p.a_fmt.spec.storage)])
-        self.B = np.ascontiguousarray(b_table.T, dtype=_UINT[container(p.b_fmt.spec.storage)])
+        self.B = np.ascontiguousarray(b_table, dtype=_UINT[container(p.b_fmt.spec.storage)])
         self.ia = np.ascontiguousarray(a_idx, dtype=np.int64)
         self.ib = np.ascontiguousarray(b_idx, dtype=np.int64)
         self.fn = _chain_fn(p, self.A.dtype.itemsize * 8, self.B.dtype.itemsize * 8)
@@ -132,7 +132,7 @@ class _Tables:
         bl = np.asarray(blocks, dtype=np.int64)
         out = np.empty(len(self.ia), dtype=np.uint64)
         args = (self.A.ctypes.data, self.ia.ctypes.data, self.B.ctypes.data, self.ib.ctypes.data)
-        rest = (self.Kp, bl.ctypes.data, len(bl), acc0.ctypes.data, out.ctypes.data)
+        rest = (self.Kp, self.NB, bl.ctypes.data, len(bl), acc0.ctypes.data, out.ctypes.data)
         _split_rows(len(out), lambda lo, hi: self.fn(lo, hi, *args, *rest))
         return out
 
