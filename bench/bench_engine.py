@@ -205,6 +205,51 @@ def _mmasim_cell(r: dict, cores: int, note: str | None) -> str:
     return "not installed" if note else "no MMA-Sim form"
 
 
+COMPILE_GOAL_S = 2.0
+
+
+def compile_survey() -> dict:
+    """Compile time (empty cache) and loop plan of the kernel of every distinct instruction
+    model of every preset (uint64 operand arrays, as validation hands them over)."""
+    from tensorcore_smt.engine.loops import loop_plan
+    from tensorcore_smt.spec.presets import PRESETS
+
+    seen: dict = {}
+    for arch, preset in PRESETS.items():
+        for name, ins in preset.instructions.items():
+            seen.setdefault(ins.params, (arch, name))
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        os.environ["TCSMT_CACHE"] = d
+        try:
+            for p, (arch, name) in seen.items():
+                kernel._KERNELS.clear()
+                dag = instruction_dag(p)
+                plan = loop_plan(dag.root, dag.nodes)
+                n_ops = len(kernel.operands(p))
+                t0 = time.perf_counter()
+                kernel.cpu_kernel(p, (64,) * n_ops)
+                rows.append(
+                    {
+                        "arch": arch,
+                        "instr": name,
+                        "nodes": dag.nodes,
+                        "lanes": plan.lanes if plan.tiled else 1,
+                        "compile_s": time.perf_counter() - t0,
+                    }
+                )
+        finally:
+            del os.environ["TCSMT_CACHE"]
+    times = sorted(r["compile_s"] for r in rows)
+    return {
+        "models": len(rows),
+        "median_s": times[len(times) // 2],
+        "max_s": times[-1],
+        "over_goal": [r for r in rows if r["compile_s"] > COMPILE_GOAL_S],
+        "slowest": sorted(rows, key=lambda r: -r["compile_s"])[:5],
+    }
+
+
 def markdown(res: dict) -> str:
     cores = res["cores"]
     r0 = res["instructions"][0]
@@ -273,6 +318,23 @@ def markdown(res: dict) -> str:
                 f"{g['macs_per_s']:.3g} | {g['numpy_macs_per_s']:.3g} | "
                 f"{g['bits_equal_on_numpy_rows']} |"
             )
+    cs = res.get("compile")
+    if cs:
+        out += [
+            "",
+            f"Compile times, every distinct instruction model of every preset ({cs['models']}, "
+            f"empty cache, DAG building included): median {cs['median_s']:.2f} s, max "
+            f"{cs['max_s']:.2f} s; {len(cs['over_goal'])} over the {COMPILE_GOAL_S:.0f} s goal. "
+            "Slowest (lanes: SIMD lanes of the row loop, 1 = scalar; engine/loops.py):",
+            "",
+            "| instruction | DAG nodes | lanes | compile s |",
+            "| --- | ---: | ---: | ---: |",
+        ]
+        for r in cs["slowest"]:
+            lanes = r["lanes"] if r["lanes"] is not None else "LLVM's"
+            out.append(
+                f"| {r['arch']} {r['instr']} | {r['nodes']:,} | {lanes} | {r['compile_s']:.2f} |"
+            )
     if res.get("mmasim_note"):
         out += ["", res["mmasim_note"]]
     return "\n".join(out) + "\n"
@@ -286,6 +348,9 @@ def main() -> None:
     )
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs")
     ap.add_argument("--no-gemm", action="store_true", help="skip the GEMM figures")
+    ap.add_argument(
+        "--no-compile-survey", action="store_true", help="skip compiling every instruction"
+    )
     ap.add_argument("--write", default=None, help="folder for engine.md and engine.json")
     args = ap.parse_args()
     cores = kernel.threads()
@@ -323,6 +388,13 @@ def main() -> None:
                 f"(numpy {g['numpy_macs_per_s']:.3g}), bits equal: {g['bits_equal_on_numpy_rows']}",
                 flush=True,
             )
+    if not args.no_compile_survey:
+        cs = res["compile"] = compile_survey()
+        print(
+            f"compile: {cs['models']} instruction models, median {cs['median_s']:.2f} s, "
+            f"max {cs['max_s']:.2f} s, {len(cs['over_goal'])} over {COMPILE_GOAL_S:.0f} s",
+            flush=True,
+        )
     if args.write:
         d = Path(args.write)
         d.mkdir(parents=True, exist_ok=True)
