@@ -66,10 +66,11 @@ def _compiled(
     return fn
 
 
-def _chain_fn(p: ModelParams, ca: int, cb: int):
+def _chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
     """The chain kernel of instruction `p` (gemm_ir.chain_rows_module) for operand tables
     of ca, cb bits per element, its lane loop vectorised as engine/loops.py decides from
-    the step DAG."""
+    the step DAG; `promote` = (d format, promoted format, NaN): each chain's result is
+    added into a promoted sum by element.promote_add inside the kernel."""
 
     def make() -> tuple[str, bool]:
         s = SymbolicBackend()
@@ -78,10 +79,15 @@ def _chain_fn(p: ModelParams, ca: int, cb: int):
         b = [s.var(f"b{k}", wb) for k in range(p.K)]
         d = mma_step(p, a, b, s.var("acc", wc))
         plan = loop_plan(d.v, s.node_count())
-        return chain_rows_module(d.v, p.K, wa, wb, ca, cb, wc, plan), plan.tiled
+        prom = None
+        if promote is not None:
+            d_fmt, af, nan = promote
+            x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
+            prom = (promote_add(x0, x1, d_fmt, af, nan).v, af.spec.storage)
+        return chain_rows_module(d.v, p.K, wa, wb, ca, cb, wc, plan, prom), plan.tiled
 
-    # lo, hi | A, ia, B, ib, Kp, NB, blocks, nb, acc_in, acc_out
-    return _compiled(("chain-rows", p, ca, cb), make, 10, ints=(4, 5, 7))
+    # lo, hi | A, ia, B, ib, Kp, NB, blocks, ends, nc, acc_in, acc_out
+    return _compiled(("chain-rows", p, ca, cb, promote), make, 11, ints=(4, 5, 8))
 
 
 def _map_fn(parts: tuple, widths: list[int], build: Callable[[list[BV]], BV]):
@@ -125,15 +131,18 @@ class _Tables:
         self.B = np.ascontiguousarray(b_table, dtype=_UINT[container(p.b_fmt.spec.storage)])
         self.ia = np.ascontiguousarray(a_idx, dtype=np.int64)
         self.ib = np.ascontiguousarray(b_idx, dtype=np.int64)
-        self.fn = _chain_fn(p, self.A.dtype.itemsize * 8, self.B.dtype.itemsize * 8)
+        self.bits = (self.A.dtype.itemsize * 8, self.B.dtype.itemsize * 8)
 
-    def chain(self, blocks: tuple[int, ...], acc0: np.ndarray) -> np.ndarray:
-        """The chain over `blocks` from accumulators acc0 (uint64, one per output)."""
-        bl = np.asarray(blocks, dtype=np.int64)
+    def run(self, fn, chains: list[tuple[int, ...]], acc0: np.ndarray) -> np.ndarray:
+        """The chain kernel `fn` over `chains` (k-block lists) from accumulators acc0
+        (uint64, one per output)."""
+        bl = np.asarray([j for c in chains for j in c], dtype=np.int64)
+        ends = np.cumsum([len(c) for c in chains], dtype=np.int64)
         out = np.empty(len(self.ia), dtype=np.uint64)
         args = (self.A.ctypes.data, self.ia.ctypes.data, self.B.ctypes.data, self.ib.ctypes.data)
-        rest = (self.Kp, self.NB, bl.ctypes.data, len(bl), acc0.ctypes.data, out.ctypes.data)
-        _split_rows(len(out), lambda lo, hi: self.fn(lo, hi, *args, *rest))
+        rest = (self.Kp, self.NB, bl.ctypes.data, ends.ctypes.data, len(ends))
+        ptrs = (acc0.ctypes.data, out.ctypes.data)
+        _split_rows(len(out), lambda lo, hi: fn(lo, hi, *args, *rest, *ptrs))
         return out
 
 
@@ -158,7 +167,6 @@ def run_gemm(
     n = len(a_idx)
     t = _Tables(p, a_table, a_idx, b_table, b_idx)
     d_fmt, af = p.d_fmt, acc_format(p)
-    wd, wf = d_fmt.spec.storage, af.spec.storage
     nan = canonical_nan(af, p)
     zero = np.zeros(n, dtype=np.uint64)
     c64 = None if c_bits is None else np.ascontiguousarray(c_bits, dtype=np.uint64)
@@ -166,17 +174,11 @@ def run_gemm(
     for s, sp in enumerate(plan.splits):
         if not sp.promoted:  # element.accumulate: one chain, C as acc_0 of split 0
             acc0 = c64 if (plan.c_in_chain and s == 0 and c64 is not None) else zero
-            partials.append((t.chain(sp.chains[0], acc0), d_fmt))
+            partials.append((t.run(_chain_fn(p, *t.bits), [sp.chains[0]], acc0), d_fmt))
             continue
-        promote = _map_fn(
-            ("promote", d_fmt, af, nan),
-            [wf, wd],
-            lambda x: promote_add(x[0], x[1], d_fmt, af, nan),
-        )
-        acc32 = zero
-        for blocks in sp.chains:
-            acc32 = _map(promote, [acc32, t.chain(blocks, zero)])
-        partials.append((acc32, af))
+        # each chain from 0, its result promoted into a sum from 0, in the one kernel
+        fn = _chain_fn(p, *t.bits, promote=(d_fmt, af, nan))
+        partials.append((t.run(fn, list(sp.chains), zero), af))
 
     def reduce(tree: Tree) -> tuple[np.ndarray, Format]:
         if isinstance(tree, int):

@@ -29,12 +29,20 @@ def chain_rows_module(
     cb: int,
     w_acc: int,
     plan: LoopPlan = LoopPlan(tiled=True),
+    promote: tuple[Term, int] | None = None,
     tile: int = 64,
 ) -> str:
     """The chain kernel with SIMD lanes across N: `void tcsmt_kernel(i64 lo, i64 hi, ptr A,
-    ptr ia, ptr B, ptr ib, i64 Kp, i64 NB, ptr blocks, i64 nb, ptr acc_in, ptr acc_out)`,
-    A (rows, Kp): element k of row r at r * Kp + k; B K-major, (Kp, NB): element k of
-    column n at k * NB + n; ia, ib, blocks: i64; acc: u64.
+    ptr ia, ptr B, ptr ib, i64 Kp, i64 NB, ptr blocks, ptr ends, i64 nc, ptr acc_in,
+    ptr acc_out)`; A (rows, Kp): element k of row r at r * Kp + k; B K-major, (Kp, NB):
+    element k of column n at k * NB + n; ia, ib, blocks, ends: i64; acc: u64.
+
+    The k-blocks `blocks` form `nc` chains, chain c ending before position ends[c].
+    Without `promote` there is one chain (nc = 1) starting from acc_in. With `promote` =
+    (DAG of variables x0 = the promoted sum of `w` bits and x1 = a chain's result, its
+    width), every chain starts from 0 and its result is added into the promoted sum by
+    the DAG when the chain ends (a schedule's promotion every n blocks), the sum starting
+    from 0; acc_out gets the promoted sum. So one kernel runs a split's whole schedule.
 
     Outputs are taken in runs of at most `tile` that share their row of A and have
     consecutive columns of B (a row of D; a run of one where the indices say otherwise,
@@ -42,8 +50,9 @@ def chain_rows_module(
     and every DAG node that depends on A alone do not change across the lanes, so LLVM
     hoists them out of the lane loop (computed once per run and k-block instead of once
     per product), and the b_k of consecutive lanes are consecutive in B (plain vector
-    loads, no gather). The accumulators of a run stay in a stack buffer."""
+    loads, no gather). The accumulators of a run stay in stack buffers."""
     T = f"i{w_acc}"
+    P = f"i{promote[1]}" if promote else T  # the type written to acc_out
 
     def load(t: Term, body: Body) -> str:
         stem, k = variable_slot(t.params[0])
@@ -65,16 +74,71 @@ def chain_rows_module(
 
     body = Body(load)
     (d,) = body.lower([root])
-    acc_in = f"trunc i64 %iw to {T}" if w_acc < 64 else "add i64 %iw, 0"
-    acc_out = f"zext {T} %wv to i64" if w_acc < 64 else "add i64 %wv, 0"
     back, metadata = loop_metadata(plan, "br i1 %cdone, label %stepend, label %compute")
+
+    def to_i64(v: str, ty: str) -> str:
+        return f"zext {ty} {v} to i64" if ty != "i64" else f"add i64 {v}, 0"
+
+    if promote:
+        prom_root, _ = promote
+
+        def load_p(t: Term, pb: Body) -> str:
+            _, i = variable_slot(t.params[0])
+            buf, ty = ("%sumbuf", P) if i == 0 else ("%accbuf", T)
+            ptr = pb.emit(f"getelementptr inbounds [{tile} x {ty}], ptr {buf}, i64 0, i64 %pi")
+            return pb.emit(f"load {ty}, ptr {ptr}")
+
+        pbody = Body(load_p, prefix="p")
+        (ps,) = pbody.lower([prom_root])
+        init = [  # the promoted sums start from 0
+            f"  %iq = getelementptr inbounds [{tile} x {P}], ptr %sumbuf, i64 0, i64 %ii",
+            f"  store {P} 0, ptr %iq",
+        ]
+        chain_start = [  # every chain starts from 0
+            "  br label %zero",
+            "zero:",
+            "  %zi = phi i64 [ 0, %chainhead ], [ %zinext, %zero ]",
+            f"  %zq = getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %zi",
+            f"  store {T} 0, ptr %zq",
+            "  %zinext = add nuw i64 %zi, 1",
+            "  %zdone = icmp eq i64 %zinext, %nt",
+            "  br i1 %zdone, label %chainbody, label %zero",
+            "chainbody:",
+        ]
+        chain_end = [
+            "  br label %promote",
+            "promote:",
+            "  %pi = phi i64 [ 0, %chainend ], [ %pinext, %promote ]",
+            *pbody.lines,
+            f"  %pq = getelementptr inbounds [{tile} x {P}], ptr %sumbuf, i64 0, i64 %pi",
+            f"  store {P} {ps}, ptr %pq",
+            "  %pinext = add nuw i64 %pi, 1",
+            "  %pdone = icmp eq i64 %pinext, %nt",
+            "  br i1 %pdone, label %chainnext, label %promote",
+            "chainnext:",
+        ]
+        out_buf = "%sumbuf"
+    else:
+        acc_in = f"trunc i64 %iw to {T}" if w_acc < 64 else "add i64 %iw, 0"
+        init = [
+            "  %io = add i64 %o0, %ii",
+            "  %ip = getelementptr inbounds i64, ptr %accin, i64 %io",
+            "  %iw = load i64, ptr %ip, align 8",
+            f"  %iv = {acc_in}",
+            f"  %iq = getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %ii",
+            f"  store {T} %iv, ptr %iq",
+        ]
+        chain_start = ["  br label %chainbody", "chainbody:"]
+        chain_end = ["  br label %chainnext", "chainnext:"]
+        out_buf = "%accbuf"
     lines = [
         f"define void @{KERNEL}(i64 %lo, i64 %hi, ptr noalias readonly %A, "
         "ptr noalias readonly %ia, ptr noalias readonly %B, ptr noalias readonly %ib, "
-        "i64 %Kp, i64 %NB, ptr noalias readonly %blocks, i64 %nb, "
-        "ptr noalias readonly %accin, ptr noalias %accout) {",
+        "i64 %Kp, i64 %NB, ptr noalias readonly %blocks, ptr noalias readonly %ends, "
+        "i64 %nc, ptr noalias readonly %accin, ptr noalias %accout) {",
         "entry:",
         f"  %accbuf = alloca [{tile} x {T}], align 64",
+        *([f"  %sumbuf = alloca [{tile} x {P}], align 64"] if promote else []),
         "  %empty = icmp uge i64 %lo, %hi",
         "  br i1 %empty, label %exit, label %tile",
         "tile:",
@@ -106,20 +170,23 @@ def chain_rows_module(
         "  br i1 %rsame, label %run, label %init",
         "init:",
         "  %ii = phi i64 [ 0, %run ], [ 0, %runcheck ], [ %iinext, %init ]",
-        "  %io = add i64 %o0, %ii",
-        "  %ip = getelementptr inbounds i64, ptr %accin, i64 %io",
-        "  %iw = load i64, ptr %ip, align 8",
-        f"  %iv = {acc_in}",
-        f"  %iq = getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %ii",
-        f"  store {T} %iv, ptr %iq",
+        *init,
         "  %iinext = add nuw i64 %ii, 1",
         "  %idone = icmp eq i64 %iinext, %nt",
-        "  br i1 %idone, label %steps, label %init",
-        "steps:",
-        "  %none = icmp eq i64 %nb, 0",
-        "  br i1 %none, label %wstart, label %stephead",
+        "  br i1 %idone, label %chains, label %init",
+        "chains:",
+        "  %nochain = icmp eq i64 %nc, 0",
+        "  br i1 %nochain, label %wstart, label %chainhead",
+        "chainhead:",
+        "  %cc = phi i64 [ 0, %chains ], [ %ccnext, %chainnext ]",
+        "  %t0 = phi i64 [ 0, %chains ], [ %tend, %chainnext ]",
+        "  %endp = getelementptr inbounds i64, ptr %ends, i64 %cc",
+        "  %tend = load i64, ptr %endp, align 8",
+        *chain_start,
+        "  %emptychain = icmp uge i64 %t0, %tend",
+        "  br i1 %emptychain, label %chainend, label %stephead",
         "stephead:",
-        "  %t = phi i64 [ 0, %steps ], [ %tnext, %stepend ]",
+        "  %t = phi i64 [ %t0, %chainbody ], [ %tnext, %stepend ]",
         "  %jp = getelementptr inbounds i64, ptr %blocks, i64 %t",
         "  %j = load i64, ptr %jp, align 8",
         f"  %jk = mul i64 %j, {K}",
@@ -135,15 +202,20 @@ def chain_rows_module(
         f"  {back}",
         "stepend:",
         "  %tnext = add nuw i64 %t, 1",
-        "  %tdone = icmp eq i64 %tnext, %nb",
-        "  br i1 %tdone, label %wstart, label %stephead",
+        "  %tdone = icmp eq i64 %tnext, %tend",
+        "  br i1 %tdone, label %chainend, label %stephead",
+        "chainend:",
+        *chain_end,
+        "  %ccnext = add nuw i64 %cc, 1",
+        "  %ccdone = icmp eq i64 %ccnext, %nc",
+        "  br i1 %ccdone, label %wstart, label %chainhead",
         "wstart:",
         "  br label %wloop0",
         "wloop0:",
         "  %wi = phi i64 [ 0, %wstart ], [ %winext, %wloop0 ]",
-        f"  %wq = getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %wi",
-        f"  %wv = load {T}, ptr %wq",
-        f"  %ww = {acc_out}",
+        f"  %wq = getelementptr inbounds [{tile} x {P}], ptr {out_buf}, i64 0, i64 %wi",
+        f"  %wv = load {P}, ptr %wq",
+        f"  %ww = {to_i64('%wv', P)}",
         "  %wo = add i64 %o0, %wi",
         "  %wp = getelementptr inbounds i64, ptr %accout, i64 %wo",
         "  store i64 %ww, ptr %wp, align 8",
