@@ -206,6 +206,45 @@ def _mmasim_cell(r: dict, cores: int, note: str | None) -> str:
 
 
 COMPILE_GOAL_S = 2.0
+GPU_MAC_GOAL = 1e12
+"""MAC/s of the GPU kernel on an H100 (dot products/s x K), FP8 k32 and fp16 k16."""
+
+
+def gpu_rates(n: int, repeat: int) -> dict:
+    """Dot products/s and MAC/s of the GPU kernel (engine='compiled', device='cuda') on
+    each case, operands resident on the GPU as torch tensors, bits checked against
+    numpy on the first rows; {'note': why not} where torch, CUDA or cuda-python is
+    missing."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return {"note": "GPU kernel: no CUDA device here; not measured."}
+        from tensorcore_smt.engine.cuda import check_gpu, run_rows_gpu
+
+        check_gpu("cuda")
+    except Exception as e:  # noqa: BLE001 - any missing piece is reported, not raised
+        return {"note": f"GPU kernel: not measured here ({e})."}
+    out = {"device": torch.cuda.get_device_name(0), "cases": []}
+    for arch, instr, _, _ in CASES:
+        p = tc.resolve(arch, instr)
+        a, b, c, _ = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, n, 3)
+        dev = [torch.from_numpy(x.astype(np.int64)).cuda() for x in (a, b, c)]
+        got = run_rows_gpu(p, dev, "cuda")
+        m = min(n, 20_000)
+        want = simulate_params(p, a[:m], b[:m], c[:m], engine="numpy")
+        t = best(lambda p=p, dev=dev: run_rows_gpu(p, dev, "cuda"), repeat)
+        out["cases"].append(
+            {
+                "arch": arch,
+                "instr": instr,
+                "rows": n,
+                "per_s": n / t,
+                "macs_per_s": n * p.K / t,
+                "bits_equal": bool(np.array_equal(got[:m], want)),
+            }
+        )
+    return out
 
 
 def compile_survey() -> dict:
@@ -335,6 +374,23 @@ def markdown(res: dict) -> str:
             out.append(
                 f"| {r['arch']} {r['instr']} | {r['nodes']:,} | {lanes} | {r['compile_s']:.2f} |"
             )
+    g = res.get("gpu") or {}
+    if g.get("cases"):
+        out += [
+            "",
+            f"GPU kernel on {g['device']} (operands resident as torch tensors; goal "
+            f"{GPU_MAC_GOAL:.0e} MAC/s):",
+            "",
+            "| instruction | rows | dot products/s | MAC/s | bits equal |",
+            "| --- | ---: | ---: | ---: | --- |",
+        ]
+        for r in g["cases"]:
+            out.append(
+                f"| {r['arch']} {r['instr']} | {r['rows']:,} | {r['per_s']:.3g} | "
+                f"{r['macs_per_s']:.3g} | {r['bits_equal']} |"
+            )
+    elif g.get("note"):
+        out += ["", g["note"]]
     if res.get("mmasim_note"):
         out += ["", res["mmasim_note"]]
     return "\n".join(out) + "\n"
@@ -348,6 +404,7 @@ def main() -> None:
     )
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs")
     ap.add_argument("--no-gemm", action="store_true", help="skip the GEMM figures")
+    ap.add_argument("--gpu-rows", type=int, default=1 << 24, help="rows on the GPU")
     ap.add_argument(
         "--no-compile-survey", action="store_true", help="skip compiling every instruction"
     )
@@ -388,6 +445,8 @@ def main() -> None:
                 f"(numpy {g['numpy_macs_per_s']:.3g}), bits equal: {g['bits_equal_on_numpy_rows']}",
                 flush=True,
             )
+    res["gpu"] = gpu_rates(args.gpu_rows, args.repeat)
+    print(res["gpu"].get("note") or res["gpu"], flush=True)
     if not args.no_compile_survey:
         cs = res["compile"] = compile_survey()
         print(
