@@ -4,11 +4,14 @@ A fourth interpreter of the one algorithm (docs/engine.md). Modules, one job eac
   dag.py        the symbolic DAG of one instruction (model.dot_add on SymbolicBackend)
   lower.py      QF_BV terms -> LLVM IR instructions
   kernel_ir.py  the body wrapped as a CPU row loop or an NVPTX kernel
+  loops.py      how a loop is vectorised (SIMD lanes), chosen from the DAG
   jit.py        LLVM O3, host object code, MCJIT loading
   cache.py      the kernel cache on disk
   kernel.py     CPU kernels and the row split across threads
   ptx.py        PTX text for sm_90 from the same IR
   cuda.py       the GPU launch through the CUDA driver (optional `cuda` extra)
+  gemm_ir.py    the GEMM runner's kernels: chains with lanes across N, elementwise maps
+  gemm.py       the GEMM runner: the Plan walked, the kernels called
   choice.py     the Engine enum and the default engine per batch
   run.py        the API's entry point
 """
