@@ -286,3 +286,29 @@ MODELS = distinct_models()
 @pytest.mark.parametrize("entry", MODELS, ids=[model_id(m) for m in MODELS])
 def test_every_instruction_of_every_preset_agrees_with_numpy(entry):
     _agree(entry[0], n=20_000, seed=23)
+
+
+@pytest.mark.parametrize(
+    "arch,instr,lanes",
+    [
+        ("volta", "m8n8k4.f32.f16.f16.f32", 16),  # no node over 64 bits
+        ("cdna3", "v_mfma_f32_32x32x16_bf8_fp8", 8),  # a few over 64 bits
+        ("cdna1", "v_mfma_f32_4x4x1f32", None),  # many over 64, none over 128: LLVM's
+        ("ampere", "m8n8k4.f64.f64.f64.f64", 1),  # up to 256 bits: scalar
+        ("hopper", "m16n8k32.f32.e4m3.e4m3.f32", 1),  # over 4,000 nodes: scalar
+    ],
+)
+def test_loop_plan_follows_the_dag(arch, instr, lanes):
+    """engine/loops.py: the loop form from the DAG's size and widths, and the forced
+    lane count reaches the IR as loop metadata."""
+    from tensorcore_smt.engine.dag import instruction_dag
+    from tensorcore_smt.engine.kernel_ir import cpu_tiled_module, default_containers
+    from tensorcore_smt.engine.loops import loop_plan
+
+    dag = instruction_dag(parse_variant(arch).params(instr))
+    plan = loop_plan(dag.root, dag.nodes)
+    assert (plan.lanes if plan.tiled else 1) == lanes
+    if plan.tiled:
+        ir = cpu_tiled_module(dag, default_containers(dag), plan)
+        forced = f'!"llvm.loop.vectorize.width", i32 {lanes}' in ir
+        assert forced == (lanes is not None)
