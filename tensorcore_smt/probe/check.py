@@ -10,6 +10,7 @@ the model first, so a file with inputs only can be checked too.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import UserError
@@ -19,19 +20,27 @@ from ..validation.vectors import VectorFile, predict
 _LINE = re.compile(r"^vector\s+(\d+)\s+d=(\S+)\s*$")
 
 
+def output_lines(text: str, pattern: re.Pattern, expected: str) -> Iterator[tuple[int, re.Match]]:
+    """(line number, match of `pattern`) for each line of a probe program's output, blank
+    lines and `#` comments skipped; UserError (one line) on a line that does not match,
+    naming the `expected` form."""
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = pattern.match(line)
+        if not m:
+            shown = line if len(line) <= 60 else line[:57] + "..."
+            raise UserError(f"line {lineno}: expected '{expected}', got {shown!r}")
+        yield lineno, m
+
+
 def parse_output(text: str, n_vectors: int, d_fmt: Format) -> list[int]:
     """The D bits of each vector, in order. UserError (one line) on a malformed line, a
     repeated or out-of-range index, a pattern that does not fit the output format, or
     missing vectors (a truncated output)."""
     got: dict[int, int] = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _LINE.match(line)
-        if not m:
-            shown = line if len(line) <= 60 else line[:57] + "..."
-            raise UserError(f"line {lineno}: expected 'vector <index> d=0x<hex>', got {shown!r}")
+    for lineno, m in output_lines(text, _LINE, "vector <index> d=0x<hex>"):
         idx = int(m.group(1))
         if idx >= n_vectors:
             raise UserError(

@@ -30,6 +30,7 @@ from ..errors import UserError
 from ..spec.formats import Format, format_hex, parse_hex
 from ..validation.gemm_vectors import GemmVectorFile, predict
 from ..version import __version__
+from .check import output_lines
 
 TORCH_DTYPE = {
     Format.FP64: "torch.float64",
@@ -240,16 +241,7 @@ def parse_gemm_output(text: str, n_vectors: int, d_fmt: Format) -> dict[str, lis
     """call name -> d bits of each vector (a line without `call=` belongs to call '').
     UserError (one line) on a malformed line, a repeated vector or a truncated output."""
     got: dict[str, dict[int, int]] = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _LINE.match(line)
-        if not m:
-            shown = line if len(line) <= 60 else line[:57] + "..."
-            raise UserError(
-                f"line {lineno}: expected 'vector <index> call=<name> d=0x<hex>', got {shown!r}"
-            )
+    for lineno, m in output_lines(text, _LINE, "vector <index> call=<name> d=0x<hex>"):
         i, call = int(m.group(1)), m.group(2) or ""
         if i >= n_vectors:
             raise UserError(f"line {lineno}: vector {i} does not exist ({n_vectors} vectors)")

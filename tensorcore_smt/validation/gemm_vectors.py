@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import UserError
 from ..spec.formats import Format, format_hex, parse_hex
 from ..version import __version__
-from .vectors import json_object, load_file, vector_rows
+from .vectors import check_formats, json_object, load_file, vector_rows
 
 SCHEMA = "tcsmt-gemm-vectors"
 SCHEMA_VERSION = 1
@@ -226,17 +226,7 @@ def from_json(obj: Any) -> GemmVectorFile:
     )
     gf.validate()
     f = gf.formats()
-    if "formats" in obj:
-        given = obj["formats"]
-        if not isinstance(given, dict):
-            raise UserError("formats: expected an object with keys a, b, c, d")
-        for k, v in given.items():
-            if k not in f:
-                raise UserError(f"formats.{k}: unknown operand (expected a, b, c, d)")
-            if v != f[k].spec.name:
-                raise UserError(
-                    f"formats.{k}: the hypotheses take {f[k].spec.name}, the file says {v!r}"
-                )
+    check_formats(obj, f, "the hypotheses")
     for where, row in vector_rows(obj, _VECTOR_KEYS):
         ab = {}
         for k in ("a", "b"):

@@ -334,17 +334,7 @@ def from_json(obj: Any) -> VectorFile:
     inst = vf.instr()
     p = inst.params
     fmts = {"a": p.a_fmt, "b": p.b_fmt, "c": p.c_fmt, "d": p.d_fmt}
-    if "formats" in obj:
-        given = obj["formats"]
-        if not isinstance(given, dict):
-            raise UserError("formats: expected an object with keys a, b, c, d")
-        for k, v in given.items():
-            if k not in fmts:
-                raise UserError(f"formats.{k}: unknown operand (expected a, b, c, d)")
-            if v != fmts[k].spec.name:
-                raise UserError(
-                    f"formats.{k}: {inst.name} takes {fmts[k].spec.name}, the file says {json.dumps(v)}"
-                )
+    check_formats(obj, fmts, inst.name)
     if "K" in obj and obj["K"] != p.K:
         raise UserError(f"K: {inst.name} has K={p.K}, the file says {json.dumps(obj['K'])}")
     listed = set(variants)
@@ -409,6 +399,23 @@ def load_file(path: str | Path, parse: Callable[[str], T]) -> T:
         return parse(text)
     except UserError as e:
         raise UserError(f"{path}: {e}") from None
+
+
+def check_formats(obj: dict, fmts: dict[str, Format], who: str) -> None:
+    """The file's optional "formats" object against the operand formats `who` (an
+    instruction, or the hypotheses) takes; UserError (one line) on a mismatch."""
+    if "formats" not in obj:
+        return
+    given = obj["formats"]
+    if not isinstance(given, dict):
+        raise UserError("formats: expected an object with keys a, b, c, d")
+    for k, v in given.items():
+        if k not in fmts:
+            raise UserError(f"formats.{k}: unknown operand (expected a, b, c, d)")
+        if v != fmts[k].spec.name:
+            raise UserError(
+                f"formats.{k}: {who} takes {fmts[k].spec.name}, the file says {json.dumps(v)}"
+            )
 
 
 def json_object(text: str) -> Any:
