@@ -8,7 +8,7 @@ errors needs no rounding at all.
 
 from __future__ import annotations
 
-from ..bv.core import BV
+from ..bv.core import BV, Bool
 from ..spec.formats import Format, decode
 from .terms import Addend, ProductExponent, operand_addend, product_addend
 
@@ -46,3 +46,22 @@ def exact_dot(a_bits: list[BV], b_bits: list[BV], c_bits: BV, fmts, lsb: int, wi
 def value_on_grid(bits: BV, fmt: Format, lsb: int, width: int) -> BV:
     """A finite value of `fmt` in units of 2^lsb."""
     return on_grid(operand_addend(decode(bits, fmt)), lsb, width)
+
+
+def on_grid_checked(t: Addend, lsb: int, width: int) -> tuple[BV, Bool]:
+    """(value, fits): the signed value of an addend in units of 2^lsb, and whether it is
+    exactly that (no bit below 2^lsb, the magnitude within the grid's `width` - 2 bits).
+    A grid narrowed to an input class holds every input and their exact sum, but an
+    output may fall off it."""
+    b = t.mag.b
+    w = max(width, t.mag.w) + 2
+    mag = t.mag.resize(w)
+    s = (t.exp - t.fb - lsb).resize(w, signed=True)  # signed shift in w bits
+    neg_s = s.is_neg()
+    up = mag << s
+    down = mag.lshr(-s)
+    v = neg_s.ite(down, up)
+    back = neg_s.ite(v << -s, v.lshr(s))
+    fits = back.eq(mag) & v.lshr(BV.const(b, width - 2, w)).eq(0)
+    v = t.is_zero.ite(BV.const(b, 0, w), v).resize(width)
+    return t.sign.ite(-v, v), t.is_zero | fits

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+from fractions import Fraction
 
 from ..bv.concrete import CONCRETE
 from ..bv.core import BV, Bool, all_of
@@ -24,9 +25,21 @@ from ..bv.smtlib import to_smtlib
 from ..bv.symbolic import SymbolicBackend
 from ..errors import UserError
 from ..model import dot_add
-from ..model.exact import exact_dot, grid, value_on_grid
+from ..model.exact import exact_dot, grid, on_grid_checked, value_on_grid
+from ..model.measure import Measure, exceeds, reference_terms
 from ..model.params import ModelParams
-from ..spec.formats import EXP_W, Format, Unpacked, decode, format_hex, parse_hex, payload
+from ..model.terms import operand_addend
+from ..spec.formats import (
+    EXP_W,
+    Format,
+    Unpacked,
+    decode,
+    format_hex,
+    max_finite_bits,
+    parse_hex,
+    payload,
+    value_of,
+)
 from ..spec.presets import parse_variant
 from ..version import __version__
 
@@ -40,6 +53,9 @@ class Goal(Enum):
     # sat: inputs u <= u_2 (the groups in Query.grows grow, the rest are equal) with
     # X(u_2) < X(u); unsat: X is monotone in that sense (Fasi et al. §III-D5)
     NON_MONOTONE = "non-monotone"
+    # sat: inputs where X's error (Query.measure, against the exact result or against Y)
+    # exceeds Query.threshold; unsat: the threshold bounds X's error on every input
+    ERROR_EXCEEDS = "error-exceeds"
 
     @property
     def one_variant(self) -> bool:
@@ -53,6 +69,7 @@ class Goal(Enum):
             Goal.EQUIVALENT: "a counterexample: inputs on which the variants differ",
             Goal.COMPARE_ERRORS: "inputs on which the first variant's error is smaller",
             Goal.NON_MONOTONE: "inputs u <= u_2 on which X(u_2) < X(u)",
+            Goal.ERROR_EXCEEDS: "inputs on which X's error exceeds the threshold",
         }[self]
 
     @property
@@ -60,9 +77,11 @@ class Goal(Enum):
         return {
             Goal.COMPARE_ERRORS: "X is never more accurate than Y",
             Goal.NON_MONOTONE: "X never decreases when its inputs grow as the relation says",
+            Goal.ERROR_EXCEEDS: "the threshold bounds X's error on every input",
         }.get(self, "X and Y equal on every input")
 
 
+EXACT = "exact"  # the reference of an error-exceeds query that is not a second variant
 SECOND = "_2"  # suffix of the second input set's operands (goal non-monotone)
 GROW_GROUPS = "abc"
 
@@ -89,6 +108,14 @@ class ConstraintKind(Enum):
     TERMS = "terms"  # only products 0..lo-1 are free; a_k = b_k = +0 for k >= lo
     ZERO_K = "zero-k"  # a_k = b_k = +0 for lo <= k < hi (a GEMM's K: blocks left out)
     REPRESENTABLE = "representable"  # zero or a normal number of the narrower format `fmt`
+    INTEGER = "integer"  # an integer of at most `lo` bits: |x| <= 2^lo - 1 (Ozaki slices)
+    # |c| + sum |a_k b_k| at most the output format's largest finite number: no exact
+    # magnitude overflows (a constraint on all inputs together, see `class_holds`)
+    NO_OVERFLOW = "no-overflow"
+
+
+GLOBAL_KINDS = frozenset({ConstraintKind.NO_OVERFLOW})
+"""Constraints on the inputs together, not on each operand."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +136,8 @@ class Constraint:
         non-monotone query alike, except FIX, which names one input)."""
         if self.kind == ConstraintKind.FIX:
             return name == self.operands
+        if self.kind in GLOBAL_KINDS:
+            return False
         group, index, _ = split_name(name)
         if self.kind == ConstraintKind.TERMS:
             return group in "ab" and index >= self.lo
@@ -137,6 +166,8 @@ class Constraint:
             return finite & (u.is_zero | _lead_in(u, self.lo, self.hi))
         if self.kind == ConstraintKind.FIX:
             return x.eq(self.bits)
+        if self.kind == ConstraintKind.INTEGER:
+            return finite & (u.is_zero | _integer(u, self.lo))
         if self.kind == ConstraintKind.REPRESENTABLE:
             # the bits fmt has no room for are zero, and the exponent is in its normal range
             t = self.fmt.spec
@@ -158,6 +189,8 @@ class Constraint:
             return f"--exponent-window {sel}{self.lo}:{self.hi}"
         if self.kind == ConstraintKind.REPRESENTABLE:
             return f"--representable {sel}{self.fmt.spec.name}"
+        if self.kind == ConstraintKind.INTEGER:
+            return f"--integer {sel}{self.lo}"
         return f"--{self.kind.value}" + (f" {self.operands}" if sel else "")
 
 
@@ -167,6 +200,28 @@ def _lead_in(u: Unpacked, lo: int, hi: int) -> Bool:
     b = u.exp.b
     lead = u.exp - u.sig.clz().resize(EXP_W)
     return lead.sge(BV.const(b, lo, EXP_W)) & lead.sle(BV.const(b, hi, EXP_W))
+
+
+def _integer(u: Unpacked, bits: int) -> Bool:
+    """Whether a nonzero finite u is an integer with |u| <= 2^bits - 1: its leading one
+    below 2^bits and no significand bit below 2^0 (value = sig 2^(exp - mbits))."""
+    b = u.exp.b
+    lead = u.exp - u.sig.clz().resize(EXP_W)
+    small = lead.slt(BV.const(b, bits, EXP_W))
+    # k = mbits - exp fraction bits of sig lie below 2^0; they must be zero
+    k = BV.const(b, u.mbits, EXP_W) - u.exp
+    w = u.sig.w
+    kk = k.smax(0).smin(w).resize(w)
+    frac_zero = (u.sig << (BV.const(b, w, w) - kk)).eq(0) | kk.eq(0)
+    return small & frac_zero
+
+
+def parse_integer(text: str) -> Constraint:
+    """`P` or `OPERANDS=P` (e.g. `ab=7`): inputs that are integers of at most P bits."""
+    m = re.fullmatch(r"\s*(?:([abc]+)=)?(\d+)\s*", text)
+    if not m or int(m.group(2)) < 1:
+        raise UserError(f"--integer: expected P or OPERANDS=P with P >= 1 bits, got {text!r}")
+    return Constraint(ConstraintKind.INTEGER, m.group(1) or "abc", lo=int(m.group(2)))
 
 
 def parse_window(text: str) -> Constraint:
@@ -217,6 +272,15 @@ class Query:
     name: str = ""
     params: tuple[ModelParams, ...] = field(default=None, compare=False, repr=False)
     grows: str = ""
+    # goal error-exceeds: the measure and its threshold; Y is EXACT (the reference is
+    # c + sum a_k b_k) or a second variant (the reference is Y's output)
+    measure: Measure | None = None
+    threshold: Fraction | None = None
+
+    @property
+    def against_exact(self) -> bool:
+        """Whether the error is measured against the exact result (goal error-exceeds)."""
+        return self.goal == Goal.ERROR_EXCEEDS and self.variants[1] == EXACT
 
     @property
     def p(self) -> ModelParams:
@@ -314,12 +378,40 @@ def make_query(
     constraints: tuple[Constraint, ...] = (),
     name: str = "",
     grows: str | None = None,
+    measure: Measure | None = None,
+    threshold: Fraction | None = None,
 ) -> Query:
     """Resolve two variant expressions on one instruction; UserError if they cannot be
     compared (different instruction shapes or operand formats).
 
     Goal non-monotone takes one variant `a` (`b` is None, or the same variant) and
-    `grows`, the operand groups that grow from u to u_2 (default "c")."""
+    `grows`, the operand groups that grow from u to u_2 (default "c"). Goal
+    error-exceeds takes `measure` and `threshold`, and `b` None or EXACT for the error
+    against the exact result."""
+    if goal == Goal.ERROR_EXCEEDS:
+        if measure is None or threshold is None:
+            raise ValueError("goal error-exceeds needs a measure and a threshold")
+        if threshold < 0:
+            raise UserError(f"threshold {threshold} is negative")
+        if not b or b == EXACT:
+            va = parse_variant(a)
+            inst = va.instruction(instr)
+            pa = va.params(inst.name)
+            q = Query(
+                (a, EXACT),
+                inst.name,
+                goal,
+                tuple(constraints),
+                name,
+                (pa, pa),
+                "",
+                measure,
+                Fraction(threshold),
+            )
+            _check_fixes(q)
+            return q
+    elif measure is not None or threshold is not None:
+        raise ValueError(f"a measure and threshold apply only to goal {Goal.ERROR_EXCEEDS.value}")
     if goal.one_variant:
         return _make_one_variant_query(a, b, instr, goal, constraints, name, grows)
     if grows:
@@ -342,7 +434,17 @@ def make_query(
                 f"{a!r} and {b!r} differ in {what} on {inst.name}; only variants of one "
                 f"instruction shape can be compared"
             )
-    q = Query((a, b), inst.name, goal, tuple(constraints), name, (pa, pb))
+    q = Query(
+        (a, b),
+        inst.name,
+        goal,
+        tuple(constraints),
+        name,
+        (pa, pb),
+        "",
+        measure,
+        None if threshold is None else Fraction(threshold),
+    )
     _check_fixes(q)
     return q
 
@@ -425,6 +527,16 @@ def build(q: Query, inputs: dict[str, BV]) -> Built:
         for o in ops
         if cn.applies_to(o.name)
     ]
+    conds += [
+        class_holds(cn, a, b, c, q.p)
+        for cn in q.constraints
+        if cn.kind in GLOBAL_KINDS and not no_overflow_implied(q.p, q.constraints)
+    ]
+    if q.goal == Goal.ERROR_EXCEEDS:
+        x = dot_add(a, b, c, q.params[0], *scale_inputs(u, q.params[0]))
+        y = x if q.against_exact else dot_add(a, b, c, q.params[1], *scale_inputs(u, q.params[1]))
+        goal = _error_exceeds(q, x, y, a, b, c)
+        return Built(inputs, (x, y), all_of(c.b, conds), goal)
     if q.goal == Goal.NON_MONOTONE:
         px = q.p
         x = dot_add(a, b, c, px, *scale_inputs(u, px))
@@ -504,6 +616,103 @@ def _more_accurate(x: BV, y: BV, a: list[BV], b: list[BV], c: BV, p: ModelParams
     return all_of(x.b, finite) & ex.ult(ey)
 
 
+def _finite(bits: BV, fmt: Format) -> Bool:
+    u = decode(bits, fmt)
+    return ~u.is_inf & ~u.is_nan
+
+
+def _group_range(group: str, fmt: Format, constraints: tuple[Constraint, ...]):
+    """(lsb, top) of operand group `group` ("a", "b" or "c") in the class: every value is a
+    multiple of 2^lsb below 2^top; None when the class fixes the group to zero."""
+    s = fmt.spec
+    lsb, top = s.emin - s.mbits, s.emax + 1
+    for cn in constraints:
+        if cn.kind == ConstraintKind.FIX:
+            if cn.operands != group:
+                continue
+            v = value_of(cn.bits, fmt)
+            if isinstance(v, float):
+                continue
+            if v == 0:
+                return None
+            num, den = abs(v).numerator, abs(v).denominator
+            low = (num & -num).bit_length() - den.bit_length()
+            high = num.bit_length() - den.bit_length() + 1
+            lsb, top = max(lsb, low), min(top, high)
+        elif cn.kind in GLOBAL_KINDS or group not in cn.operands:
+            continue
+        elif cn.kind == ConstraintKind.EXPONENT_WINDOW:
+            lsb, top = max(lsb, cn.lo - s.mbits), min(top, cn.hi + 1)
+        elif cn.kind == ConstraintKind.INTEGER:
+            lsb, top = max(lsb, 0), min(top, cn.lo)
+        elif cn.kind == ConstraintKind.REPRESENTABLE:
+            t = cn.fmt.spec
+            lsb, top = max(lsb, t.emin - t.mbits), min(top, t.emax + 1)
+    return lsb, max(top, lsb + 1)
+
+
+def class_grid(p: ModelParams, constraints: tuple[Constraint, ...]) -> tuple[int, int]:
+    """(lsb, width): a grid that holds every input of the class, every product and their
+    exact sum (model/exact.py's grid, narrowed by the class's exponent windows, integer
+    and representable constraints and fixed inputs). Outputs may fall off it: an error
+    query counts such an output as exceeding any threshold, so an unsat answer on the
+    narrow grid is a proof for the class (and a witness is measured exactly)."""
+    ra = _group_range("a", p.a_fmt, constraints)
+    rb = _group_range("b", p.b_fmt, constraints)
+    rc = _group_range("c", p.c_fmt, constraints)
+    lows, tops = [], []
+    if ra is not None and rb is not None:
+        lows.append(ra[0] + rb[0])
+        tops.append(ra[1] + rb[1])
+    if rc is not None:
+        lows.append(rc[0])
+        tops.append(rc[1])
+    if not lows:
+        return 0, 4
+    lsb = min(lows)
+    top = max(tops) + (p.K + 1).bit_length() + 1
+    return lsb, top - lsb + 2
+
+
+def class_holds(cn: Constraint, a: list[BV], b: list[BV], c: BV, p: ModelParams) -> Bool:
+    """Whether the inputs together satisfy a constraint of GLOBAL_KINDS."""
+    if cn.kind == ConstraintKind.NO_OVERFLOW:
+        lsb, width = grid(p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt, p.K)
+        _, norm = reference_terms(a, b, c, (p.a_fmt, p.b_fmt, p.c_fmt), lsb, width)
+        top = value_on_grid(
+            BV.const(c.b, max_finite_bits(p.d_fmt), p.d_fmt.spec.storage), p.d_fmt, lsb, width
+        )
+        return norm.ule(top)
+    raise AssertionError(cn.kind)
+
+
+def no_overflow_implied(p: ModelParams, constraints: tuple[Constraint, ...]) -> bool:
+    """Whether the class's own ranges keep |c| + sum |a_k b_k| within d's largest finite
+    number, so that the no-overflow constraint adds nothing to a formula."""
+    lsb, width = class_grid(p, constraints)
+    return lsb + width - 2 <= p.d_fmt.spec.emax
+
+
+def _error_exceeds(q: Query, x: BV, y: BV, a: list[BV], b: list[BV], c: BV) -> Bool:
+    """X's error against the reference (the exact result, or Y's output) is above the
+    threshold in the query's measure, on the class's grid (class_grid). With finite
+    inputs a non-finite X, or an X off the grid, counts as exceeding; a non-finite Y
+    leaves nothing to measure against (false), a Y off the grid counts as exceeding."""
+    p = q.p
+    lsb, width = class_grid(p, q.constraints)
+    finite_in = [_finite(v, p.a_fmt) for v in a] + [_finite(v, p.b_fmt) for v in b]
+    finite_in.append(_finite(c, p.c_fmt))
+    e, norm = reference_terms(a, b, c, (p.a_fmt, p.b_fmt, p.c_fmt), lsb, width)
+    ref_ok, ref_fits = Bool.const(c.b, True), Bool.const(c.b, True)
+    if not q.against_exact:
+        e, ref_fits = on_grid_checked(operand_addend(decode(y, p.d_fmt)), lsb, width)
+        ref_ok = _finite(y, p.d_fmt)
+    dv, fits = on_grid_checked(operand_addend(decode(x, p.d_fmt)), lsb, width)
+    over = exceeds(dv, e, norm, p.d_fmt, q.measure, q.threshold, lsb, width)
+    bad_x = ~_finite(x, p.d_fmt) | ~fits | ~ref_fits
+    return all_of(c.b, finite_in) & ref_ok & (bad_x | over)
+
+
 def symbolic(q: Query) -> tuple[SymbolicBackend, Built]:
     """The query on the symbolic interpreter (fresh variables named after the operands)."""
     s, inputs, _ = _symbolic_inputs(q)
@@ -564,6 +773,11 @@ def _header(q: Query) -> list[str]:
     else:
         lines += [f"variant X (out0): {q.variants[0]}", f"variant Y (out1): {q.variants[1]}"]
     unsat = "" if q.goal == Goal.COMPARE_ERRORS else f"; unsat proves {q.goal.meaning_of_unsat}"
+    if q.goal == Goal.ERROR_EXCEEDS:
+        ref = "the exact result" if q.against_exact else "Y's output"
+        lines.append(
+            f"measure: {q.measure.value} {q.measure.formula}, r = {ref}; threshold {q.threshold}"
+        )
     lines += [
         f"goal: {q.goal.value}; sat means {q.goal.meaning_of_sat}{unsat}",
         "constraints: " + (" ".join(c.describe() for c in q.constraints) or "none"),

@@ -1,0 +1,1 @@
+"""Certificates: proved intervals on a unit's worst error, divergence and exactness."""

@@ -1,0 +1,295 @@
+"""Certified intervals on the worst error of a unit: [L, U] with a witness and a proof.
+
+The worst case of a measure (model/measure.py) over an input class is bracketed by two
+kinds of solver answers to one question, "is there an input in the class whose
+measure exceeds T?" (goal error-exceeds):
+ - sat gives a witness. It is re-run on the concrete model (smt/solve.py does that
+   before anything is shown) and its measure computed with exact rationals here: L is
+   the largest measure a witness attained;
+ - unsat, confirmed by a second solver where one answers, proves U = T.
+Between them the thresholds are chosen by bisection on the exponent scale (the
+geometric mean of L and U, rounded to a dyadic rational of few bits so the constants
+stay small), until U <= L (1 + R) or the budget ends. Before an upper bound is known
+the threshold grows by factors of 4 from L. An unknown answer proves nothing: the
+interval stays open on that side and the report says so, never rounding it into a
+claim.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ..errors import UserError
+from ..model.measure import Measure, exact_value, measure_value
+from ..smt.query import EXACT, Constraint, ConstraintKind, Goal, Query, make_query
+from ..smt.solve import Limits, Outcome, Verdict, answer
+from ..spec.formats import value_of
+
+DEFAULT_RESOLUTION = Fraction(1, 16)
+GROWTH = 4
+"""Factor by which the threshold grows above L while no upper bound is proved."""
+MIN_QUERY_S = 1.0
+"""A query is asked only with at least this much of the budget left."""
+
+
+@dataclass
+class Step:
+    """One question of the search and its answer."""
+
+    threshold: Fraction
+    verdict: Verdict
+    solver: str | None
+    confirmed_by: str | None
+    seconds: float
+    measure: Fraction | float | None = None  # the witness's measure (sat)
+
+    def describe(self) -> str:
+        who = self.solver or "-"
+        if self.verdict == Verdict.WITNESS:
+            return f"> {fmt_fraction(self.threshold)}: witness ({who}) at {fmt_value(self.measure)}"
+        if self.verdict == Verdict.UNSAT:
+            conf = f", confirmed by {self.confirmed_by}" if self.confirmed_by else ", unconfirmed"
+            return f"> {fmt_fraction(self.threshold)}: unsat ({who}{conf})"
+        return f"> {fmt_fraction(self.threshold)}: {self.verdict.value}"
+
+
+@dataclass
+class Certificate:
+    """The worst measure of X (against the exact result or Y) over the input class lies in
+    [lower, upper]: lower attained by `witness`, upper proved (None: not proved)."""
+
+    hypothesis: str
+    against: str
+    instruction: str
+    measure: Measure
+    constraints: tuple[Constraint, ...]
+    resolution: Fraction
+    lower: Fraction | float = Fraction(0)
+    upper: Fraction | None = None
+    witness: dict[str, int] | None = None
+    witness_outputs: tuple[int, int] | None = None
+    query: Query | None = None
+    steps: list[Step] = field(default_factory=list)
+    seconds: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether the interval is narrowed to the resolution: U <= L (1 + R)."""
+        if self.upper is None:
+            return math.isinf(self.lower) if isinstance(self.lower, float) else False
+        if isinstance(self.lower, float):
+            return False
+        return self.upper <= self.lower * (1 + self.resolution)
+
+
+def fmt_fraction(x: Fraction) -> str:
+    """A threshold as p/q with its float value."""
+    return f"{x.numerator}/{x.denominator} ({float(x):.6g})" if x.denominator != 1 else str(x)
+
+
+def fmt_value(x: Fraction | float | None) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return "inf" if math.isinf(x) else repr(x)
+    return fmt_fraction(x)
+
+
+def dyadic_between(lo: Fraction, hi: Fraction) -> Fraction:
+    """A dyadic rational m 2^e with few bits in (lo, hi), near their geometric mean (their
+    mean when lo is 0): the next threshold of the bisection."""
+    if lo <= 0:
+        target = hi / 2
+    else:
+        target = Fraction(math.sqrt(lo * hi)) if hi / lo < 2**60 else lo * 2**30
+    # the coarsest dyadic grid on which a multiple of the step lies in (lo, hi)
+    e = math.floor(math.log2(hi - lo)) + 1 if hi > lo else 0
+    while True:
+        step = Fraction(2) ** e
+        m = round(target / step)
+        t = m * step
+        if lo < t < hi:
+            return t
+        e -= 1
+
+
+def witness_measure(q: Query, inputs: dict[str, int], outputs: tuple[int, int]):
+    """The measure of a re-checked witness, with exact rationals (independent of the
+    grid integers the solver was asked about)."""
+    p = q.p
+    a = [inputs[f"a{i}"] for i in range(p.K)]
+    b = [inputs[f"b{i}"] for i in range(p.K)]
+    e, n = exact_value(a, b, inputs["c"], (p.a_fmt, p.b_fmt, p.c_fmt))
+    ref = e if q.against_exact else value_of(outputs[1], p.d_fmt)
+    return measure_value(value_of(outputs[0], p.d_fmt), ref, n, q.measure, p.d_fmt)
+
+
+def default_class() -> tuple[Constraint, ...]:
+    """Finite inputs whose exact magnitudes |c| + sum |a_k b_k| fit the output format: an
+    overflowing exact result makes every measure infinite and says nothing about the
+    unit's arithmetic, and a non-finite input has no error to measure."""
+    return (
+        Constraint(ConstraintKind.FINITE, reason="a non-finite input has no error to measure"),
+        Constraint(
+            ConstraintKind.NO_OVERFLOW,
+            reason="an exact result beyond the output range makes every measure infinite",
+        ),
+    )
+
+
+def make_bound_query(
+    hypothesis: str,
+    against: str | None,
+    instr: str | None,
+    measure: Measure,
+    constraints: tuple[Constraint, ...],
+    threshold: Fraction = Fraction(0),
+) -> Query:
+    """The error-exceeds query of a bound (UserError for bad variants or classes)."""
+    q = make_query(
+        hypothesis,
+        against or EXACT,
+        instr,
+        Goal.ERROR_EXCEEDS,
+        constraints,
+        measure=measure,
+        threshold=threshold,
+    )
+    if q.p.scale_fmt is not None:
+        raise UserError(
+            f"{q.instruction} is block-scaled: bounds of scaled instructions are not modelled "
+            "(the exact reference has no scale factors)"
+        )
+    return q
+
+
+def _with_threshold(q: Query, t: Fraction) -> Query:
+    from dataclasses import replace
+
+    return replace(q, threshold=t)
+
+
+def bound(
+    hypothesis: str,
+    against: str | None = None,
+    *,
+    instr: str | None = None,
+    measure: Measure | str = Measure.NORMWISE,
+    constraints: tuple[Constraint, ...] | None = None,
+    resolution: Fraction | float = DEFAULT_RESOLUTION,
+    timeout: float = 300.0,
+    limits: Limits | None = None,
+    progress=None,
+    on_step=None,
+) -> Certificate:
+    """The certified interval of `hypothesis`'s worst `measure` against the exact result
+    (or against the variant `against`) over the class `constraints` (default: finite
+    inputs, no overflow). `timeout` is the budget of the whole search; `limits` picks the
+    solvers. Ctrl-C ends the search with the interval found so far (`interrupted`)."""
+    if isinstance(measure, str):
+        try:
+            measure = Measure.parse(measure)
+        except ValueError as e:
+            raise UserError(str(e)) from None
+    resolution = Fraction(resolution)
+    if resolution <= 0:
+        raise UserError(f"resolution {resolution} must be positive")
+    cons = default_class() if constraints is None else tuple(constraints)
+    q0 = make_bound_query(hypothesis, against, instr, measure, cons)
+    limits = limits or Limits()
+    cert = Certificate(
+        hypothesis,
+        against or EXACT,
+        q0.instruction,
+        measure,
+        cons,
+        resolution,
+        query=q0,
+    )
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    t = Fraction(0)
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left < MIN_QUERY_S:
+                break
+            q = _with_threshold(q0, t)
+            lim = Limits(
+                limits.solver, left, limits.jobs, limits.memory_mb, limits.confirm, limits.seed
+            )
+            o = answer(q, lim, progress)
+            step = _record(cert, q, o, t)
+            if on_step:
+                on_step(step)
+            if o.verdict == Verdict.BAD_WITNESS:
+                raise RuntimeError("a solver witness did not reproduce on the concrete model")
+            if cert.closed:
+                break
+            nxt = _next_threshold(cert, t, o.verdict)
+            if nxt is None:
+                break
+            t = nxt
+    except KeyboardInterrupt:
+        cert.interrupted = True
+    cert.seconds = time.monotonic() - t0
+    return cert
+
+
+def _record(cert: Certificate, q: Query, o: Outcome, t: Fraction) -> Step:
+    solver = (
+        o.result.solver if o.result is not None else ("construction" if o.by_construction else None)
+    )
+    confirmed = None
+    if o.verdict == Verdict.UNSAT:
+        if o.by_construction:
+            confirmed = "construction"
+        else:
+            for r in o.confirmations:
+                if r.answer.value == "unsat":
+                    confirmed = r.solver
+    step = Step(t, o.verdict, solver, confirmed, o.seconds)
+    if o.verdict == Verdict.WITNESS:
+        w = o.witness
+        m = witness_measure(q, w.inputs, w.outputs)
+        step.measure = m
+        if not (m > t):
+            raise RuntimeError(f"witness measure {m} does not exceed the threshold {t}")
+        if cert.witness is None or m > cert.lower:
+            cert.lower = m
+            cert.witness = dict(w.inputs)
+            cert.witness_outputs = tuple(w.outputs)
+    elif o.verdict == Verdict.UNSAT:
+        if cert.upper is None or t < cert.upper:
+            cert.upper = t
+    cert.steps.append(step)
+    return step
+
+
+def _next_threshold(cert: Certificate, t: Fraction, verdict: Verdict) -> Fraction | None:
+    """The next threshold, or None when no question can move the interval."""
+    lo = cert.lower
+    if isinstance(lo, float):  # an infinite error was attained: nothing above it
+        return None
+    hi = cert.upper
+    if verdict == Verdict.UNKNOWN:
+        # no answer at t: ask nearer the proved side (or further up while none is proved),
+        # where an unsat answer is more likely; stop after a few unknowns in a row
+        unknowns = 0
+        for s in reversed(cert.steps):
+            if s.verdict != Verdict.UNKNOWN:
+                break
+            unknowns += 1
+        if unknowns >= 3:
+            return None
+        if hi is None:
+            return t * GROWTH**2 if t > 0 else Fraction(1)
+        return dyadic_between(t, hi)
+    if hi is None:
+        base = lo if lo > 0 else Fraction(1, 2**30)
+        return dyadic_between(base * (GROWTH - 1), base * (GROWTH + 1))
+    return dyadic_between(lo, hi)
