@@ -75,7 +75,9 @@ class GemmBase:
     @property
     def c_fmt(self) -> Format:
         """The format of c: the instruction's c in the chain, else the output format."""
-        return self.p.c_fmt if self.schedule.c_in_chain else self.d_fmt
+        from ..gemm.element import c_format
+
+        return c_format(self.p, self.schedule)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -95,12 +97,13 @@ class GemmBase:
 
     def model(self, arch: str, instr: str, text: str = "") -> GemmModel:
         """The resolved model (plan for this K; UserError when the schedule cannot cut K)."""
+        from ..gemm.element import c_format
         from ..gemm.plan import make_plan, padded_k
 
         Kp = padded_k(self.K, self.p.K)
         plan = make_plan(self.schedule, Kp, self.p.K)
         out = self.schedule.out or self.p.d_fmt
-        c_fmt = self.p.c_fmt if plan.c_in_chain else out
+        c_fmt = c_format(self.p, self.schedule)
         return GemmModel(text, arch, instr, self.p, self.schedule, plan, self.K, Kp, c_fmt, out)
 
 
