@@ -272,7 +272,8 @@ TORCH_DTYPES = {
 class TorchOracle(Oracle):
     """The local GPU: the N rows as one N×K by K×N product through torch on cuda (the
     diagonal D[i][i] answers row i; C holds c_i on its diagonal). FP8 runs
-    `torch._scaled_mm` (use_fast_accum as the spec says), other formats `torch.addmm`
+    `torch._scaled_mm` (use_fast_accum as the spec says; c as its bias, or added by one
+    fp32 add for an fp32 output, where torch takes no bias), other formats `torch.addmm`
     (TF32 allowed for a TF32 instruction)."""
 
     fast: bool = False
@@ -297,16 +298,21 @@ class TorchOracle(Oracle):
         cd = tensor(np.asarray(c), p.c_fmt)
         torch.backends.cuda.matmul.allow_tf32 = p.a_fmt == Format.TF32
         if p.a_fmt.spec.storage == 8:
+            from ..probe.torch_rules import scaled_mm_bias_format
+
             one = torch.tensor(1.0, device="cuda")
+            bias_fmt = scaled_mm_bias_format(p.d_fmt)  # None: no bias with an fp32 output
             D = torch._scaled_mm(
                 A,
                 B.contiguous().t().contiguous().t(),
                 scale_a=one,
                 scale_b=one,
-                bias=cd.to(dt[p.d_fmt]),
+                bias=None if bias_fmt is None else cd.to(dt[bias_fmt]),
                 out_dtype=dt[p.d_fmt],
                 use_fast_accum=self.fast,
             )
+            if bias_fmt is None:  # c added by one fp32 add: fma(1, acc, c) = RN(acc + c)
+                D = D + torch.diag(cd.to(D.dtype))
         else:
             C = torch.zeros(n, n, dtype=dt[p.c_fmt], device="cuda")
             C[range(n), range(n)] = cd
