@@ -85,13 +85,13 @@ def test_outputs_in_any_order_equal_numpy(monkeypatch):
 
     calls = []
 
-    def shuffled(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt, alpha):
+    def shuffled(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt):
         calls.append(len(a_idx))
         order = np.random.default_rng(9).permutation(len(a_idx))
         order[: len(order) // 2] = np.sort(order[: len(order) // 2])  # some runs survive
         c = None if c_bits is None else c_bits[order]
         d = engine_gemm.run_gemm(
-            p, plan, schedule, a_table, a_idx[order], b_table, b_idx[order], c, c_fmt, alpha
+            p, plan, schedule, a_table, a_idx[order], b_table, b_idx[order], c, c_fmt
         )
         out = np.empty_like(d)
         out[order] = d

@@ -140,7 +140,7 @@ def test_bad_shapes_in_files(tmp_path):
 
 def test_exact_reference_includes_alpha_beta_and_c(tmp_path):
     """Small integers keep every step exact, so D equals the exact alpha*A*B + beta*C
-    (C in the epilogue) or alpha*(C + A*B) (C in the chain): 0 ulp in both."""
+    (beta unset: 1), wherever C joins: 0 ulp."""
     A = np.arange(-8, 8, dtype=np.float16).reshape(2, 8)
     B = np.ones((8, 3), dtype=np.float16)
     C = np.full((2, 3), 3.0, dtype=np.float32)
@@ -153,12 +153,12 @@ def test_exact_reference_includes_alpha_beta_and_c(tmp_path):
         assert r.exit_code == 0, r.output
         doc = json.loads(r.output)["runs"][0]
         assert doc["exact"]["max_ulps"] == 0 and doc["fp64_matmul"]["max_ulps"] == 0, doc
-    # D is alpha * (A*B + C), not A*B + C: a reference without alpha could not give 0 ulp
+    # D is alpha * A*B + C (BLAS, cuBLAS, torch.addmm), not alpha * (A*B + C)
     from tensorcore_smt.gemm.measure import run_measured
 
     m = run_measured("ampere/serial[alpha=0.5]", A, B, C)
     assert m.exact.max_ulps == 0
-    assert (m.D == 0.5 * (A.astype(np.float32) @ B.astype(np.float32) + C)).all()
+    assert (m.D == 0.5 * (A.astype(np.float32) @ B.astype(np.float32)) + C).all()
 
 
 def test_plot_and_k_sweep(tmp_path):

@@ -21,7 +21,7 @@ def _u(x: np.ndarray) -> np.ndarray:
     return x.view(U[x.dtype.itemsize * 8])
 
 
-def _per_element(run, A, B, C=None, c_fmt=None, alpha_bits=None) -> np.ndarray:
+def _per_element(run, A, B, C=None, c_fmt=None) -> np.ndarray:
     """element() on the concrete interpreter, one output at a time (the reference)."""
     p, plan = run.params, run.plan
     M, K = A.shape
@@ -46,7 +46,6 @@ def _per_element(run, A, B, C=None, c_fmt=None, alpha_bits=None) -> np.ndarray:
                 plan,
                 run.schedule,
                 c_fmt,
-                alpha_bits,
             )
             out[i, j] = int(d.v)
     return out
@@ -247,7 +246,7 @@ def test_compiled_engine_hook(monkeypatch):
 
     calls = []
 
-    def run_gemm(p, plan, schedule, a_t, a_idx, b_t, b_idx, c_bits, c_fmt, alpha_bits):
+    def run_gemm(p, plan, schedule, a_t, a_idx, b_t, b_idx, c_bits, c_fmt):
         calls.append(len(a_idx))
         wa, wb = p.a_fmt.spec.storage, p.b_fmt.spec.storage
         out = []
@@ -255,7 +254,7 @@ def test_compiled_engine_hook(monkeypatch):
             a = [BV(CONCRETE, int(x), wa) for x in a_t[:, a_idx[o]]]
             b = [BV(CONCRETE, int(x), wb) for x in b_t[:, b_idx[o]]]
             c = None if c_bits is None else BV(CONCRETE, int(c_bits[o]), c_fmt.spec.storage)
-            out.append(int(element(a, b, c, p, plan, schedule, c_fmt, alpha_bits).v))
+            out.append(int(element(a, b, c, p, plan, schedule, c_fmt).v))
         return np.array(out, dtype=np.uint64)
 
     name = "tensorcore_smt.engine.gemm"

@@ -90,6 +90,20 @@ def test_schedule_fields_change_outputs_fast(x, y, K, instr):
     witness_for(x, y, K, instr)
 
 
+def test_prove_beta_half_against_serial_finds_a_witness():
+    """beta = 0.5 puts C in the epilogue at half weight; serial (alpha = beta = 1) adds C
+    into the chain: `prove` must refute their equality with a witness that the concrete
+    model and the emulator reproduce."""
+    r = run("prove", "hopper/serial[beta=0.5]", "hopper/serial", "--k", "16",
+            "--solver", "bitwuzla", "--json")  # fmt: skip
+    assert r.exit_code == ExitCode.REFUTED, r.output
+    w = json.loads(r.output)["witness"]
+    assert w["reproduces"] and w["rechecked_on_emulator"]
+    o = witness_for("hopper/serial[beta=0.5]", "hopper/serial", 16, FP16)
+    c = o.witness.inputs["c"]
+    assert c != 0  # the outputs differ through C, the only place beta acts
+
+
 FIELD_PAIRS = [
     # (field, x, y, K, instruction)
     ("order", "hopper/serial", "hopper/serial[order=descending]", 64, FP8),

@@ -89,3 +89,54 @@ def test_linear_on_a_vector_and_matmul_on_torch_device():
     B = torch.randn(64, 6, generator=g).to(torch.bfloat16)
     for hyp in ("hopper", "hopper/serial[split_k=2,split_tile=32,reduce=pairwise,out=bf16]"):
         assert _same(tc.matmul(hyp, A, B, device="cpu"), tc.matmul(hyp, A, B))
+
+
+@pytest.fixture
+def fp32_precision():
+    """Restores torch's float32 matmul precision after the test."""
+    before = torch.get_float32_matmul_precision()
+    yield torch.set_float32_matmul_precision
+    torch.set_float32_matmul_precision(before)
+
+
+def test_fp32_follows_torchs_matmul_precision(fp32_precision):
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(4, 40, generator=g)
+    w = torch.randn(40, 6, generator=g)
+    fp32_precision("highest")  # torch's default: full fp32, cuBLAS SGEMM
+    with pytest.raises(tc.UserError, match="precision 'highest'"):
+        with tc.emulate("ampere"):
+            x @ w
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tc.emulate("ampere", strict=False):
+            y = x @ w
+    assert torch.equal(y, x @ w) and any("highest" in str(m.message) for m in caught)
+    with tc.emulate("cdna3"):  # the fp32 MFMA is full fp32: emulated at any precision
+        y_m = x @ w
+    assert _same(y_m, tc.matmul("cdna3", x, w))
+    for level in ("high", "medium"):  # torch lets cuBLAS use TF32
+        fp32_precision(level)
+        with tc.emulate("ampere"):
+            y_t = x @ w
+        assert _same(y_t, tc.matmul("ampere", x, w))
+        assert not torch.equal(y_t, x @ w)  # TF32 drops 13 mantissa bits of each input
+
+
+def test_baddbmm_is_emulated_and_other_products_are_named():
+    g = torch.Generator().manual_seed(13)
+    a = torch.randn(2, 3, 32, generator=g).to(torch.float16)
+    b = torch.randn(2, 32, 5, generator=g).to(torch.float16)
+    c = torch.randn(2, 3, 5, generator=g).to(torch.float16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tc.emulate("hopper") as mode:
+            y = torch.baddbmm(c, a, b, beta=0.5, alpha=2.0)
+            e1 = torch.einsum("bik,bkj->bij", a, b)
+            e2 = torch.einsum("bik,bkj->bij", a, b)
+    want = tc.matmul("hopper", a, b, c, alpha=2.0, beta=0.5, out_dtype=torch.float16)
+    assert _same(y, want)
+    assert torch.equal(e1, e2) and torch.equal(e1, torch.einsum("bik,bkj->bij", a, b))
+    assert mode.native == ["einsum"]
+    named = [m for m in caught if "einsum" in str(m.message)]
+    assert len(named) == 1 and "not emulated" in str(named[0].message)

@@ -23,6 +23,7 @@ from ..bv.symbolic import SymbolicBackend
 from ..gemm.element import (
     Epilogue,
     acc_format,
+    c_format,
     canonical_nan,
     combine,
     element,
@@ -156,14 +157,11 @@ def run_gemm(
     b_idx: np.ndarray,
     c_bits: np.ndarray | None,
     c_fmt: Format | None,
-    alpha_bits: int | None,
 ) -> np.ndarray:
     """Output bits (n_out,) uint64: output o is element.element on a_table[:, a_idx[o]],
     b_table[:, b_idx[o]], c_bits[o] (see gemm/emulate.py compiled_runner)."""
     if p.scale_fmt is not None or p.c_fmt.spec.storage != p.d_fmt.spec.storage:
-        return _run_numpy(
-            p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt, alpha_bits
-        )
+        return _run_numpy(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt)
     n = len(a_idx)
     t = _Tables(p, a_table, a_idx, b_table, b_idx)
     d_fmt, af = p.d_fmt, acc_format(p)
@@ -192,8 +190,8 @@ def run_gemm(
         return _map(fn, [x, y]), af
 
     acc, acc_fmt = partials[0] if len(partials) == 1 else reduce(plan.combine)
-    c_term = c64 is not None and not plan.c_in_chain
-    ep = Epilogue.of(schedule, p, c_term, alpha_bits)
+    ep = Epilogue.of(schedule, p, plan, c64 is not None)
+    c_term = ep.beta is not None
     if ep.identity(acc_fmt):
         return acc
     cf = c_fmt or ep.out_fmt
@@ -206,7 +204,7 @@ def run_gemm(
     return _map(fn, [acc] + ([c64] if c_term else []))
 
 
-def _run_numpy(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt, alpha_bits):
+def _run_numpy(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt):
     """element.element on the numpy interpreter, for the forms the chain kernel does not
     take (block-scaled units, a c format of another width than d)."""
     from ..bv.vector import VECTOR
@@ -224,8 +222,8 @@ def _run_numpy(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt,
         ]
         c = None
         if c_bits is not None:
-            w = (c_fmt or p.c_fmt).spec.storage if not plan.c_in_chain else p.c_fmt.spec.storage
+            w = (c_fmt or c_format(p, schedule)).spec.storage
             c = BV(VECTOR, VECTOR.lanes(c_bits[lo:hi], w), w)
-        d = element(a, b, c, p, plan, schedule, c_fmt, alpha_bits)
+        d = element(a, b, c, p, plan, schedule, c_fmt)
         out[lo:hi] = np.asarray(d.v, dtype=np.uint64)
     return out

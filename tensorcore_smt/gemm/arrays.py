@@ -88,6 +88,13 @@ def fits(dtype_fmt: Format, fmt: Format) -> bool:
     return dtype_fmt == fmt or (dtype_fmt == Format.FP32 and fmt == Format.TF32)
 
 
+def holds(src: Format, dst: Format) -> bool:
+    """Whether every value of `src` is a value of `dst` (fp16 and bf16 in fp32, FP8 in
+    bf16 and fp16, ...): a conversion from src to dst never rounds."""
+    s, t = src.spec, dst.spec
+    return s.mbits <= t.mbits and s.emax <= t.emax and s.emin - s.mbits >= t.emin - t.mbits
+
+
 def bits_of(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
     """Bit patterns (unsigned, of the format's storage width) of a float array in `fmt`
     or of an unsigned array (range-checked)."""
@@ -109,15 +116,10 @@ def to_format(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
     f = format_of(a, what)
     if f is None or fits(f, fmt):
         return bits_of(a, fmt, what)
-    s, t = f.spec, fmt.spec
-    exact = (
-        s.mbits <= t.mbits
-        and s.emax <= t.emax
-        and s.emin - s.mbits >= t.emin - t.mbits
-        and fmt in FORMAT_DTYPE
-    )
-    if not exact:
-        raise UserError(f"{what}: {a.dtype} values do not all fit {t.name}; give {t.name}")
+    if not (holds(f, fmt) and fmt in FORMAT_DTYPE):
+        raise UserError(
+            f"{what}: {a.dtype} values do not all fit {fmt.spec.name}; give {fmt.spec.name}"
+        )
     return bits_of(a.astype(FORMAT_DTYPE[fmt]), fmt, what)
 
 

@@ -94,15 +94,17 @@ class Epilogue:
     saturate: bool
 
     @staticmethod
-    def of(schedule: Schedule, p: ModelParams, c_term: bool, alpha_bits: int | None = None):
-        """The epilogue of `schedule` for instruction `p`; `c_term`: C joins here;
-        `alpha_bits` overrides the schedule's alpha (scale_a * scale_b, already fp32)."""
+    def of(schedule: Schedule, p: ModelParams, plan: Plan, has_c: bool) -> Epilogue:
+        """The epilogue of `schedule` for instruction `p` and `plan`; `has_c`: a C is
+        given. C has a term here when it is given, does not join the chain
+        (`plan.c_in_chain`, from Schedule.c_in_chain) and beta is not 0 (beta = 0 does
+        not read C: BLAS, cuBLAS, torch.addmm)."""
         ep = acc_format(p)
         out = schedule.out or p.d_fmt
-        alpha = float_bits(schedule.alpha, ep) if alpha_bits is None else alpha_bits
         beta = None
-        if c_term:
-            beta = float_bits(1.0 if schedule.beta is None else schedule.beta, ep)
+        if has_c and not plan.c_in_chain and schedule.c_beta != 0.0:
+            beta = float_bits(schedule.c_beta, ep)
+        alpha = float_bits(schedule.alpha, ep)
         return Epilogue(alpha, beta, schedule.epilogue, ep, out, schedule.saturates(out))
 
     def identity(self, acc_fmt: Format) -> bool:
@@ -146,6 +148,13 @@ def epilogue(
     return convert_unpacked(
         decode(r, f), ep.out_fmt, RN, canonical_nan(ep.out_fmt, p), overflow=overflow
     )
+
+
+def c_format(p: ModelParams, schedule: Schedule) -> Format:
+    """The format C is read in where it joins (Schedule.c_in_chain): the instruction's c
+    format in the chain, else the output format (a C of its own float format keeps it in
+    the epilogue: matmul's `c_fmt`)."""
+    return p.c_fmt if schedule.c_in_chain else (schedule.out or p.d_fmt)
 
 
 def _zero(like: BV, fmt: Format) -> BV:
@@ -208,20 +217,17 @@ def element(
     plan: Plan,
     schedule: Schedule,
     c_fmt: Format | None = None,
-    alpha_bits: int | None = None,
 ) -> BV:
     """One output element d = alpha * sum_k a_k b_k + beta * c as the kernel computes it:
     `a`, `b` the zero-padded row of A and column of B (plan.n_blocks * p.K entries, any
     indexable sequence, read block by block), `c` the element of C or None. `c_fmt`: the
     format of c when it joins in the epilogue (default: the output format; in the chain
-    it is the instruction's c format). `alpha_bits`: alpha already in the epilogue format
-    (scale_a * scale_b), replacing the schedule's alpha."""
+    it is the instruction's c format)."""
     n = plan.n_blocks * p.K
     if len(a) != n or len(b) != n:
         raise ValueError(f"expected {n} a and b entries, got {len(a)} and {len(b)}")
     acc, acc_fmt = accumulate(a, b, c, p, plan)
-    c_term = c is not None and not plan.c_in_chain
-    ep = Epilogue.of(schedule, p, c_term, alpha_bits)
+    ep = Epilogue.of(schedule, p, plan, c is not None)
     if ep.identity(acc_fmt):
         return acc
-    return epilogue(acc, acc_fmt, c if c_term else None, c_fmt or ep.out_fmt, ep, p)
+    return epilogue(acc, acc_fmt, c if ep.beta is not None else None, c_fmt or ep.out_fmt, ep, p)

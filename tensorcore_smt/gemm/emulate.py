@@ -35,10 +35,10 @@ from .arrays import (
     to_format,
     torch_to_numpy,
 )
-from .element import RN, acc_format, element, float_bits
+from .element import RN, acc_format, c_format, element, float_bits
 from .hypothesis import GemmHypothesis, parse_gemm
 from .plan import Plan, make_plan, padded_k
-from .schedule import Schedule, parse_schedule
+from .schedule import SCALAR_LIMIT, Schedule, parse_schedule
 
 CHUNK = 32768
 """Output elements per vector pass (the instruction-level optimum of api.CHUNK_ROWS)."""
@@ -81,11 +81,12 @@ def _arrays(x: Any) -> tuple[np.ndarray, Any]:
     return np.asarray(x), None
 
 
-def _alpha_bits(sched: Schedule, p: ModelParams, scale_a: Any, scale_b: Any) -> int | None:
-    """alpha = RN_fp32(scale_a * scale_b) (torch._scaled_mm, cuBLASLt scale pointers), times
-    the schedule's alpha when that is not 1; None without scales."""
+def scaled_alpha(alpha: float, p: ModelParams, scale_a: Any, scale_b: Any) -> float:
+    """alpha = RN(scale_a * scale_b) in the epilogue format (torch._scaled_mm, cuBLASLt
+    scale pointers; fp32), times `alpha` (the schedule's) when that is not 1: the
+    epilogue's one alpha, as the float it is. `alpha` itself without scales."""
     if scale_a is None and scale_b is None:
-        return None
+        return alpha
     vals = []
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
         if s is None:
@@ -107,9 +108,14 @@ def _alpha_bits(sched: Schedule, p: ModelParams, scale_a: Any, scale_b: Any) -> 
         f,
         RN,
     )
-    if sched.alpha != 1.0:
-        prod = mul(prod, f, BV(CONCRETE, float_bits(sched.alpha, f), w), f, f, RN)
-    return int(prod.v)
+    if alpha != 1.0:
+        prod = mul(prod, f, BV(CONCRETE, float_bits(alpha, f), w), f, f, RN)
+    value = float(from_bits(np.asarray([int(prod.v)], dtype=np.uint64), f)[0])
+    if not np.isfinite(value) or abs(value) > SCALAR_LIMIT:
+        raise UserError(
+            f"scale_a * scale_b * alpha = {value:g} in {f.spec.name} is not a finite fp32 alpha"
+        )
+    return value
 
 
 def prepare(
@@ -120,8 +126,13 @@ def prepare(
     alpha: float | None,
     beta: float | None,
     out_fmt: Format | None,
+    scale_a: Any = None,
+    scale_b: Any = None,
 ) -> GemmRun:
-    """Resolve the instruction, schedule and plan of a GEMM with inputs in `fa`, `fb`."""
+    """Resolve the instruction, schedule and plan of a GEMM with inputs in `fa`, `fb`:
+    `alpha`, `beta`, `out_fmt` replace the schedule's when given; per-tensor scales fold
+    into alpha (`scaled_alpha`), so the schedule run says the epilogue's one alpha and
+    where C joins follows from it (Schedule.c_in_chain)."""
     if (fa is None) != (fb is None):
         raise UserError("A and B: give both as floats or both as bit patterns")
     if fa is None and hyp.instr is None:
@@ -139,6 +150,9 @@ def prepare(
         changes["beta"] = beta
     if out_fmt is not None:
         changes["out"] = out_fmt
+    scaled = scaled_alpha(changes.get("alpha", sched.alpha), p, scale_a, scale_b)
+    if scaled != sched.alpha:
+        changes["alpha"] = scaled
     if changes:
         sched = sched.with_(**changes)
     if K < 1:
@@ -209,7 +223,9 @@ def matmul(
     (leading batch dimensions broadcast), or unsigned bit patterns with `instr` given.
     `instr` None: the instruction libraries run for A's and B's formats. `scale_a`,
     `scale_b`: per-tensor scales (alpha = RN_fp32(scale_a * scale_b), torch._scaled_mm);
-    `alpha`, `beta` None: the schedule's (beta with C: 1). `out_dtype` None: the
+    `alpha`, `beta` None: the schedule's (beta unset: 1; beta = 0 does not read C). C
+    joins the chain only when the schedule says so and alpha = beta = 1
+    (Schedule.c_in_chain), else the epilogue. `out_dtype` None: the
     schedule's `out`, else the instruction's d format. `device`: None (numpy) or a torch
     device ("cpu", "cuda"); `engine`: "numpy" (the vector interpreter), "compiled" (the
     compiled engine's GEMM runner, `compiled_runner`) or None (compiled for large GEMMs
@@ -235,10 +251,9 @@ def matmul(
             f"batch dimensions of A {a.shape} and B {b.shape} do not broadcast"
         ) from None
     fa, fb = format_of(a, "A"), format_of(b, "B")
-    run = prepare(hyp, fa, fb, K, alpha, beta, _out_format(out_dtype))
+    run = prepare(hyp, fa, fb, K, alpha, beta, _out_format(out_dtype), scale_a, scale_b)
     p, plan = run.params, run.plan
     sched = run.schedule
-    alpha_bits = _alpha_bits(sched, p, scale_a, scale_b)
     out_fmt = sched.out or p.d_fmt
     Kp = plan.n_blocks * p.K
     a_bits = bits_of(a, p.a_fmt, "A")
@@ -256,7 +271,7 @@ def matmul(
         o = np.arange(n_out, dtype=np.int64)
         bi, rem = np.divmod(o, M * N)
         m, n = np.divmod(rem, N)
-        out = runner(p, plan, sched, a_t, bi * M + m, b_t, bi * N + n, c_bits, c_fmt, alpha_bits)
+        out = runner(p, plan, sched, a_t, bi * M + m, b_t, bi * N + n, c_bits, c_fmt)
         return _result(np.asarray(out, dtype=np.uint64), out_fmt, batch + (M, N), dev)
     be = VECTOR if device is None else _device_backend(device)
     out = np.empty(n_out, dtype=np.uint64)
@@ -272,7 +287,7 @@ def matmul(
         if c_bits is not None:
             w = c_fmt.spec.storage
             cbv = BV(be, be.lanes(c_bits[lo:hi], w), w)
-        d = element(ca, cb, cbv, p, plan, sched, c_fmt, alpha_bits)
+        d = element(ca, cb, cbv, p, plan, sched, c_fmt)
         out[lo:hi] = _host(be, d, hi - lo)
     return _result(out, out_fmt, batch + (M, N), dev)
 
@@ -292,11 +307,11 @@ def compiled_runner(engine: str | None, steps: int):
     """The compiled GEMM runner for `engine` ("compiled", or None from
     AUTO_COMPILED_STEPS instruction steps on), else None (the numpy engine runs).
 
-    A runner, `run_gemm(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt,
-    alpha_bits)`, returns the (n_out,) uint64 output bits: output o is element.py on the
+    A runner, `run_gemm(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits,
+    c_fmt)`, returns the (n_out,) uint64 output bits: output o is element.py on the
     operands a_table[:, a_idx[o]] and b_table[:, b_idx[o]] ((K_padded, rows) bit tables,
-    zero rows past K), c_bits[o] (in c_fmt; None: no C) and alpha_bits (None: the
-    schedule's alpha), equal to the numpy engine bit for bit: the compiled engine's GEMM
+    zero rows past K) and c_bits[o] (in c_fmt; None: no C), equal to the numpy engine
+    bit for bit: the compiled engine's GEMM
     runner, tensorcore_smt.engine.gemm.run_gemm."""
     if engine == "numpy" or (engine is None and steps < AUTO_COMPILED_STEPS):
         return None
@@ -328,7 +343,7 @@ def _c_bits(C: Any, run: GemmRun, out_fmt: Format, batch, M: int, N: int):
     except ValueError:
         raise UserError(f"C {c.shape} does not broadcast to {batch + (M, N)}") from None
     if run.plan.c_in_chain:
-        fmt = run.params.c_fmt
+        fmt = c_format(run.params, run.schedule)
         return to_format(c, fmt, "C").reshape(-1), fmt
     f = format_of(c, "C")
     fmt = out_fmt if f is None else f

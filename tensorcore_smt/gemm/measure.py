@@ -15,6 +15,7 @@ from ..errors import UserError
 from ..spec.formats import Format
 from .accuracy import ErrorStats, Exact, exact_matmul, grid_values, measure
 from .arrays import FORMAT_DTYPE, UINT, bits_of, format_of
+from .element import c_format
 from .emulate import GemmRun, matmul
 
 
@@ -107,27 +108,26 @@ def run_measured(
     a_bits, b_bits = bits_of(A, p.a_fmt, "A"), bits_of(B, p.b_fmt, "B")
     c_bits = c_fmt = None
     if C is not None:
-        c_fmt = format_of(C, "C") or (p.c_fmt if run.plan.c_in_chain else out)
+        c_fmt = format_of(C, "C") or c_format(p, run.schedule)
         c_bits = bits_of(np.broadcast_to(C, D.shape), c_fmt, "C")
     exact = fp64 = None
     why_exact = why_fp64 = ""
     sched = run.schedule
     alpha = float(np.float32(sched.alpha))  # the epilogue's fp32 scalars
-    beta = 1.0 if (sched.beta is None or run.plan.c_in_chain) else float(np.float32(sched.beta))
+    beta = float(np.float32(sched.c_beta))  # C joins the chain only when alpha = beta = 1
+    if beta == 0.0:  # beta = 0 does not read C
+        C = None
     try:
         ab = exact_matmul(a_bits, p.a_fmt, b_bits, p.b_fmt)
         xc = None if C is None else exact_matmul_c(c_bits, c_fmt)
-        if run.plan.c_in_chain:  # D = alpha * (C + A*B)
-            x = _axpby(alpha, _axpby(1.0, ab, 1.0, xc), 1.0, None)
-        else:  # D = alpha * A*B + beta * C
-            x = _axpby(alpha, ab, beta, xc)
+        x = _axpby(alpha, ab, beta, xc)  # D = alpha * A*B + beta * C
         exact = measure(d_bits, out, x)
     except ValueError as e:
         why_exact = str(e)
     try:
         x64 = _as_f64(A, p.a_fmt) @ _as_f64(B, p.b_fmt)
         c64 = 0.0 if C is None else _as_f64(np.broadcast_to(C, D.shape), c_fmt)
-        x64 = alpha * (x64 + c64) if run.plan.c_in_chain else alpha * x64 + beta * c64
+        x64 = alpha * x64 + beta * c64
         fp64 = measure(d_bits, out, exact_of_fp64(np.ascontiguousarray(x64)))
     except ValueError as e:
         why_fp64 = str(e)

@@ -16,7 +16,12 @@ Facts (PTX ISA; cuBLAS, cuBLASLt and CUTLASS documentation; DeepSeek-V3 report):
 - split-K: S parts (contiguous k-tiles or interleaved k-tiles of width T), combined in
   fp32 serially or pairwise (cuBLASLt reduction schemes);
 - epilogue (cuBLASLt, torch._scaled_mm): D = alpha*acc + beta*C as one fp32 FMA, then one
-  round-to-nearest conversion to the output type; FP8 outputs saturate.
+  round-to-nearest conversion to the output type; FP8 outputs saturate; beta = 0 does not
+  read C (BLAS, cuBLAS, torch.addmm: NaN and Inf in C do not propagate).
+
+What every schedule computes is D = alpha*(A*B) + beta*C (BLAS, cuBLAS, torch.addmm).
+C may join as the chain's acc_0 (an instruction's D = A*B + C) only where that is the
+same sum: alpha = 1 and beta = 1. `Schedule.c_in_chain` is the one rule for where C joins.
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ class CJoin(Enum):
     """Where C enters the computation."""
 
     CHAIN = "chain"  # as the first chain's acc_0, in the instruction's c format
+    # (only with alpha = 1 and beta = 1: then alpha*(A*B) + beta*C = A*B + C)
     EPILOGUE = "epilogue"  # as beta*C in the fp32 epilogue
 
 
@@ -106,9 +112,14 @@ class Schedule:
     order: k-block order of each chain; promote: K elements per chain before its result is
     added into an fp32 accumulator (None: one chain per split); split_k (S), split and
     split_tile (T): the split-K layout; reduce: how the S partials combine; c_join: where C
-    enters (None: the chain when there is one chain and no split, else the epilogue);
-    alpha, beta, epilogue, out, saturate: the epilogue (out None: the instruction's d
-    format; saturate None: FP8 outputs saturate, others do not)."""
+    enters (see `c_in_chain`); alpha, beta, epilogue, out, saturate: the epilogue (beta
+    None: 1; out None: the instruction's d format; saturate None: FP8 outputs saturate,
+    others do not).
+
+    Every schedule computes D = alpha*(A*B) + beta*C as BLAS, cuBLAS and torch.addmm
+    define it. C in the chain (an instruction's D = A*B + C, then alpha times that) is
+    that sum only when alpha = 1 and beta = 1, so c_join=chain with another alpha or beta
+    is refused, and the default puts C in the epilogue whenever alpha or beta is not 1."""
 
     order: KOrder = KOrder.ASCENDING
     promote: int | None = None
@@ -130,16 +141,36 @@ class Schedule:
             raise UserError(
                 "c_join=chain needs one chain (split_k=1, promote=none); allowed: epilogue"
             )
+        if self.c_join == CJoin.CHAIN and not self.unit_scalars:
+            raise UserError(
+                f"c_join=chain computes A*B + C, not alpha*(A*B) + beta*C with "
+                f"alpha={_show(float(self.alpha))}, beta={_show(self.c_beta)}; allowed: "
+                "c_join=chain with alpha=1 and beta=1, else c_join=epilogue"
+            )
 
     def with_(self, **changes: Any) -> Schedule:
         return dataclasses.replace(self, **changes)
 
     @property
+    def c_beta(self) -> float:
+        """The factor of C: beta, 1 when unset (BLAS, cuBLAS and torch default)."""
+        return 1.0 if self.beta is None else float(self.beta)
+
+    @property
+    def unit_scalars(self) -> bool:
+        """Whether alpha = 1 and beta = 1 (the only case where C may join the chain)."""
+        return self.alpha == 1.0 and self.c_beta == 1.0
+
+    @property
     def c_in_chain(self) -> bool:
-        """Whether C is the first chain's acc_0 (else it joins in the epilogue)."""
+        """Where C joins, the one rule every interpreter follows: True for the first
+        chain's acc_0 (in the instruction's c format), False for beta*C in the epilogue.
+        c_join=chain or epilogue says so; unset, C joins the chain when there is one
+        chain (no split, no promotion) and alpha = beta = 1, else the epilogue (the
+        chain would compute alpha*(A*B + C))."""
         if self.c_join is not None:
             return self.c_join == CJoin.CHAIN
-        return self.split_k == 1 and self.promote is None
+        return self.split_k == 1 and self.promote is None and self.unit_scalars
 
     def saturates(self, out: Format) -> bool:
         """Whether the final conversion to `out` saturates (FP8 by default)."""

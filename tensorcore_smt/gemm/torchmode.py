@@ -8,7 +8,18 @@ has the inputs' dtype (_scaled_mm: `out_dtype`), addmm's input and linear's bias
 the fp32 epilogue (cuBLASLt CUBLASLT_EPILOGUE_BIAS; D = alpha*acc + beta*C), and
 _scaled_mm's `use_fast_accum` picks the promotion: True is one chain over K, False a
 fresh chain every 128 K elements (the hypothesis' own `promote` where it sets one).
-Forward values only: the results carry no autograd history.
+baddbmm is bmm with its input in the epilogue. Forward values only: the results carry no
+autograd history.
+
+fp32 inputs follow torch's float32 matmul precision (torch.set_float32_matmul_precision,
+torch.backends.cuda.matmul.allow_tf32): on CUDA, "high" and "medium" let cuBLAS run TF32
+(the instruction's TF32 form is emulated), "highest", torch's default, is full fp32
+(cuBLAS SGEMM on the CUDA cores), which no matrix-unit instruction models: such a call
+is one UserError (strict) or runs natively with a warning.
+
+Functions outside the emulated set that compute matrix products (einsum, addbmm,
+scaled_dot_product_attention, ...: `NATIVE_PRODUCTS`) run natively; the mode warns once
+per function name and lists them in its `native` attribute.
 
 torch is imported when the mode is entered, so `import tensorcore_smt` does not need it.
 """
@@ -19,8 +30,33 @@ import warnings
 from typing import Any
 
 from ..errors import UserError
+from ..spec.formats import Format
 from .hypothesis import GemmHypothesis
 from .schedule import CJoin
+
+NATIVE_PRODUCTS = (
+    "einsum",
+    "tensordot",
+    "addbmm",
+    "addmv",
+    "mv",
+    "dot",
+    "vdot",
+    "inner",
+    "outer",
+    "chain_matmul",
+    "bilinear",
+    "scaled_dot_product_attention",
+    "multi_head_attention_forward",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+)
+"""Names of torch functions that compute matrix products but are not emulated: each runs
+natively, named once by a warning and in the mode's `native` list."""
 
 FP8_PROMOTE = 128
 """K elements per chain of cuBLASLt FP8 GEMMs without fast accumulation (schedules/
@@ -38,10 +74,35 @@ def _hypothesis(hypothesis: str | GemmHypothesis) -> GemmHypothesis:
     return hyp
 
 
+def _tf32_allowed() -> bool:
+    """Whether torch lets cuBLAS run fp32 matmuls as TF32: float32 matmul precision
+    "high" or "medium" (torch.set_float32_matmul_precision; the same flag as
+    torch.backends.cuda.matmul.allow_tf32), not "highest" (torch's default)."""
+    import torch
+
+    return bool(torch.backends.cuda.matmul.allow_tf32)
+
+
+def _check_fp32(hyp: GemmHypothesis, a) -> None:
+    """UserError when an fp32 product would run on a TF32 instruction while torch's
+    precision asks for full fp32 (cuBLAS SGEMM, not modelled by any MMA instruction)."""
+    import torch
+
+    if a.dtype != torch.float32 or hyp.instr is not None:
+        return
+    if hyp.params(Format.FP32, Format.FP32).a_fmt == Format.TF32 and not _tf32_allowed():
+        raise UserError(
+            "fp32 at torch's float32 matmul precision 'highest' is full fp32 (cuBLAS "
+            "SGEMM), not a TF32 MMA; torch.set_float32_matmul_precision('high') lets "
+            "cuBLAS use TF32, which is emulated"
+        )
+
+
 def _mm(hyp: GemmHypothesis, a, b, c=None, *, alpha=None, beta=None, **kw):
     """tc.matmul with torch's output dtype (the inputs')."""
     from .emulate import matmul
 
+    _check_fp32(hyp, a)
     out = kw.pop("out_dtype", None) or a.dtype
     return matmul(hyp, a, b, c, alpha=alpha, beta=beta, out_dtype=out, **kw)
 
@@ -90,6 +151,14 @@ def _addmm(hyp, c, a, b, *, beta=1, alpha=1, out=None):
     return _mm(hyp, a, b, c, alpha=float(alpha), beta=float(beta))
 
 
+def _baddbmm(hyp, c, a, b, *, beta=1, alpha=1, out=None):
+    if out is not None:
+        raise UserError("baddbmm(out=...) is not emulated")
+    if a.dim() != 3 or b.dim() != 3:
+        raise UserError(f"baddbmm takes 3-D batches; got {tuple(a.shape)} and {tuple(b.shape)}")
+    return _mm(hyp, a, b, c, alpha=float(alpha), beta=float(beta))
+
+
 def _linear(hyp, x, w, bias=None):
     if w.dim() != 2:
         raise UserError(f"linear takes a 2-D weight; got {tuple(w.shape)}")
@@ -135,6 +204,8 @@ def _handlers() -> dict[Any, Any]:
         t.bmm: _bmm,
         torch.addmm: _addmm,
         t.addmm: _addmm,
+        torch.baddbmm: _baddbmm,
+        t.baddbmm: _baddbmm,
         F.linear: _linear,
         torch._scaled_mm: _scaled_mm,
     }
@@ -153,19 +224,32 @@ def emulate(hypothesis: str | GemmHypothesis, strict: bool = True):
     handlers = _handlers()
 
     class GemmMode(TorchFunctionMode):
-        """Matrix products as the hypothesis computes them; everything else native."""
+        """Matrix products as the hypothesis computes them; everything else native.
+        `native`: the matrix-product functions (NATIVE_PRODUCTS) that ran natively, in
+        first-call order."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.native: list[str] = []
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             handler = handlers.get(func)
+            name = getattr(func, "__name__", str(func))
             if handler is None:
+                if name in NATIVE_PRODUCTS and name not in self.native:
+                    self.native.append(name)
+                    warnings.warn(
+                        f"{name} computes matrix products but is not emulated: it runs natively",
+                        stacklevel=2,
+                    )
                 return func(*args, **kwargs)
             try:
                 return handler(hyp, *args, **kwargs)
             except UserError as e:
                 if strict:
-                    raise UserError(f"{getattr(func, '__name__', func)}: {e}") from None
-                warnings.warn(f"{getattr(func, '__name__', func)} runs natively: {e}", stacklevel=2)
+                    raise UserError(f"{name}: {e}") from None
+                warnings.warn(f"{name} runs natively: {e}", stacklevel=2)
                 return func(*args, **kwargs)
 
     return GemmMode()

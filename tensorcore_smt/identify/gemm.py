@@ -75,7 +75,9 @@ class GemmBase:
     @property
     def c_fmt(self) -> Format:
         """The format of c: the instruction's c in the chain, else the output format."""
-        return self.p.c_fmt if self.schedule.c_in_chain else self.d_fmt
+        from ..gemm.element import c_format
+
+        return c_format(self.p, self.schedule)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -95,12 +97,13 @@ class GemmBase:
 
     def model(self, arch: str, instr: str, text: str = "") -> GemmModel:
         """The resolved model (plan for this K; UserError when the schedule cannot cut K)."""
+        from ..gemm.element import c_format
         from ..gemm.plan import make_plan, padded_k
 
         Kp = padded_k(self.K, self.p.K)
         plan = make_plan(self.schedule, Kp, self.p.K)
         out = self.schedule.out or self.p.d_fmt
-        c_fmt = self.p.c_fmt if plan.c_in_chain else out
+        c_fmt = c_format(self.p, self.schedule)
         return GemmModel(text, arch, instr, self.p, self.schedule, plan, self.K, Kp, c_fmt, out)
 
 
@@ -269,7 +272,8 @@ TORCH_DTYPES = {
 class TorchOracle(Oracle):
     """The local GPU: the N rows as one N×K by K×N product through torch on cuda (the
     diagonal D[i][i] answers row i; C holds c_i on its diagonal). FP8 runs
-    `torch._scaled_mm` (use_fast_accum as the spec says), other formats `torch.addmm`
+    `torch._scaled_mm` (use_fast_accum as the spec says; c as its bias, or added by one
+    fp32 add for an fp32 output, where torch takes no bias), other formats `torch.addmm`
     (TF32 allowed for a TF32 instruction)."""
 
     fast: bool = False
@@ -294,16 +298,21 @@ class TorchOracle(Oracle):
         cd = tensor(np.asarray(c), p.c_fmt)
         torch.backends.cuda.matmul.allow_tf32 = p.a_fmt == Format.TF32
         if p.a_fmt.spec.storage == 8:
+            from ..probe.torch_rules import scaled_mm_bias_format
+
             one = torch.tensor(1.0, device="cuda")
+            bias_fmt = scaled_mm_bias_format(p.d_fmt)  # None: no bias with an fp32 output
             D = torch._scaled_mm(
                 A,
                 B.contiguous().t().contiguous().t(),
                 scale_a=one,
                 scale_b=one,
-                bias=cd.to(dt[p.d_fmt]),
+                bias=None if bias_fmt is None else cd.to(dt[bias_fmt]),
                 out_dtype=dt[p.d_fmt],
                 use_fast_accum=self.fast,
             )
+            if bias_fmt is None:  # c added by one fp32 add: fma(1, acc, c) = RN(acc + c)
+                D = D + torch.diag(cd.to(D.dtype))
         else:
             C = torch.zeros(n, n, dtype=dt[p.c_fmt], device="cuda")
             C[range(n), range(n)] = cd

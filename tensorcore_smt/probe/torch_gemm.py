@@ -10,11 +10,20 @@ the file's formats (`CALLS`):
   with False: fast accumulation runs one wgmma chain over K, the default promotes every
   128 elements (cuBLAS documentation, CUBLASLT_MATMUL_DESC_FAST_ACCUM); per-tensor fp32
   scales (alpha = scale_a·scale_b; the program passes the first hypothesis's alpha as
-  scale_a and 1 as scale_b), c as the bias of column 0;
-- fp16 / bf16 inputs: `torch.addmm(C, A, B)` when D has the inputs' format (beta = 1),
-  `torch.mm(A, B, out_dtype=torch.float32)` plus nothing when D is fp32 and c is +0;
+  scale_a and 1 as scale_b); K zero-padded to a multiple of 16 and B column-major, as
+  the CUDA kernel requires (torch_rules.py). c joins as the bias of column 0 where torch
+  takes one (bf16 bias for bf16 and FP8 outputs, fp16 for fp16); torch refuses a bias
+  with an fp32 output, so there C is added to _scaled_mm's fp32 result by one fp32 add:
+  D = RN(RN(alpha·acc) + c), the `epilogue=mul-add` form, equal to the fma epilogue
+  when alpha = 1;
+- fp16 / bf16 inputs: `torch.addmm(C, A, B)` when D has the inputs' format (beta = 1,
+  C in the inputs' dtype, as addmm requires), `torch.mm(A, B, out_dtype=torch.float32)`
+  plus nothing when D is fp32 and c is +0;
 - fp32 inputs: `torch.addmm` with TF32 allowed (`torch.backends.cuda.matmul.allow_tf32`)
   when the instruction is TF32, disallowed otherwise; fp64: `torch.addmm`.
+
+Every call keeps torch's argument rules for the CUDA kernels (torch_rules.py; the tests
+run each program on the CPU with those rules checked on every call).
 
 The program prints one line per vector and call, ``vector <i> call=<name> d=0x<hex>``;
 `check_gemm_output` reads it back and says, for each call, which hypotheses the GPU
@@ -27,10 +36,12 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import UserError
+from ..gemm.arrays import holds
 from ..spec.formats import Format, format_hex, parse_hex
 from ..validation.gemm_vectors import GemmVectorFile, predict
 from ..version import __version__
 from .check import output_lines
+from .torch_rules import scaled_mm_bias_format
 
 TORCH_DTYPE = {
     Format.FP64: "torch.float64",
@@ -66,20 +77,55 @@ def calls_for(gf: GemmVectorFile) -> list[Call]:
         if fmt not in TORCH_DTYPE:
             raise UserError(f"{what}: torch has no dtype for {fmt.spec.name}")
     if fa in FP8 or fb in FP8:
+        if fa == fb == Format.E5M2:
+            raise UserError("torch._scaled_mm does not multiply two e5m2 matrices")
         out = TORCH_DTYPE[fd]
+        call = (
+            "torch._scaled_mm(A, B.t().contiguous().t(), scale_a=sa, scale_b=sb, {bias}"
+            "out_dtype={out}, use_fast_accum={flag})"
+        )
+        bias_fmt = scaled_mm_bias_format(fd)
+        if bias_fmt is None:  # no bias with an fp32 output: C added to the fp32 result
+            return [
+                Call(
+                    f"scaled_mm_fast_accum={flag}",
+                    call.format(bias="", out=out, flag=flag) + " + C",
+                    f"torch._scaled_mm with use_fast_accum={flag}, fp32 output, plus C by "
+                    "one fp32 add (D = RN(RN(alpha*acc) + c): epilogue=mul-add; the fma "
+                    "epilogue when alpha = 1)",
+                )
+                for flag in (True, False)
+            ]
+        if not holds(f["c"], bias_fmt):
+            raise UserError(
+                f"c is {f['c'].spec.name}, but torch._scaled_mm takes a {bias_fmt.spec.name} "
+                f"bias for a {fd.spec.name} output; give the hypotheses c_join=epilogue"
+            )
         return [
             Call(
                 f"scaled_mm_fast_accum={flag}",
-                f"torch._scaled_mm(A, B.t().contiguous().t(), scale_a=sa, scale_b=sb, "
-                f"bias=bias, out_dtype={out}, use_fast_accum={flag})",
-                f"torch._scaled_mm with use_fast_accum={flag}",
+                call.format(bias="bias=bias, ", out=out, flag=flag),
+                f"torch._scaled_mm with use_fast_accum={flag}, c as the "
+                f"{bias_fmt.spec.name} bias of column 0",
             )
             for flag in (True, False)
         ]
     if fa != fb:
         raise UserError(f"torch multiplies {fa.spec.name} by {fb.spec.name} only as FP8")
     if fd == fa or (fa == Format.TF32 and fd == Format.FP32):
-        return [Call("addmm", "torch.addmm(C, A, B)", "torch.addmm(C, A, B): beta = 1")]
+        held = Format.FP32 if fa == Format.TF32 else fa  # TF32 operands live in fp32
+        if not holds(f["c"], held):
+            raise UserError(
+                f"c is {f['c'].spec.name}, but torch.addmm reads C in {held.spec.name}; give "
+                "the hypotheses c_join=epilogue"
+            )
+        return [
+            Call(
+                "addmm",
+                "torch.addmm(C.to(A.dtype), A, B)",
+                "torch.addmm(C, A, B): beta = 1, C in the inputs' dtype",
+            )
+        ]
     if fd == Format.FP32 and fa in (Format.FP16, Format.BF16):
         return [
             Call(
@@ -104,6 +150,10 @@ def generate(gf: GemmVectorFile, vectors_name: str = "VECTORS.json") -> str:
     alpha = float(ms[0].schedule.alpha)
     if any(m.p.a_fmt in FP8 for m in ms) and any(float(m.schedule.alpha) != alpha for m in ms):
         raise UserError("hypotheses: their alphas differ; the probe passes one scale")
+    fp8 = f["a"] in FP8
+    if fp8 and N % 16:
+        raise UserError(f"shape: torch._scaled_mm needs N a multiple of 16; got N={N}")
+    bias_fmt = scaled_mm_bias_format(f["d"]) if fp8 else None
     if calls[0].name == "mm_out_fp32" and any(v.c for v in gf.vectors):
         raise UserError(
             "vectors: c is not +0, but torch.mm with an fp32 output takes no C; "
@@ -133,6 +183,8 @@ def generate(gf: GemmVectorFile, vectors_name: str = "VECTORS.json") -> str:
         M=M,
         N=N,
         K=gf.K,
+        KP=-(-gf.K // 16) * 16 if fp8 else gf.K,
+        bias_dtype=TORCH_DTYPE[bias_fmt] if bias_fmt is not None else "None",
         rows=rows,
         a_dtype=TORCH_DTYPE[f["a"]],
         b_dtype=TORCH_DTYPE[f["b"]],
@@ -155,58 +207,66 @@ def generate(gf: GemmVectorFile, vectors_name: str = "VECTORS.json") -> str:
 
 _TEMPLATE = '''#!/usr/bin/env python3
 # GEMM probe written by tensorcore-smt {version} from {vectors_name}.
-# {arch}, instruction {instruction}, K = {K}; each vector is row 0 of A ({M}x{K}), column 0
-# of B ({K}x{N}) and C[0][0], every other element +0; D[0][0] is printed.
+# {arch}, instruction {instruction}, K = {K}; each vector is row 0 of A ({M}x{KP}), column 0
+# of B ({KP}x{N}) and C[0][0], every other element +0 (K = {K} zero-padded to {KP}); D[0][0]
+# is printed.
 # Hypotheses of the file:
 {hypotheses}
-# Calls:
+# Calls (each within torch's argument rules for its CUDA kernel):
 {calls_doc}
 # Run on a machine with a CUDA GPU and torch:  python3 THIS.py > gemm_output.txt
 # then:  tcsmt probe --check {vectors_name} gemm_output.txt
+# (python3 THIS.py cpu runs the same calls on torch's CPU kernels: a dry run, not the GPU)
 import sys
 
 import torch
 
-M, N, K = {M}, {N}, {K}
+M, N, K, KP = {M}, {N}, {K}, {KP}
 VECTORS = [
 {rows},
 ]
 CALLS = [
 {calls},
 ]
+BIAS_DTYPE = {bias_dtype}  # _scaled_mm's bias for this output (None: C added outside)
 
 
-def tensor(hexes, int_dtype, dtype, bits):
-    """Bit patterns (hex strings) as a 1-D tensor of `dtype` on the GPU."""
+def tensor(hexes, int_dtype, dtype, bits, device):
+    """Bit patterns (hex strings) as a 1-D tensor of `dtype` on `device`."""
     vals = [int(h, 16) for h in hexes]
     signed = [v - (1 << bits) if int_dtype != torch.uint8 and v >> (bits - 1) else v for v in vals]
-    return torch.tensor(signed, dtype=int_dtype).view(dtype).to("cuda")
+    return torch.tensor(signed, dtype=int_dtype).view(dtype).to(device)
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("gemm probe: torch sees no CUDA device", file=sys.stderr)
-        sys.exit(2)
+    device = sys.argv[1] if len(sys.argv) > 1 else "cuda"
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            print("gemm probe: torch sees no CUDA device", file=sys.stderr)
+            sys.exit(2)
+        print("# device:", torch.cuda.get_device_name(0), "torch", torch.__version__)
+    else:
+        print("# device:", device, "(torch's own kernels, not the GPU) torch", torch.__version__)
     torch.backends.cuda.matmul.allow_tf32 = {tf32}
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
-    print("# device:", torch.cuda.get_device_name(0), "torch", torch.__version__)
-    sa = torch.tensor({alpha}, dtype=torch.float32, device="cuda")
-    sb = torch.tensor(1.0, dtype=torch.float32, device="cuda")
+    sa = torch.tensor({alpha}, dtype=torch.float32, device=device)
+    sb = torch.tensor(1.0, dtype=torch.float32, device=device)
     for i, (a, b, c) in enumerate(VECTORS):
-        A = torch.zeros(M, K, dtype={a_dtype}, device="cuda")
-        B = torch.zeros(K, N, dtype={b_dtype}, device="cuda")
-        C = torch.zeros(M, N, dtype={c_dtype}, device="cuda")
-        A[0, :] = tensor(a, {a_int}, {a_dtype}, {a_bits})
-        B[:, 0] = tensor(b, {b_int}, {b_dtype}, {b_bits})
-        C[0, 0] = tensor([c], {c_int}, {c_dtype}, {c_bits})[0]
+        A = torch.zeros(M, KP, dtype={a_dtype}, device=device)
+        B = torch.zeros(KP, N, dtype={b_dtype}, device=device)
+        C = torch.zeros(M, N, dtype={c_dtype}, device=device)
+        A[0, :K] = tensor(a, {a_int}, {a_dtype}, {a_bits}, device)
+        B[:K, 0] = tensor(b, {b_int}, {b_dtype}, {b_bits}, device)
+        C[0, 0] = tensor([c], {c_int}, {c_dtype}, {c_bits}, device)[0]
         bias = None
-        if int(c, 16) != 0:
-            bias = torch.zeros(N, dtype={d_dtype}, device="cuda")
-            bias[0] = C[0, 0].to({d_dtype})
+        if BIAS_DTYPE is not None:
+            bias = torch.zeros(N, dtype=BIAS_DTYPE, device=device)
+            bias[0] = C[0, 0].to(BIAS_DTYPE)
         for name, call in CALLS:
             D = call(A, B, C, sa, sb, bias)
-            torch.cuda.synchronize()
+            if device == "cuda":
+                torch.cuda.synchronize()
             d = D[0, 0].reshape(1).view({d_int}).item() & ((1 << {d_bits}) - 1)
             print(f"vector {{i}} call={{name}} d=0x{{d:0{d_digits}x}}")
 

@@ -17,6 +17,7 @@ from .gemm_query import GemmModel
 def resolve_model(text: str, K: int, instr: str | None = None) -> GemmModel:
     """`ARCH[...]/SCHEDULE[...]` for a depth-K GEMM on `instr` (default: the instruction
     libraries use on that architecture; an instruction-level text gets `serial`)."""
+    from ..gemm.element import c_format
     from ..gemm.hypothesis import parse_gemm
     from ..gemm.plan import make_plan, padded_k
 
@@ -29,7 +30,7 @@ def resolve_model(text: str, K: int, instr: str | None = None) -> GemmModel:
     out = h.schedule.out or p.d_fmt
     # C is acc_0 of the chain in the instruction's c format, else it joins the epilogue
     # in the output format (gemm.element.element's c_fmt default)
-    c_fmt = p.c_fmt if plan.c_in_chain else out
+    c_fmt = c_format(p, h.schedule)
     return GemmModel(
         h.describe(), h.variant.text, inst.name, p, h.schedule, plan, K, Kp, c_fmt, out
     )
