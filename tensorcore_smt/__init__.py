@@ -2,6 +2,7 @@
 bit-exactly and usable by SMT solvers to find inputs that tell hypotheses apart."""
 
 from .api import mma, resolve, simulate, simulate_one, simulate_params
+from .certify.bound import bound
 from .errors import UserError
 from .gemm.emulate import matmul
 from .gemm.torchmode import emulate
@@ -14,6 +15,7 @@ __all__ = [
     "PRESETS",
     "Rounding",
     "UserError",
+    "bound",
     "__version__",
     "emulate",
     "matmul",

@@ -35,6 +35,10 @@ MIN_QUERY_S = 1.0
 """A query is asked only with at least this much of the budget left."""
 
 
+class WitnessBug(RuntimeError):
+    """A solver's witness that the concrete model does not reproduce (a bug)."""
+
+
 @dataclass
 class Step:
     """One question of the search and its answer."""
@@ -185,6 +189,7 @@ def bound(
     limits: Limits | None = None,
     progress=None,
     on_step=None,
+    check_class: bool = True,
 ) -> Certificate:
     """The certified interval of `hypothesis`'s worst `measure` against the exact result
     (or against the variant `against`) over the class `constraints` (default: finite
@@ -198,9 +203,20 @@ def bound(
     resolution = Fraction(resolution)
     if resolution <= 0:
         raise UserError(f"resolution {resolution} must be positive")
+    from .classes import UNRESOLVED, class_is_empty, resolve_fixes
+
     cons = default_class() if constraints is None else tuple(constraints)
+    unfixed = tuple(
+        c for c in cons if not (c.kind == ConstraintKind.FIX and c.operands == UNRESOLVED)
+    )
+    q0 = make_bound_query(hypothesis, against, instr, measure, unfixed)
+    cons = resolve_fixes(cons, q0)
     q0 = make_bound_query(hypothesis, against, instr, measure, cons)
     limits = limits or Limits()
+    if check_class and class_is_empty(q0, limits):
+        raise UserError(
+            "the input class is empty: no input satisfies " + " ".join(c.describe() for c in cons)
+        )
     cert = Certificate(
         hypothesis,
         against or EXACT,
@@ -227,7 +243,10 @@ def bound(
             if on_step:
                 on_step(step)
             if o.verdict == Verdict.BAD_WITNESS:
-                raise RuntimeError("a solver witness did not reproduce on the concrete model")
+                raise WitnessBug(
+                    "a solver's witness does not reproduce on the concrete model; please "
+                    "report this bound"
+                )
             if cert.closed:
                 break
             nxt = _next_threshold(cert, t, o.verdict)

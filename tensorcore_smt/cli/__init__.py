@@ -2,6 +2,7 @@
 the root group of base.py; the modules import base.py and options.py, never each other."""
 
 from . import (  # noqa: F401  (registration)
+    bound,
     find,
     gemm,
     hardware,
