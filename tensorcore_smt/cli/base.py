@@ -55,9 +55,11 @@ def _pipe_closed() -> None:
 
 def check_out(path: str | Path | None, option: str = "--out") -> Path | None:
     """Refuse an output path that cannot be written (a missing or read-only folder, a
-    folder in place of the file) before any work starts. None passes."""
-    if path is None or str(path) == "":
+    folder in place of the file, an empty path) before any work starts. None passes."""
+    if path is None:
         return None
+    if not str(path).strip():
+        raise UserError(f"{option}: empty path")
     p = Path(path)
     if p.is_dir():
         raise UserError(f"{option} {p}: is a directory")
