@@ -97,6 +97,25 @@ def _usage_line(e: click.UsageError) -> str:
     return f"{cmd}: " + " ".join(e.format_message().split())
 
 
+MEMORY_OPTIONS: dict[str, str] = {
+    "--rows": "fewer --rows",
+    "--chunk": "a smaller --chunk",
+    "--workers": "fewer --workers",
+    "--random": "a smaller --random M,N,K",
+    "--compare": "fewer --compare",
+    "--k": "a smaller --k",
+}
+"""The options that bound a command's memory, and how to turn each down."""
+
+
+def memory_advice(group: click.Group, ctx: click.Context) -> str:
+    """The out-of-memory line, naming only options the failed command has."""
+    cmd = group.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+    names = {o for p in (cmd.params if cmd else ()) for o in getattr(p, "opts", ())}
+    tips = [tip for opt, tip in MEMORY_OPTIONS.items() if opt in names]
+    return "out of memory" + (f" (try {', '.join(tips)})" if tips else "")
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, delivered as an interrupt so that every `finally` and every handler of
     Ctrl-C runs (children killed, the finished work reported)."""
@@ -178,7 +197,7 @@ class Group(click.Group):
         except (UserError, ValueError) as e:
             fail(str(e))
         except MemoryError:
-            fail("out of memory (use smaller --rows/--chunk, or fewer --workers)")
+            fail(memory_advice(self, ctx))
         except OSError as e:
             fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
 
