@@ -406,11 +406,11 @@ def _gemm_probe(
 
 
 def _emit_probe(src: str, out: str | None, summary: str) -> None:
-    """The probe program to --out (printed on stdout instead, exit 2, when the write
-    fails after all) or to stdout; the summary on stdout after a write, else on stderr."""
+    """The probe program to --out (printed on stdout instead with the summary, exit 2,
+    when the write fails after all) or to stdout with the summary on stderr."""
     if out:
         if not write_or_print(Path(out), src, "probe source"):
-            click.echo(summary, err=True)
+            click.echo(summary)
             sys.exit(int(ExitCode.USAGE))
         click.echo(f"wrote {out}: {summary}")
     else:
