@@ -238,8 +238,9 @@ def _write_out(out_path: str | None, series: list[list[SweepPoint]], as_json: bo
 
 
 def _wrote(path: str, what: str, as_json: bool) -> None:
-    """The line saying a file was written (on stderr with --json: stdout is the JSON)."""
-    click.echo(f"wrote        {path} ({what})", err=as_json)
+    """The line saying a file was written (none with --json: the JSON's "files" says)."""
+    if not as_json:
+        click.echo(f"wrote        {path} ({what})")
 
 
 def _report(
