@@ -190,10 +190,29 @@ def _values(param: click.Parameter, f: dict[str, Path], known: bool) -> list[str
     return STRINGS
 
 
-def _cases(f: dict[str, Path]) -> list[list[str]]:
-    bases = _bases(f)
-    cases: list[list[str]] = [[], ["--help"], ["--version"], ["nosuch"], ["--nosuch"]]
-    for path, cmd in _commands(main).items():
+def _cases(f: dict[str, Path], bases: dict[str, list[str]] | None = None) -> list[list[str]]:
+    """Command lines: every command's help and unknown options, then every option of each
+    base line mutated in turn (`bases` given: only those lines, keyed as in `_bases`,
+    with an optional ' #tag' suffix so that one command can have several)."""
+    only = bases is not None
+    bases = _bases(f) if bases is None else bases
+    cases: list[list[str]] = (
+        [] if only else [[], ["--help"], ["--version"], ["nosuch"], ["--nosuch"]]
+    )
+    cmds = _commands(main)
+    items = [(k, cmds[k.split(" #")[0]]) for k in bases] if only else list(cmds.items())
+    for key, cmd in items:
+        path = key.split(" #")[0]
+        if only:
+            words = path.split()
+            base = bases[key]
+            cases.append(words + base)
+            for param in cmd.params:
+                if param.name == "help" or getattr(param, "is_flag", False):
+                    continue
+                for v in _values(param, f, True):
+                    cases.append(words + _mutated(base, param, v))
+            continue
         words = path.split()
         cases.append(words + ["--help"])
         cases.append(words + ["--no-such-option"])
@@ -230,6 +249,22 @@ def _cases(f: dict[str, Path]) -> list[list[str]]:
                     args += [opt, v]
                 cases.append(words + args)
     return cases
+
+
+def _mutated(base: list[str], param: click.Parameter, v: str) -> list[str]:
+    """`base` with `param` set to `v` (an argument: its first positional word)."""
+    args = list(base)
+    if isinstance(param, click.Argument):
+        pos = [i for i, a in enumerate(args) if not a.startswith("-")]
+        if pos:
+            args[pos[0]] = v
+        return args
+    opt = max(param.opts, key=len)
+    if opt in args:
+        args[args.index(opt) + 1] = v
+    else:
+        args += [opt, v]
+    return args
 
 
 def _check(args: list[str], r) -> str | None:
@@ -562,3 +597,179 @@ def test_a_closed_pipe_ends_quietly():
     run.p.stdout = None
     rc, _, err = run.finish()
     assert rc in (ExitCode.OK, -signal.SIGPIPE) and err == "", (rc, err)
+
+
+# --- the GEMM level ----------------------------------------------------------------------
+
+
+def _gemm_files(d: Path) -> dict[str, Path]:
+    """Good and bad GEMM inputs: .npy matrices, broken ones, GEMM vector files."""
+    out = {k: d / f"{k}.npy" for k in ("a", "b", "empty", "m0", "bigendian", "pattern")}
+    np.save(out["a"], np.ones((4, 32), np.float16))
+    np.save(out["b"], np.ones((32, 4), np.float16))
+    out["empty"].write_bytes(b"")
+    np.save(out["m0"], np.ones((0, 32), np.float16))
+    np.save(out["bigendian"], np.ones((4, 32), ">f2"))
+    np.save(out["pattern"], np.full((4, 32), 0x3C00, np.uint16))
+    out["npz"] = d / "ab.npz"
+    np.savez(out["npz"], a=np.ones((4, 32)))
+    from tensorcore_smt.validation import gemm_vectors as gvs
+
+    gv = d / "g.json"
+    hyps = ["ampere/serial", "ampere/serial[order=descending]"]
+    one = gvs.GemmVector(a=[0x3C00] * 32, b=[0x3C00] * 32, c=0, predicted={})
+    gf = gvs.GemmVectorFile("ampere", "m16n8k16.f32.f16.f16.f32", 32, hyps, [one])
+    gv.write_text(gvs.dumps(gvs.predict(gf)))
+    out["gemm_vectors"] = gv
+    doc = json.loads(gv.read_text())
+    doc["vectors"] = []
+    out["gemm_none"] = d / "g0.json"
+    out["gemm_none"].write_text(json.dumps(doc))
+    return out
+
+
+def _gemm_bases(g: dict[str, Path]) -> dict[str, list[str]]:
+    """Valid GEMM-level command lines ('PATH #tag' keys: several per command)."""
+    s = str
+    return {
+        "gemm": ["--arch", "ampere", "--random", "4,4,32", "--engine", "numpy",
+                 "--compare", "ampere/serial[split_k=2,split_tile=16]"],
+        "gemm #files": ["--arch", "ampere", "--a", s(g["a"]), "--b", s(g["b"]),
+                        "--out", "d.npy", "--engine", "numpy"],
+        "diff #gemm": ["hopper/serial", "volta/serial", "--k", "16", "--timeout", "5"],
+        "prove #gemm": ["ampere/serial", "ampere/serial[promote=32]", "--k", "32"],
+        "export #gemm": ["ampere/serial", "ampere/serial[promote=32]", "--k", "32", "--out", "q.smt2"],
+        "identify #gemm": ["--gemm", "--arch", "ampere", "--k", "16", "--oracle",
+                           "variant:ampere/serial", "--budget", "5"],
+        "probe #gemm": [s(g["gemm_vectors"]), "--out", "probe.py"],
+    }  # fmt: skip
+
+
+def _gemm_extra(g: dict[str, Path]) -> list[list[str]]:
+    """The bad GEMM inputs the option mutations do not reach: files and values."""
+    s = str
+    gemm = ["gemm", "--arch", "ampere", "--engine", "numpy"]
+    ab = ["--a", s(g["a"]), "--b", s(g["b"])]
+    rnd = ["--random", "4,4,32"]
+    return [
+        *(gemm + ["--a", s(g[k]), "--b", s(g["b"])] for k in ("empty", "npz", "m0", "bigendian")),
+        gemm + ["--a", s(g["pattern"]), "--b", s(g["b"])],
+        gemm + ["--a", s(g["pattern"]), "--b", s(g["b"]), "--dtype", "fp16"],
+        gemm + ab + ["--dtype", "e4m3"],
+        gemm + rnd + ["--out", "/dev/full"],
+        gemm + rnd + ["--out", ""],
+        gemm + rnd + ["--instr", ""],
+        gemm + rnd + ["--plot", "x.unknownformat"],
+        gemm + rnd + ["--plot", ""],
+        gemm + rnd + ["--k-sweep", "--compare", "ampere/serial[split_k=2,split_tile=16]"],
+        gemm + rnd + ["--compare", "ampere/serial[promote=16,promote=32]"],
+        gemm + ["--random", "0,4,32"],
+        ["diff", "hopper/serial", "volta/serial", "--k", "16", "--export", "nodir/q.smt2"],
+        ["diff", "hopper/serial", "volta/serial", "--k", "16", "--dtype", "e4m3"],
+        ["diff", "volta", "volta[carry_bits=2]", "--dtype", "fp16"],
+        ["identify", "--gemm", "--arch", "ampere/serial[split_k=4]", "--k", "32",
+         "--oracle", "variant:ampere/serial"],
+        ["identify", "--arch", "volta", "--dtype", "fp16", "--oracle", "variant:volta"],
+        ["probe", s(g["gemm_none"])],
+        ["probe", s(g["gemm_vectors"]), "--out", "/dev/full"],
+        ["vectors", "show", s(g["gemm_vectors"])],
+    ]  # fmt: skip
+
+
+def _run_gemm_cases(tmp_path: Path, mutate: bool) -> None:
+    """Run the GEMM command lines (`mutate`: every option of each base line mutated)."""
+    runner = CliRunner()
+    before = _children()
+    f = _files(tmp_path)
+    g = _gemm_files(tmp_path)
+    bases = _gemm_bases(g)
+    if mutate:
+        cases = _cases(f, bases) + _gemm_extra(g)
+        assert len(cases) >= 800, len(cases)
+    else:
+        cases = [k.split(" #")[0].split() + v for k, v in bases.items()] + _gemm_extra(g)
+    bad: list[str] = []
+    codes: dict[int, int] = {}
+    work = tmp_path / "work"
+    work.mkdir()
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        for args in cases:
+            r = runner.invoke(main, args)
+            codes[r.exit_code] = codes.get(r.exit_code, 0) + 1
+            why = _check(args, r)
+            if why is None and "Warning" in r.output:
+                why = "a warning on the output"
+            if why:
+                bad.append(f"tcsmt {' '.join(args)!r}: {why}")
+    finally:
+        os.chdir(cwd)
+    assert not bad, f"{len(bad)} of {len(cases)} command lines:\n" + "\n".join(bad[:40])
+    assert codes.get(0) and codes.get(2) and codes.get(130), codes
+    assert _children() <= before
+
+
+def test_gemm_command_lines_end_the_documented_way(tmp_path, no_work):
+    """gemm, GEMM hypotheses in diff/prove/export/identify and probes of GEMM vectors:
+    valid lines and the bad files and values of each kind."""
+    _run_gemm_cases(tmp_path, mutate=False)
+
+
+@pytest.mark.slow
+def test_gemm_command_lines_mutated_end_the_documented_way(tmp_path, no_work):
+    """As above, with every option of each valid GEMM line mutated in turn."""
+    _run_gemm_cases(tmp_path, mutate=True)
+
+
+def _gemm_api_calls() -> list[tuple[str, object]]:
+    """(description, thunk) for tc.matmul and tc.emulate calls with bad arguments."""
+    A, B = np.ones((4, 32), np.float16), np.ones((32, 4), np.float16)
+    calls: list[tuple[str, object]] = []
+    for hyp in [
+        "",
+        "ampere/",
+        "/serial",
+        "ampere/nosuch",
+        "ampere/serial[promote=16,promote=32]",
+        "ampere/serial[split_k=0]",
+        "ampere[F=999]/serial",
+        None,
+        3,
+    ]:
+        calls.append((f"matmul({hyp!r})", lambda h=hyp: tc.matmul(h, A, B)))
+    for kw in [
+        {"alpha": np.float32(0.5)},
+        {"alpha": np.int64(2)},
+        {"alpha": float("nan")},
+        {"alpha": "x"},
+        {"beta": np.float64(1e39)},
+        {"instr": ""},
+        {"instr": "nosuch"},
+        {"engine": "bogus"},
+        {"out_dtype": "bogus"},
+    ]:
+        calls.append(
+            (
+                f"matmul(**{kw!r})",
+                lambda k=kw: tc.matmul("ampere", A, B, **{"engine": "numpy", **k}),
+            )
+        )
+    for a, b in [(A[:0], B), (A, B[:3]), (A.astype(">f2"), B), (np.ones((4, 32), object), B)]:
+        calls.append((f"matmul({a.dtype}{a.shape})", lambda x=a, y=b: tc.matmul("ampere", x, y)))
+    for hyp in ["", "nosuch", "ampere/nosuch", 3]:
+        calls.append((f"emulate({hyp!r})", lambda h=hyp: tc.emulate(h).__enter__()))
+    return calls  # fmt: skip
+
+
+def test_gemm_api_calls_return_or_raise_user_error():
+    bad = []
+    for what, thunk in _gemm_api_calls():
+        try:
+            thunk()
+        except UserError as e:
+            if "\n" in str(e) or not str(e):
+                bad.append(f"{what}: message {str(e)!r}")
+        except Exception as e:  # noqa: BLE001 - the failure this test looks for
+            bad.append(f"{what}: {type(e).__name__}: {e}")
+    assert not bad, "\n".join(bad)

@@ -22,6 +22,7 @@ from tensorcore_smt.validation import gemm_vectors as gv
 
 FP8 = "wgmma.m64n8k32.f32.e4m3.e4m3"
 FP16 = "m16n8k16.f32.f16.f16.f32"
+FP16_WGMMA = "wgmma.m64n8k16.f32.f16.f16"  # what libraries run on Hopper for fp16 inputs
 LIMITS = Limits(solver="bitwuzla", timeout=120.0)
 
 
@@ -61,7 +62,7 @@ def test_diff_serial_vs_promoted_fp16_k256_witness_rechecked_on_the_emulator(tmp
     assert r.exit_code == ExitCode.OK, r.output
     rep = json.loads(r.output)
     assert rep["level"] == "gemm" and rep["verdict"] == "witness"
-    assert rep["instruction"] == FP16 and rep["K"] == 256
+    assert rep["instruction"] == FP16_WGMMA and rep["K"] == 256
     w = rep["witness"]
     assert w["reproduces"] and w["rechecked_on_emulator"]
     outs = [v["hex"] for v in w["outputs"].values()]
@@ -163,7 +164,7 @@ def test_prove_exit_codes_equal_refuted_unknown():
     ("args", "needle"),
     [
         (("diff", "hopper/serial", "hopper"), "compare two GEMM hypotheses"),
-        (("diff", "hopper", "hopper[F=24]", "--k", "64"), "--k and --zero-k apply"),
+        (("diff", "hopper", "hopper[F=24]", "--k", "64"), "--k, --zero-k and --dtype apply"),
         (("diff", "hopper/nosuch", "hopper/serial"), "unknown schedule"),
         (("diff", "hopper/serial[promote=100]", "hopper/serial"), "promote=100"),
         (("diff", "hopper/serial[split_k=9]", "hopper/serial", "--k", "128"), "split_k=9"),

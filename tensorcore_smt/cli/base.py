@@ -55,9 +55,11 @@ def _pipe_closed() -> None:
 
 def check_out(path: str | Path | None, option: str = "--out") -> Path | None:
     """Refuse an output path that cannot be written (a missing or read-only folder, a
-    folder in place of the file) before any work starts. None passes."""
-    if path is None or str(path) == "":
+    folder in place of the file, an empty path) before any work starts. None passes."""
+    if path is None:
         return None
+    if not str(path).strip():
+        raise UserError(f"{option}: empty path")
     p = Path(path)
     if p.is_dir():
         raise UserError(f"{option} {p}: is a directory")
@@ -93,6 +95,25 @@ def _usage_line(e: click.UsageError) -> str:
     """A command-line error on one line (click's own display adds usage and hint lines)."""
     cmd = e.ctx.command_path if e.ctx is not None else "tcsmt"
     return f"{cmd}: " + " ".join(e.format_message().split())
+
+
+MEMORY_OPTIONS: dict[str, str] = {
+    "--rows": "fewer --rows",
+    "--chunk": "a smaller --chunk",
+    "--workers": "fewer --workers",
+    "--random": "a smaller --random M,N,K",
+    "--compare": "fewer --compare",
+    "--k": "a smaller --k",
+}
+"""The options that bound a command's memory, and how to turn each down."""
+
+
+def memory_advice(group: click.Group, ctx: click.Context) -> str:
+    """The out-of-memory line, naming only options the failed command has."""
+    cmd = group.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+    names = {o for p in (cmd.params if cmd else ()) for o in getattr(p, "opts", ())}
+    tips = [tip for opt, tip in MEMORY_OPTIONS.items() if opt in names]
+    return "out of memory" + (f" (try {', '.join(tips)})" if tips else "")
 
 
 class Terminated(KeyboardInterrupt):
@@ -176,7 +197,7 @@ class Group(click.Group):
         except (UserError, ValueError) as e:
             fail(str(e))
         except MemoryError:
-            fail("out of memory (use smaller --rows/--chunk, or fewer --workers)")
+            fail(memory_advice(self, ctx))
         except OSError as e:
             fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
 

@@ -5,56 +5,18 @@ against the exact product and an fp64 matmul; compare hypotheses; plot errors.""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 import numpy as np
 
 from ..errors import UserError
-from ..gemm.arrays import DTYPE_FORMAT, FORMAT_DTYPE, UINT
-from ..gemm.hypothesis import parse_gemm
+from ..gemm.arrays import DTYPE_FORMAT
+from ..gemm.hypothesis import DEFAULT_INPUT, parse_gemm
 from ..gemm.measure import Dist, Measured, differ, parse_shape, random_matrix, run_measured
-from ..spec.formats import Format
-from .base import check_out, main
+from .base import check_out, fail, interrupted, main
+from .gemm_io import input_format, load_matrix, plot_format, save_array
+from .gemm_plot import SweepPoint, draw
 from .options import Ranged
-
-
-def _load(path: str | None, what: str, fmt: Format | None) -> np.ndarray | None:
-    """An .npy matrix; unsigned or raw (void) arrays are read as `fmt` (--dtype)."""
-    if path is None:
-        return None
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"--{what}: {path}: no such file")
-    try:
-        x = np.load(p, allow_pickle=False)
-    except (ValueError, OSError) as e:
-        raise UserError(f"--{what}: {path}: not a .npy array ({e})") from None
-    if x.dtype.kind in "uV":
-        if fmt is None:
-            raise UserError(f"--{what}: {path} holds {x.dtype} patterns; give --dtype")
-        w = fmt.spec.storage
-        if x.dtype.itemsize * 8 != w:
-            raise UserError(f"--{what}: {x.dtype} patterns are not {w}-bit {fmt.spec.name}")
-        x = x.view(UINT[w]).view(FORMAT_DTYPE[fmt])
-    if x.dtype not in DTYPE_FORMAT:
-        raise UserError(f"--{what}: dtype {x.dtype} is not a GEMM input")
-    if x.ndim != 2:
-        raise UserError(f"--{what}: {path} has shape {x.shape}; expected a 2-D matrix")
-    return x
-
-
-def _dtype(text: str | None) -> Format | None:
-    if text is None:
-        return None
-    try:
-        f = Format.parse(text)
-    except ValueError:
-        f = None
-    if f is None or f not in FORMAT_DTYPE:
-        known = ", ".join(sorted(x.spec.name for x in FORMAT_DTYPE))
-        raise UserError(f"--dtype: {text!r} is not an input format; allowed: {known}")
-    return f
 
 
 def _stats_json(m: Measured) -> dict:
@@ -101,51 +63,12 @@ def _print(m: Measured, first: Measured | None) -> None:
         click.echo(f"differs      {n} of {m.D.size} outputs from {first.run.hypothesis.describe()}")
 
 
-def _sweep_ks(K: int) -> list[int]:
+def sweep_ks(K: int) -> list[int]:
     ks, k = [], 16
     while k < K:
         ks.append(k)
         k *= 2
     return ks + [K]
-
-
-def _plot(path: str, runs: list[list[Measured]], ks: list[int] | None) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise UserError("--plot needs matplotlib: pip install 'tensorcore-smt[plot]'") from None
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    if ks is not None:
-        for series in runs:
-            name = series[0].run.hypothesis.describe()
-            med = [m.exact.median_ulps if m.exact else np.nan for m in series]
-            top = [m.exact.max_ulps if m.exact else np.nan for m in series]
-            (line,) = ax.plot(ks, med, marker="o", label=f"{name} median")
-            ax.plot(ks, top, marker="^", ls="--", color=line.get_color(), label=f"{name} max")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("K")
-        ax.set_yscale("symlog", linthresh=0.5)
-        ax.set_ylim(bottom=0)
-        ax.set_ylabel("error vs exact product (ulps of the output)")
-    else:
-        for series in runs:
-            m = series[-1]
-            if m.exact is None:
-                continue
-            u = np.sort(m.exact.ulps[np.isfinite(m.exact.ulps)].reshape(-1))
-            frac = np.arange(1, len(u) + 1) / max(len(u), 1)
-            ax.step(u, frac, where="post", label=m.run.hypothesis.describe())
-        ax.set_xscale("symlog", linthresh=1)
-        ax.set_xlim(left=0)
-        ax.set_xlabel("error vs exact product (ulps of the output)")
-        ax.set_ylabel("fraction of outputs with at most this error")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 @main.command()
@@ -177,11 +100,15 @@ def _plot(path: str, runs: list[list[Measured]], ks: list[int] | None) -> None:
     "--dtype",
     default=None,
     metavar="FMT",
-    help="Input format of --random (default: the instruction's, else fp16); also reads "
-    "unsigned .npy patterns as this format.",
+    help="Input format of --random (default: the instruction's, else fp16) and of "
+    "unsigned .npy patterns; float .npy arrays carry their own.",
 )
 @click.option(
-    "--out", "out_path", default=None, metavar="D.npy", help="Write D of --arch to this .npy file."
+    "--out",
+    "out_path",
+    default=None,
+    metavar="D.npy",
+    help="Write D of --arch to this path (.npy data; no extension added).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option(
@@ -196,7 +123,7 @@ def _plot(path: str, runs: list[list[Measured]], ks: list[int] | None) -> None:
     "plot_path",
     default=None,
     metavar="FILE.png",
-    help="Draw the error distributions (PNG; cumulative).",
+    help="Draw the error distributions (cumulative; format by extension, default png).",
 )
 @click.option("--k-sweep", is_flag=True, help="With --random: errors for K = 16, 32, ..., K.")
 @click.option(
@@ -224,18 +151,17 @@ def gemm(
 ) -> None:
     """Emulate D = A*B (+ C) as a GPU kernel computes it, and measure its error."""
     check_out(out_path, "--out")  # output paths refused before any work
-    check_out(plot_path, "--plot")
+    fig_fmt = plot_format(plot_path)
     hyps = [hyp, *others]
     for h in hyps:
         parse_gemm(h, instr)  # every hypothesis checked before any work
-    fmt = _dtype(dtype)
+    fmt = input_format(dtype)
     if shape is not None:
         if a_path or b_path or c_path:
             raise UserError("give either --random or --a/--b (--c), not both")
         M, N, K = parse_shape(shape)
         if fmt is None:
-            h0 = parse_gemm(hyp, instr)
-            fmt = h0.params().a_fmt if instr else Format.FP16
+            fmt = parse_gemm(hyp, instr).params().a_fmt if instr else DEFAULT_INPUT
         rng = np.random.default_rng(seed)
         A = random_matrix((M, K), fmt, Dist(dist), rng)
         B = random_matrix((K, N), fmt, Dist(dist), rng)
@@ -245,38 +171,106 @@ def gemm(
             raise UserError("--k-sweep needs --random M,N,K")
         if a_path is None or b_path is None:
             raise UserError("give --a and --b (.npy), or --random M,N,K")
-        A, B, C = _load(a_path, "a", fmt), _load(b_path, "b", fmt), _load(c_path, "c", fmt)
+        A, B = load_matrix(a_path, "a", fmt), load_matrix(b_path, "b", fmt)
+        C = load_matrix(c_path, "c", fmt)
         if A.shape[1] != B.shape[0]:
             raise UserError(f"--a {A.shape} and --b {B.shape}: inner dimensions differ")
         if C is not None and C.shape != (A.shape[0], B.shape[1]):
             raise UserError(f"--c has shape {C.shape}; expected {(A.shape[0], B.shape[1])}")
-    ks = _sweep_ks(A.shape[1]) if k_sweep else None
-    series: list[list[Measured]] = []
-    for h in hyps:
-        if ks is None:
-            series.append([run_measured(h, A, B, C, instr, engine=engine)])
-        else:
-            series.append(
-                [run_measured(h, A[:, :k], B[:k], None, instr, engine=engine) for k in ks]
-            )
-    if out_path:
-        np.save(out_path, series[0][-1].D)
+    ks = sweep_ks(A.shape[1]) if k_sweep else None
+    series: list[list[SweepPoint]] = []
+    try:
+        for h in hyps:
+            series.append(_run_series(h, A, B, C, instr, engine, ks))
+    except KeyboardInterrupt:
+        if not series:
+            raise
+        _report(A, B, series, ks, as_json, [])
+        _write_out(out_path, series, as_json)
+        interrupted(f"{len(series)} of {len(hyps)} hypotheses finished and reported")
+    files = [f for f in (out_path, plot_path) if f]
+    _report(A, B, series, ks, as_json, files)
+    _write_out(out_path, series, as_json)
     if plot_path:
-        _plot(plot_path, series, ks)
-    first = series[0][-1]
+        title = f"M={A.shape[0]} N={B.shape[1]} K={A.shape[1]}, {_name(A)} x {_name(B)} inputs"
+        if dist and shape is not None:
+            title += f" ({dist}, seed {seed})"
+        try:
+            draw(plot_path, fig_fmt, title, series, ks is not None)
+        except OSError as e:
+            fail(f"--plot {plot_path}: could not write the figure ({e.strerror or e})")
+        _wrote(plot_path, "plot of the errors", as_json)
+
+
+def _run_series(
+    h: str,
+    A: np.ndarray,
+    B: np.ndarray,
+    C: np.ndarray | None,
+    instr: str | None,
+    engine: str | None,
+    ks: list[int] | None,
+) -> list[SweepPoint]:
+    """One hypothesis run on the whole GEMM, or (--k-sweep) on every K of the sweep; a
+    K the schedule cannot cut (split-K with too few k-tiles) is skipped with the reason."""
+    full = run_measured(h, A, B, C, instr, engine=engine)
+    if ks is None:
+        return [(A.shape[1], full, "")]
+    points: list[SweepPoint] = []
+    for k in ks[:-1]:
+        try:
+            points.append((k, run_measured(h, A[:, :k], B[:k], None, instr, engine=engine), ""))
+        except UserError as e:
+            points.append((k, None, str(e)))
+    return points + [(ks[-1], full, "")]
+
+
+def _write_out(out_path: str | None, series: list[list[SweepPoint]], as_json: bool) -> None:
+    """D of the first hypothesis to --out (after the report: a failed write loses
+    nothing printed); exit 2 when the write fails."""
+    if not out_path:
+        return
+    try:
+        save_array(out_path, series[0][-1][1].D)
+    except OSError as e:
+        fail(f"--out {out_path}: could not write D ({e.strerror or e}); the report is above")
+    _wrote(out_path, f"D of {series[0][-1][1].run.hypothesis.describe()}", as_json)
+
+
+def _wrote(path: str, what: str, as_json: bool) -> None:
+    """The line saying a file was written (none with --json: the JSON's "files" says)."""
+    if not as_json:
+        click.echo(f"wrote        {path} ({what})")
+
+
+def _report(
+    A: np.ndarray,
+    B: np.ndarray,
+    series: list[list[SweepPoint]],
+    ks: list[int] | None,
+    as_json: bool,
+    files: list[str],
+) -> None:
+    """The report of the finished hypotheses, text or JSON."""
+    first = series[0][-1][1]
     if as_json:
         doc = {
             "shape": {"M": A.shape[0], "N": B.shape[1], "K": A.shape[1]},
             "inputs": [_name(A), _name(B)],
             "runs": [],
+            "files": files,
         }
         for s in series:
-            entry = _stats_json(s[-1])
+            m = s[-1][1]
+            entry = _stats_json(m)
             if s is not series[0]:
-                entry["differ_from_first"] = differ(s[-1].D, first.D)
+                entry["differ_from_first"] = differ(m.D, first.D)
             if ks is not None:
                 entry["k_sweep"] = [
-                    {"K": k, **(m.exact.as_dict() if m.exact else {})} for k, m in zip(ks, s)
+                    {"K": k, "skipped": why}
+                    if p is None
+                    else {"K": k, **(p.exact.as_dict() if p.exact else {})}
+                    for k, p, why in s
                 ]
             doc["runs"].append(entry)
         click.echo(json.dumps(doc, indent=1))
@@ -287,16 +281,16 @@ def gemm(
     )
     for s in series:
         click.echo("")
-        _print(s[-1], first if s is not series[0] else None)
+        _print(s[-1][1], first if s is not series[0] else None)
         if ks is not None:
             click.echo("K sweep      K: median / max ulp vs exact")
-            for k, m in zip(ks, s):
-                e = m.exact
-                click.echo(
-                    f"  {k:>6}     {e.median_ulps:.4g} / {e.max_ulps:.4g}"
-                    if e
-                    else f"  {k:>6}     n/a"
-                )
+            for k, m, why in s:
+                if m is None:
+                    click.echo(f"  {k:>6}     skipped: {why}")
+                elif m.exact:
+                    click.echo(f"  {k:>6}     {m.exact.median_ulps:.4g} / {m.exact.max_ulps:.4g}")
+                else:
+                    click.echo(f"  {k:>6}     n/a")
 
 
 def _name(x: np.ndarray) -> str:

@@ -11,10 +11,11 @@ import click
 from ..errors import UserError
 from ..smt.gemm_query import GemmQuery, make_gemm_query, parse_zero_k
 from ..smt.gemm_solve import answer_gemm
-from ..smt.query import Goal, parse_fix, smtlib
+from ..smt.query import Goal, parse_fix
 from ..smt.solve import Limits, Outcome, Verdict, solvers_for
 from .base import check_out, write_or_print
-from .options import Spinner, constraints_from
+from .gemm_io import input_format
+from .options import Spinner, constraints_from, export_query
 
 DEFAULT_K = 256
 
@@ -23,11 +24,12 @@ def build_gemm_query(x: str, y: str, goal: Goal, opts: dict) -> GemmQuery:
     """The GEMM query the options describe (constraints as for instruction queries,
     plus --zero-k)."""
     K = opts.get("k") or DEFAULT_K
+    fmt = input_format(opts.get("dtype"))
     cons = constraints_from(opts) + [parse_zero_k(z, K) for z in opts.get("zero_k") or ()]
-    q = make_gemm_query(x, y, K, opts["instr"], goal, tuple(cons))
+    q = make_gemm_query(x, y, K, opts["instr"], goal, tuple(cons), fmt=fmt)
     if opts["fixes"]:
         fixed = tuple(parse_fix(f, q.operands) for f in opts["fixes"])
-        q = make_gemm_query(x, y, K, opts["instr"], goal, tuple(cons) + fixed)
+        q = make_gemm_query(x, y, K, opts["instr"], goal, tuple(cons) + fixed, fmt=fmt)
     return q
 
 
@@ -70,21 +72,22 @@ def run_gemm(
     files: list[str] = []
     export = opts.get("export_path")
     if export is not None:
-        dst = Path(export) if export else Path("queries") / f"{q.slug}.smt2"
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        dst.write_text(smtlib(q, for_export=True))
-        files.append(str(dst))
+        files.append(str(export_query(q, export or None)))
     as_json = opts["as_json"]
     spinner = Spinner(sys.stderr.isatty() and not as_json)
     try:
         o = answer_gemm(q, limits, spinner, focus=focus and goal == Goal.DIFFER)
     finally:
         spinner.clear()
+    unwritten = False
     if out and len(set(q.d_formats)) > 1:
         files_note = "--out: the hypotheses write D in different formats; no vector file"
         click.echo(f"tcsmt: {files_note}", err=True)
-    elif out and o.witness and o.verdict == Verdict.WITNESS and save_gemm_witness(o, out):
-        files.append(str(out))
+    elif out and o.witness and o.verdict == Verdict.WITNESS:
+        if save_gemm_witness(o, out):
+            files.append(str(out))
+        else:
+            unwritten = True
     from .solve import report_and_exit
 
-    report_and_exit(o, files, as_json, codes)
+    report_and_exit(o, files, as_json, codes, unwritten)

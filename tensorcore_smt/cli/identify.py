@@ -19,7 +19,9 @@ from ..identify.report import to_json, to_text
 from ..identify.search import RESTART_SECONDS
 from ..identify.space import resolve_space
 from ..smt.solve import PORTFOLIO, Limits, solvers_for
+from ..spec.formats import Format
 from .base import fail, main
+from .gemm_io import DTYPE_HELP, input_format
 from .options import Ranged, oracle_timeout_option
 
 
@@ -139,6 +141,7 @@ def _solver_opts(f):
     default=None,
     help="With --gemm: the depth K of the product (default 256).",
 )
+@click.option("--dtype", default=None, metavar="FMT", help=f"With --gemm: {DTYPE_HELP}.")
 @_solver_opts
 @oracle_timeout_option
 def identify_cmd(
@@ -149,6 +152,7 @@ def identify_cmd(
     space_name: str | None,
     gemm: bool,
     k: int | None,
+    dtype: str | None,
     solver: str,
     timeout: float,
     search_seconds: float,
@@ -161,11 +165,11 @@ def identify_cmd(
     --gemm: variant:ARCH/SCHEDULE, cmd:PROGRAM, torch[:fast])."""
     if gemm:
         space, oracle = _gemm_space_and_oracle(
-            arch, instr, k, space_name, oracle_spec, oracle_timeout
+            arch, instr, k, input_format(dtype), space_name, oracle_spec, oracle_timeout
         )
     else:
-        if k is not None or "/" in arch:
-            raise UserError("--k and ARCH/SCHEDULE go with --gemm")
+        if k is not None or dtype is not None or "/" in arch:
+            raise UserError("--k, --dtype and ARCH/SCHEDULE go with --gemm")
         space = resolve_space(arch, instr, space_name)
         oracle = make_oracle(oracle_spec, space.base, space.arch, space.instr, oracle_timeout)
     show = sys.stderr.isatty() and not as_json
@@ -188,6 +192,7 @@ def _gemm_space_and_oracle(
     arch: str,
     instr: str | None,
     k: int | None,
+    fmt: Format | None,
     space_name: str | None,
     oracle_spec: str,
     oracle_timeout: float,
@@ -201,7 +206,7 @@ def _gemm_space_and_oracle(
     path = None
     if space_name is not None:
         path = builtin_spaces().get(space_name) or Path(space_name)
-    space = load_gemm_space(arch, k or 256, instr, path)
+    space = load_gemm_space(arch, k or 256, instr, path, fmt)
     return space, make_gemm_oracle(oracle_spec, space, oracle_timeout)
 
 

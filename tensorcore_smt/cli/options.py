@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
@@ -22,8 +23,10 @@ from ..smt.query import (
     parse_fix,
     parse_representable,
     parse_window,
+    smtlib,
 )
 from ..smt.solve import PORTFOLIO, Limits
+from .base import check_out
 
 
 @dataclass(frozen=True)
@@ -271,6 +274,23 @@ def build_query(variant_x: str, variant_y: str, goal: Goal, opts: dict) -> Query
         fixed = tuple(parse_fix(f, q.operands) for f in opts["fixes"])
         q = make_query(variant_x, variant_y, instr, goal, tuple(cons) + fixed)
     return q
+
+
+QUERIES_DIR = Path("queries")
+"""Where a query goes when --export (or export's --out) names no file."""
+
+
+def export_query(q, path: str | None, option: str = "--export") -> Path:
+    """Write a query (instruction or GEMM) as SMT-LIB2 with check-sat and get-value and
+    return the path: `path` when given (its folder must exist, as for every output
+    file), else QUERIES_DIR/NAME.smt2 (the folder made when missing)."""
+    if path:
+        dst = check_out(path, option)
+    else:
+        dst = QUERIES_DIR / f"{q.slug}.smt2"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(smtlib(q, for_export=True))
+    return dst
 
 
 def limits_from(opts: dict) -> Limits:

@@ -16,21 +16,21 @@ import click
 from ..errors import ExitCode, UserError
 from ..smt.gemm_query import MAX_K, is_gemm
 from ..smt.gemm_solve import FOCUS_PER_BLOCK
-from ..smt.query import Goal, Query, smtlib
+from ..smt.query import Goal, Query
 from ..smt.report import to_json, to_text
 from ..smt.solve import Limits, Outcome, Verdict, answer, solvers_for
 from .base import check_out, main, write_or_print
+from .gemm_io import DTYPE_HELP
 from .gemm_solve import DEFAULT_K, run_gemm
 from .options import (
     Spinner,
     build_query,
     constraint_options,
+    export_query,
     limits_from,
     query_options,
     solver_options,
 )
-
-QUERIES_DIR = Path("queries")
 
 # (verdict -> exit code) per command
 _DIFF_EXIT = {
@@ -45,14 +45,6 @@ _PROVE_EXIT = {
     Verdict.UNKNOWN: ExitCode.INCOMPLETE,
     Verdict.BAD_WITNESS: ExitCode.WITNESS_BUG,
 }
-
-
-def export_query(q: Query, path: str | None) -> Path:
-    """Write the query as SMT-LIB2 (with check-sat and get-value) and return the path."""
-    dst = Path(path) if path else QUERIES_DIR / f"{q.slug}.smt2"
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.write_text(smtlib(q, for_export=True))
-    return dst
 
 
 def save_witness(o: Outcome, path: str) -> bool:
@@ -93,15 +85,22 @@ def run(
         o = answer(q, limits, spinner)
     finally:
         spinner.clear()
-    if out and o.witness and o.verdict == Verdict.WITNESS and save_witness(o, out):
-        files.append(str(out))
-    report_and_exit(o, files, as_json, codes)
+    unwritten = False
+    if out and o.witness and o.verdict == Verdict.WITNESS:
+        if save_witness(o, out):
+            files.append(str(out))
+        else:
+            unwritten = True
+    report_and_exit(o, files, as_json, codes, unwritten)
 
 
-def report_and_exit(o: Outcome, files: list[str], as_json: bool, codes: dict) -> None:
+def report_and_exit(
+    o: Outcome, files: list[str], as_json: bool, codes: dict, unwritten: bool = False
+) -> None:
     """Print the report (text or JSON; an instruction or a GEMM query alike), the
     internal-error line for a witness that does not reproduce, and exit with the
-    command's code for the verdict."""
+    command's code for the verdict (`unwritten`: an output file could not be written
+    after all; its content is printed above and the exit code is 2)."""
     if as_json:
         click.echo(json.dumps(to_json(o, files), indent=2))
     else:
@@ -113,7 +112,7 @@ def report_and_exit(o: Outcome, files: list[str], as_json: bool, codes: dict) ->
             "--export to save it)",
             err=True,
         )
-    sys.exit(codes[o.verdict])
+    sys.exit(ExitCode.USAGE if unwritten else codes[o.verdict])
 
 
 def gemm_options(f):
@@ -144,6 +143,9 @@ def gemm_query_options(f):
             metavar="LO:HI",
             help="GEMM hypotheses: a_k = b_k = +0 for LO <= k < HI.",
         ),
+        click.option(
+            "--dtype", default=None, metavar="FMT", help=f"GEMM hypotheses: {DTYPE_HELP}."
+        ),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -159,8 +161,10 @@ def _gemm_level(x: str, y: str, opts: dict) -> bool:
             "compare two GEMM hypotheses (ARCH[...]/SCHEDULE[...]) or two instruction "
             f"variants; got {x!r} and {y!r} (write 'ARCH/serial' for the plain chain)"
         )
-    if not gx and (opts.get("k") is not None or opts.get("zero_k")):
-        raise UserError("--k and --zero-k apply to GEMM hypotheses ARCH[...]/SCHEDULE[...]")
+    if not gx and (opts.get("k") is not None or opts.get("zero_k") or opts.get("dtype")):
+        raise UserError(
+            "--k, --zero-k and --dtype apply to GEMM hypotheses ARCH[...]/SCHEDULE[...]"
+        )
     return gx
 
 
@@ -255,7 +259,9 @@ def export(
             raise UserError("--property needs --arch")
         for _, q in get(prop_name).bind(arch, opts["instr"]):
             dst = Path(out) / f"{q.slug}.smt2" if out else None
-            click.echo(str(export_query(q, str(dst) if dst else None)))
+            if dst is not None:
+                dst.parent.mkdir(parents=True, exist_ok=True)  # --out names a folder here
+            click.echo(str(export_query(q, str(dst) if dst else None, "--out")))
         return
     if len(variants) != 2:
         raise UserError(f"export takes two variants (or --property); got {len(variants)}")
@@ -266,7 +272,7 @@ def export(
         q = build_gemm_query(variants[0], variants[1], Goal(goal), opts)
         if focused:
             q = gemm_query.focused(q, FOCUS_PER_BLOCK)
-        click.echo(str(export_query(q, out)))
+        click.echo(str(export_query(q, out, "--out")))
         return
     q = build_query(variants[0], variants[1], Goal(goal), opts)
-    click.echo(str(export_query(q, out)))
+    click.echo(str(export_query(q, out, "--out")))

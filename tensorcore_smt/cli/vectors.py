@@ -305,14 +305,7 @@ def probe(
         f"run:   ./{cmd.split(' -o ')[1].split()[0]} > probe_output.txt\n"
         f"check: tcsmt probe --check {vpath} probe_output.txt"
     )
-    if out:
-        if write_or_print(Path(out), src, "probe source"):
-            click.echo(f"wrote {out}: {summary}")
-        else:
-            click.echo(summary, err=True)
-    else:
-        click.echo(src, nl=False)
-        click.echo(summary, err=True)
+    _emit_probe(src, out, summary)
 
 
 def _is_gemm_file(path: str) -> bool:
@@ -395,7 +388,10 @@ def _gemm_probe(
         raise UserError("--json goes with --check")
     if len(files) != 1:
         raise UserError("give one vector file: tcsmt probe GEMM_VECTORS.json --out probe.py")
+    check_out(out)
     gf = gv.load(files[0])
+    if not gf.vectors:
+        raise UserError(f"{files[0]}: vectors: the file has no vectors to probe")
     try:
         src = torch_gemm.generate(gf, vectors_name=files[0])
     except UserError as e:
@@ -406,9 +402,16 @@ def _gemm_probe(
         "(torch with a CUDA GPU)\n"
         f"check: tcsmt probe --check {files[0]} gemm_output.txt"
     )
+    _emit_probe(src, out, summary)
+
+
+def _emit_probe(src: str, out: str | None, summary: str) -> None:
+    """The probe program to --out (printed on stdout instead with the summary, exit 2,
+    when the write fails after all) or to stdout with the summary on stderr."""
     if out:
-        check_out(out)
-        Path(out).write_text(src)
+        if not write_or_print(Path(out), src, "probe source"):
+            click.echo(summary)
+            sys.exit(int(ExitCode.USAGE))
         click.echo(f"wrote {out}: {summary}")
     else:
         click.echo(src, nl=False)

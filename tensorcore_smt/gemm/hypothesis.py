@@ -31,6 +31,11 @@ def default_instructions() -> dict[str, dict[str, str]]:
     return data["instructions"]
 
 
+DEFAULT_INPUT = Format.FP16
+"""The input format of a GEMM when none is given (--dtype left out): the one every
+architecture's matrix unit takes."""
+
+
 def default_instruction(arch: str, a: Format, b: Format) -> str:
     """The instruction libraries run on `arch` for A in format `a` and B in `b`
     (fp32 arrays: the TF32 form where there is one); UserError when there is none."""
@@ -75,11 +80,11 @@ class GemmHypothesis:
 
     def instruction(self, a: Format | None = None, b: Format | None = None) -> Instruction:
         """The instruction this hypothesis runs for A and B in formats `a`, `b` (the
-        named one when `instr` is set, else the library default for those formats)."""
+        named one when `instr` is set, else the library default for those formats; `a`
+        None: for `DEFAULT_INPUT`). Every GEMM command and the API pick it here."""
         if self.instr is not None:
             return self.variant.instruction(self.instr)
-        if a is None:
-            return self.variant.instruction(None)
+        a = a if a is not None else DEFAULT_INPUT
         name = default_instruction(self.arch, a, b if b is not None else a)
         return self.variant.instruction(name)
 
@@ -112,6 +117,8 @@ def parse_gemm(
     none (default `serial`); giving both is an error."""
     if not isinstance(text, str) or not text.strip():
         raise UserError("empty GEMM hypothesis; expected ARCH[...]/SCHEDULE[...]")
+    if instr is not None and (not isinstance(instr, str) or not instr.strip()):
+        raise UserError(f"instruction {instr!r}: expected an instruction name")
     arch_text, sched_text = split_gemm_text(text)
     if not arch_text:
         raise UserError(f"malformed GEMM hypothesis {text!r}: no architecture before '/'")

@@ -125,9 +125,10 @@ def run_measured(
     except ValueError as e:
         why_exact = str(e)
     try:
-        x64 = _as_f64(A, p.a_fmt) @ _as_f64(B, p.b_fmt)
-        c64 = 0.0 if C is None else _as_f64(np.broadcast_to(C, D.shape), c_fmt)
-        x64 = alpha * x64 + beta * c64
+        with np.errstate(invalid="ignore", over="ignore"):  # Inf/NaN inputs: NaN here
+            x64 = _as_f64(A, p.a_fmt) @ _as_f64(B, p.b_fmt)
+            c64 = 0.0 if C is None else _as_f64(np.broadcast_to(C, D.shape), c_fmt)
+            x64 = alpha * x64 + beta * c64
         fp64 = measure(d_bits, out, exact_of_fp64(np.ascontiguousarray(x64)))
     except ValueError as e:
         why_fp64 = str(e)

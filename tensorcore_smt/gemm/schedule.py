@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import re
 import sys
 from dataclasses import dataclass, fields
@@ -149,7 +150,9 @@ class Schedule:
             )
 
     def with_(self, **changes: Any) -> Schedule:
-        return dataclasses.replace(self, **changes)
+        """A copy with `changes` (range-checked); numpy scalars are taken as the Python
+        numbers they hold (np.float32(0.5) as alpha)."""
+        return dataclasses.replace(self, **{k: _plain(v) for k, v in changes.items()})
 
     @property
     def c_beta(self) -> float:
@@ -233,6 +236,16 @@ def describe_field(name: str) -> str:
     if name == "out":
         return "one of " + ", ".join(sorted(f.spec.name for f in OUT_FORMATS)) + ", none"
     return name
+
+
+def _plain(value: Any) -> Any:
+    """A numpy integer or float scalar as the Python int or float it holds; any other
+    value unchanged (bools and enums included)."""
+    if isinstance(value, (bool, int, float)) or not isinstance(value, numbers.Real):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    return float(value)
 
 
 def check_field(name: str, value: Any) -> None:
@@ -377,6 +390,8 @@ def parse_schedule(text: str) -> Schedule:
         if "=" not in item:
             raise UserError(f"malformed schedule {text!r}: {item.strip()!r} is not field=value")
         k, v = (s.strip() for s in item.split("=", 1))
+        if k in changes:
+            raise UserError(f"schedule {text!r}: {k} is given twice; give each field once")
         changes[k] = parse_field(k, v)
     try:
         return sched.with_(**changes)

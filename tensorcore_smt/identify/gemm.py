@@ -177,16 +177,28 @@ class GemmSpace(Space):
         return GemmQuery((ma.text, mb.text), self.instr, self.base.K, Goal.DIFFER, (), "", (ma, mb))
 
 
-def load_gemm_space(arch: str, K: int, instr: str | None, path: Path | None = None) -> GemmSpace:
+def load_gemm_space(
+    arch: str,
+    K: int,
+    instr: str | None,
+    path: Path | None = None,
+    fmt: Format | None = None,
+) -> GemmSpace:
     """The GEMM space for `arch` (`ARCH[...]` or `ARCH[...]/SCHEDULE[...]`: the base
-    schedule), instruction `instr` (default: the one libraries use) and depth K."""
+    schedule), instruction `instr` (default: the one libraries use for inputs in `fmt`,
+    else fp16) and depth K; UserError when the base schedule does not fit K."""
     from ..gemm.hypothesis import parse_gemm
+    from ..gemm.plan import make_plan, padded_k
     from ..gemm.schedule import parse_field
 
     h = parse_gemm(arch, instr)
-    inst = h.instruction() if instr is None else h.variant.instruction(instr)
+    inst = h.instruction(fmt)
     h = parse_gemm(arch, inst.name)
     p = h.params()
+    try:
+        make_plan(h.schedule, padded_k(K, p.K), p.K)
+    except UserError as e:
+        raise UserError(f"--arch {arch}: the base schedule does not fit K={K}: {e}") from None
     inner = resolve_space(h.variant.text, inst.name, None)
     path = path or DEFAULT_GEMM_SPACE
     try:

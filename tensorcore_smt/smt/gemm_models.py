@@ -11,18 +11,22 @@ import numpy as np
 from ..bv.core import BV
 from ..bv.vector import VECTOR
 from ..errors import UserError
+from ..spec.formats import Format
 from .gemm_query import GemmModel
 
 
-def resolve_model(text: str, K: int, instr: str | None = None) -> GemmModel:
+def resolve_model(
+    text: str, K: int, instr: str | None = None, fmt: Format | None = None
+) -> GemmModel:
     """`ARCH[...]/SCHEDULE[...]` for a depth-K GEMM on `instr` (default: the instruction
-    libraries use on that architecture; an instruction-level text gets `serial`)."""
+    libraries use on that architecture for inputs in `fmt`, else in the default input
+    format; an instruction-level text gets `serial`)."""
     from ..gemm.element import c_format
     from ..gemm.hypothesis import parse_gemm
     from ..gemm.plan import make_plan, padded_k
 
     h = parse_gemm(text, instr)
-    inst = h.instruction() if instr is None else h.variant.instruction(instr)
+    inst = h.instruction(fmt)
     h = parse_gemm(text, inst.name)
     p = h.params()
     Kp = padded_k(K, p.K)

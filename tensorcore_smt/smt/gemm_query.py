@@ -63,12 +63,13 @@ class GemmModel:
         return element(a, b, c, self.p, self.plan, self.schedule)
 
 
-def resolve(text: str, K: int, instr: str | None = None) -> GemmModel:
+def resolve(text: str, K: int, instr: str | None = None, fmt: Format | None = None) -> GemmModel:
     """`ARCH[...]/SCHEDULE[...]` on instruction `instr` (default: the one libraries use
-    for the architecture) for a GEMM of depth K (UserError if anything is bad)."""
+    on the architecture for inputs in `fmt`, else fp16) for a GEMM of depth K (UserError
+    if anything is bad)."""
     from . import gemm_models as adapter
 
-    return adapter.resolve_model(text, K, instr)
+    return adapter.resolve_model(text, K, instr, fmt)
 
 
 def is_gemm(text: str) -> bool:
@@ -233,9 +234,11 @@ def make_gemm_query(
     goal: Goal = Goal.DIFFER,
     constraints: tuple[Constraint, ...] = (),
     name: str = "",
+    fmt: Format | None = None,
 ) -> GemmQuery:
-    """Resolve two GEMM hypotheses for depth K on one instruction shape; UserError if
-    they cannot be compared (other input, c or d formats)."""
+    """Resolve two GEMM hypotheses for depth K, each on `instr` or else on the instruction
+    libraries run on its architecture for inputs in `fmt` (default fp16); UserError if
+    they cannot be compared (other input or c formats)."""
     if goal not in GEMM_GOALS:
         raise UserError(
             f"goal {goal.value} is not asked of GEMM hypotheses; known: "
@@ -243,8 +246,8 @@ def make_gemm_query(
         )
     if isinstance(K, bool) or not isinstance(K, int) or not 1 <= K <= MAX_K:
         raise UserError(f"--k: {K} is out of range; allowed: 1..{MAX_K}")
-    mx = resolve(x, K, instr)
-    my = resolve(y, K, instr or mx.instruction)
+    mx = resolve(x, K, instr, fmt)
+    my = resolve(y, K, instr, fmt)
     for what, u, v in (
         ("a", mx.p.a_fmt, my.p.a_fmt),
         ("b", mx.p.b_fmt, my.p.b_fmt),

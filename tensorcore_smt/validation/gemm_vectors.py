@@ -33,9 +33,9 @@ import numpy as np
 from ..errors import UserError
 from ..spec.formats import Format, format_hex, parse_hex
 from ..version import __version__
-from .vectors import check_formats, json_object, load_file, vector_rows
+from .vectors import GEMM_SCHEMA, check_formats, json_object, load_file, vector_rows
 
-SCHEMA = "tcsmt-gemm-vectors"
+SCHEMA = GEMM_SCHEMA
 SCHEMA_VERSION = 1
 DEFAULT_SHAPE = (64, 64)
 """M and N of the product a probe embeds each vector in (row 0 of A, column 0 of B)."""
@@ -83,14 +83,19 @@ class GemmVectorFile:
     meta: dict = field(default_factory=dict)
 
     def models(self):
-        """Each hypothesis resolved on the file's instruction and K (UserError naming the
-        hypothesis when one does not parse or takes other formats)."""
+        """Each hypothesis resolved for the file's K on the file's instruction, or, on an
+        architecture without it, on the one libraries run there for the same inputs
+        (UserError naming the hypothesis when one does not parse or takes other formats)."""
+        from ..gemm.hypothesis import parse_gemm
         from ..smt.gemm_models import resolve_model
 
         out = []
         for i, h in enumerate(self.hypotheses):
             try:
-                out.append(resolve_model(h, self.K, self.instruction))
+                instr: str | None = self.instruction
+                if out and instr not in parse_gemm(h).variant.preset.instructions:
+                    instr = None
+                out.append(resolve_model(h, self.K, instr, out[0].p.a_fmt if out else None))
             except UserError as e:
                 raise UserError(f"hypotheses[{i}]: {e}") from None
         return out

@@ -38,6 +38,8 @@ from ..version import __version__
 
 SCHEMA = "tcsmt-vectors"
 SCHEMA_VERSION = 1
+GEMM_SCHEMA = "tcsmt-gemm-vectors"
+"""The schema of GEMM vector files (validation.gemm_vectors), told apart in errors."""
 CSV_MARK = "# tcsmt-vectors "
 
 _TOP_KEYS = {
@@ -294,6 +296,11 @@ def from_json(obj: Any) -> VectorFile:
         raise UserError("not a JSON object (a tcsmt-vectors file is one object)")
     if "schema" not in obj:
         raise UserError(f'schema: missing (expected "schema": "{SCHEMA}")')
+    if obj["schema"] == GEMM_SCHEMA:
+        raise UserError(
+            f"a GEMM vector file ({GEMM_SCHEMA}); this command reads instruction vector files "
+            f"({SCHEMA}); GEMM vectors go to `tcsmt probe`"
+        )
     if obj["schema"] != SCHEMA:
         raise UserError(f"schema: expected {SCHEMA!r}, got {json.dumps(obj['schema'])}")
     ver = obj.get("schema_version")
