@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-slow test-torch bench bench-solvers results queries docs lint format demo clean hardware hardware-vectors
+.PHONY: install test test-slow test-torch bench bench-solvers results bounds queries docs lint format demo clean hardware hardware-vectors
 
 install:
 	$(PY) -m venv $(VENV)
@@ -37,6 +37,11 @@ bench-solvers:
 results:
 	$(BIN)/python bench/make_results.py
 	$(BIN)/python bench/bench_solvers.py --table4 --write results
+	$(BIN)/python bench/make_bounds.py --write results
+
+# Certified worst-case normwise errors (tcsmt bound) beside sampled maxima: results/bounds.md.
+bounds:
+	$(BIN)/python bench/make_bounds.py --write results
 
 # SMT-LIB2 exports of the paper's queries (Valpey et al. 2025, Tables 3 and 4) into queries/:
 # z3, cvc5 and bitwuzla each read them. Four are committed as examples (tests/test_docs.py
