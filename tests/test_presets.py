@@ -131,7 +131,11 @@ def _copy_tables(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     "old, new, message",
     [
-        ('families = ["mma-sm70", "ffma"]', 'families = ["mma-sm70", "mma-sm71"]', "unknown family"),
+        (
+            'families = ["mma-sm70", "ffma"]',
+            'families = ["mma-sm70", "mma-sm71"]',
+            "unknown family",
+        ),
         ('families = ["mma-sm70", "ffma"]', 'families = ["mma-sm70", "mma-sm70"]', "listed twice"),
         (
             'default = "m8n8k4.f32.f16.f16.f32"\nfamilies = ["mma-sm70", "ffma"]',
