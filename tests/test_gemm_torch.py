@@ -103,24 +103,31 @@ def test_fp32_follows_torchs_matmul_precision(fp32_precision):
     g = torch.Generator().manual_seed(11)
     x = torch.randn(4, 40, generator=g)
     w = torch.randn(40, 6, generator=g)
-    fp32_precision("highest")  # torch's default: full fp32, cuBLAS SGEMM
-    with pytest.raises(tc.UserError, match="precision 'highest'"):
-        with tc.emulate("ampere"):
-            x @ w
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with tc.emulate("ampere", strict=False):
-            y = x @ w
-    assert torch.equal(y, x @ w) and any("highest" in str(m.message) for m in caught)
-    with tc.emulate("cdna3"):  # the fp32 MFMA is full fp32: emulated at any precision
+    c = torch.randn(6, generator=g)
+    fp32_precision("highest")  # torch's default: full fp32, cuBLAS SGEMM (FFMA chains)
+    with tc.emulate("ampere") as mode:
+        y = x @ w
+        y_lin = torch.nn.functional.linear(x, w.T, c)
+    assert _same(y, tc.matmul("ampere", x, w, instr="fma.rn.f32"))
+    ep = "ampere/serial[c_join=epilogue]"
+    assert _same(y_lin, tc.matmul(ep, x, w, c, instr="fma.rn.f32"))
+    assert mode.emulated == [("matmul", "fma.rn.f32"), ("linear", "fma.rn.f32")]
+    assert not torch.equal(y, tc.matmul("ampere", x, w))  # not the TF32 mma
+    with tc.emulate("cdna3") as mode_m:  # the fp32 MFMA is full fp32: emulated at any precision
         y_m = x @ w
     assert _same(y_m, tc.matmul("cdna3", x, w))
+    assert mode_m.emulated == [("matmul", "v_mfma_f32_32x32x2_f32")]
     for level in ("high", "medium"):  # torch lets cuBLAS use TF32
         fp32_precision(level)
-        with tc.emulate("ampere"):
+        with tc.emulate("ampere") as mode_t:
             y_t = x @ w
         assert _same(y_t, tc.matmul("ampere", x, w))
+        assert mode_t.emulated == [("matmul", "m16n8k8.f32.tf32.tf32.f32")]
         assert not torch.equal(y_t, x @ w)  # TF32 drops 13 mantissa bits of each input
+        with tc.emulate("volta") as mode_v:  # no TF32 on Volta: cuBLAS SGEMM at any precision
+            y_v = x @ w
+        assert _same(y_v, tc.matmul("volta", x, w, instr="fma.rn.f32"))
+        assert mode_v.emulated == [("matmul", "fma.rn.f32")]
 
 
 def test_baddbmm_is_emulated_and_other_products_are_named():

@@ -131,14 +131,22 @@ def _copy_tables(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     "old, new, message",
     [
-        ('families = ["mma-sm70"]', 'families = ["mma-sm70", "mma-sm71"]', "unknown family"),
-        ('families = ["mma-sm70"]', 'families = ["mma-sm70", "mma-sm70"]', "listed twice"),
         (
-            'default = "m8n8k4.f32.f16.f16.f32"\nfamilies = ["mma-sm70"]',
-            'default = "m8n8k8.f32.f16.f16.f32"\nfamilies = ["mma-sm70"]',
+            'families = ["mma-sm70", "ffma"]',
+            'families = ["mma-sm70", "mma-sm71"]',
+            "unknown family",
+        ),
+        ('families = ["mma-sm70", "ffma"]', 'families = ["mma-sm70", "mma-sm70"]', "listed twice"),
+        (
+            'default = "m8n8k4.f32.f16.f16.f32"\nfamilies = ["mma-sm70", "ffma"]',
+            'default = "m8n8k8.f32.f16.f16.f32"\nfamilies = ["mma-sm70", "ffma"]',
             "is no instruction",
         ),
-        ('families = ["mma-sm70"]', 'families = ["mma-sm70"]\nfoo = 1', "unknown keys"),
+        (
+            'families = ["mma-sm70", "ffma"]',
+            'families = ["mma-sm70", "ffma"]\nfoo = 1',
+            "unknown keys",
+        ),
     ],
 )
 def test_bad_arch_tables_are_refused(tmp_path, old, new, message):

@@ -168,6 +168,9 @@ def run_gemm(
     nan = canonical_nan(af, p)
     zero = np.zeros(n, dtype=np.uint64)
     c64 = None if c_bits is None else np.ascontiguousarray(c_bits, dtype=np.uint64)
+    ep = Epilogue.of(schedule, p, plan, c64 is not None)
+    if not ep.reads_ab:  # alpha = 0: A and B are not read (element.element)
+        return _epilogue(zero, af, ep, p, c64, c_fmt)
     partials: list[tuple[np.ndarray, Format]] = []
     for s, sp in enumerate(plan.splits):
         if not sp.promoted:  # element.accumulate: one chain, C as acc_0 of split 0
@@ -190,7 +193,19 @@ def run_gemm(
         return _map(fn, [x, y]), af
 
     acc, acc_fmt = partials[0] if len(partials) == 1 else reduce(plan.combine)
-    ep = Epilogue.of(schedule, p, plan, c64 is not None)
+    return _epilogue(acc, acc_fmt, ep, p, c64, c_fmt)
+
+
+def _epilogue(
+    acc: np.ndarray,
+    acc_fmt: Format,
+    ep: Epilogue,
+    p: ModelParams,
+    c64: np.ndarray | None,
+    c_fmt: Format | None,
+) -> np.ndarray:
+    """element.epilogue compiled as an elementwise kernel over the accumulators (and C
+    where it has a term)."""
     c_term = ep.beta is not None
     if ep.identity(acc_fmt):
         return acc

@@ -12,7 +12,8 @@ output elements at once, the symbolic DAG for the solvers, the compiled engine.
 - epilogue: D = alpha*acc + beta*C as one fp32 FMA (or mul then add), then one
   round-to-nearest conversion to the output format, FP8 saturating (cuBLASLt
   cublasLtMatmul: "D = alpha*(A*B) + beta*(C)"; torch._scaled_mm: alpha = scale_a*scale_b)
-  - model.ieee.fma / mul / add / convert.
+  - model.ieee.fma / mul / add / convert; alpha = 0 is D = beta*C without reading A and
+  B (reference BLAS xGEMM), decided once in `Epilogue.of`.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def float_bits(value: float, fmt: Format) -> int:
 @dataclass(frozen=True)
 class Epilogue:
     """The epilogue with its scalars resolved to bits of `ep_fmt` (fp32, or fp64 for an
-    fp64 GEMM). `beta` None: no C term in the epilogue."""
+    fp64 GEMM). `beta` None: no C term in the epilogue. `reads_ab` False (alpha = 0):
+    D = beta*C (or +0 without a C term), A and B not read."""
 
     alpha: int
     beta: int | None
@@ -92,25 +94,31 @@ class Epilogue:
     ep_fmt: Format
     out_fmt: Format
     saturate: bool
+    reads_ab: bool = True
 
     @staticmethod
     def of(schedule: Schedule, p: ModelParams, plan: Plan, has_c: bool) -> Epilogue:
         """The epilogue of `schedule` for instruction `p` and `plan`; `has_c`: a C is
         given. C has a term here when it is given, does not join the chain
         (`plan.c_in_chain`, from Schedule.c_in_chain) and beta is not 0 (beta = 0 does
-        not read C: BLAS, cuBLAS, torch.addmm)."""
+        not read C: BLAS, cuBLAS, torch.addmm). alpha = 0 (either sign) does not read A
+        and B: D = beta*C, +0 when beta = 0 or no C is given (reference BLAS xGEMM
+        "when alpha is zero then A and B are not referenced"; its alpha = 0 branch sets
+        C := beta*C, or zero when beta is zero), so NaN and Inf in A@B do not reach D."""
         ep = acc_format(p)
         out = schedule.out or p.d_fmt
         beta = None
         if has_c and not plan.c_in_chain and schedule.c_beta != 0.0:
             beta = float_bits(schedule.c_beta, ep)
         alpha = float_bits(schedule.alpha, ep)
-        return Epilogue(alpha, beta, schedule.epilogue, ep, out, schedule.saturates(out))
+        reads_ab = schedule.alpha != 0.0
+        return Epilogue(alpha, beta, schedule.epilogue, ep, out, schedule.saturates(out), reads_ab)
 
     def identity(self, acc_fmt: Format) -> bool:
         """Whether D is the accumulator itself: alpha = 1, no C term, no conversion."""
         return (
-            self.alpha == float_bits(1.0, self.ep_fmt)
+            self.reads_ab
+            and self.alpha == float_bits(1.0, self.ep_fmt)
             and self.beta is None
             and self.out_fmt == acc_fmt
             and not self.saturate
@@ -126,13 +134,21 @@ def epilogue(
     p: ModelParams,
 ) -> BV:
     """D = alpha*acc + beta*C in the epilogue format (one FMA, or mul then add), then one
-    round-to-nearest conversion to the output format (saturating when `ep.saturate`)."""
+    round-to-nearest conversion to the output format (saturating when `ep.saturate`).
+    Without `ep.reads_ab` (alpha = 0) `acc` is not used: D = beta*C, or +0."""
     b = acc.b
     f = ep.ep_fmt
     nan = canonical_nan(f, p)
     alpha = decode(BV.const(b, ep.alpha, f.spec.storage), f)
     x = decode(acc, acc_fmt)
-    if ep.beta is not None and c is not None:
+    if not ep.reads_ab:
+        if ep.beta is not None and c is not None:
+            assert c_fmt is not None
+            beta = decode(BV.const(b, ep.beta, f.spec.storage), f)
+            r = mul_unpacked(beta, decode(c, c_fmt), f, RN, nan)
+        else:
+            r = _zero(acc, f)
+    elif ep.beta is not None and c is not None:
         assert c_fmt is not None
         beta = decode(BV.const(b, ep.beta, f.spec.storage), f)
         bc = decode(mul_unpacked(beta, decode(c, c_fmt), f, RN, nan), f)
@@ -226,8 +242,12 @@ def element(
     n = plan.n_blocks * p.K
     if len(a) != n or len(b) != n:
         raise ValueError(f"expected {n} a and b entries, got {len(a)} and {len(b)}")
-    acc, acc_fmt = accumulate(a, b, c, p, plan)
     ep = Epilogue.of(schedule, p, plan, c is not None)
+    if ep.reads_ab:
+        acc, acc_fmt = accumulate(a, b, c, p, plan)
+    else:  # alpha = 0: A and B are not read
+        acc_fmt = acc_format(p)
+        acc = _zero(a[0], acc_fmt)
     if ep.identity(acc_fmt):
         return acc
     return epilogue(acc, acc_fmt, c if ep.beta is not None else None, c_fmt or ep.out_fmt, ep, p)

@@ -25,10 +25,23 @@ else:  # pragma: no cover
 
 
 @cache
+def _instruction_tables() -> dict:
+    return tomllib.loads((data_dir("schedules") / "instructions.toml").read_text())
+
+
 def default_instructions() -> dict[str, dict[str, str]]:
     """arch -> {input key ("fp16", "e4m3.e5m2", ...) -> instruction name}."""
-    data = tomllib.loads((data_dir("schedules") / "instructions.toml").read_text())
-    return data["instructions"]
+    return _instruction_tables()["instructions"]
+
+
+def full_fp32_instruction(arch: str) -> str:
+    """The instruction of an fp32 GEMM on `arch` where TF32 is not allowed (torch's
+    float32 matmul precision "highest"; `[full_fp32]` of schedules/instructions.toml:
+    NVIDIA's FFMA chain, CDNA's fp32 MFMA); UserError when the table has none."""
+    name = _instruction_tables().get("full_fp32", {}).get(arch)
+    if name is None:
+        raise UserError(f"{arch} has no full-fp32 GEMM instruction in schedules/instructions.toml")
+    return name
 
 
 DEFAULT_INPUT = Format.FP16

@@ -17,7 +17,8 @@ Facts (PTX ISA; cuBLAS, cuBLASLt and CUTLASS documentation; DeepSeek-V3 report):
   fp32 serially or pairwise (cuBLASLt reduction schemes);
 - epilogue (cuBLASLt, torch._scaled_mm): D = alpha*acc + beta*C as one fp32 FMA, then one
   round-to-nearest conversion to the output type; FP8 outputs saturate; beta = 0 does not
-  read C (BLAS, cuBLAS, torch.addmm: NaN and Inf in C do not propagate).
+  read C (BLAS, cuBLAS, torch.addmm: NaN and Inf in C do not propagate); alpha = 0 does not
+  read A and B, D = beta*C (reference BLAS xGEMM; element.Epilogue.of).
 
 What every schedule computes is D = alpha*(A*B) + beta*C (BLAS, cuBLAS, torch.addmm).
 C may join as the chain's acc_0 (an instruction's D = A*B + C) only where that is the

@@ -9,13 +9,14 @@ the fp32 epilogue (cuBLASLt CUBLASLT_EPILOGUE_BIAS; D = alpha*acc + beta*C), and
 _scaled_mm's `use_fast_accum` picks the promotion: True is one chain over K, False a
 fresh chain every 128 K elements (the hypothesis' own `promote` where it sets one).
 baddbmm is bmm with its input in the epilogue. Forward values only: the results carry no
-autograd history.
+autograd history. The mode's `emulated` lists each (function, instruction) it ran, in
+first-call order.
 
 fp32 inputs follow torch's float32 matmul precision (torch.set_float32_matmul_precision,
 torch.backends.cuda.matmul.allow_tf32): on CUDA, "high" and "medium" let cuBLAS run TF32
-(the instruction's TF32 form is emulated), "highest", torch's default, is full fp32
-(cuBLAS SGEMM on the CUDA cores), which no matrix-unit instruction models: such a call
-is one UserError (strict) or runs natively with a warning.
+(the architecture's fp32 default, its TF32 form, is emulated); "highest", torch's
+default, is full fp32: cuBLAS SGEMM, a chain of FFMAs along K per output on NVIDIA
+(`fma.rn.f32`), the fp32 MFMA on CDNA (`[full_fp32]` of schedules/instructions.toml).
 
 Functions outside the emulated set that compute matrix products (einsum, addbmm,
 scaled_dot_product_attention, ...: `NATIVE_PRODUCTS`) run natively; the mode warns once
@@ -26,12 +27,13 @@ torch is imported when the mode is entered, so `import tensorcore_smt` does not 
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UserError
-from ..spec.formats import Format
-from .hypothesis import GemmHypothesis
+from .hypothesis import GemmHypothesis, full_fp32_instruction
 from .schedule import CJoin
 
 NATIVE_PRODUCTS = (
@@ -83,31 +85,35 @@ def _tf32_allowed() -> bool:
     return bool(torch.backends.cuda.matmul.allow_tf32)
 
 
-def _check_fp32(hyp: GemmHypothesis, a) -> None:
-    """UserError when an fp32 product would run on a TF32 instruction while torch's
-    precision asks for full fp32 (cuBLAS SGEMM, not modelled by any MMA instruction)."""
+def _fp32(hyp: GemmHypothesis, a) -> GemmHypothesis:
+    """The hypothesis an fp32 product runs: at torch's float32 matmul precision "highest"
+    (TF32 not allowed) the architecture's full-fp32 instruction (cuBLAS SGEMM's FFMA
+    chain on NVIDIA), unless the hypothesis names one; else `hyp` itself."""
     import torch
 
-    if a.dtype != torch.float32 or hyp.instr is not None:
-        return
-    if hyp.params(Format.FP32, Format.FP32).a_fmt == Format.TF32 and not _tf32_allowed():
-        raise UserError(
-            "fp32 at torch's float32 matmul precision 'highest' is full fp32 (cuBLAS "
-            "SGEMM), not a TF32 MMA; torch.set_float32_matmul_precision('high') lets "
-            "cuBLAS use TF32, which is emulated"
-        )
+    if a.dtype != torch.float32 or hyp.instr is not None or _tf32_allowed():
+        return hyp
+    return dataclasses.replace(hyp, instr=full_fp32_instruction(hyp.arch))
 
 
-def _mm(hyp: GemmHypothesis, a, b, c=None, *, alpha=None, beta=None, **kw):
+@dataclass
+class _Call:
+    """What a handler needs: the hypothesis, and the list its runs are recorded in."""
+
+    hyp: GemmHypothesis
+    runs: list = field(default_factory=list)
+
+
+def _mm(call: _Call, a, b, c=None, *, alpha=None, beta=None, **kw):
     """tc.matmul with torch's output dtype (the inputs')."""
     from .emulate import matmul
 
-    _check_fp32(hyp, a)
     out = kw.pop("out_dtype", None) or a.dtype
-    return matmul(hyp, a, b, c, alpha=alpha, beta=beta, out_dtype=out, **kw)
+    hyp = _fp32(call.hyp, a)
+    return matmul(hyp, a, b, c, alpha=alpha, beta=beta, out_dtype=out, run_info=call.runs, **kw)
 
 
-def _matmul(hyp, a, b, *, out=None):
+def _matmul(call, a, b, *, out=None):
     if out is not None:
         raise UserError("matmul(out=...) is not emulated")
     if a.dim() == 0 or b.dim() == 0:
@@ -115,7 +121,7 @@ def _matmul(hyp, a, b, *, out=None):
     va, vb = a.dim() == 1, b.dim() == 1
     A = a.unsqueeze(0) if va else a
     B = b.unsqueeze(-1) if vb else b
-    d = _mm(hyp, A, B)
+    d = _mm(call, A, B)
     if va:
         d = d.squeeze(-2)
     if vb:
@@ -129,46 +135,46 @@ def _two_d(name: str, *ts) -> None:
             raise UserError(f"{name} takes 2-D matrices; got {tuple(t.shape)}")
 
 
-def _mm_fn(hyp, a, b, *, out=None):
+def _mm_fn(call, a, b, *, out=None):
     if out is not None:
         raise UserError("mm(out=...) is not emulated")
     _two_d("mm", a, b)
-    return _mm(hyp, a, b)
+    return _mm(call, a, b)
 
 
-def _bmm(hyp, a, b, *, out=None):
+def _bmm(call, a, b, *, out=None):
     if out is not None:
         raise UserError("bmm(out=...) is not emulated")
     if a.dim() != 3 or b.dim() != 3:
         raise UserError(f"bmm takes 3-D batches; got {tuple(a.shape)} and {tuple(b.shape)}")
-    return _mm(hyp, a, b)
+    return _mm(call, a, b)
 
 
-def _addmm(hyp, c, a, b, *, beta=1, alpha=1, out=None):
+def _addmm(call, c, a, b, *, beta=1, alpha=1, out=None):
     if out is not None:
         raise UserError("addmm(out=...) is not emulated")
     _two_d("addmm", a, b)
-    return _mm(hyp, a, b, c, alpha=float(alpha), beta=float(beta))
+    return _mm(call, a, b, c, alpha=float(alpha), beta=float(beta))
 
 
-def _baddbmm(hyp, c, a, b, *, beta=1, alpha=1, out=None):
+def _baddbmm(call, c, a, b, *, beta=1, alpha=1, out=None):
     if out is not None:
         raise UserError("baddbmm(out=...) is not emulated")
     if a.dim() != 3 or b.dim() != 3:
         raise UserError(f"baddbmm takes 3-D batches; got {tuple(a.shape)} and {tuple(b.shape)}")
-    return _mm(hyp, a, b, c, alpha=float(alpha), beta=float(beta))
+    return _mm(call, a, b, c, alpha=float(alpha), beta=float(beta))
 
 
-def _linear(hyp, x, w, bias=None):
+def _linear(call, x, w, bias=None):
     if w.dim() != 2:
         raise UserError(f"linear takes a 2-D weight; got {tuple(w.shape)}")
     if x.dim() == 1:
-        return _mm(hyp, x.unsqueeze(0), w.transpose(0, 1), bias).squeeze(0)
-    return _mm(hyp, x, w.transpose(0, 1), bias)
+        return _mm(call, x.unsqueeze(0), w.transpose(0, 1), bias).squeeze(0)
+    return _mm(call, x, w.transpose(0, 1), bias)
 
 
 def _scaled_mm(
-    hyp: GemmHypothesis,
+    call: _Call,
     a,
     b,
     scale_a,
@@ -183,10 +189,19 @@ def _scaled_mm(
         raise UserError(f"_scaled_mm({', '.join(rest)}=...) is not emulated")
     if scale_result is not None and float(scale_result) != 1.0:
         raise UserError("_scaled_mm(scale_result=...) is not emulated")
+    hyp = call.hyp
     s = hyp.schedule
     promote = None if use_fast_accum else (s.promote or FP8_PROMOTE)
     h = GemmHypothesis(hyp.variant, s.with_(promote=promote), hyp.instr, hyp.text)
-    return _mm(h, a, b, bias, scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype or a.dtype)
+    return _mm(
+        dataclasses.replace(call, hyp=h),
+        a,
+        b,
+        bias,
+        scale_a=scale_a,
+        scale_b=scale_b,
+        out_dtype=out_dtype or a.dtype,
+    )
 
 
 def _handlers() -> dict[Any, Any]:
@@ -225,11 +240,13 @@ def emulate(hypothesis: str | GemmHypothesis, strict: bool = True):
 
     class GemmMode(TorchFunctionMode):
         """Matrix products as the hypothesis computes them; everything else native.
-        `native`: the matrix-product functions (NATIVE_PRODUCTS) that ran natively, in
-        first-call order."""
+        `emulated`: (function name, instruction) of every emulated call, each pair once,
+        in first-call order; `native`: the matrix-product functions (NATIVE_PRODUCTS)
+        that ran natively, in first-call order."""
 
         def __init__(self) -> None:
             super().__init__()
+            self.emulated: list[tuple[str, str]] = []
             self.native: list[str] = []
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -244,12 +261,17 @@ def emulate(hypothesis: str | GemmHypothesis, strict: bool = True):
                         stacklevel=2,
                     )
                 return func(*args, **kwargs)
+            call = _Call(hyp)
             try:
-                return handler(hyp, *args, **kwargs)
+                out = handler(call, *args, **kwargs)
             except UserError as e:
                 if strict:
                     raise UserError(f"{name}: {e}") from None
                 warnings.warn(f"{name} runs natively: {e}", stacklevel=2)
                 return func(*args, **kwargs)
+            for run in call.runs:
+                if (name, run.instr) not in self.emulated:
+                    self.emulated.append((name, run.instr))
+            return out
 
     return GemmMode()

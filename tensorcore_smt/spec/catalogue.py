@@ -48,7 +48,7 @@ class Instruction:
     """One matrix instruction of one architecture and the model that computes it."""
 
     name: str
-    kind: str  # mma | wgmma | tcgen05 | mfma
+    kind: str  # mma | wgmma | tcgen05 | mfma | fma
     params: ModelParams
     sm: int | None = None
     note: str = ""
@@ -79,8 +79,9 @@ class TableError(ValueError):
     """The instruction tables are inconsistent (a bug in archs/*.toml, not user input)."""
 
 
-KINDS = ("mma", "wgmma", "tcgen05", "mfma")
-"""Instruction kinds: PTX mma.sync, wgmma.mma_async, tcgen05.mma; AMD v_mfma."""
+KINDS = ("mma", "wgmma", "tcgen05", "mfma", "fma")
+"""Instruction kinds: PTX mma.sync, wgmma.mma_async, tcgen05.mma, the scalar fma of the
+CUDA cores; AMD v_mfma."""
 VENDORS = ("nvidia", "amd")
 
 _FAMILY_META = {"kind", "syntax", "unit", "note", "model", "names", "each"}
@@ -201,8 +202,15 @@ class Signature:
 
 def _ptx_signature(name: str, types: dict[str, str]) -> Signature:
     """PTX names: [wgmma.|tcgen05.]mMnNkK[.kind::X][.block_scale.scale_vec::V].d.a.b[.c][.s]
-    (PTX ISA, mma / wgmma.mma_async / tcgen05.mma type qualifiers)."""
+    (PTX ISA, mma / wgmma.mma_async / tcgen05.mma type qualifiers); the scalar
+    fma.RND.TYPE (PTX ISA, floating-point fma: d = a*b + c) is one product, K = 1, with
+    a, b, c and d all of TYPE."""
     parts = name.split(".")
+    if parts[0] == "fma":
+        if len(parts) != 3 or parts[2] not in types:
+            raise TableError(f"{name}: not a PTX fma.RND.TYPE name")
+        t = Format.parse(types[parts[2]])
+        return Signature(1, t, t, t, t)
     shape = next(p for p in parts if re.fullmatch(r"m\d+n\d+k\d+", p))
     K = int(shape.rsplit("k", 1)[1])
     fmts = [Format.parse(types[p]) for p in parts[parts.index(shape) + 1 :] if p in types]
