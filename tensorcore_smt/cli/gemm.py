@@ -1,10 +1,14 @@
 """`tcsmt gemm`: run a whole GEMM under a GEMM hypothesis (ARCH[...]/SCHEDULE[...]) on
 given or random matrices; report the instruction, schedule, time, MAC/s and the error
-against the exact product and an fp64 matmul; compare hypotheses; plot errors."""
+against the exact product and an fp64 matmul; compare hypotheses; plot errors.
+
+Ctrl-C stops the GEMM that is running; the hypotheses that finished before it are
+reported (and --out written when the first did), then the command exits 130."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import click
@@ -13,9 +17,17 @@ import numpy as np
 from ..errors import UserError
 from ..gemm.arrays import DTYPE_FORMAT, FORMAT_DTYPE, UINT
 from ..gemm.hypothesis import parse_gemm
-from ..gemm.measure import Dist, Measured, differ, parse_shape, random_matrix, run_measured
+from ..gemm.measure import (
+    NOT_MEASURED,
+    Dist,
+    Measured,
+    differ,
+    parse_shape,
+    random_matrix,
+    run_measured,
+)
 from ..spec.formats import Format
-from .base import check_out, main
+from .base import check_out, interrupted, main
 from .options import Ranged
 
 
@@ -69,6 +81,7 @@ def _stats_json(m: Measured) -> dict:
         "engine": r.engine,
         "seconds": m.seconds,
         "macs_per_s": m.macs_per_s,
+        "error_seconds": m.error_seconds,
         "exact": m.exact.as_dict() if m.exact else {"unavailable": m.why_exact},
         "fp64_matmul": m.fp64.as_dict() if m.fp64 else {"unavailable": m.why_fp64},
     }
@@ -94,8 +107,15 @@ def _print(m: Measured, first: Measured | None) -> None:
     click.echo(f"engine       {r.engine}")
     click.echo(f"seconds      {m.seconds:.3f}")
     click.echo(f"MAC/s        {m.macs_per_s:.3g}")
+    if m.exact is None and m.fp64 is None and m.why_exact == NOT_MEASURED:
+        return _print_differ(m, first)
+    click.echo(f"errors in    {m.error_seconds:.3f} s")
     click.echo(f"vs exact     {_err_line(m.exact, m.why_exact)}")
     click.echo(f"vs fp64      {_err_line(m.fp64, m.why_fp64)}")
+    _print_differ(m, first)
+
+
+def _print_differ(m: Measured, first: Measured | None) -> None:
     if first is not None:
         n = differ(m.D, first.D)
         click.echo(f"differs      {n} of {m.D.size} outputs from {first.run.hypothesis.describe()}")
@@ -205,6 +225,12 @@ def _plot(path: str, runs: list[list[Measured]], ks: list[int] | None) -> None:
     default=None,
     help="Interpreter of the GEMM (default: compiled for large GEMMs, numpy for small).",
 )
+@click.option(
+    "--errors/--no-errors",
+    default=True,
+    show_default=True,
+    help="Measure D against the exact product and an fp64 matmul.",
+)
 def gemm(
     hyp,
     instr,
@@ -221,8 +247,10 @@ def gemm(
     plot_path,
     k_sweep,
     engine,
+    errors,
 ) -> None:
     """Emulate D = A*B (+ C) as a GPU kernel computes it, and measure its error."""
+    t_start = time.perf_counter()
     check_out(out_path, "--out")  # output paths refused before any work
     check_out(plot_path, "--plot")
     hyps = [hyp, *others]
@@ -251,14 +279,29 @@ def gemm(
         if C is not None and C.shape != (A.shape[0], B.shape[1]):
             raise UserError(f"--c has shape {C.shape}; expected {(A.shape[0], B.shape[1])}")
     ks = _sweep_ks(A.shape[1]) if k_sweep else None
+    if (ks is not None or plot_path) and not errors:
+        raise UserError("--k-sweep and --plot show errors; leave --no-errors out")
     series: list[list[Measured]] = []
-    for h in hyps:
-        if ks is None:
-            series.append([run_measured(h, A, B, C, instr, engine=engine)])
-        else:
-            series.append(
-                [run_measured(h, A[:, :k], B[:k], None, instr, engine=engine) for k in ks]
-            )
+    cut = False
+    try:
+        for h in hyps:
+            if ks is None:
+                series.append([run_measured(h, A, B, C, instr, errors, engine)])
+            else:
+                series.append(
+                    [run_measured(h, A[:, :k], B[:k], None, instr, errors, engine) for k in ks]
+                )
+    except KeyboardInterrupt:  # the GEMM running stopped; the finished ones are kept
+        cut = True
+    if not series:
+        interrupted()
+    _report(series, ks, A, B, out_path, plot_path, as_json, time.perf_counter() - t_start)
+    if cut:
+        interrupted(f"{len(series)} of {len(hyps)} hypotheses finished, reported above")
+
+
+def _report(series, ks, A, B, out_path, plot_path, as_json, wall: float) -> None:
+    """Write --out and --plot and print the runs (text or --json)."""
     if out_path:
         np.save(out_path, series[0][-1].D)
     if plot_path:
@@ -269,6 +312,7 @@ def gemm(
             "shape": {"M": A.shape[0], "N": B.shape[1], "K": A.shape[1]},
             "inputs": [_name(A), _name(B)],
             "runs": [],
+            "wall_seconds": wall,
         }
         for s in series:
             entry = _stats_json(s[-1])
@@ -297,6 +341,8 @@ def gemm(
                     if e
                     else f"  {k:>6}     n/a"
                 )
+    click.echo("")
+    click.echo(f"wall         {wall:.3f} s (the command after start-up: inputs, GEMMs, errors)")
 
 
 def _name(x: np.ndarray) -> str:

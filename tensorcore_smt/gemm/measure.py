@@ -53,6 +53,10 @@ def exact_of_fp64(x: np.ndarray) -> Exact:
         raise ValueError("the fp64 matmul has non-finite entries") from None
 
 
+NOT_MEASURED = "not measured"
+"""The reason in Measured.why_exact / why_fp64 of a run measured without errors."""
+
+
 @dataclass(frozen=True)
 class Measured:
     """A GEMM run and its figures; `exact` / `fp64` are None with a reason in `why_*`."""
@@ -65,6 +69,7 @@ class Measured:
     fp64: ErrorStats | None
     why_exact: str = ""
     why_fp64: str = ""
+    error_seconds: float = 0.0  # time spent measuring the errors
 
     @property
     def macs_per_s(self) -> float:
@@ -98,10 +103,10 @@ def run_measured(
     run = info[0]
     M, K = A.shape
     N = B.shape[1]
-    m = Measured(D, run, dt, M * N * K, None, None)
     if not errors:
-        return m
-    out = m.out_fmt
+        return Measured(D, run, dt, M * N * K, None, None, NOT_MEASURED, NOT_MEASURED)
+    t1 = time.perf_counter()
+    out = run.schedule.out or run.params.d_fmt
     d_bits = _bits(D, out)
     p = run.params
     a_bits, b_bits = bits_of(A, p.a_fmt, "A"), bits_of(B, p.b_fmt, "B")
@@ -131,7 +136,8 @@ def run_measured(
         fp64 = measure(d_bits, out, exact_of_fp64(np.ascontiguousarray(x64)))
     except ValueError as e:
         why_fp64 = str(e)
-    return Measured(D, run, dt, M * N * K, exact, fp64, why_exact, why_fp64)
+    spent = time.perf_counter() - t1
+    return Measured(D, run, dt, M * N * K, exact, fp64, why_exact, why_fp64, spent)
 
 
 def exact_matmul_c(c_bits: np.ndarray, c_fmt: Format) -> Exact:
