@@ -4,9 +4,9 @@ Machine code called through ctypes cannot be interrupted: a Ctrl-C reaches Pytho
 when the call returns, and a thread still inside a kernel when its caller unwinds writes
 into arrays that are being freed. So long work is cut into tiles of bounded time; the
 workers take tiles one at a time and check a stop flag between them; the calling thread
-waits for them, and on any exception (KeyboardInterrupt included) sets the flag, joins
-every worker (each finishes at most its current tile), then re-raises. No worker outlives
-the call.
+waits for them, and on any exception (KeyboardInterrupt included) sets the flag, waits
+for every worker (each finishes at most its current tile), then re-raises. No worker
+outlives the call.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 THREAD_NAME = "tcsmt-tile"
 """Name prefix of the worker threads (tests look for leftovers by it)."""
+POLL = 0.1
+"""Seconds between the calling thread's checks for a signal while the workers run."""
 
 
 def run_tiles(n: int, tile: int, work: Callable[[int, int], None], n_threads: int) -> None:
@@ -33,42 +35,56 @@ def run_tiles(n: int, tile: int, work: Callable[[int, int], None], n_threads: in
     counter = itertools.count()  # next() is atomic under the GIL
     stop = threading.Event()
     errors: list[BaseException] = []
+    n_workers = min(n_threads, n_tiles)
+    done = [threading.Event() for _ in range(n_workers)]
 
-    def worker() -> None:
+    def worker(i: int) -> None:
         try:
             while not stop.is_set():
-                i = next(counter)
-                if i >= n_tiles:
+                j = next(counter)
+                if j >= n_tiles:
                     return
-                work(i * tile, min(n, (i + 1) * tile))
+                work(j * tile, min(n, (j + 1) * tile))
         except BaseException as e:  # noqa: BLE001 - handed to the caller
             errors.append(e)
             stop.set()
+        finally:
+            done[i].set()
 
     workers = [
-        threading.Thread(target=worker, name=f"{THREAD_NAME}-{i}")
-        for i in range(min(n_threads, n_tiles))
+        threading.Thread(target=worker, args=(i,), name=f"{THREAD_NAME}-{i}")
+        for i in range(n_workers)
     ]
     try:
         for t in workers:
             t.start()
-        for t in workers:
-            t.join()
+        _wait(done, workers)
     except BaseException:
         stop.set()
-        _join_all(workers)
+        _wait_through_interrupts(done, workers)
         raise
     if errors:
         raise errors[0]
 
 
-def _join_all(workers: list[threading.Thread]) -> None:
-    """Join every started worker, even through further interrupts (a second Ctrl-C
-    while they finish their tiles must not leave one running)."""
-    pending = [t for t in workers if t.ident is not None]
-    while pending:
+def _wait(done: list[threading.Event], workers: list[threading.Thread]) -> None:
+    """Wait until every started worker has left its loop, then join it. The wait is on
+    events, in steps of POLL seconds (a signal is seen at once), not on Thread.join:
+    CPython 3.11's join, when interrupted, can mark a thread that still runs as stopped."""
+    for ev, t in zip(done, workers):
+        if t.ident is None:  # never started
+            continue
+        while not ev.wait(POLL):
+            pass
+        t.join()
+
+
+def _wait_through_interrupts(done: list[threading.Event], workers: list[threading.Thread]):
+    """`_wait`, again after every further interrupt (a second Ctrl-C while the workers
+    finish their tiles must not leave one running)."""
+    while True:
         try:
-            pending[0].join()
-            pending.pop(0)
+            _wait(done, workers)
+            return
         except KeyboardInterrupt:
             continue
