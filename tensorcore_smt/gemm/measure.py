@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..spec.formats import Format
-from .accuracy import ErrorStats, Exact, exact_matmul, grid_values, measure
+from .accuracy import ErrorStats, Exact, exact_matmul, grid_exact, grid_values, measure
 from .arrays import FORMAT_DTYPE, UINT, bits_of, format_of
 from .emulate import GemmRun, matmul
 
@@ -145,15 +145,13 @@ def exact_matmul_c(c_bits: np.ndarray, c_fmt: Format) -> Exact:
     g = grid_values(c_bits, c_fmt)
     if not g.finite.all():
         raise ValueError("the exact product needs a finite C")
-    ints = np.empty(g.sig.shape, dtype=object)
-    ints.reshape(-1)[:] = [int(s) << int(t) for s, t in zip(g.sig.reshape(-1), g.shift.reshape(-1))]
-    return Exact(ints, g.lsb)
+    return grid_exact(g)
 
 
 def _scaled(x: Exact, factor: float) -> Exact:
     """factor * x exactly (factor a finite float: an odd integer times a power of 2)."""
     num, den = factor.as_integer_ratio()  # den is a power of 2
-    return Exact(x.ints * num, x.lsb - (den.bit_length() - 1))
+    return Exact(x.w.times(num), x.lsb - (den.bit_length() - 1))
 
 
 def _axpby(alpha: float, x: Exact, beta: float, c: Exact | None) -> Exact:
@@ -161,9 +159,7 @@ def _axpby(alpha: float, x: Exact, beta: float, c: Exact | None) -> Exact:
     ax = x if alpha == 1.0 else _scaled(x, alpha)
     if c is None:
         return ax
-    bc = c if beta == 1.0 else _scaled(c, beta)
-    lo = min(ax.lsb, bc.lsb)
-    return Exact(ax.ints * (1 << (ax.lsb - lo)) + bc.ints * (1 << (bc.lsb - lo)), lo)
+    return ax.plus(c if beta == 1.0 else _scaled(c, beta))
 
 
 def _as_f64(x: np.ndarray, fmt: Format) -> np.ndarray:
