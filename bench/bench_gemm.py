@@ -89,7 +89,7 @@ MEMORY_SHAPE = (4000, 4000, 16)
 """A GEMM whose result (fp32, 61 MiB) dwarfs its inputs: the runner's own memory shows."""
 
 PEAK_PROGRAM = """
-import json, resource, sys
+import json, resource, sys, tracemalloc
 import numpy as np
 import tensorcore_smt as tc
 M, N, K = map(int, sys.argv[1:4])
@@ -98,13 +98,18 @@ A = rng.standard_normal((M, K)).astype(np.float16)
 B = rng.standard_normal((K, N)).astype(np.float16)
 tc.matmul("hopper", A[:64], B[:, :64], engine="compiled")  # kernels made beforehand
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+tracemalloc.start()
 D = tc.matmul("hopper", A, B, engine="compiled")
+peak = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"grown": (after - before) * 1024, "result": D.nbytes,
+print(json.dumps({"grown": peak, "rss_grown": (after - before) * 1024, "result": D.nbytes,
                   "inputs": A.nbytes + B.nbytes}))
 """
-"""Peak memory of one compiled GEMM in a fresh process: the growth of ru_maxrss (KiB on
-Linux) over the call, after inputs and kernels exist."""
+"""Peak memory of one compiled GEMM in a fresh process, after inputs and kernels exist:
+the peak of the allocations made during the call (tracemalloc, which numpy reports its
+arrays to), and the growth of ru_maxrss (KiB on Linux; 0 when an earlier transient peak,
+such as loading the kernels, was higher)."""
 
 
 def peak_memory(M: int, N: int, K: int) -> dict:
@@ -193,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"memory {M}x{N}x{K} fp16 compiled: peak grew {mem['grown'] / 2**20:.0f} MiB; "
             f"result {mem['result'] / 2**20:.0f} MiB + inputs {mem['inputs'] / 2**20:.2f} MiB "
-            f"(ratio {ratio:.2f})"
+            f"(ratio {ratio:.2f}); ru_maxrss grew {mem['rss_grown'] / 2**20:.0f} MiB"
         )
         mem["ratio"] = ratio
     if args.write:
@@ -240,10 +245,11 @@ def _write(path: Path, rows: list[dict], load: str, v16: str, v8: str, engine, m
         M, N, K = mem["shape"]
         lines += [
             f"Memory, {M} x {N} x {K} fp16 `hopper/serial` on the compiled engine (a fresh",
-            "process, kernels made beforehand; growth of the peak resident set over the call):",
+            "process, kernels made beforehand; peak of the allocations during the call, tracemalloc):",
             f"{mem['grown'] / 2**20:.0f} MiB for a result of {mem['result'] / 2**20:.0f} MiB and"
             f" inputs of {mem['inputs'] / 2**20:.2f} MiB, {mem['ratio']:.2f} x (result +"
-            " inputs). The outputs are computed in tiles of at most 16384: beyond the",
+            f" inputs); the peak resident set grew {mem['rss_grown'] / 2**20:.0f} MiB."
+            " The outputs are computed in tiles of at most 16384: beyond the",
             "result and the operand tables the runner holds a few arrays of a tile per thread.",
             "",
         ]
