@@ -11,8 +11,9 @@ Each runs on the numpy engine (the vector interpreter), and on the compiled engi
 tensorcore_smt.engine.gemm provides its GEMM runner (its D must equal numpy's bit for bit,
 checked here); beside them the native anchor, an fp64 numpy matmul of the same matrices, and
 MMA-Sim's chained call where the `mmasim` extra is installed. Goals (issue 23): the 1024^3
-fp16 GEMM in under 2 s and the e4m3 GEMM at >= 10^9 MAC/s on a 2-core machine. `--m`
-shrinks M of both GEMMs for a quick run. Other processes slow every figure alike; the load
+fp16 GEMM in under 2 s and the e4m3 GEMM at >= 10^9 MAC/s on a 2-core machine. With the
+compiled engine, also the peak memory of a 4000 x 4000 x 16 GEMM (in a fresh process)
+against its result and inputs. `--m` shrinks M of every GEMM for a quick run. Other processes slow every figure alike; the load
 average is printed.
 """
 
@@ -84,6 +85,46 @@ def _compiled() -> str | None:
     return f"{runner.__module__}.{runner.__name__}"
 
 
+MEMORY_SHAPE = (4000, 4000, 16)
+"""A GEMM whose result (fp32, 61 MiB) dwarfs its inputs: the runner's own memory shows."""
+
+PEAK_PROGRAM = """
+import json, resource, sys, tracemalloc
+import numpy as np
+import tensorcore_smt as tc
+M, N, K = map(int, sys.argv[1:4])
+rng = np.random.default_rng(0)
+A = rng.standard_normal((M, K)).astype(np.float16)
+B = rng.standard_normal((K, N)).astype(np.float16)
+tc.matmul("hopper", A[:64], B[:, :64], engine="compiled")  # kernels made beforehand
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+tracemalloc.start()
+D = tc.matmul("hopper", A, B, engine="compiled")
+peak = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"grown": peak, "rss_grown": (after - before) * 1024, "result": D.nbytes,
+                  "inputs": A.nbytes + B.nbytes}))
+"""
+"""Peak memory of one compiled GEMM in a fresh process, after inputs and kernels exist:
+the peak of the allocations made during the call (tracemalloc, which numpy reports its
+arrays to), and the growth of ru_maxrss (KiB on Linux; 0 when an earlier transient peak,
+such as loading the kernels, was higher)."""
+
+
+def peak_memory(M: int, N: int, K: int) -> dict:
+    """{grown, result, inputs} in bytes for an M x N x K fp16 Hopper GEMM, compiled."""
+    import json
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    r = subprocess.run(
+        [sys.executable, "-c", PEAK_PROGRAM, str(M), str(N), str(K)],
+        capture_output=True, text=True, env=env, check=True,
+    )  # fmt: skip
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--m", type=int, default=None, help="rows of A (quick runs: e.g. 64)")
@@ -149,8 +190,19 @@ def main(argv: list[str] | None = None) -> int:
     v8 = "met" if rate8 >= GOAL_E4M3_MACS else "NOT met"
     print(f"goal fp16 1024^3 < {GOAL_FP16_SECONDS:g} s: best {best16:.2f} s ({v16})")
     print(f"goal e4m3 >= {GOAL_E4M3_MACS:.0e} MAC/s: best {rate8:.3g} ({v8})")
+    mem = None
+    if engine is not None:
+        M, N, K = MEMORY_SHAPE if args.m is None else (args.m, 4000, 16)
+        mem = {"shape": (M, N, K), **peak_memory(M, N, K)}
+        ratio = mem["grown"] / (mem["result"] + mem["inputs"])
+        print(
+            f"memory {M}x{N}x{K} fp16 compiled: peak grew {mem['grown'] / 2**20:.0f} MiB; "
+            f"result {mem['result'] / 2**20:.0f} MiB + inputs {mem['inputs'] / 2**20:.2f} MiB "
+            f"(ratio {ratio:.2f}); ru_maxrss grew {mem['rss_grown'] / 2**20:.0f} MiB"
+        )
+        mem["ratio"] = ratio
     if args.write:
-        _write(Path(args.write) / "gemm_bench.md", rows, load, v16, v8, engine, mms)
+        _write(Path(args.write) / "gemm_bench.md", rows, load, v16, v8, engine, mms, mem)
     return 0
 
 
@@ -158,7 +210,7 @@ def _rate(macs: int, s: float | None) -> str:
     return "n/a" if s is None else f"{macs / s:.3g}"
 
 
-def _write(path: Path, rows: list[dict], load: str, v16: str, v8: str, engine, mms) -> None:
+def _write(path: Path, rows: list[dict], load: str, v16: str, v8: str, engine, mms, mem) -> None:
     lines = [
         "# GEMM emulation throughput (bench/bench_gemm.py)",
         "",
@@ -189,6 +241,18 @@ def _write(path: Path, rows: list[dict], load: str, v16: str, v8: str, engine, m
         + ("measured above." if mms else "the extra is not installed here."),
         "",
     ]
+    if mem is not None:
+        M, N, K = mem["shape"]
+        lines += [
+            f"Memory, {M} x {N} x {K} fp16 `hopper/serial` on the compiled engine (a fresh",
+            "process, kernels made beforehand; peak of the allocations during the call, tracemalloc):",
+            f"{mem['grown'] / 2**20:.0f} MiB for a result of {mem['result'] / 2**20:.0f} MiB and"
+            f" inputs of {mem['inputs'] / 2**20:.2f} MiB, {mem['ratio']:.2f} x (result +"
+            f" inputs); the peak resident set grew {mem['rss_grown'] / 2**20:.0f} MiB."
+            " The outputs are computed in tiles of at most 16384: beyond the",
+            "result and the operand tables the runner holds a few arrays of a tile per thread.",
+            "",
+        ]
     path.write_text("\n".join(lines))
     print(f"wrote {path}")
 

@@ -82,20 +82,21 @@ def test_outputs_in_any_order_equal_numpy(monkeypatch):
     broken runs) give the same bits."""
     from tensorcore_smt.engine import gemm as engine_gemm
     from tensorcore_smt.gemm import emulate
+    from tensorcore_smt.gemm.outputs import OutputList
 
     calls = []
 
-    def shuffled(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt):
-        calls.append(len(a_idx))
-        order = np.random.default_rng(9).permutation(len(a_idx))
+    def shuffled(p, plan, schedule, a_table, b_table, outputs, c_bits, c_fmt, out):
+        ia, ib = outputs.rows(0, len(outputs))
+        calls.append(len(ia))
+        order = np.random.default_rng(9).permutation(len(ia))
         order[: len(order) // 2] = np.sort(order[: len(order) // 2])  # some runs survive
         c = None if c_bits is None else c_bits[order]
-        d = engine_gemm.run_gemm(
-            p, plan, schedule, a_table, a_idx[order], b_table, b_idx[order], c, c_fmt
+        d = np.empty_like(out)
+        engine_gemm.run_gemm(
+            p, plan, schedule, a_table, b_table, OutputList(ia[order], ib[order]), c, c_fmt, d
         )
-        out = np.empty_like(d)
         out[order] = d
-        return out
 
     A, B = _operands(40, 64, 80, np.float16)
     C = RNG.standard_normal((40, 80)).astype(np.float32)
@@ -103,4 +104,20 @@ def test_outputs_in_any_order_equal_numpy(monkeypatch):
     monkeypatch.setattr(emulate, "compiled_runner", lambda engine, steps: shuffled)
     got = tc.matmul("hopper/serial[promote=32]", A, B, C, engine="compiled")
     assert calls == [40 * 80]
+    assert _u(got).tolist() == _u(want).tolist()
+
+
+def test_many_small_tiles_on_threads_equal_numpy(monkeypatch):
+    """Tiles that cut rows of D anywhere (runs broken at tile edges), split K and C in
+    the epilogue, on two worker threads: the numpy engine's bits."""
+    from tensorcore_smt.engine import gemm as engine_gemm
+
+    monkeypatch.setattr(engine_gemm, "MAX_TILE", 77)
+    monkeypatch.setattr(engine_gemm, "MIN_OUTPUTS_PER_THREAD", 64)
+    monkeypatch.setenv("TCSMT_THREADS", "2")
+    A, B = _operands(23, 96, 41, np.float16)
+    C = RNG.standard_normal((23, 41)).astype(np.float32)
+    hyp = "hopper/serial[split_k=2,split_tile=48,c_join=epilogue,beta=0.5,out=bf16]"
+    want = tc.matmul(hyp, A, B, C, engine="numpy")
+    got = tc.matmul(hyp, A, B, C, engine="compiled")
     assert _u(got).tolist() == _u(want).tolist()

@@ -1,6 +1,7 @@
-"""gemm.accuracy: the exact product (int64 slices joined with Python ints) equals the
+"""gemm.accuracy: the exact product (int64 slices joined in wide integers) equals the
 rational sum of the decoded values (formats.value_of), and the ulp / relative errors of
-an output are measured at the exact value."""
+an output are measured at the exact value: ulps rounded once from the exact error,
+relative errors within 2 units in the last place of fp64."""
 
 from fractions import Fraction
 
@@ -73,7 +74,7 @@ def test_measure_ulps_and_relative_error():
             if x[i][j]:
                 ulp = Fraction(2) ** (max(floor_log2(abs(x[i][j])), -126) - 23)
                 assert st.ulps[i, j] == float(err / ulp)
-                assert st.rel[i, j] == float(err / abs(x[i][j]))
+                assert _close(st.rel[i, j], err / abs(x[i][j]))
     # one output a NaN, one moved by one ulp away from zero
     bad = rn.copy()
     bad[0, 0] = default_nan_bits(Format.FP32)
@@ -81,6 +82,69 @@ def test_measure_ulps_and_relative_error():
     st2 = measure(bad, Format.FP32, ex)
     assert st2.nonfinite == 1 and st2.ulps[0, 0] == np.inf
     assert 0.5 <= st2.ulps[1, 1] <= 1.5 or x[1][1] == 0
+
+
+def _close(got: float, want: Fraction) -> bool:
+    """got is within 2 fp64 units in the last place of the rational want."""
+    w = float(want)
+    return abs(Fraction(got) - want) <= 2 * Fraction(float(np.spacing(w)))
+
+
+def _check_against_fractions(d_bits, d_fmt: Format, ex, x) -> None:
+    """measure() against the rational oracle, element by element."""
+    st = measure(d_bits, d_fmt, ex)
+    s = d_fmt.spec
+    sq_err = sq_x = Fraction(0)
+    for idx in np.ndindex(d_bits.shape):
+        d = value_of(int(d_bits[idx]), d_fmt)
+        if isinstance(d, float):  # NaN or Inf output
+            assert st.ulps[idx] == np.inf and st.rel[idx] == np.inf
+            continue
+        err, mag = abs(d - x[idx]), abs(x[idx])
+        e = floor_log2(mag) if mag else s.emin
+        ulp = Fraction(2) ** (max(e, s.emin) - s.mbits)
+        assert st.ulps[idx] == float(err / ulp), (idx, d, x[idx])
+        assert (
+            (st.rel[idx] == (0.0 if err == 0 else np.inf))
+            if mag == 0
+            else _close(st.rel[idx], err / mag)
+        )
+        sq_err, sq_x = sq_err + err * err, sq_x + mag * mag
+    if sq_x:
+        want = float(sq_err / sq_x) ** 0.5
+        assert abs(st.normwise - want) <= 1e-14 * want
+    assert st.nonfinite == sum(isinstance(value_of(int(v), d_fmt), float) for v in d_bits.flat)
+
+
+@pytest.mark.parametrize("fmt,out", [(Format.FP16, Format.FP32), (Format.BF16, Format.BF16)])
+def test_measure_equals_fractions_on_random_outputs(fmt, out):
+    """Random inputs of every binade (subnormals, zeros) and outputs anywhere near or far
+    from the exact value, NaN and Inf among them."""
+    rng = np.random.default_rng(11)
+    a, b = finite_patterns(rng, fmt, (5, 7)), finite_patterns(rng, fmt, (7, 6))
+    ex = exact_matmul(a, fmt, b, fmt)
+    x = np.array([[exact_value(ex, i, j) for j in range(6)] for i in range(5)], dtype=object)
+    d = np.array([[round_fraction(v, out) for v in row] for row in x], dtype=np.uint64)
+    d[::2] = rng.integers(0, 1 << out.spec.storage, size=d[::2].shape, dtype=np.uint64)
+    d[1, 1] = default_nan_bits(out)
+    _check_against_fractions(d, out, ex, x)
+
+
+def test_measure_equals_fractions_on_cancellation_and_subnormals():
+    """Exact sums that cancel to 0, to a subnormal of the output, and to a value below
+    the output's smallest subnormal; outputs 0, -0 and a neighbour of each."""
+    f16 = {v: np.float16(v).view(np.uint16) for v in (1.0, -1.0, 2.0**-24, 0.0, 65504.0)}
+    one, mone, tiny, zero, big = (f16[v] for v in (1.0, -1.0, 2.0**-24, 0.0, 65504.0))
+    a = np.array([[one, one, tiny], [big, big, tiny], [one, one, zero]], dtype=np.uint64)
+    b = np.array([[one, one], [mone, one], [tiny, tiny]], dtype=np.uint64)
+    ex = exact_matmul(a, Format.FP16, b, Format.FP16)
+    x = np.array([[exact_value(ex, i, j) for j in range(2)] for i in range(3)], dtype=object)
+    assert x[0, 0] == x[1, 0] == Fraction(1, 2**48) and x[2, 0] == 0  # cancellations
+    for out in (Format.FP32, Format.FP16, Format.E4M3):
+        d = np.array([[round_fraction(v, out) for v in row] for row in x], dtype=np.uint64)
+        _check_against_fractions(d, out, ex, x)
+        _check_against_fractions(d + 1, out, ex, x)
+        _check_against_fractions(d ^ (1 << (out.spec.storage - 1)), out, ex, x)
 
 
 def test_non_finite_input_refused():

@@ -1,10 +1,14 @@
 """`tcsmt gemm`: run a whole GEMM under a GEMM hypothesis (ARCH[...]/SCHEDULE[...]) on
 given or random matrices; report the instruction, schedule, time, MAC/s and the error
-against the exact product and an fp64 matmul; compare hypotheses; plot errors."""
+against the exact product and an fp64 matmul; compare hypotheses; plot errors.
+
+Ctrl-C stops the GEMM that is running; the hypotheses that finished before it are
+reported (and --out written when the first did), then the command exits 130."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import click
 import numpy as np
@@ -12,7 +16,15 @@ import numpy as np
 from ..errors import UserError
 from ..gemm.arrays import DTYPE_FORMAT
 from ..gemm.hypothesis import DEFAULT_INPUT, parse_gemm
-from ..gemm.measure import Dist, Measured, differ, parse_shape, random_matrix, run_measured
+from ..gemm.measure import (
+    NOT_MEASURED,
+    Dist,
+    Measured,
+    differ,
+    parse_shape,
+    random_matrix,
+    run_measured,
+)
 from .base import check_out, fail, interrupted, main
 from .gemm_io import input_format, load_matrix, plot_format, save_array
 from .gemm_plot import SweepPoint, draw
@@ -31,6 +43,7 @@ def _stats_json(m: Measured) -> dict:
         "engine": r.engine,
         "seconds": m.seconds,
         "macs_per_s": m.macs_per_s,
+        "error_seconds": m.error_seconds,
         "exact": m.exact.as_dict() if m.exact else {"unavailable": m.why_exact},
         "fp64_matmul": m.fp64.as_dict() if m.fp64 else {"unavailable": m.why_fp64},
     }
@@ -56,8 +69,15 @@ def _print(m: Measured, first: Measured | None) -> None:
     click.echo(f"engine       {r.engine}")
     click.echo(f"seconds      {m.seconds:.3f}")
     click.echo(f"MAC/s        {m.macs_per_s:.3g}")
+    if m.exact is None and m.fp64 is None and m.why_exact == NOT_MEASURED:
+        return _print_differ(m, first)
+    click.echo(f"errors in    {m.error_seconds:.3f} s")
     click.echo(f"vs exact     {_err_line(m.exact, m.why_exact)}")
     click.echo(f"vs fp64      {_err_line(m.fp64, m.why_fp64)}")
+    _print_differ(m, first)
+
+
+def _print_differ(m: Measured, first: Measured | None) -> None:
     if first is not None:
         n = differ(m.D, first.D)
         click.echo(f"differs      {n} of {m.D.size} outputs from {first.run.hypothesis.describe()}")
@@ -132,6 +152,12 @@ def sweep_ks(K: int) -> list[int]:
     default=None,
     help="Interpreter of the GEMM (default: compiled for large GEMMs, numpy for small).",
 )
+@click.option(
+    "--errors/--no-errors",
+    default=True,
+    show_default=True,
+    help="Measure D against the exact product and an fp64 matmul.",
+)
 def gemm(
     hyp,
     instr,
@@ -148,8 +174,10 @@ def gemm(
     plot_path,
     k_sweep,
     engine,
+    errors,
 ) -> None:
     """Emulate D = A*B (+ C) as a GPU kernel computes it, and measure its error."""
+    t_start = time.perf_counter()
     check_out(out_path, "--out")  # output paths refused before any work
     fig_fmt = plot_format(plot_path)
     hyps = [hyp, *others]
@@ -178,18 +206,21 @@ def gemm(
         if C is not None and C.shape != (A.shape[0], B.shape[1]):
             raise UserError(f"--c has shape {C.shape}; expected {(A.shape[0], B.shape[1])}")
     ks = sweep_ks(A.shape[1]) if k_sweep else None
+    if (ks is not None or plot_path) and not errors:
+        raise UserError("--k-sweep and --plot show errors; leave --no-errors out")
     series: list[list[SweepPoint]] = []
     try:
         for h in hyps:
-            series.append(_run_series(h, A, B, C, instr, engine, ks))
-    except KeyboardInterrupt:
+            series.append(_run_series(h, A, B, C, instr, engine, ks, errors))
+    except KeyboardInterrupt:  # the GEMM running stopped; the finished ones are kept
         if not series:
             raise
-        _report(A, B, series, ks, as_json, [])
+        wall = time.perf_counter() - t_start
+        _report(A, B, series, ks, as_json, [out_path] if out_path else [], wall)
         _write_out(out_path, series, as_json)
-        interrupted(f"{len(series)} of {len(hyps)} hypotheses finished and reported")
+        interrupted(f"{len(series)} of {len(hyps)} hypotheses finished, reported above")
     files = [f for f in (out_path, plot_path) if f]
-    _report(A, B, series, ks, as_json, files)
+    _report(A, B, series, ks, as_json, files, time.perf_counter() - t_start)
     _write_out(out_path, series, as_json)
     if plot_path:
         title = f"M={A.shape[0]} N={B.shape[1]} K={A.shape[1]}, {_name(A)} x {_name(B)} inputs"
@@ -210,16 +241,18 @@ def _run_series(
     instr: str | None,
     engine: str | None,
     ks: list[int] | None,
+    errors: bool = True,
 ) -> list[SweepPoint]:
     """One hypothesis run on the whole GEMM, or (--k-sweep) on every K of the sweep; a
-    K the schedule cannot cut (split-K with too few k-tiles) is skipped with the reason."""
-    full = run_measured(h, A, B, C, instr, engine=engine)
+    K the schedule cannot cut (split-K with too few k-tiles) is skipped with the reason.
+    `errors` False (--no-errors): D only, no error measured."""
+    full = run_measured(h, A, B, C, instr, errors, engine)
     if ks is None:
         return [(A.shape[1], full, "")]
     points: list[SweepPoint] = []
     for k in ks[:-1]:
         try:
-            points.append((k, run_measured(h, A[:, :k], B[:k], None, instr, engine=engine), ""))
+            points.append((k, run_measured(h, A[:, :k], B[:k], None, instr, errors, engine), ""))
         except UserError as e:
             points.append((k, None, str(e)))
     return points + [(ks[-1], full, "")]
@@ -250,8 +283,10 @@ def _report(
     ks: list[int] | None,
     as_json: bool,
     files: list[str],
+    wall: float,
 ) -> None:
-    """The report of the finished hypotheses, text or JSON."""
+    """The report of the finished hypotheses, text or JSON; `files`: the files written
+    after it, `wall`: seconds since the command started (inputs, GEMMs, errors)."""
     first = series[0][-1][1]
     if as_json:
         doc = {
@@ -259,6 +294,7 @@ def _report(
             "inputs": [_name(A), _name(B)],
             "runs": [],
             "files": files,
+            "wall_seconds": wall,
         }
         for s in series:
             m = s[-1][1]
@@ -291,6 +327,8 @@ def _report(
                     click.echo(f"  {k:>6}     {m.exact.median_ulps:.4g} / {m.exact.max_ulps:.4g}")
                 else:
                     click.echo(f"  {k:>6}     n/a")
+    click.echo("")
+    click.echo(f"wall         {wall:.3f} s (the command after start-up: inputs, GEMMs, errors)")
 
 
 def _name(x: np.ndarray) -> str:

@@ -31,6 +31,7 @@ from ..gemm.element import (
     mma_step,
     promote_add,
 )
+from ..gemm.outputs import Outputs
 from ..gemm.plan import Plan, Tree
 from ..gemm.schedule import Schedule
 from ..model.params import ModelParams
@@ -38,9 +39,10 @@ from ..spec.formats import Format
 from . import cache, jit
 from .gemm_ir import chain_rows_module, map_module
 from .kernel import _LOCK as _KERNEL_LOCK
-from .kernel import _pool, machine_code, threads
+from .kernel import machine_code, threads
 from .kernel_ir import container
 from .loops import loop_plan
+from .tiles import run_tiles
 
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 _FUNCS: dict[tuple, Callable] = {}
@@ -102,49 +104,58 @@ def _map_fn(parts: tuple, widths: list[int], build: Callable[[list[BV]], BV]):
     return _compiled(("map", *parts, tuple(widths)), make, len(widths) + 1)
 
 
-def _split_rows(n: int, call: Callable[[int, int], None]) -> None:
-    """call(lo, hi) over [0, n) in one piece per thread (outside the GIL)."""
-    t = min(threads(), max(1, n // MIN_OUTPUTS_PER_THREAD))
-    if t <= 1:
-        call(0, n)
-        return
-    bounds = [n * i // t for i in range(t + 1)]
-    for j in [_pool(t).submit(call, lo, hi) for lo, hi in zip(bounds, bounds[1:])]:
-        j.result()
+TILE_STEPS = 1 << 20
+"""Instruction steps per tile (outputs x steps per output): tens of milliseconds on a
+core for most instructions, so an interrupt stops the runner that quickly."""
+MAX_TILE = 1 << 14
+"""Outputs per tile at most: the runner's working set (a few uint64 arrays of a tile per
+worker) is bounded by it, whatever M x N is."""
+MIN_TILE = 64
+
+
+def tile_outputs(n: int, steps: int, n_threads: int) -> int:
+    """Outputs per tile for `n` outputs of `steps` instruction steps each: about
+    TILE_STEPS steps, at least MIN_TILE (one run of the chain kernel's lanes) and at
+    most MAX_TILE outputs, and small enough that every thread gets one."""
+    t = max(MIN_TILE, min(MAX_TILE, TILE_STEPS // max(1, steps)))
+    return max(1, min(t, -(-n // max(1, n_threads))))
 
 
 def _map(fn, inputs: list[np.ndarray]) -> np.ndarray:
+    """out[o] = fn(inputs[0][o], ...) over uint64 arrays, on the calling thread."""
     n = len(inputs[0])
     out = np.empty(n, dtype=np.uint64)
-    ptrs = [x.ctypes.data for x in inputs] + [out.ctypes.data]
-    _split_rows(n, lambda lo, hi: fn(lo, hi, *ptrs))
+    fn(0, n, *[x.ctypes.data for x in inputs], out.ctypes.data)
     return out
 
 
 class _Tables:
     """Operands for the chain kernel: A (rows, K_padded) and B as given, (K_padded,
-    columns), contiguous, of the format's container type, and each output's row and
-    column."""
+    columns), contiguous, of the format's container type."""
 
-    def __init__(self, p: ModelParams, a_table, a_idx, b_table, b_idx) -> None:
+    def __init__(self, p: ModelParams, a_table, b_table) -> None:
         self.Kp, self.NB = b_table.shape
         self.A = np.ascontiguousarray(a_table.T, dtype=_UINT[container(p.a_fmt.spec.storage)])
         self.B = np.ascontiguousarray(b_table, dtype=_UINT[container(p.b_fmt.spec.storage)])
-        self.ia = np.ascontiguousarray(a_idx, dtype=np.int64)
-        self.ib = np.ascontiguousarray(b_idx, dtype=np.int64)
         self.bits = (self.A.dtype.itemsize * 8, self.B.dtype.itemsize * 8)
 
-    def run(self, fn, chains: list[tuple[int, ...]], acc0: np.ndarray) -> np.ndarray:
-        """The chain kernel `fn` over `chains` (k-block lists) from accumulators acc0
-        (uint64, one per output)."""
-        bl = np.asarray([j for c in chains for j in c], dtype=np.int64)
-        ends = np.cumsum([len(c) for c in chains], dtype=np.int64)
-        out = np.empty(len(self.ia), dtype=np.uint64)
-        args = (self.A.ctypes.data, self.ia.ctypes.data, self.B.ctypes.data, self.ib.ctypes.data)
-        rest = (self.Kp, self.NB, bl.ctypes.data, ends.ctypes.data, len(ends))
-        ptrs = (acc0.ctypes.data, out.ctypes.data)
-        _split_rows(len(out), lambda lo, hi: fn(lo, hi, *args, *rest, *ptrs))
+    def run(self, fn, chains: tuple[np.ndarray, np.ndarray], ia, ib, acc0) -> np.ndarray:
+        """The chain kernel `fn` over `chains` (k-block list, chain ends) for the outputs
+        reading rows ia of A and columns ib of B, from accumulators acc0 (uint64)."""
+        bl, ends = chains
+        out = np.empty(len(ia), dtype=np.uint64)
+        fn(
+            0, len(ia), self.A.ctypes.data, ia.ctypes.data, self.B.ctypes.data,
+            ib.ctypes.data, self.Kp, self.NB, bl.ctypes.data, ends.ctypes.data, len(ends),
+            acc0.ctypes.data, out.ctypes.data,
+        )  # fmt: skip
         return out
+
+
+def _chains(chains) -> tuple[np.ndarray, np.ndarray]:
+    """A split's chains as the chain kernel's (k-blocks, chain ends) arrays."""
+    bl = np.asarray([j for c in chains for j in c], dtype=np.int64)
+    return bl, np.cumsum([len(c) for c in chains], dtype=np.int64)
 
 
 def run_gemm(
@@ -152,93 +163,106 @@ def run_gemm(
     plan: Plan,
     schedule: Schedule,
     a_table: np.ndarray,
-    a_idx: np.ndarray,
     b_table: np.ndarray,
-    b_idx: np.ndarray,
+    outputs: Outputs,
     c_bits: np.ndarray | None,
     c_fmt: Format | None,
-) -> np.ndarray:
-    """Output bits (n_out,) uint64: output o is element.element on a_table[:, a_idx[o]],
-    b_table[:, b_idx[o]], c_bits[o] (see gemm/emulate.py compiled_runner)."""
+    out: np.ndarray,
+) -> None:
+    """Fill `out` (len(outputs),) unsigned with the output bits: output o is
+    element.element on a_table[:, ia[o]], b_table[:, ib[o]], c_bits[o] (see
+    gemm/emulate.py compiled_runner). The outputs are computed in tiles on worker
+    threads (engine/tiles.py): memory beyond the operands, C and `out` is a few arrays
+    per tile, and a Ctrl-C stops the workers after their current tile."""
     if p.scale_fmt is not None or p.c_fmt.spec.storage != p.d_fmt.spec.storage:
-        return _run_numpy(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt)
-    n = len(a_idx)
-    t = _Tables(p, a_table, a_idx, b_table, b_idx)
+        _run_numpy(p, plan, schedule, a_table, b_table, outputs, c_bits, c_fmt, out)
+        return
+    t = _Tables(p, a_table, b_table)
     d_fmt, af = p.d_fmt, acc_format(p)
     nan = canonical_nan(af, p)
-    zero = np.zeros(n, dtype=np.uint64)
-    c64 = None if c_bits is None else np.ascontiguousarray(c_bits, dtype=np.uint64)
-    ep = Epilogue.of(schedule, p, plan, c64 is not None)
-    if not ep.reads_ab:  # alpha = 0: A and B are not read (element.element)
-        return _epilogue(zero, af, ep, p, c64, c_fmt)
-    partials: list[tuple[np.ndarray, Format]] = []
-    for s, sp in enumerate(plan.splits):
-        if not sp.promoted:  # element.accumulate: one chain, C as acc_0 of split 0
-            acc0 = c64 if (plan.c_in_chain and s == 0 and c64 is not None) else zero
-            partials.append((t.run(_chain_fn(p, *t.bits), [sp.chains[0]], acc0), d_fmt))
-            continue
-        # each chain from 0, its result promoted into a sum from 0, in the one kernel
-        fn = _chain_fn(p, *t.bits, promote=(d_fmt, af, nan))
-        partials.append((t.run(fn, list(sp.chains), zero), af))
+    ep = Epilogue.of(schedule, p, plan, c_bits is not None)
+    # every kernel made (compiled or loaded) before any tile runs; alpha = 0 reads
+    # neither A nor B (element.element): no chain kernel at all
+    plain = promo = None
+    if ep.reads_ab and any(not sp.promoted for sp in plan.splits):
+        plain = _chain_fn(p, *t.bits)
+    if ep.reads_ab and any(sp.promoted for sp in plan.splits):
+        promo = _chain_fn(p, *t.bits, promote=(d_fmt, af, nan))
+    splits = [
+        (promo, _chains(sp.chains), af) if sp.promoted else (plain, _chains(sp.chains[:1]), d_fmt)
+        for sp in plan.splits
+    ]
 
-    def reduce(tree: Tree) -> tuple[np.ndarray, Format]:
+    def prepare(tree: Tree) -> tuple[object, Format]:
+        """The combination tree with its kernels: a split's index or (fn, left, right)."""
         if isinstance(tree, int):
-            return partials[tree]
-        (x, fx), (y, fy) = reduce(tree[0]), reduce(tree[1])
+            return tree, splits[tree][2]
+        (x, fx), (y, fy) = prepare(tree[0]), prepare(tree[1])
         fn = _map_fn(
             ("combine", fx, fy, af, nan),
             [fx.spec.storage, fy.spec.storage],
             lambda v: combine(v[0], v[1], fx, fy, af, nan),
         )
-        return _map(fn, [x, y]), af
+        return (fn, x, y), af
 
-    acc, acc_fmt = partials[0] if len(partials) == 1 else reduce(plan.combine)
-    return _epilogue(acc, acc_fmt, ep, p, c64, c_fmt)
-
-
-def _epilogue(
-    acc: np.ndarray,
-    acc_fmt: Format,
-    ep: Epilogue,
-    p: ModelParams,
-    c64: np.ndarray | None,
-    c_fmt: Format | None,
-) -> np.ndarray:
-    """element.epilogue compiled as an elementwise kernel over the accumulators (and C
-    where it has a term)."""
+    if not ep.reads_ab:
+        splits, tree, acc_fmt = [], 0, af
+    elif len(splits) > 1:
+        tree, acc_fmt = prepare(plan.combine)
+    else:
+        tree, acc_fmt = 0, splits[0][2]
     c_term = ep.beta is not None
-    if ep.identity(acc_fmt):
-        return acc
-    cf = c_fmt or ep.out_fmt
-    widths = [acc_fmt.spec.storage] + ([cf.spec.storage] if c_term else [])
-    fn = _map_fn(
-        ("epilogue", p, acc_fmt, cf if c_term else None, ep),
-        widths,
-        lambda v: epilogue(v[0], acc_fmt, v[1] if c_term else None, cf, ep, p),
-    )
-    return _map(fn, [acc] + ([c64] if c_term else []))
+    ep_fn = None
+    if not ep.identity(acc_fmt):
+        cf = c_fmt or ep.out_fmt
+        widths = [acc_fmt.spec.storage] + ([cf.spec.storage] if c_term else [])
+        ep_fn = _map_fn(
+            ("epilogue", p, acc_fmt, cf if c_term else None, ep),
+            widths,
+            lambda v: epilogue(v[0], acc_fmt, v[1] if c_term else None, cf, ep, p),
+        )
+
+    def reduce(node, partials: list[np.ndarray]) -> np.ndarray:
+        if isinstance(node, int):
+            return partials[node]
+        fn, x, y = node
+        return _map(fn, [reduce(x, partials), reduce(y, partials)])
+
+    def work(lo: int, hi: int) -> None:
+        zero = np.zeros(hi - lo, dtype=np.uint64)
+        c = None if c_bits is None else np.ascontiguousarray(c_bits[lo:hi], dtype=np.uint64)
+        if splits:
+            ia, ib = outputs.rows(lo, hi)
+            partials = []
+            for s, (fn, chains, _) in enumerate(splits):
+                in_chain = fn is plain and plan.c_in_chain and s == 0 and c is not None
+                partials.append(t.run(fn, chains, ia, ib, c if in_chain else zero))
+            acc = reduce(tree, partials)
+        else:
+            acc = zero
+        if ep_fn is not None:
+            acc = _map(ep_fn, [acc] + ([c] if c_term else []))
+        out[lo:hi] = acc
+
+    n = len(outputs)
+    n_threads = min(threads(), max(1, n // MIN_OUTPUTS_PER_THREAD))
+    run_tiles(n, tile_outputs(n, plan.steps(), n_threads), work, n_threads)
 
 
-def _run_numpy(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits, c_fmt):
+def _run_numpy(p, plan, schedule, a_table, b_table, outputs, c_bits, c_fmt, out):
     """element.element on the numpy interpreter, for the forms the chain kernel does not
     take (block-scaled units, a c format of another width than d)."""
     from ..bv.vector import VECTOR
 
-    n = len(a_idx)
-    out = np.empty(n, dtype=np.uint64)
     wa, wb = p.a_fmt.spec.storage, p.b_fmt.spec.storage
-    for lo in range(0, n, 1 << 15):
-        hi = min(n, lo + (1 << 15))
-        a = [
-            BV(VECTOR, VECTOR.lanes(a_table[k][a_idx[lo:hi]], wa), wa) for k in range(len(a_table))
-        ]
-        b = [
-            BV(VECTOR, VECTOR.lanes(b_table[k][b_idx[lo:hi]], wb), wb) for k in range(len(b_table))
-        ]
+    for lo in range(0, len(outputs), 1 << 15):
+        hi = min(len(outputs), lo + (1 << 15))
+        ia, ib = outputs.rows(lo, hi)
+        a = [BV(VECTOR, VECTOR.lanes(a_table[k][ia], wa), wa) for k in range(len(a_table))]
+        b = [BV(VECTOR, VECTOR.lanes(b_table[k][ib], wb), wb) for k in range(len(b_table))]
         c = None
         if c_bits is not None:
             w = (c_fmt or c_format(p, schedule)).spec.storage
             c = BV(VECTOR, VECTOR.lanes(c_bits[lo:hi], w), w)
         d = element(a, b, c, p, plan, schedule, c_fmt)
-        out[lo:hi] = np.asarray(d.v, dtype=np.uint64)
-    return out
+        out[lo:hi] = np.broadcast_to(np.asarray(d.v, dtype=np.uint64), (hi - lo,))

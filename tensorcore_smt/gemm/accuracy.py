@@ -2,18 +2,20 @@
 
 Every finite value of a binary format is (-1)^s · sig · 2^(exp - mbits) with an integer
 significand (formats.decode), so the exact product of two matrices of such values is an
-integer matrix on a grid of 2^lsb. `exact_matmul` computes it with int64 matrix products
-over exponent slices, each slice small enough that no int64 partial sum can overflow
-(K · 2^(bits_a + w) · 2^(bits_b + w) < 2^63 for slice width w), and joins the slices with
-Python-int shifts: no floating-point operation touches a value, and the result is exact
-in any summation order. `measure` compares an output D with it: the error of each element
-in ulps of the output format at the exact value, and relative errors (elementwise and
-normwise, ||D - X||_F / ||X||_F).
+integer matrix on a grid of 2^lsb. `exact_matmul` computes it with matrix products over
+exponent slices, each slice small enough that every partial sum is an exact integer
+(K · 2^(bits_a + w) · 2^(bits_b + w) < 2^53 for slice width w, so fp64 BLAS products
+are exact; 2^63 in int64 for fp32's wide significands), and joins the slices in
+wide integers (gemm/wide.py: 32-bit limbs, whole-array operations): no floating-point
+operation touches a value, and the result is exact in any summation order. `measure`
+compares an output D with it, vectorised: the error of each element in ulps of the
+output format at the exact value (|D - X| computed exactly, then rounded once to fp64),
+and relative errors (elementwise and normwise, ||D - X||_F / ||X||_F; these divide the
+correctly rounded |D - X| and |X|, so they are within 2 units in the last place of fp64).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,9 +23,15 @@ import numpy as np
 from ..bv.core import BV
 from ..bv.vector import VECTOR
 from ..spec.formats import EXP_W, Format, decode
+from .wide import LIMB, Wide
 
 INT64_BITS = 62
 """Magnitude bits an int64 accumulator may use (one bit of headroom below the sign)."""
+FLOAT64_BITS = 52
+"""Magnitude bits of integer sums that fp64 matrix products (BLAS) compute exactly: every
+partial sum in any order is an integer below 2^53."""
+MIN_FLOAT64_WIDTH = 4
+"""Narrower exponent slices than this (wide significands: fp32) use int64 products."""
 
 
 @dataclass(frozen=True)
@@ -74,10 +82,49 @@ def _slices(g: GridValues, width: int) -> list[tuple[int, np.ndarray]]:
 
 @dataclass(frozen=True)
 class Exact:
-    """An exact matrix: `ints` (object array of Python ints) times 2^lsb."""
+    """An exact matrix: the integers `w` (gemm/wide.py) times 2^lsb."""
 
-    ints: np.ndarray
+    w: Wide
     lsb: int
+
+    @property
+    def ints(self) -> np.ndarray:
+        """The integers as Python ints (an object array; for tests and small reports)."""
+        return self.w.to_ints()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.w.shape
+
+    def aligned(self, lsb: int, n_limbs: int = 0) -> Wide:
+        """The integers on the finer grid 2^lsb (lsb <= self.lsb)."""
+        return self.w.shifted(self.lsb - lsb, n_limbs)
+
+    def plus(self, other: Exact) -> Exact:
+        """self + other, exactly."""
+        lo = min(self.lsb, other.lsb)
+        x, y = self.aligned(lo), other.aligned(lo)
+        n = max(len(x.limbs), len(y.limbs)) + 1
+        return Exact(Wide(_padded(x, n).limbs + _padded(y, n).limbs).normalised(), lo)
+
+
+def _padded(x: Wide, n: int) -> Wide:
+    """x with n limbs (n >= its own count; normalising carries the sign up)."""
+    extra = n - len(x.limbs)
+    if extra <= 0:
+        return x
+    return Wide(np.concatenate([x.limbs, np.zeros((extra, *x.shape), np.int64)])).normalised()
+
+
+def grid_exact(g: GridValues) -> Exact:
+    """The grid values of an array as an Exact (every value finite), on the grid of its
+    smallest nonzero value, so the limbs span only the exponents present."""
+    nz = g.sig != 0
+    low = int(g.shift[nz].min()) if nz.any() else 0
+    shift = np.where(nz, g.shift - low, 0)
+    w = Wide.zeros((int(shift.max(initial=0)) + g.sig_bits + 1) // LIMB + 4, g.sig.shape)
+    w.add(g.sig, shift)
+    return Exact(w.normalised(), g.lsb + low)
 
 
 def exact_matmul(
@@ -95,44 +142,47 @@ def exact_matmul(
         raise ValueError("the exact product needs finite A and B")
     M, K = ga.sig.shape
     N = gb.sig.shape[1]
-    budget = INT64_BITS - ga.sig_bits - gb.sig_bits
-    kchunk = max(K, 1)
-    while kchunk > 1 and budget - _kbits(kchunk) < 2:
-        kchunk = (kchunk + 1) // 2
-    width = (budget - _kbits(kchunk)) // 2
+    kchunk, width = _chunking(K, FLOAT64_BITS - ga.sig_bits - gb.sig_bits)
+    dtype = np.float64  # BLAS: exact while every partial sum is an integer below 2^53
+    if width < MIN_FLOAT64_WIDTH:
+        kchunk, width = _chunking(K, INT64_BITS - ga.sig_bits - gb.sig_bits)
+        dtype = np.int64
     if width < 1:
         raise ValueError(f"{a_fmt.spec.name} x {b_fmt.spec.name}: products too wide for int64")
-    lsb = ga.lsb + gb.lsb
-    acc = np.zeros((M, N), dtype=object)
-    acc[...] = 0
-    for k0 in range(0, K, kchunk):
-        sa = _slices(_cols(ga, k0, k0 + kchunk), width)
-        sb = _slices(_rows(gb, k0, k0 + kchunk), width)
+    chunks = [
+        (_slices(_cols(ga, k0, k0 + kchunk), width), _slices(_rows(gb, k0, k0 + kchunk), width))
+        for k0 in range(0, K, kchunk)
+    ]
+    bases = [ba + bb for sa, sb in chunks for ba, _ in sa for bb, _ in sb] or [0]
+    low = min(bases)  # the grid of the smallest slice product: limbs only where values are
+    acc = Wide.zeros((max(bases) - low + 64) // LIMB + 4, (M, N))
+    for sa, sb in chunks:
         for base_a, ma in sa:
             for base_b, mb in sb:
-                part = (ma @ mb).astype(object)
-                acc += part * (1 << (base_a + base_b))
+                part = ma.astype(dtype) @ mb.astype(dtype)
+                acc.add(part.astype(np.int64), base_a + base_b - low)
+    ex = Exact(acc.normalised(), ga.lsb + gb.lsb + low)
     if c_bits is not None:
         assert c_fmt is not None
         gc = grid_values(c_bits, c_fmt)
         if not gc.finite.all():
             raise ValueError("the exact product needs a finite C")
-        lo = min(lsb, gc.lsb)
-        c_int = gc.sig.astype(object) * _pow2(gc.shift)
-        acc = acc * (1 << (lsb - lo)) + c_int * (1 << (gc.lsb - lo))
-        lsb = lo
-    return Exact(acc, lsb)
+        ex = ex.plus(grid_exact(gc))
+    return ex
+
+
+def _chunking(K: int, budget: int) -> tuple[int, int]:
+    """(k chunk, slice width): a K chunk and an exponent-slice width such that a chunk's
+    sums of slice products stay within `budget` bits beyond the significands."""
+    kchunk = max(K, 1)
+    while kchunk > 1 and budget - _kbits(kchunk) < 2:
+        kchunk = (kchunk + 1) // 2
+    return kchunk, (budget - _kbits(kchunk)) // 2
 
 
 def _kbits(n: int) -> int:
     """Bits a sum of n terms may add to the largest term."""
     return max(1, (n - 1).bit_length())
-
-
-def _pow2(shift: np.ndarray) -> np.ndarray:
-    out = np.empty(shift.shape, dtype=object)
-    out.reshape(-1)[:] = [1 << int(t) for t in shift.reshape(-1)]
-    return out
 
 
 def _cols(g: GridValues, lo: int, hi: int) -> GridValues:
@@ -182,39 +232,33 @@ class ErrorStats:
         }
 
 
-def _ratio(num: int, den_exp: int) -> float:
-    """num / 2^den_exp as a float (correctly rounded; Python int true division)."""
-    if den_exp <= 0:
-        return float(num << -den_exp)
-    return num / (1 << den_exp)
-
-
 def measure(d_bits: np.ndarray, d_fmt: Format, exact: Exact) -> ErrorStats:
     """The error of output D (bit patterns of `d_fmt`, same shape as the product)."""
     gd = grid_values(d_bits, d_fmt)
     s = d_fmt.spec
     lo = min(exact.lsb, gd.lsb)
-    x_shift, d_shift = exact.lsb - lo, gd.lsb - lo
-    xs = exact.ints.reshape(-1)
-    dsig, dsh, dfin = gd.sig.reshape(-1), gd.shift.reshape(-1), gd.finite.reshape(-1)
-    ulps = np.empty(xs.shape, dtype=np.float64)
-    rel = np.empty(xs.shape, dtype=np.float64)
-    sq_err = sq_x = 0
-    for i, x in enumerate(xs):
-        x = int(x) << x_shift
-        if not dfin[i]:
-            ulps[i] = rel[i] = math.inf
-            continue
-        d = (int(dsig[i]) << int(dsh[i])) << d_shift
-        diff = abs(d - x)
-        mag = abs(x)
-        e = (mag.bit_length() - 1 + lo) if mag else s.emin
-        ulp_exp = max(e, s.emin) - s.mbits
-        ulps[i] = _ratio(diff, ulp_exp - lo)
-        rel[i] = (diff / mag) if mag else (0.0 if diff == 0 else math.inf)
-        sq_err += diff * diff
-        sq_x += mag * mag
-    normwise = math.sqrt(sq_err / sq_x) if sq_x else (0.0 if sq_err == 0 else math.inf)
-    return ErrorStats(
-        ulps.reshape(exact.ints.shape), rel.reshape(exact.ints.shape), normwise, int((~dfin).sum())
-    )
+    x = exact.aligned(lo)
+    dw = grid_exact(gd)  # D on its grid (0 where not finite)
+    d = dw.aligned(lo, len(x.limbs))
+    x = _padded(x, len(d.limbs))
+    diff, mag = (d - x).abs(), x.abs()
+    _, xbit = mag.msb()  # |X| in [2^(xbit + lo), 2^(xbit + lo + 1)); -1 for 0
+    e = np.where(xbit >= 0, xbit + lo, s.emin)
+    ulp_exp = np.maximum(e, s.emin) - s.mbits
+    fin = gd.finite
+    ulps = np.where(fin, diff.to_float(lo - ulp_exp), np.inf)
+    scale = -np.maximum(xbit, 0)  # |X| scaled into [1, 2)
+    dx, mx = diff.to_float(scale), mag.to_float(scale)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(xbit >= 0, dx / mx, np.where(dx == 0, 0.0, np.inf))
+    rel = np.where(fin, rel, np.inf)
+    _, dbit = diff.msb()
+    g = -int(max(np.max(np.where(fin, dbit, -1), initial=-1), np.max(xbit, initial=-1), 0))
+    dn = np.where(fin, diff.to_float(g), 0.0)  # every value over the largest: no overflow
+    xn = np.where(fin, mag.to_float(g), 0.0)
+    sq_err, sq_x = float(np.sum(dn * dn)), float(np.sum(xn * xn))
+    if sq_x:
+        normwise = float(np.sqrt(sq_err / sq_x))
+    else:
+        normwise = 0.0 if sq_err == 0 else float("inf")
+    return ErrorStats(ulps, rel, normwise, int((~fin).sum()))

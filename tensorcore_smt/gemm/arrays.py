@@ -126,5 +126,5 @@ def to_format(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
 def from_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:
     """Output bit patterns as an array of the format's float dtype."""
     dt = FORMAT_DTYPE.get(fmt)
-    raw = bits.astype(UINT[fmt.spec.storage])
+    raw = bits.astype(UINT[fmt.spec.storage], copy=False)
     return raw.view(dt) if dt is not None else raw

@@ -26,6 +26,7 @@ from ..model.params import ModelParams
 from ..spec.formats import Format
 from .arrays import (
     FORMAT_DTYPE,
+    UINT,
     bits_of,
     fits,
     format_of,
@@ -37,6 +38,7 @@ from .arrays import (
 )
 from .element import RN, acc_format, c_format, element, float_bits
 from .hypothesis import GemmHypothesis, parse_gemm
+from .outputs import OutputGrid
 from .plan import Plan, make_plan, padded_k
 from .schedule import SCALAR_LIMIT, Schedule, parse_schedule
 
@@ -267,22 +269,19 @@ def matmul(
     if run_info is not None:
         used = "compiled" if runner is not None else ("numpy" if device is None else "torch")
         run_info.append(dataclasses.replace(run, engine=used))
+    grid = OutputGrid(int(np.prod(batch, dtype=np.int64)), M, N)
     if runner is not None:
-        o = np.arange(n_out, dtype=np.int64)
-        bi, rem = np.divmod(o, M * N)
-        m, n = np.divmod(rem, N)
-        out = runner(p, plan, sched, a_t, bi * M + m, b_t, bi * N + n, c_bits, c_fmt)
-        return _result(np.asarray(out, dtype=np.uint64), out_fmt, batch + (M, N), dev)
+        out = np.empty(n_out, dtype=UINT[out_fmt.spec.storage])
+        runner(p, plan, sched, a_t, b_t, grid, c_bits, c_fmt, out)
+        return _result(out, out_fmt, batch + (M, N), dev)
     be = VECTOR if device is None else _device_backend(device)
     out = np.empty(n_out, dtype=np.uint64)
     wa, wb = p.a_fmt.spec.storage, p.b_fmt.spec.storage
     for lo in range(0, n_out, CHUNK):
         hi = min(n_out, lo + CHUNK)
-        o = np.arange(lo, hi, dtype=np.int64)
-        bi, rem = np.divmod(o, M * N)
-        m, n = np.divmod(rem, N)
-        ca = _Columns(be, a_t, bi * M + m, wa)
-        cb = _Columns(be, b_t, bi * N + n, wb)
+        ia, ib = grid.rows(lo, hi)
+        ca = _Columns(be, a_t, ia, wa)
+        cb = _Columns(be, b_t, ib, wb)
         cbv = None
         if c_bits is not None:
             w = c_fmt.spec.storage
@@ -307,12 +306,13 @@ def compiled_runner(engine: str | None, steps: int):
     """The compiled GEMM runner for `engine` ("compiled", or None from
     AUTO_COMPILED_STEPS instruction steps on), else None (the numpy engine runs).
 
-    A runner, `run_gemm(p, plan, schedule, a_table, a_idx, b_table, b_idx, c_bits,
-    c_fmt)`, returns the (n_out,) uint64 output bits: output o is element.py on the
-    operands a_table[:, a_idx[o]] and b_table[:, b_idx[o]] ((K_padded, rows) bit tables,
-    zero rows past K) and c_bits[o] (in c_fmt; None: no C), equal to the numpy engine
-    bit for bit: the compiled engine's GEMM
-    runner, tensorcore_smt.engine.gemm.run_gemm."""
+    A runner, `run_gemm(p, plan, schedule, a_table, b_table, outputs, c_bits, c_fmt,
+    out)`, fills `out` ((n_out,) unsigned, the output format's width) with the output
+    bits: output o is element.py on the operands a_table[:, ia[o]] and b_table[:, ib[o]]
+    ((K_padded, rows) bit tables, zero rows past K; `outputs.rows(lo, hi)` gives ia, ib
+    of a range of outputs, gemm/outputs.py) and c_bits[o] (in c_fmt; None: no C), equal
+    to the numpy engine bit for bit: the compiled engine's GEMM runner,
+    tensorcore_smt.engine.gemm.run_gemm."""
     if engine == "numpy" or (engine is None and steps < AUTO_COMPILED_STEPS):
         return None
     try:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..spec.formats import Format
-from .accuracy import ErrorStats, Exact, exact_matmul, grid_values, measure
+from .accuracy import ErrorStats, Exact, exact_matmul, grid_exact, grid_values, measure
 from .arrays import FORMAT_DTYPE, UINT, bits_of, format_of
 from .element import c_format
 from .emulate import GemmRun, matmul
@@ -54,6 +54,10 @@ def exact_of_fp64(x: np.ndarray) -> Exact:
         raise ValueError("the fp64 matmul has non-finite entries") from None
 
 
+NOT_MEASURED = "not measured"
+"""The reason in Measured.why_exact / why_fp64 of a run measured without errors."""
+
+
 @dataclass(frozen=True)
 class Measured:
     """A GEMM run and its figures; `exact` / `fp64` are None with a reason in `why_*`."""
@@ -66,6 +70,7 @@ class Measured:
     fp64: ErrorStats | None
     why_exact: str = ""
     why_fp64: str = ""
+    error_seconds: float = 0.0  # time spent measuring the errors
 
     @property
     def macs_per_s(self) -> float:
@@ -99,10 +104,10 @@ def run_measured(
     run = info[0]
     M, K = A.shape
     N = B.shape[1]
-    m = Measured(D, run, dt, M * N * K, None, None)
     if not errors:
-        return m
-    out = m.out_fmt
+        return Measured(D, run, dt, M * N * K, None, None, NOT_MEASURED, NOT_MEASURED)
+    t1 = time.perf_counter()
+    out = run.schedule.out or run.params.d_fmt
     d_bits = _bits(D, out)
     p = run.params
     a_bits, b_bits = bits_of(A, p.a_fmt, "A"), bits_of(B, p.b_fmt, "B")
@@ -132,7 +137,8 @@ def run_measured(
         fp64 = measure(d_bits, out, exact_of_fp64(np.ascontiguousarray(x64)))
     except ValueError as e:
         why_fp64 = str(e)
-    return Measured(D, run, dt, M * N * K, exact, fp64, why_exact, why_fp64)
+    spent = time.perf_counter() - t1
+    return Measured(D, run, dt, M * N * K, exact, fp64, why_exact, why_fp64, spent)
 
 
 def exact_matmul_c(c_bits: np.ndarray, c_fmt: Format) -> Exact:
@@ -140,15 +146,13 @@ def exact_matmul_c(c_bits: np.ndarray, c_fmt: Format) -> Exact:
     g = grid_values(c_bits, c_fmt)
     if not g.finite.all():
         raise ValueError("the exact product needs a finite C")
-    ints = np.empty(g.sig.shape, dtype=object)
-    ints.reshape(-1)[:] = [int(s) << int(t) for s, t in zip(g.sig.reshape(-1), g.shift.reshape(-1))]
-    return Exact(ints, g.lsb)
+    return grid_exact(g)
 
 
 def _scaled(x: Exact, factor: float) -> Exact:
     """factor * x exactly (factor a finite float: an odd integer times a power of 2)."""
     num, den = factor.as_integer_ratio()  # den is a power of 2
-    return Exact(x.ints * num, x.lsb - (den.bit_length() - 1))
+    return Exact(x.w.times(num), x.lsb - (den.bit_length() - 1))
 
 
 def _axpby(alpha: float, x: Exact, beta: float, c: Exact | None) -> Exact:
@@ -156,9 +160,7 @@ def _axpby(alpha: float, x: Exact, beta: float, c: Exact | None) -> Exact:
     ax = x if alpha == 1.0 else _scaled(x, alpha)
     if c is None:
         return ax
-    bc = c if beta == 1.0 else _scaled(c, beta)
-    lo = min(ax.lsb, bc.lsb)
-    return Exact(ax.ints * (1 << (ax.lsb - lo)) + bc.ints * (1 << (bc.lsb - lo)), lo)
+    return ax.plus(c if beta == 1.0 else _scaled(c, beta))
 
 
 def _as_f64(x: np.ndarray, fmt: Format) -> np.ndarray:
