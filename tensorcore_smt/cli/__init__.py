@@ -3,6 +3,7 @@ the root group of base.py; the modules import base.py and options.py, never each
 
 from . import (  # noqa: F401  (registration)
     bound,
+    exact,
     find,
     gemm,
     hardware,

@@ -33,9 +33,11 @@ import re
 import sys
 from dataclasses import dataclass, field
 from enum import Enum
+from fractions import Fraction
 from pathlib import Path
 
 from ..errors import UserError
+from ..model.measure import Measure
 from ..model.params import ModelParams
 from ..solvers.result import Answer
 from ..spec.datadirs import data_dir
@@ -75,6 +77,8 @@ class QuerySpec:
     # (answer, conditions) pairs: expect the first answer whose conditions X meets
     expect_if: tuple[tuple[Answer, dict], ...] = ()
     when: dict = field(default_factory=dict)  # conditions for this query to be asked
+    measure: Measure | None = None  # goal error-exceeds: the measure (y "exact" or a variant)
+    threshold: Fraction | None = None  # goal error-exceeds: "measure > threshold"
 
     def expectation(self, px: ModelParams) -> Answer | None:
         """The expected answer for a query whose variant X has parameters `px`."""
@@ -212,6 +216,8 @@ class Property:
                     cons,
                     name=f"{self.name}-{spec.id}-{arch}",
                     grows=spec.grow or None,
+                    measure=spec.measure,
+                    threshold=spec.threshold,
                 )
             bound = QuerySpec(
                 spec.id,
@@ -224,6 +230,8 @@ class Property:
                 spec.timeout,
                 spec.grow,
                 when=spec.when,
+                measure=spec.measure,
+                threshold=spec.threshold,
             )
             out.append((bound, q))
         return out
@@ -307,6 +315,10 @@ def expand(template: str, env: dict) -> str:
 def _template_env(arch: str, p: ModelParams) -> dict:
     env: dict = {"arch": arch}
     env["K"] = p.K  # (also the loop below; named here for GEMM templates: {K*4})
+    for f in ("a_fmt", "b_fmt", "c_fmt", "d_fmt"):
+        spec = getattr(p, f).spec  # {a_mbits}, {d_precision}: the formats' significands
+        env[f"{f[0]}_mbits"] = spec.mbits
+        env[f"{f[0]}_precision"] = spec.precision
     for k, v in p.__dict__.items():
         if isinstance(v, bool):
             env[k] = "true" if v else "false"  # for texts: `flush_inputs={flush_inputs}`
@@ -367,6 +379,7 @@ def _load_one(path: Path) -> Property:
                     grow=str(q.get("grow", "")),
                     expect_if=expect_if,
                     when=dict(q.get("when", {})),
+                    **_error_goal(path, i, goal, q),
                 )
             )
         return Property(
@@ -385,6 +398,24 @@ def _load_one(path: Path) -> Property:
         raise UserError(f"{path}: missing field {e.args[0]!r}") from None
     except ValueError as e:
         raise UserError(f"{path}: {e}") from None
+
+
+def _error_goal(path: Path, i: int, goal: Goal, q: dict) -> dict:
+    """`measure` and `threshold` (a number or "p/q") of a query with goal error-exceeds."""
+    has = "measure" in q or "threshold" in q
+    if goal != Goal.ERROR_EXCEEDS:
+        if has:
+            raise UserError(f"{path}: query[{i}]: measure and threshold need goal error-exceeds")
+        return {}
+    try:
+        return {
+            "measure": Measure.parse(str(q["measure"])),
+            "threshold": Fraction(str(q["threshold"])),
+        }
+    except (KeyError, ValueError) as e:
+        raise UserError(
+            f"{path}: query[{i}]: goal error-exceeds needs measure and threshold ({e})"
+        ) from None
 
 
 def _gemm_level(path: Path, data: dict) -> GemmLevel | None:

@@ -1,0 +1,231 @@
+"""Exact accumulation: up to which K a unit, and its chained GEMM, sums integer slices
+exactly (the question the Ozaki scheme rests on).
+
+Ozaki-scheme emulation splits each matrix into slices of P-bit integers times a shared
+power of two and needs every slice product A_i B_j summed exactly. For bf16 slices of
+P = 7 bits an fp32 accumulator that adds exactly holds every partial sum while
+K (2^P - 1)^2 < 2^24, K <= 1040 (the rule ozaki-jax states). A real unit adds in its own
+way (alignment to the largest exponent with F fraction bits, truncation), so the rule
+is a question for the model:
+
+1. Instruction lemma. For integer a_k, b_k with |a_k|, |b_k| <= 2^P - 1 and an integer
+   c with |c| <= 2^b - 1, is d = c + sum a_k b_k on every input? Asked as the bound goal
+   "abs error > 0" on the integer class (model/measure.py); unsat proves it for the
+   whole range, a witness refutes it. The largest such b is searched from the fp32
+   precision downwards: B = 2^b - 1 is the largest running accumulator the instruction
+   provably takes without an error.
+2. Chain induction (stated, and checked on the witness). A serial chain acc_0 = 0,
+   acc_{j+1} = MMA(a block j, b block j, acc_j) with L products per instruction: every
+   |acc_j| <= j L (2^P - 1)^2. While that bound is at most B, the lemma applies to
+   instruction j + 1, so acc_{j+1} is exact and an integer; by induction the whole
+   chain is exact for K = J L with J the largest number of instructions such that
+   (J - 1) L (2^P - 1)^2 <= B. That is a proof for every input of the class.
+3. A witness above: the lemma's witness at b + 1 gives (a, b, c_w) with an inexact
+   result. Blocks of products that sum exactly to c_w (each block's accumulator below B,
+   so exact by the lemma) followed by the witness block make a chain whose result is
+   not exact; it is re-run through tc.matmul and measured exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import UserError
+from ..model.measure import Measure
+from ..smt.query import Constraint, ConstraintKind, Goal, make_query, parse_integer
+from ..smt.solve import Limits, Verdict, answer
+from ..spec.formats import round_fraction, value_of
+
+
+@dataclass
+class LemmaStep:
+    """One instruction-lemma question: integer c of at most `c_bits` bits."""
+
+    c_bits: int
+    verdict: Verdict
+    seconds: float
+    solver: str | None = None
+    confirmed_by: str | None = None
+    witness: dict[str, int] | None = None
+
+
+@dataclass
+class Exactness:
+    """What is proved about exact accumulation of P-bit integer slices."""
+
+    hypothesis: str
+    instruction: str
+    slice_bits: int
+    L: int
+    c_bits: int | None = None  # the largest b proved: exact for |c| <= 2^b - 1
+    lemma_witness: dict[str, int] | None = None  # an inexact input at b + 1
+    steps: list[LemmaStep] = field(default_factory=list)
+    chain_K: int | None = None  # every chain of at most this K is exact (induction)
+    chain_witness_K: int | None = None  # a chain of this K, checked inexact by matmul
+    chain_witness_error: Fraction | None = None
+    seconds: float = 0.0
+
+    @property
+    def bound_B(self) -> int | None:
+        return None if self.c_bits is None else (1 << self.c_bits) - 1
+
+    def argument(self) -> str:
+        """The induction of the chain in words, with this result's numbers."""
+        if self.c_bits is None:
+            return "no accumulator range was proved exact: nothing is claimed for chains"
+        m2 = ((1 << self.slice_bits) - 1) ** 2
+        return (
+            f"every |acc_j| <= j*L*(2^P-1)^2 = j*{self.L}*{m2}; the instruction is exact for "
+            f"|c| <= B = 2^{self.c_bits}-1 = {self.bound_B} (proved), so by induction a "
+            f"serial chain of J = {self.chain_K // self.L} instructions (K = {self.chain_K}) "
+            "is exact on every input of the class"
+        )
+
+
+def _lemma_query(hypothesis: str, instr: str | None, p_bits: int, c_bits: int):
+    cons: tuple[Constraint, ...] = (
+        Constraint(ConstraintKind.FINITE),
+        parse_integer(f"ab={p_bits}"),
+    )
+    if c_bits > 0:
+        cons += (parse_integer(f"c={c_bits}"),)
+    else:
+        cons += (Constraint(ConstraintKind.FIX, "c", bits=0),)
+    return make_query(
+        hypothesis,
+        None,
+        instr,
+        Goal.ERROR_EXCEEDS,
+        cons,
+        measure=Measure.ABS,
+        threshold=Fraction(0),
+    )
+
+
+def exactness(
+    hypothesis: str,
+    slice_bits: int,
+    *,
+    instr: str | None = None,
+    timeout: float = 600.0,
+    limits: Limits | None = None,
+    on_step=None,
+) -> Exactness:
+    """Search the largest accumulator range the instruction adds P-bit integer slices
+    into exactly (a proof), the witness just above it, the chain length the induction
+    proves exact and a chain witness re-run through tc.matmul."""
+    if slice_bits < 1:
+        raise UserError(f"slice bits {slice_bits}: at least 1")
+    q0 = _lemma_query(hypothesis, instr, slice_bits, 1)
+    p = q0.p
+    if p.c_fmt != p.d_fmt:
+        raise UserError(f"{q0.instruction}: c and d formats differ; a chain needs d = c")
+    limits = limits or Limits()
+    res = Exactness(hypothesis, q0.instruction, slice_bits, p.K)
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    top = p.c_fmt.spec.precision + 1  # integers beyond 2^precision are not all representable
+    b = top
+    proved = None
+    while b >= 0 and time.monotonic() < deadline - 1:
+        q = _lemma_query(hypothesis, q0.instruction, slice_bits, b)
+        left = deadline - time.monotonic()
+        o = answer(
+            q,
+            Limits(limits.solver, left, limits.jobs, limits.memory_mb, limits.confirm, limits.seed),
+        )
+        step = LemmaStep(b, o.verdict, o.seconds, o.result.solver if o.result is not None else None)
+        if o.verdict == Verdict.UNSAT:
+            step.confirmed_by = next(
+                (r.solver for r in o.confirmations if r.answer.value == "unsat"), None
+            )
+            proved = b
+        elif o.verdict == Verdict.WITNESS:
+            step.witness = dict(o.witness.inputs)
+            res.lemma_witness = step.witness
+        res.steps.append(step)
+        if on_step:
+            on_step(step)
+        if o.verdict != Verdict.WITNESS:
+            break  # proved (the largest, searching downwards) or undecided
+        b -= 1
+    res.c_bits = proved
+    if proved is not None:
+        m2 = ((1 << slice_bits) - 1) ** 2
+        J = ((1 << proved) - 1) // (p.K * m2) + 1
+        res.chain_K = J * p.K
+        if res.lemma_witness is not None:
+            _chain_witness(res, q0, m2)
+    res.seconds = time.monotonic() - t0
+    return res
+
+
+def _fill_blocks(target: int, L: int, m: int, B: int) -> list[list[tuple[int, int]]] | None:
+    """Blocks of L integer products (|x|, |y| <= m) whose running sums reach `target`
+    exactly with every block's incoming accumulator within B (None if it cannot)."""
+    blocks: list[list[tuple[int, int]]] = []
+    acc = 0
+    sign = 1 if target >= 0 else -1
+    while acc != target:
+        if abs(acc) > B:
+            return None
+        block = []
+        for _ in range(L):
+            rest = abs(target - acc)
+            if rest == 0:
+                block.append((0, 0))
+                continue
+            if rest >= m * m:
+                x, y = m, m
+            elif rest >= m:
+                x, y = m, rest // m
+            else:
+                x, y = 1, rest
+            block.append((sign * x, y))
+            acc += sign * x * y
+        blocks.append(block)
+    return blocks
+
+
+def _chain_witness(res: Exactness, q0, m2: int) -> None:
+    """The lemma's witness placed at the end of a chain that reaches its c exactly; the
+    chain run through tc.matmul and its error measured with exact rationals."""
+    from ..api import bits_dtype
+    from ..gemm.emulate import matmul
+
+    p = q0.p
+    w = res.lemma_witness
+    c_val = value_of(w["c"], p.c_fmt)
+    m = (1 << res.slice_bits) - 1
+    blocks = _fill_blocks(int(c_val), p.K, m, res.bound_B)
+    if blocks is None:
+        return
+    a_vals: list[int] = []
+    b_vals: list[int] = []
+    for blk in blocks:
+        for x, y in blk:
+            a_vals.append(x)
+            b_vals.append(y)
+    a_vals += [int(value_of(w[f"a{i}"], p.a_fmt)) for i in range(p.K)]
+    b_vals += [int(value_of(w[f"b{i}"], p.b_fmt)) for i in range(p.K)]
+    K = len(a_vals)
+    A = np.array(
+        [[round_fraction(Fraction(v), p.a_fmt) for v in a_vals]], dtype=bits_dtype(p.a_fmt)
+    )
+    B = np.array(
+        [[round_fraction(Fraction(v), p.b_fmt)] for v in b_vals], dtype=bits_dtype(p.b_fmt)
+    )
+    hyp = res.hypothesis if "/" in res.hypothesis else f"{res.hypothesis}/serial"
+    D = matmul(hyp, A, B, instr=res.instruction)
+    d = value_of(int(np.asarray(D).reshape(-1)[0]), p.d_fmt)
+    exact = sum(x * y for x, y in zip(a_vals, b_vals))
+    if isinstance(d, Fraction) and d != exact:
+        res.chain_witness_K = K
+        res.chain_witness_error = abs(d - exact)
+
+
+__all__ = ["Exactness", "LemmaStep", "exactness"]
