@@ -107,6 +107,7 @@ COMMAND_OF = {
     "search_seconds": ["fit", "rows.jsonl", "--arch", "volta"],
     "oracle_timeout": ["identify", "--arch", "volta", "--oracle", "variant:volta"],
     **{k: _VALIDATE for k in ("workers", "rows", "chunk", "keep")},
+    "slices": ["exact", "volta"],
 }
 """The command each option is tried on (default: diff of two Volta variants)."""
 

@@ -87,6 +87,7 @@ OPTION_RANGES: dict[str, OptionRange] = {
     "jobs": OptionRange(1, 1024, False, "solver processes"),
     "memory": OptionRange(MIN_SOLVER_MEMORY_MIB, machine_memory_mib(), False, "MiB"),
     "terms": OptionRange(0, 1 << 16, False, "products"),
+    "slices": OptionRange(1, 24, False, "bits"),
     "search_seconds": OptionRange(0, 1e7, False, "seconds"),
     "seed": OptionRange(0, (1 << 32) - 1, False, ""),
     "workers": OptionRange(1, MAX_WORKERS_PER_CORE * machine_cores(), False, "worker processes"),
