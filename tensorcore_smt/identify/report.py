@@ -21,6 +21,7 @@ import numpy as np
 
 from ..api import simulate_params
 from ..model.params import ModelParams
+from ..smt.solve import Verdict
 from ..spec.formats import format_hex
 from .loop import Kill, Proof, Result, Vector, hypothesis_row_counts
 from .pool import make_pool
@@ -218,13 +219,13 @@ def equality_note(res: Result, rep: Hypothesis, h: Hypothesis) -> str:
         return why or "no answered vector tells them apart; not compared by a solver"
     if pr.by_construction:
         return why or "equal by construction: both build the same term"
-    if pr.verdict.value == "unsat":
+    if pr.verdict == Verdict.UNSAT:
         who = " and ".join(pr.solvers) or "a solver"
         extra = f"; {pr.note}" if pr.note else ""
         return f"proved equal on every input ({who}, {pr.seconds:.1f} s{extra})" + (
             f"; {why}" if why else ""
         )
-    if pr.verdict.value == "unknown":
+    if pr.verdict == Verdict.UNKNOWN:
         return (
             why
             or f"undecided: no solver answered within the time limit ({pr.seconds:.1f} s); "
