@@ -142,17 +142,31 @@ def test_variants_touch_every_parameter():
     assert {f.name for f in dataclasses.fields(ModelParams)} - touched <= by_instruction
 
 
-def test_narrow_and_wide_arrays_give_the_same_bits():
+def test_narrow_and_wide_arrays_give_the_same_bits(monkeypatch):
     """uint64 arrays are read in place; uint16 ones by a kernel for 16-bit elements; int64
-    arrays (non-negative) are viewed as unsigned."""
+    arrays (non-negative) are viewed as unsigned. api.simulate_params widens every integer
+    array to uint64, so the narrow kernels are run through kernel.run_rows, and the test
+    checks which element widths the kernel was built for."""
     p = parse_variant("volta").params(None)
     a, b, c, _, _ = _rows(p, 5000, 3)
+    assert (p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage) == (16, 16, 32)
     want = api.simulate_params(p, a, b, c, engine="numpy")
-    for dt in (np.uint16, np.uint32, np.int64):
-        got = api.simulate_params(
-            p, a.astype(dt), b.astype(dt), c.astype(np.uint32), engine="compiled"
-        )
+    built = []
+    real = kernel.cpu_kernel
+
+    def spy(p, containers=None):
+        k = real(p, containers)
+        built.append(k.containers)
+        return k
+
+    monkeypatch.setattr(kernel, "cpu_kernel", spy)
+    for dt, bits in ((np.uint16, 16), (np.uint32, 32), (np.int64, 64), (np.uint64, 64)):
+        got = kernel.run_rows(p, [a.astype(dt), b.astype(dt), c.astype(np.uint32)], n_threads=1)
+        assert built[-1] == (bits, bits, 32), dt
+        assert got.dtype == np.uint64
         assert np.array_equal(got, want), dt
+    assert np.array_equal(api.simulate_params(p, a, b, c, engine="compiled"), want)
+    assert built[-1] == (64, 64, 64)  # the API's path: every array widened to uint64
 
 
 def test_rows_split_across_threads_give_the_same_bits():

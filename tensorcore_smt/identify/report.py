@@ -332,15 +332,15 @@ def to_text(res: Result) -> str:
 
 
 def recovered(res: Result, hidden: ModelParams, rows: int = 65536, seed: int = 99) -> bool:
-    """Whether `identify` recovered a known hidden model: one class is left and it holds
-    the hidden model itself, or its first member predicts the hidden model's bits on every
+    """Whether `identify` recovered a known hidden model: one class is left and every
+    member of it is the hidden model itself or predicts the hidden model's bits on every
     row of a fresh pool (a model the space writes another way)."""
     if len(res.classes) != 1:
         return False
     sp = res.space
-    if any(sp.params(h) == hidden for h in res.classes[0]):
+    others = [p for p in map(sp.params, res.classes[0]) if p != hidden]
+    if not others:
         return True
     pool = make_pool(sp.base, rows, seed)
     want = simulate_params(hidden, pool.a, pool.b, pool.c)
-    got = simulate_params(sp.params(res.classes[0][0]), pool.a, pool.b, pool.c)
-    return bool(np.array_equal(want, got))
+    return all(np.array_equal(want, simulate_params(p, pool.a, pool.b, pool.c)) for p in others)
