@@ -222,7 +222,9 @@ def test_bad_input_is_one_line_exit_2(args, needle):
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 2, (r.output, r.stderr)
     assert needle in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 or "Usage" in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tcsmt: error:"), r.stderr
+    assert "Usage" not in r.stderr
     assert "Traceback" not in r.stderr
 
 

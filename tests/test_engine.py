@@ -21,6 +21,7 @@ from strategies import distinct_models, model_id
 
 from tensorcore_smt import api
 from tensorcore_smt.engine import Engine, kernel, parse_engine
+from tensorcore_smt.engine import cache as engine_cache
 from tensorcore_smt.engine import jit as engine_jit
 from tensorcore_smt.errors import UserError
 from tensorcore_smt.model.params import ModelParams
@@ -141,17 +142,31 @@ def test_variants_touch_every_parameter():
     assert {f.name for f in dataclasses.fields(ModelParams)} - touched <= by_instruction
 
 
-def test_narrow_and_wide_arrays_give_the_same_bits():
+def test_narrow_and_wide_arrays_give_the_same_bits(monkeypatch):
     """uint64 arrays are read in place; uint16 ones by a kernel for 16-bit elements; int64
-    arrays (non-negative) are viewed as unsigned."""
+    arrays (non-negative) are viewed as unsigned. api.simulate_params widens every integer
+    array to uint64, so the narrow kernels are run through kernel.run_rows, and the test
+    checks which element widths the kernel was built for."""
     p = parse_variant("volta").params(None)
     a, b, c, _, _ = _rows(p, 5000, 3)
+    assert (p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage) == (16, 16, 32)
     want = api.simulate_params(p, a, b, c, engine="numpy")
-    for dt in (np.uint16, np.uint32, np.int64):
-        got = api.simulate_params(
-            p, a.astype(dt), b.astype(dt), c.astype(np.uint32), engine="compiled"
-        )
+    built = []
+    real = kernel.cpu_kernel
+
+    def spy(p, containers=None):
+        k = real(p, containers)
+        built.append(k.containers)
+        return k
+
+    monkeypatch.setattr(kernel, "cpu_kernel", spy)
+    for dt, bits in ((np.uint16, 16), (np.uint32, 32), (np.int64, 64), (np.uint64, 64)):
+        got = kernel.run_rows(p, [a.astype(dt), b.astype(dt), c.astype(np.uint32)], n_threads=1)
+        assert built[-1] == (bits, bits, 32), dt
+        assert got.dtype == np.uint64
         assert np.array_equal(got, want), dt
+    assert np.array_equal(api.simulate_params(p, a, b, c, engine="compiled"), want)
+    assert built[-1] == (64, 64, 64)  # the API's path: every array widened to uint64
 
 
 def test_rows_split_across_threads_give_the_same_bits():
@@ -178,6 +193,74 @@ def test_second_load_compiles_nothing(monkeypatch):
     monkeypatch.setattr(engine_jit, "compile_object", no_compile)
     assert kernel.is_ready(p, [a, b, c])
     assert np.array_equal(api.simulate_params(p, a, b, c, engine="compiled"), first)
+
+
+def test_kernel_sources_are_what_the_generators_import():
+    """The digest in every key covers the generators and what they import: the model,
+    bv/, engine/, gemm/'s element and plan code, validation/rows_kernel.py."""
+    rel = {str(f.relative_to(engine_cache._ROOT)) for f in engine_cache.kernel_sources()}
+    for want in (
+        "engine/kernel_ir.py",
+        "engine/gemm.py",
+        "bv/symbolic.py",
+        "model/params.py",
+        "model/sequential.py",
+        "gemm/element.py",
+        "gemm/plan.py",
+        "gemm/schedule.py",
+        "spec/formats.py",
+        "validation/rows_kernel.py",
+    ):
+        assert want in rel, want
+    assert "cli/base.py" not in rel  # found, not the whole package
+
+
+@pytest.fixture
+def fresh_digest():
+    """source_digest computed anew in the test and again after it."""
+    engine_cache.source_digest.cache_clear()
+    yield
+    engine_cache.source_digest.cache_clear()
+
+
+def test_edited_generator_source_misses_the_cache_and_unchanged_source_hits(
+    tmp_path, monkeypatch, fresh_digest
+):
+    """The package's source read from a copy: unchanged, the kernel is loaded from disk;
+    one comment added to gemm/element.py, the key changes and the kernel is compiled
+    again."""
+    p = parse_variant("volta[F=23]").params(None)
+    a, b, c, _, _ = _rows(p, 300, 4)
+    first = api.simulate_params(p, a, b, c, engine="compiled")
+    before = engine_cache.source_digest()
+    compiled = []
+    real = engine_jit.compile_object
+
+    def counting(ir, vectorize=True):
+        compiled.append(ir)
+        return real(ir, vectorize)
+
+    def load_again():
+        kernel._KERNELS.clear()
+        engine_cache.source_digest.cache_clear()
+        ready = kernel.is_ready(p, [a, b, c])
+        assert np.array_equal(api.simulate_params(p, a, b, c, engine="compiled"), first)
+        return ready
+
+    monkeypatch.setattr(engine_jit, "compile_object", counting)
+    copy = tmp_path / engine_cache._ROOT.name
+    shutil.copytree(engine_cache._ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(engine_cache, "_ROOT", copy)
+    assert load_again()
+    assert engine_cache.source_digest() == before
+    assert compiled == []  # hit
+
+    element = copy / "gemm" / "element.py"
+    element.write_text(element.read_text() + "\n# edited\n")
+    assert not load_again()
+    assert engine_cache.source_digest() != before
+    assert len(compiled) == 1  # miss: compiled again
+    assert kernel.is_ready(p, [a, b, c])
 
 
 def test_default_engine_by_batch_and_readiness(monkeypatch):

@@ -237,8 +237,7 @@ def test_compiled_engine_hook(monkeypatch):
     """matmul hands the compiled engine's runner (tensorcore_smt.engine.gemm.run_gemm)
     the operand tables and the outputs' indices: a runner that runs element() per
     output on the concrete interpreter reproduces the numpy engine; engine="compiled"
-    without a runner is one UserError."""
-    import importlib
+    without a runner (the module missing, or without run_gemm) is one UserError."""
     import sys
     import types
 
@@ -257,10 +256,14 @@ def test_compiled_engine_hook(monkeypatch):
             out[o] = int(element(a, b, c, p, plan, schedule, c_fmt).v)
 
     name = "tensorcore_smt.engine.gemm"
-    if importlib.util.find_spec(name) is None:
-        with pytest.raises(UserError, match="compiled"):
-            A1, B1 = np.ones((2, 16), np.float16), np.ones((16, 2), np.float16)
-            tc.matmul("hopper", A1, B1, engine="compiled")
+    A1, B1 = np.ones((2, 16), np.float16), np.ones((16, 2), np.float16)
+    monkeypatch.setitem(sys.modules, name, None)  # the module cannot be imported
+    with pytest.raises(UserError, match="engine='compiled' is not available here"):
+        tc.matmul("hopper", A1, B1, engine="compiled")
+    assert calls == [] and em.compiled_runner(None, 10**9) is None  # None: numpy instead
+    monkeypatch.setitem(sys.modules, name, types.SimpleNamespace())  # no run_gemm
+    with pytest.raises(UserError, match="engine='compiled' is not available here"):
+        tc.matmul("hopper", A1, B1, engine="compiled")
     monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(run_gemm=run_gemm))
     A = RNG.standard_normal((2, 2, 40)).astype(np.float16)
     B = RNG.standard_normal((40, 3)).astype(np.float16)

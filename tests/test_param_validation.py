@@ -209,5 +209,25 @@ def test_ranges_that_depend_on_other_parameters():
 
 
 def test_descriptions_name_every_parameter():
+    """Every parameter is described by its range, its formats, true/false or its enum's
+    values: none falls through to the bare type annotation."""
+    assert param_names()
     for name in param_names():
-        assert describe_range(name)
+        ann = _field_type(name)
+        optional = "None" in ann
+        text = describe_range(name)
+        assert text != ann, f"{name}: described only by its type {ann}"
+        if name in PARAM_RANGES:
+            rng = PARAM_RANGES[name]
+            assert text == rng.describe(optional), name
+            assert rng.text or text.startswith(f"{rng.lo}..{rng.hi}"), name
+        elif name in PARAM_FORMATS:
+            assert text.startswith("one of "), name
+            for f in PARAM_FORMATS[name]:
+                assert f.spec.name in text, (name, f)
+            assert text.endswith(", none") == optional, name
+        elif ann == "bool":
+            assert text == "true or false", name
+        else:
+            enum = PARAM_ENUMS[ann.replace(" | None", "")]
+            assert text == "one of " + ", ".join(m.value for m in enum), name

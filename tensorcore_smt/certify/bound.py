@@ -26,6 +26,7 @@ from ..errors import UserError
 from ..model.measure import Measure, exact_value, measure_value
 from ..smt.query import EXACT, Constraint, ConstraintKind, Goal, Query, make_query
 from ..smt.solve import Limits, Outcome, Verdict, answer
+from ..solvers.result import Answer
 from ..spec.formats import value_of
 
 DEFAULT_RESOLUTION = Fraction(1, 16)
@@ -269,7 +270,7 @@ def _record(cert: Certificate, q: Query, o: Outcome, t: Fraction) -> Step:
             confirmed = "construction"
         else:
             for r in o.confirmations:
-                if r.answer.value == "unsat":
+                if r.answer == Answer.UNSAT:
                     confirmed = r.solver
     step = Step(t, o.verdict, solver, confirmed, o.seconds)
     if o.verdict == Verdict.WITNESS:

@@ -380,8 +380,8 @@ def make_gemm_oracle(spec: str, space: GemmSpace, timeout: float = CMD_TIMEOUT) 
 
 
 def recovered_gemm(space: GemmSpace, res, hidden: str, rows: int = 4096, seed: int = 99) -> bool:
-    """Whether identify recovered a hidden GEMM hypothesis: one class left whose first
-    member predicts the hidden hypothesis's bits on every row of a fresh pool."""
+    """Whether identify recovered a hidden GEMM hypothesis: one class left, every member
+    of which predicts the hidden hypothesis's bits on every row of a fresh pool."""
     from ..smt.gemm_models import resolve_model, run_rows
     from .pool import make_pool
 
@@ -389,5 +389,4 @@ def recovered_gemm(space: GemmSpace, res, hidden: str, rows: int = 4096, seed: i
         return False
     pool = make_pool(space.base, rows, seed)
     want = run_rows(resolve_model(hidden, space.base.K, space.instr), pool.a, pool.b, pool.c)
-    got = space.run(res.classes[0][0], pool.a, pool.b, pool.c)
-    return bool(np.array_equal(want, got))
+    return all(np.array_equal(want, space.run(h, pool.a, pool.b, pool.c)) for h in res.classes[0])

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..smt.gemm_solve import answer_query
 from ..smt.solve import Limits, Outcome, Verdict
+from ..solvers.result import Answer
 from ..validation.rows import KINDS
 from .evaluate import Evaluator, Evidence
 from .oracle import Oracle, OracleError
@@ -470,7 +471,7 @@ class Identifier:
         solvers = []
         if o.result is not None:
             solvers.append(o.result.solver)
-        solvers += [r.solver for r in o.confirmations if r.answer.value == "unsat"]
+        solvers += [r.solver for r in o.confirmations if r.answer == Answer.UNSAT]
         proof = Proof(a, b, o.verdict, solvers, o.seconds, o.by_construction, o.note)
         if o.verdict == Verdict.UNSAT and not o.by_construction and len(solvers) < 2:
             proof.note = (

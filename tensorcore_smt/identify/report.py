@@ -21,6 +21,7 @@ import numpy as np
 
 from ..api import simulate_params
 from ..model.params import ModelParams
+from ..smt.solve import Verdict
 from ..spec.formats import format_hex
 from .loop import Kill, Proof, Result, Vector, hypothesis_row_counts
 from .pool import make_pool
@@ -218,13 +219,13 @@ def equality_note(res: Result, rep: Hypothesis, h: Hypothesis) -> str:
         return why or "no answered vector tells them apart; not compared by a solver"
     if pr.by_construction:
         return why or "equal by construction: both build the same term"
-    if pr.verdict.value == "unsat":
+    if pr.verdict == Verdict.UNSAT:
         who = " and ".join(pr.solvers) or "a solver"
         extra = f"; {pr.note}" if pr.note else ""
         return f"proved equal on every input ({who}, {pr.seconds:.1f} s{extra})" + (
             f"; {why}" if why else ""
         )
-    if pr.verdict.value == "unknown":
+    if pr.verdict == Verdict.UNKNOWN:
         return (
             why
             or f"undecided: no solver answered within the time limit ({pr.seconds:.1f} s); "
@@ -331,15 +332,15 @@ def to_text(res: Result) -> str:
 
 
 def recovered(res: Result, hidden: ModelParams, rows: int = 65536, seed: int = 99) -> bool:
-    """Whether `identify` recovered a known hidden model: one class is left and it holds
-    the hidden model itself, or its first member predicts the hidden model's bits on every
+    """Whether `identify` recovered a known hidden model: one class is left and every
+    member of it is the hidden model itself or predicts the hidden model's bits on every
     row of a fresh pool (a model the space writes another way)."""
     if len(res.classes) != 1:
         return False
     sp = res.space
-    if any(sp.params(h) == hidden for h in res.classes[0]):
+    others = [p for p in map(sp.params, res.classes[0]) if p != hidden]
+    if not others:
         return True
     pool = make_pool(sp.base, rows, seed)
     want = simulate_params(hidden, pool.a, pool.b, pool.c)
-    got = simulate_params(sp.params(res.classes[0][0]), pool.a, pool.b, pool.c)
-    return bool(np.array_equal(want, got))
+    return all(np.array_equal(want, simulate_params(p, pool.a, pool.b, pool.c)) for p in others)

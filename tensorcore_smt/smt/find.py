@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..solvers.result import Answer
 from ..solvers.runner import Progress
 from .gemm_solve import answer_query
 from .library import Property, QuerySpec
@@ -28,9 +29,10 @@ class QueryAnswer:
     def as_expected(self) -> bool | None:
         """Whether the answer is the one the property expects (None: no expectation or
         no definite answer)."""
-        if self.spec.expect is None or self.answer not in ("sat", "unsat"):
+        v = self.outcome.verdict
+        if self.spec.expect is None or v not in (Verdict.WITNESS, Verdict.UNSAT):
             return None
-        return self.answer == self.spec.expect.value
+        return (Answer.SAT if v == Verdict.WITNESS else Answer.UNSAT) == self.spec.expect
 
     @property
     def conclusion(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from fractions import Fraction
 
+from ..solvers.result import Answer
 from ..spec.formats import Format, format_hex, to_float, value_of
 from ..spec.presets import parse_variant
 from .query import Goal, Query
@@ -159,11 +160,11 @@ def answer_json(o: Outcome, files: list[str]) -> dict:
 
 def agreeing(o: Outcome) -> list[str]:
     """Solvers that gave the verdict's answer."""
-    want = "sat" if o.verdict in (Verdict.WITNESS, Verdict.BAD_WITNESS) else "unsat"
+    want = Answer.SAT if o.verdict in (Verdict.WITNESS, Verdict.BAD_WITNESS) else Answer.UNSAT
     rs = ([o.result] if o.result else []) + o.confirmations
     names = []
     for r in rs:
-        if r.answer.value == want and r.solver not in names:
+        if r.answer == want and r.solver not in names:
             names.append(r.solver)
     return names
 
