@@ -38,6 +38,7 @@ from ..errors import UserError
 from ..model.measure import Measure
 from ..smt.query import Constraint, ConstraintKind, Goal, make_query, parse_integer
 from ..smt.solve import Limits, Verdict, answer
+from ..solvers import Answer
 from ..spec.formats import round_fraction, value_of
 
 
@@ -141,7 +142,7 @@ def exactness(
         step = LemmaStep(b, o.verdict, o.seconds, o.result.solver if o.result is not None else None)
         if o.verdict == Verdict.UNSAT:
             step.confirmed_by = next(
-                (r.solver for r in o.confirmations if r.answer.value == "unsat"), None
+                (r.solver for r in o.confirmations if r.answer == Answer.UNSAT), None
             )
             proved = b
         elif o.verdict == Verdict.WITNESS:
