@@ -283,3 +283,41 @@ def test_exact_reference_name() -> None:
         "volta", None, None, Goal.ERROR_EXCEEDS, measure=Measure.ABS, threshold=Fraction(0)
     )
     assert q.variants == ("volta", EXACT) and q.against_exact
+
+
+def test_default_class_leaves_out_exact_results_below_the_output_range():
+    """An exact result of 3.5e-75 is 0 in fp32 for every unit (normwise error 1): the
+    default class (no underflow) leaves such inputs out, and keeps ordinary ones."""
+    from tensorcore_smt.certify.bound import make_bound_query
+
+    q = make_bound_query(
+        "ampere", None, "m16n8k8.f32.tf32.tf32.f32", Measure.NORMWISE, default_class()
+    )
+    tiny = {o.name: 0 for o in q.operands}
+    tiny.update({"a7": 0x00322000, "b7": 0x037FFFFF, "b2": 0x21AD2598})
+    assert not recheck(q, tiny).constraint_ok
+    ordinary = {o.name: 0 for o in q.operands}
+    ordinary.update({"a0": 0x3F800000, "b0": 0x3F800000, "c": 0x40000000})
+    assert recheck(q, ordinary).constraint_ok
+
+
+def test_random_rows_seed_a_real_lower_bound():
+    """The sampled lower bound is a row of the class whose measure, recomputed from its
+    bits with tc.simulate and fractions, is what the certificate reports."""
+    from tensorcore_smt.certify.bound import make_bound_query
+    from tensorcore_smt.certify.sample import sample_best
+
+    q = make_bound_query("hopper", None, None, Measure.NORMWISE, default_class())
+    best = sample_best(q, 300, seed=5)
+    assert best is not None and best.rows > 0 and best.measure > 0
+    assert recheck(q, best.inputs).constraint_ok
+    w = best.inputs
+    d = tc.simulate(
+        "hopper",
+        None,
+        [[w[f"a{i}"] for i in range(16)]],
+        [[w[f"b{i}"] for i in range(16)]],
+        [w["c"]],
+    )
+    assert int(d[0]) == best.outputs[0]
+    assert witness_measure(q, w, best.outputs) == best.measure

@@ -50,9 +50,12 @@ class Step:
     confirmed_by: str | None
     seconds: float
     measure: Fraction | float | None = None  # the witness's measure (sat)
+    sampled_rows: int = 0  # a lower bound from random rows, not a solver question
 
     def describe(self) -> str:
         who = self.solver or "-"
+        if self.sampled_rows:
+            return f"random rows: best of {self.sampled_rows} at {fmt_value(self.measure)}"
         if self.verdict == Verdict.WITNESS:
             return f"> {fmt_fraction(self.threshold)}: witness ({who}) at {fmt_value(self.measure)}"
         if self.verdict == Verdict.UNSAT:
@@ -134,14 +137,21 @@ def witness_measure(q: Query, inputs: dict[str, int], outputs: tuple[int, int]):
 
 
 def default_class() -> tuple[Constraint, ...]:
-    """Finite inputs whose exact magnitudes |c| + sum |a_k b_k| fit the output format: an
-    overflowing exact result makes every measure infinite and says nothing about the
-    unit's arithmetic, and a non-finite input has no error to measure."""
+    """Finite inputs whose exact magnitudes |c| + sum |a_k b_k| lie in the output
+    format's normal range: an overflowing exact result makes every measure infinite, and
+    one below the smallest normal number loses its bits to the output format whatever
+    the unit does (a result of 1e-75 in fp32 is 0 for every unit: a normwise error of
+    1), so neither says anything about the unit's arithmetic; a non-finite input has no
+    error to measure."""
     return (
         Constraint(ConstraintKind.FINITE, reason="a non-finite input has no error to measure"),
         Constraint(
             ConstraintKind.NO_OVERFLOW,
             reason="an exact result beyond the output range makes every measure infinite",
+        ),
+        Constraint(
+            ConstraintKind.NO_UNDERFLOW,
+            reason="magnitudes below the output's normal range are lost to its format",
         ),
     )
 
@@ -191,6 +201,7 @@ def bound(
     progress=None,
     on_step=None,
     check_class: bool = True,
+    sample_rows: int = 1000,
 ) -> Certificate:
     """The certified interval of `hypothesis`'s worst `measure` against the exact result
     (or against the variant `against`) over the class `constraints` (default: finite
@@ -230,6 +241,8 @@ def bound(
     t0 = time.monotonic()
     deadline = t0 + timeout
     t = Fraction(0)
+    if sample_rows > 0:
+        t = _seed_from_sample(cert, q0, sample_rows, on_step)
     try:
         while True:
             left = deadline - time.monotonic()
@@ -258,6 +271,35 @@ def bound(
         cert.interrupted = True
     cert.seconds = time.monotonic() - t0
     return cert
+
+
+def _seed_from_sample(cert: Certificate, q: Query, rows: int, on_step) -> Fraction:
+    """Random rows of the class as the first lower bound (certify/sample.py); the first
+    threshold to ask the solvers (0 when the sample shows no error)."""
+    from .sample import sample_best
+
+    t_start = time.monotonic()
+    best = sample_best(q, rows)
+    if best is None or not best.measure > 0:
+        return Fraction(0)
+    step = Step(
+        Fraction(0),
+        Verdict.WITNESS,
+        "random rows",
+        None,
+        time.monotonic() - t_start,
+        best.measure,
+        best.rows,
+    )
+    cert.steps.append(step)
+    cert.lower = best.measure
+    cert.witness = best.inputs
+    cert.witness_outputs = best.outputs
+    if on_step:
+        on_step(step)
+    if isinstance(best.measure, float):
+        return Fraction(0)
+    return _next_threshold(cert, Fraction(0), Verdict.WITNESS) or Fraction(0)
 
 
 def _record(cert: Certificate, q: Query, o: Outcome, t: Fraction) -> Step:

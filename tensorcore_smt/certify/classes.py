@@ -36,6 +36,7 @@ _FLAGS = {
     "negative": ConstraintKind.NEGATIVE,
     "finite": ConstraintKind.FINITE,
     "no-overflow": ConstraintKind.NO_OVERFLOW,
+    "no-underflow": ConstraintKind.NO_UNDERFLOW,
 }
 
 

@@ -112,9 +112,12 @@ class ConstraintKind(Enum):
     # |c| + sum |a_k b_k| at most the output format's largest finite number: no exact
     # magnitude overflows (a constraint on all inputs together, see `class_holds`)
     NO_OVERFLOW = "no-overflow"
+    # |c| + sum |a_k b_k| at least the output format's smallest normal number (or every
+    # input zero): the exact magnitudes do not lie in the output's underflow range
+    NO_UNDERFLOW = "no-underflow"
 
 
-GLOBAL_KINDS = frozenset({ConstraintKind.NO_OVERFLOW})
+GLOBAL_KINDS = frozenset({ConstraintKind.NO_OVERFLOW, ConstraintKind.NO_UNDERFLOW})
 """Constraints on the inputs together, not on each operand."""
 
 
@@ -515,23 +518,33 @@ class Built:
     goal: Bool
 
 
-def build(q: Query, inputs: dict[str, BV]) -> Built:
-    """The query's formula on the interpreter of `inputs` (symbolic vars or constants)."""
-    ops = q.operands
+def constraint_terms(q: Query, inputs: dict[str, BV]) -> list[Bool]:
+    """The query's input constraints on the interpreter of `inputs`, one term each (per
+    operand, then the constraints on all inputs together)."""
+    u, _ = q.input_sets(inputs)
     K = q.p.K
-    u, u2 = q.input_sets(inputs)
     a, b, c = [u[f"a{i}"] for i in range(K)], [u[f"b{i}"] for i in range(K)], u["c"]
     conds = [
         cn.holds(inputs[o.name], o.fmt)
         for cn in q.constraints
-        for o in ops
+        for o in q.operands
         if cn.applies_to(o.name)
     ]
     conds += [
         class_holds(cn, a, b, c, q.p)
         for cn in q.constraints
-        if cn.kind in GLOBAL_KINDS and not no_overflow_implied(q.p, q.constraints)
+        if cn.kind in GLOBAL_KINDS
+        and not (cn.kind == ConstraintKind.NO_OVERFLOW and no_overflow_implied(q.p, q.constraints))
     ]
+    return conds
+
+
+def build(q: Query, inputs: dict[str, BV]) -> Built:
+    """The query's formula on the interpreter of `inputs` (symbolic vars or constants)."""
+    K = q.p.K
+    u, u2 = q.input_sets(inputs)
+    a, b, c = [u[f"a{i}"] for i in range(K)], [u[f"b{i}"] for i in range(K)], u["c"]
+    conds = constraint_terms(q, inputs)
     if q.goal == Goal.ERROR_EXCEEDS:
         x = dot_add(a, b, c, q.params[0], *scale_inputs(u, q.params[0]))
         y = x if q.against_exact else dot_add(a, b, c, q.params[1], *scale_inputs(u, q.params[1]))
@@ -683,6 +696,12 @@ def class_holds(cn: Constraint, a: list[BV], b: list[BV], c: BV, p: ModelParams)
             BV.const(c.b, max_finite_bits(p.d_fmt), p.d_fmt.spec.storage), p.d_fmt, lsb, width
         )
         return norm.ule(top)
+    if cn.kind == ConstraintKind.NO_UNDERFLOW:
+        lsb, width = grid(p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt, p.K)
+        _, norm = reference_terms(a, b, c, (p.a_fmt, p.b_fmt, p.c_fmt), lsb, width)
+        s = p.d_fmt.spec
+        smallest = BV.const(c.b, 1 << (s.emin - lsb), width)
+        return norm.eq(0) | norm.uge(smallest)
     raise AssertionError(cn.kind)
 
 
