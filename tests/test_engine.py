@@ -109,6 +109,8 @@ VARIANTS = [
     ("volta[zero_sign=ieee]", None),
     ("volta[algorithm=sequential,order=reverse,fused_products=true]", None),
     ("volta[algorithm=sequential,order=pairwise]", None),
+    ("x86-avx512bf16[flush_sign=positive]", None),
+    ("x86-avx512bf16[order=c-first,fused_products=false]", None),
     ("hopper[rounding_fmt=e8m13]", "m16n8k16.f32.e4m3.e4m3.f32"),
     ("hopper[unpack=none]", "m16n8k16.f32.e4m3.e4m3.f32"),
     ("ampere[tf32=full]", "m16n8k4.f32.tf32.tf32.f32"),

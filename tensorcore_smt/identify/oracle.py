@@ -9,7 +9,9 @@ An oracle spec is `KIND:ARGUMENT` (or a bare `KIND`), looked up in `ORACLES`:
   JSONL on stdin (``{"a": [hex...], "b": [hex...], "c": "0x.."}``, one row a line) and
   prints one d per line (hex, ``0x`` optional), in order;
 - ``cuda``: builds a runner for the instruction with nvcc and runs it on the local GPU
-  (`tensorcore_smt.probe.runner.build_runner`), then behaves as ``cmd:``.
+  (`tensorcore_smt.probe.runner.build_runner`), then behaves as ``cmd:``;
+- ``cpu:avx512bf16``: the local CPU's x86 VDPBF16PS, one row a lane, through an LLVM
+  kernel llvmlite compiles in process (`tensorcore_smt.identify.cpu`).
 
 Each call sends a batch of vectors (a process per call for ``cmd:`` and ``cuda``).
 Anything wrong with an oracle's answer (a crash, a wrong number of lines, a pattern that
@@ -214,11 +216,18 @@ def _cuda(
     return CmdOracle(spec, p, argv=list(argv), timeout=timeout)
 
 
+def _cpu(spec: str, arg: str, p: ModelParams, arch: str, instr: str) -> Oracle:
+    from .cpu import make_cpu_oracle  # llvmlite's JIT is loaded only here
+
+    return make_cpu_oracle(spec, arg, p, arch, instr)
+
+
 ORACLES: dict[str, tuple[Callable[..., Oracle], str]] = {
     "variant": (_variant, "variant:EXPR    a hidden model (any variant expression)"),
     "file": (_file, "file:ROWS       recorded (a, b, c, d) rows only: fit and the next probe"),
     "cmd": (_cmd, "cmd:PROGRAM     reads vector JSONL on stdin, prints one d per line"),
     "cuda": (_cuda, "cuda[:DIR]      build the instruction with nvcc, run it on the local GPU"),
+    "cpu": (_cpu, "cpu:avx512bf16  the local CPU's VDPBF16PS (--arch x86-avx512bf16)"),
 }
 
 

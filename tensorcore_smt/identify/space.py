@@ -228,6 +228,7 @@ _INERT = {
     "flush_sums": lambda p: p.no_rounded("sums") is not None,
     "tf32": lambda p: Format.TF32 not in (p.a_fmt, p.b_fmt),
     "carry_overflow": lambda p: p.carry_bits is None,
+    "flush_sign": lambda p: not p.flush_inputs,
     # one fused group takes every product at once, in any order
     "group_map": lambda p: min(p.L, p.K) == p.K,
     # unpacking 16-bit operands to fp16 is a no-op (fp16) or impossible (bf16)

@@ -67,6 +67,14 @@ class NanRule(Enum):
     # the first NaN operand among b_k, the running sum, a_k, made quiet: NVIDIA DMMA on
     # H100 (results/hardware/h100: 4 x 10^6 random f64 rows, every NaN payload explained)
     B_ACC_A = "b-acc-a"
+    # SEQUENTIAL: the first NaN among the operands of the last product the sum takes
+    # (a_k, then b_k), then those of the product before it, ..., then c, made quiet and
+    # widened to d's format (a payload moves up by the mantissa bits d has more; the
+    # operand's format must share d's exponent field, as bf16 does fp32's); an invalid
+    # operation with no NaN operand gives `nan_bits`. x86 VDPBF16PS: Intel SDM, Table 5-1
+    # "NaN Propagation Priorities" (src1 low, src2 low, src1 high, src2 high, srcdest), which
+    # is each of its two FMAs, odd product first, taking its a, b, then the running sum
+    A_B_ACC = "a-b-acc"
 
 
 class GroupMap(Enum):
@@ -86,6 +94,15 @@ class CAddend(Enum):
     # the groups run on c = +0 and c is added to their result by one IEEE addition in d's
     # format, round to nearest even (Hopper's FP8 mma.sync: HMMA with C = RZ, then FADD)
     AFTER = "after"
+
+
+class FlushSign(Enum):
+    """The sign of the zero a flushed subnormal input becomes (`flush_inputs`)."""
+
+    POSITIVE = "positive"  # +0 (MMA-Sim §IV-B step 1)
+    # the operand's own sign: x86 DAZ (Intel SDM Vol. 1, MXCSR "Denormals-Are-Zeros":
+    # denormal source operands become zeros of the same sign)
+    KEEP = "keep"
 
 
 class ZeroSign(Enum):
@@ -130,6 +147,7 @@ class ModelParams:
     nan_rule: NanRule = NanRule.CANONICAL  # SFMA: which NaN an FMA with a NaN operand returns
     tf32: Tf32Input = Tf32Input.TRUNCATE
     flush_inputs: bool = False  # subnormal a, b, c read as +0 (MMA-Sim §IV-B step 1)
+    flush_sign: FlushSign = FlushSign.POSITIVE  # SEQUENTIAL, SFMA: the sign of a flushed input
     flush_products: bool = False  # a rounded product in the subnormal range -> signed 0
     flush_sums: bool = False  # a rounded intermediate sum in the subnormal range -> signed 0
     flush_outputs: bool = False  # a subnormal d -> signed 0 (then the unit's zero sign)
@@ -233,6 +251,7 @@ PARAM_ENUMS: dict[str, type[Enum]] = {
     "Tf32Input": Tf32Input,
     "CarryOverflow": CarryOverflow,
     "ZeroSign": ZeroSign,
+    "FlushSign": FlushSign,
     "NanRule": NanRule,
     "GroupMap": GroupMap,
     "CAddend": CAddend,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..bv.core import BV, Bool
 from ..spec.formats import Format, Rounding, Unpacked, decode, flush_subnormal
 from . import ieee
-from .params import ModelParams, NanRule, Order, Tf32Input
+from .params import FlushSign, ModelParams, NanRule, Order, Tf32Input
 
 
 def _fmt(fmt: Format, p: ModelParams) -> Format:
@@ -32,9 +32,10 @@ def _operands(a_bits, b_bits, c_bits, p: ModelParams) -> tuple[list, list, Unpac
     ub = [decode(x, _fmt(p.b_fmt, p)) for x in b_bits]
     uc = decode(c_bits, p.c_fmt)
     if p.flush_inputs:
-        ua = [flush_subnormal(u, p.a_fmt, keep_sign=False) for u in ua]
-        ub = [flush_subnormal(u, p.b_fmt, keep_sign=False) for u in ub]
-        uc = flush_subnormal(uc, p.c_fmt, keep_sign=False)
+        keep = p.flush_sign == FlushSign.KEEP
+        ua = [flush_subnormal(u, p.a_fmt, keep_sign=keep) for u in ua]
+        ub = [flush_subnormal(u, p.b_fmt, keep_sign=keep) for u in ub]
+        uc = flush_subnormal(uc, p.c_fmt, keep_sign=keep)
     return ua, ub, uc
 
 
@@ -80,9 +81,11 @@ def sequential(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -
         return ieee.add_unpacked(unpacked(x), unpacked(y), acc, mode, flush=flush)
 
     c: BV | Unpacked = uc if skip and p.c_fmt == acc else ieee.convert_unpacked(uc, acc, mode)
+    # the order the products enter the sum (the fused chain knows c-first and reverse)
+    reverse = p.order == Order.REVERSE
+    idx = list(range(p.K - 1, -1, -1) if reverse else range(p.K))
     if p.fused_products:
         d = c
-        idx = list(range(p.K - 1, -1, -1) if p.order == Order.REVERSE else range(p.K))
         for k in idx:
             flush = p.flush_sums and k != idx[-1]
             d = ieee.fma_unpacked(ua[k], ub[k], unpacked(d), acc, mode, flush=flush)
@@ -106,8 +109,17 @@ def sequential(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -
         else:  # PAIRWISE
             d = add(c, _pairwise(prods, add), last=True)
     if skip and p.d_fmt == acc and p.nan_bits is None and not p.flush_outputs:
-        return d
-    return ieee.convert_unpacked(unpacked(d), p.d_fmt, p.rounding, p.nan_bits, p.flush_outputs)
+        out = d
+    else:
+        out = ieee.convert_unpacked(unpacked(d), p.d_fmt, p.rounding, p.nan_bits, p.flush_outputs)
+    if p.nan_rule == NanRule.A_B_ACC:
+        operands = [
+            (t, u, f)
+            for k in idx[::-1]
+            for t, u, f in ((a_bits[k], ua[k], fa), (b_bits[k], ub[k], fb))
+        ]
+        out = _first_nan([*operands, (c_bits, uc, p.c_fmt)], out, p.d_fmt)
+    return out
 
 
 def sfma(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
@@ -131,16 +143,22 @@ def sfma(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
 
 
 def _first_nan(operands: list[tuple[BV, Unpacked, Format]], otherwise: BV, out: Format) -> BV:
-    """The first NaN operand, made quiet, in `out`'s encoding; else `otherwise`. Operands
-    must already be in `out`'s format (the NaN keeps its payload)."""
-    quiet = 1 << (out.spec.mbits - 1)
+    """The first NaN operand, made quiet, in `out`'s encoding; else `otherwise`. An
+    operand keeps its payload: in `out`'s format, or in a narrower one with `out`'s sign
+    and exponent fields (bf16 in fp32), whose bits move up by the mantissa bits `out` has
+    more (make_fp32 of the Intel SDM's VDPBF16PS)."""
+    o = out.spec
+    quiet = 1 << (o.mbits - 1)
     r = otherwise
     for bits, u, fmt in reversed(operands):
-        if fmt != out:
+        s = fmt.spec
+        if fmt != out and (s.ebits != o.ebits or s.mbits > o.mbits or s.ignored_low):
             raise ValueError(
-                f"nan_rule=b-acc-a needs operands in {out.spec.name}, not {fmt.spec.name}"
+                f"a NaN rule that propagates operands needs them in {o.name} or a format "
+                f"with its exponent field, not {s.name}"
             )
-        r = u.is_nan.ite(bits | BV.const(bits.b, quiet, bits.w), r)
+        wide = bits.zext(o.storage - s.storage) << (o.mbits - s.mbits) if fmt != out else bits
+        r = u.is_nan.ite(wide | BV.const(bits.b, quiet, o.storage), r)
     return r
 
 

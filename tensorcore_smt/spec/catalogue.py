@@ -48,7 +48,7 @@ class Instruction:
     """One matrix instruction of one architecture and the model that computes it."""
 
     name: str
-    kind: str  # mma | wgmma | tcgen05 | mfma | fma
+    kind: str  # mma | wgmma | tcgen05 | mfma | fma | dot
     params: ModelParams
     sm: int | None = None
     note: str = ""
@@ -79,10 +79,11 @@ class TableError(ValueError):
     """The instruction tables are inconsistent (a bug in archs/*.toml, not user input)."""
 
 
-KINDS = ("mma", "wgmma", "tcgen05", "mfma", "fma")
+KINDS = ("mma", "wgmma", "tcgen05", "mfma", "fma", "dot")
 """Instruction kinds: PTX mma.sync, wgmma.mma_async, tcgen05.mma, the scalar fma of the
-CUDA cores; AMD v_mfma."""
-VENDORS = ("nvidia", "amd")
+CUDA cores; AMD v_mfma; a CPU's SIMD dot product, one lane (x86 VDPBF16PS)."""
+VENDORS = ("nvidia", "amd", "x86")
+"""GPU vendors, and `x86` for instructions of the x86 ISA (Intel and AMD CPUs)."""
 
 _FAMILY_META = {"kind", "syntax", "unit", "note", "model", "names", "each"}
 _QUIRK_META = {"unit", "note", "like", "use"}
@@ -234,7 +235,17 @@ def _amd_signature(name: str, types: dict[str, str]) -> Signature:
     return Signature(int(m.group(3)), a, b, d, d)
 
 
-_SYNTAX = {"ptx": _ptx_signature, "amd": _amd_signature}
+def _x86_signature(name: str, types: dict[str, str]) -> Signature:
+    """x86 dot-product mnemonics, one lane: vdp<a>ps (Intel SDM, VDPBF16PS: a pair of
+    <a> products added to a packed-single accumulator, so K = 2, c = d = fp32)."""
+    m = re.fullmatch(r"vdp([a-z0-9]+?)(ps)", name)
+    if m is None or m.group(1) not in types:
+        raise TableError(f"{name}: not an x86 vdp<type>ps name")
+    a, d = Format.parse(types[m.group(1)]), Format.parse(types[m.group(2)])
+    return Signature(2, a, a, d, d)
+
+
+_SYNTAX = {"ptx": _ptx_signature, "amd": _amd_signature, "x86": _x86_signature}
 
 
 # --- parameters ---------------------------------------------------------------------------
@@ -362,7 +373,7 @@ def summary_table(presets: dict[str, Preset] | None = None) -> str:
     catalogue: per architecture its instructions by unit and the fused units' F, L and
     carry bits (tests/test_presets.py checks the docs against it)."""
     rows = [
-        "| arch | GPU | instructions | units | fused groups (F / L / carry bits) |",
+        "| arch | device | instructions | units | fused groups (F / L / carry bits) |",
         "|---|---|---|---|---|",
     ]
     for name, pr in (presets or PRESETS).items():
@@ -373,8 +384,8 @@ def summary_table(presets: dict[str, Preset] | None = None) -> str:
             p = inst.params
             if p.carry_bits is not None:
                 fused[(p.F, p.L, p.carry_bits)] = None
-        gpu = pr.description.split(":", 1)[0]
+        device = pr.description.split(":", 1)[0]
         by_unit = ", ".join(f"{u} {n}" for u, n in units.items())
         fda = ", ".join(f"{F}/{L}/{k}" for F, L, k in sorted(fused)) or "-"
-        rows.append(f"| {name} | {gpu} | {len(pr.instructions)} | {by_unit} | {fda} |")
+        rows.append(f"| {name} | {device} | {len(pr.instructions)} | {by_unit} | {fda} |")
     return "\n".join(rows) + "\n"
