@@ -88,38 +88,16 @@ def _compiled() -> str | None:
 MEMORY_SHAPE = (4000, 4000, 16)
 """A GEMM whose result (fp32, 61 MiB) dwarfs its inputs: the runner's own memory shows."""
 
-PEAK_PROGRAM = """
-import json, resource, sys, tracemalloc
-import numpy as np
-import tensorcore_smt as tc
-M, N, K = map(int, sys.argv[1:4])
-rng = np.random.default_rng(0)
-A = rng.standard_normal((M, K)).astype(np.float16)
-B = rng.standard_normal((K, N)).astype(np.float16)
-tc.matmul("hopper", A[:64], B[:, :64], engine="compiled")  # kernels made beforehand
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-tracemalloc.start()
-D = tc.matmul("hopper", A, B, engine="compiled")
-peak = tracemalloc.get_traced_memory()[1]
-tracemalloc.stop()
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"grown": peak, "rss_grown": (after - before) * 1024, "result": D.nbytes,
-                  "inputs": A.nbytes + B.nbytes}))
-"""
-"""Peak memory of one compiled GEMM in a fresh process, after inputs and kernels exist:
-the peak of the allocations made during the call (tracemalloc, which numpy reports its
-arrays to), and the growth of ru_maxrss (KiB on Linux; 0 when an earlier transient peak,
-such as loading the kernels, was higher)."""
-
 
 def peak_memory(M: int, N: int, K: int) -> dict:
-    """{grown, result, inputs} in bytes for an M x N x K fp16 Hopper GEMM, compiled."""
+    """{grown, rss_grown, result, inputs} in bytes for an M x N x K fp16 Hopper GEMM,
+    compiled, in a fresh process (tensorcore_smt/gemm/peak.py)."""
     import json
     import subprocess
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     r = subprocess.run(
-        [sys.executable, "-c", PEAK_PROGRAM, str(M), str(N), str(K)],
+        [sys.executable, "-m", "tensorcore_smt.gemm.peak", str(M), str(N), str(K)],
         capture_output=True, text=True, env=env, check=True,
     )  # fmt: skip
     return json.loads(r.stdout.strip().splitlines()[-1])
