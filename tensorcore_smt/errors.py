@@ -23,7 +23,9 @@ class ExitCode(IntEnum):
     USAGE = 2
     """Bad input: one line on stderr naming the field."""
     INCOMPLETE = 3
-    """No answer within the limits: a solver said unknown or ran out of time."""
+    """No answer within the limits: a solver said unknown or ran out of time; identify
+    and fit: survivors are left that are not all proved equal (several classes, or
+    members undecided or never asked)."""
     WITNESS_BUG = 4
     """A solver's witness failed its re-check on the concrete interpreter (a bug)."""
     INTERRUPTED = 130

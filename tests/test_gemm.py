@@ -17,7 +17,14 @@ from tensorcore_smt.bv.core import BV
 from tensorcore_smt.gemm.element import element
 from tensorcore_smt.gemm.emulate import matmul
 from tensorcore_smt.gemm.hypothesis import default_instruction, parse_gemm
-from tensorcore_smt.gemm.plan import make_plan, pairwise_tree, serial_tree, tree_leaves
+from tensorcore_smt.gemm.plan import (
+    contiguous_splits,
+    equivalent_plan,
+    make_plan,
+    pairwise_tree,
+    serial_tree,
+    tree_leaves,
+)
 from tensorcore_smt.gemm.schedule import (
     SCHEDULE_RANGES,
     CJoin,
@@ -256,6 +263,67 @@ def test_plan_errors_name_the_field():
         make_plan(Schedule(split_k=4), 256, 32)
     with pytest.raises(UserError, match="split_tile=48"):
         make_plan(Schedule(split_k=2, split_tile=48), 256, 32)
+
+
+def test_a_contiguous_split_without_a_k_tile_is_refused_in_one_line():
+    # K=512 in four 128-wide tiles: three contiguous splits of ceil(4/3) = 2 tiles leave
+    # the third empty (it would be split_k=2 with a +0 partial added)
+    with pytest.raises(UserError) as e:
+        make_plan(Schedule(split_k=3), 512, 32)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg == (
+        "split_k=3: K=512 has 4 k-tile(s) of 128; contiguous splits of 2 tile(s) leave 1 "
+        "split(s) without a k-tile; allowed: split_k in 1, 2, 4 for this K (or "
+        "split=interleaved)"
+    )
+    # five tiles in four splits: q = 2 leaves the fourth empty; in three: 2, 2, 1
+    with pytest.raises(UserError, match="split_k=4: K=640 has 5 k-tile"):
+        make_plan(Schedule(split_k=4), 640, 32)
+    assert [sum(map(len, s.chains)) for s in make_plan(Schedule(split_k=3), 640, 32).splits] == [
+        8,
+        8,
+        4,
+    ]
+    # interleaved splits never leave one empty while there are as many tiles as splits
+    inter = make_plan(Schedule(split_k=3, split=SplitMode.INTERLEAVED), 512, 32)
+    assert [len(s.chains[0]) for s in inter.splits] == [8, 4, 4]
+    assert contiguous_splits(4) == [1, 2, 4]
+    assert contiguous_splits(5) == [1, 2, 3, 5]
+    assert contiguous_splits(7) == [1, 2, 3, 4, 7]
+
+
+@pytest.mark.parametrize("tiles", range(1, 13))
+def test_every_allowed_plan_gives_each_split_a_k_tile(tiles):
+    for S in range(1, tiles + 1):
+        for mode in SplitMode:
+            sched = Schedule(split_k=S, split=mode)
+            try:
+                plan = make_plan(sched, tiles * 128, 32)
+            except UserError:
+                assert mode == SplitMode.CONTIGUOUS and S not in contiguous_splits(tiles)
+                continue
+            assert len(plan.splits) == S and all(s.chains[0] for s in plan.splits)
+            assert sorted(b for s in plan.splits for c in s.chains for b in c) == list(
+                range(tiles * 4)
+            )
+
+
+def test_equivalent_plan_merges_splits_of_one_promoted_chain_only():
+    one = make_plan(Schedule(promote=128), 256, 32)
+    two = make_plan(Schedule(split_k=2, promote=128), 256, 32)
+    assert two != one and equivalent_plan(two) == one == equivalent_plan(one)
+    # two promoted chains a split: (c0 + c1) + (c2 + c3) is not ((c0 + c1) + c2) + c3
+    four = make_plan(Schedule(split_k=2, promote=128), 512, 32)
+    assert equivalent_plan(four) == four
+    # unpromoted splits: the partial is the chain's d, -0 stays -0
+    plain = make_plan(Schedule(split_k=2), 256, 32)
+    assert equivalent_plan(plain) == plain
+    # three partials added pairwise, (p2 + p0) + p1, is another order
+    pair = make_plan(Schedule(split_k=3, promote=128, reduce=Reduce.PAIRWISE), 384, 32)
+    assert equivalent_plan(pair) == pair
+    ser = make_plan(Schedule(split_k=3, promote=128), 384, 32)
+    assert equivalent_plan(ser) == make_plan(Schedule(promote=128), 384, 32)
 
 
 def test_default_instructions_are_data():

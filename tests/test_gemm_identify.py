@@ -56,17 +56,20 @@ def test_identify_gemm_recovers_a_hidden_split_k():
 
 
 SLOW_HIDDEN = [
-    ("split", "hopper/serial[split_k=3,split_tile=32,split=interleaved]", "hopper"),
-    ("reduce", "hopper/serial[split_k=3,split_tile=32,reduce=pairwise]", "hopper"),
-    ("c_join", "hopper/serial[c_join=epilogue]", "hopper"),
-    ("epilogue", "hopper/serial[alpha=0.3,epilogue=mul-add]", "hopper/serial[alpha=0.3]"),
+    ("split", "hopper/serial[split_k=3,split_tile=32,split=interleaved]", "hopper", 128),
+    # three contiguous splits need at least 3 k-tiles that leave none empty: K = 96
+    ("reduce", "hopper/serial[split_k=3,split_tile=32,reduce=pairwise]", "hopper", 96),
+    ("c_join", "hopper/serial[c_join=epilogue]", "hopper", 128),
+    ("epilogue", "hopper/serial[alpha=0.3,epilogue=mul-add]", "hopper/serial[alpha=0.3]", 128),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("field", "hidden", "arch"), SLOW_HIDDEN, ids=[h[0] for h in SLOW_HIDDEN])
-def test_identify_gemm_recovers_hidden_schedule_fields(field, hidden, arch):
-    sp, res = identify(hidden, arch=arch)
+@pytest.mark.parametrize(
+    ("field", "hidden", "arch", "K"), SLOW_HIDDEN, ids=[h[0] for h in SLOW_HIDDEN]
+)
+def test_identify_gemm_recovers_hidden_schedule_fields(field, hidden, arch, K):
+    sp, res = identify(hidden, arch=arch, K=K)
     assert recovered_gemm(sp, res, hidden), [[h.expr(sp.arch) for h in c] for c in res.classes]
 
 
@@ -76,6 +79,79 @@ def test_identify_gemm_default_space_learns_the_schedule_among_instruction_varia
     hidden = "hopper/serial[promote=128]"
     sp, res = identify(hidden, K=256, space=None)
     assert recovered_gemm(sp, res, hidden), [[h.expr(sp.arch) for h in c] for c in res.classes]
+
+
+SPLIT2 = "hopper/serial[split_k=2,split=contiguous,promote=128]"
+
+
+def _established(doc: dict) -> None:
+    st = doc["standing"]
+    assert st["established"] and st["classes"] == 1, doc["stopped"]
+    assert st["undecided"] == st["never_asked"] == 0
+    assert st["proved_equal"] == st["members"] - 1
+    assert doc["stopped"].startswith("one class left")
+    assert {s["standing"] for s in doc["survivors"][1:]} <= {"proved equal"}
+
+
+def test_identify_gemm_split_k_2_promote_128_ends_proved():
+    """K = 256: two splits of one promoted 128-long chain each compute what one split
+    promoted every 128 computes (gemm.plan.equivalent_plan), so the space holds them as
+    one point; every survivor is proved equal to it and the exit is 0."""
+    r = run(
+        "identify", "--gemm", "--arch", "hopper", "--instr", FP8, "--k", "256",
+        "--space", str(SMALL), "--oracle", f"variant:{SPLIT2}",
+        "--solver", "bitwuzla", "--timeout", "5", "--json",
+    )  # fmt: skip
+    assert r.exit_code == ExitCode.OK, r.output
+    doc = json.loads(r.output)
+    _established(doc)
+    assert doc["survivors"][0]["params"]["schedule.promote"] == "128"
+    sp = load_gemm_space("hopper", 256, FP8, SMALL)
+    from tensorcore_smt.identify.pool import make_pool
+    from tensorcore_smt.smt.gemm_models import resolve_model, run_rows
+
+    pool = make_pool(sp.base, 4096, 3)
+    want = run_rows(resolve_model(SPLIT2, 256, FP8), pool.a, pool.b, pool.c)
+    for s in doc["survivors"]:
+        got = run_rows(resolve_model(s["variant"], 256, FP8), pool.a, pool.b, pool.c)
+        assert (got == want).all(), s["variant"]
+
+
+def test_gemm_space_holds_schedules_with_one_plan_once():
+    sp = load_gemm_space("hopper", 512, FP8, None)
+    fam = sp.families[0].name
+    # K = 512 in four 128-wide tiles: split_tile 64 cuts the same two halves
+    a = sp.make(fam, {"schedule.split_k": 2, "schedule.promote": 128})
+    b = sp.make(fam, {"schedule.split_k": 2, "schedule.promote": 128, "schedule.split_tile": 64})
+    assert a == b
+    # split_k = 3 leaves a contiguous split empty at this K: no model
+    c = sp.make(fam, {"schedule.split_k": 3})
+    with pytest.raises(Exception, match="without a k-tile"):
+        sp.model(c)
+    assert sp.same_model(a, b) and not sp.same_model(a, sp.make(fam, {"schedule.promote": 128}))
+
+
+@pytest.mark.slow
+def test_identify_gemm_default_space_split_k_2_promote_128_is_honest():
+    """The default space (instruction parameters too), K = 256, about 7 minutes: the
+    schedule is settled (every survivor promotes every 128, split-K merged with it), while
+    instruction parameters such as carry_bits and e_zero stay undecided at 5 s (20 s
+    asked again) a question; the stop line says so and the exit is 3, not 0."""
+    r = run(
+        "identify", "--gemm", "--arch", "hopper", "--instr", FP8, "--k", "256",
+        "--oracle", f"variant:{SPLIT2}", "--solver", "bitwuzla", "--timeout", "5", "--json",
+    )  # fmt: skip
+    doc = json.loads(r.output)
+    st = doc["standing"]
+    assert all(s["params"]["schedule.promote"] == "128" for s in doc["survivors"])
+    assert all(s["params"]["schedule.split_k"] == "1" for s in doc["survivors"])
+    if st["established"]:
+        assert r.exit_code == ExitCode.OK, r.output
+        _established(doc)
+    else:
+        assert r.exit_code == ExitCode.INCOMPLETE, r.output
+        assert not doc["stopped"].startswith("one class left")
+        assert st["undecided"] + st["never_asked"] > 0
 
 
 @pytest.mark.parametrize(

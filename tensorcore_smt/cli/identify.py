@@ -46,7 +46,9 @@ def _clear(enabled: bool) -> None:
 def _emit(res: Result, as_json: bool, extra: dict | None = None) -> None:
     """Print the report (or JSON), then end: exit 130 when interrupted (the report is the
     evidence so far), 2 with the oracle's error if it failed, 1 when no hypothesis
-    reproduces every answer, 0 otherwise."""
+    reproduces every answer, 3 when the survivors are not established (several classes,
+    or members not proved equal to their class's first: a solver said unknown or was
+    never asked), 0 when one class is left whose every member is proved equal."""
     if as_json:
         doc = to_json(res)
         if extra:
@@ -61,6 +63,8 @@ def _emit(res: Result, as_json: bool, extra: dict | None = None) -> None:
         fail(res.error)
     if not res.classes:
         sys.exit(ExitCode.REFUTED)
+    if res.standing is not None and not res.standing["established"]:
+        sys.exit(ExitCode.INCOMPLETE)
 
 
 def _limits(solver: str, timeout: float, seed: int) -> Limits:

@@ -92,11 +92,30 @@ def _multiple(field: str, value: int, k_block: int) -> int:
     return value // k_block
 
 
+def contiguous_splits(tiles: int) -> list[int]:
+    """The split_k values for which every contiguous split of `tiles` k-tiles owns at
+    least one (q = ceil(tiles / S) tiles each, the last split the rest)."""
+    return [S for S in range(1, tiles + 1) if -(-tiles // S) * (S - 1) < tiles]
+
+
+def _empty_split(S: int, K_padded: int, tiles: int, width: int) -> str:
+    q = -(-tiles // S)
+    empty = S - sum(1 for s in range(S) if s * q < tiles)
+    allowed = ", ".join(map(str, contiguous_splits(tiles)))
+    return (
+        f"split_k={S}: K={K_padded} has {tiles} k-tile(s) of {width}; contiguous splits of "
+        f"{q} tile(s) leave {empty} split(s) without a k-tile; allowed: split_k in "
+        f"{allowed} for this K (or split=interleaved)"
+    )
+
+
 def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
     """The plan of `schedule` for one output element over `K_padded` elements in k-blocks
     of `k_block` (K_padded a multiple of k_block); UserError when the schedule cannot
     cut this K (promote or split_tile not a multiple of k_block, fewer k-tiles than
-    splits)."""
+    splits, a contiguous split left without a k-tile). Every split of a plan owns at least
+    one k-tile: a split with none would be a plan with fewer splits written another way
+    (its partial an fp32 +0), so it is refused rather than run."""
     if K_padded < k_block or K_padded % k_block:
         raise UserError(f"K={K_padded} is not a positive multiple of the instruction's K={k_block}")
     n_blocks = K_padded // k_block
@@ -114,6 +133,8 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
         if schedule.split == SplitMode.CONTIGUOUS:
             q = -(-len(tiles) // S)
             owned = [sum(tiles[s * q : (s + 1) * q], []) for s in range(S)]
+            if not owned[-1]:
+                raise UserError(_empty_split(S, K_padded, len(tiles), schedule.split_tile))
         else:
             owned = [sum(tiles[s::S], []) for s in range(S)]
     if schedule.order == KOrder.DESCENDING:
@@ -132,3 +153,20 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
             splits.append(SplitPlan(chains, True))
     tree = pairwise_tree(S) if schedule.reduce == Reduce.PAIRWISE else serial_tree(S)
     return Plan(k_block, n_blocks, tuple(splits), tree, schedule.c_in_chain)
+
+
+def equivalent_plan(plan: Plan) -> Plan:
+    """The simplest plan that computes the same bits as `plan` on every input, for
+    comparing schedules (the plan a kernel runs is `plan` itself). Splits that are each
+    one promoted chain, combined serially (or two splits in either order), are one
+    split promoted over those chains in turn: each partial is +0 + d_s in fp32, and
+    a + (+0 + y) = a + y for every fp32 sum a that is not -0 (+0 + y differs from y only
+    for y = -0, and a NaN is the canonical NaN either way); no such sum is -0, since it
+    starts from +0 + d_0. Any other plan is its own."""
+    S = len(plan.splits)
+    if S == 1 or not all(s.promoted and len(s.chains) == 1 for s in plan.splits):
+        return plan
+    if S > 2 and plan.combine != serial_tree(S):
+        return plan
+    chains = tuple(s.chains[0] for s in plan.splits)
+    return Plan(plan.k_block, plan.n_blocks, (SplitPlan(chains, True),), 0, plan.c_in_chain)

@@ -121,6 +121,10 @@ class GemmPoint(Hypothesis):
         return (f"{arch}[{body}]" if body else arch) + "/" + s.text()
 
 
+PLAN_FIELDS = ("split", "split_tile", "promote", "reduce", "split_k", "order")
+"""Schedule fields that act only through the plan (`gemm.plan.make_plan`)."""
+
+
 def schedule_inert(name: str, gb: GemmBase) -> bool:
     """Whether schedule field `name` cannot change any output of `gb` (the space keeps
     it at the base's value): split layout and reduction without split-K; the reduction
@@ -158,8 +162,60 @@ class GemmSpace(Space):
                     merged[name] = getattr(self.base, name)
             elif inert(name, core.p):
                 merged[name] = getattr(self.base.p, name)
+        self._same_plan(merged)
         over = tuple(sorted((k, v) for k, v in merged.items() if getattr(self.base, k) != v))
         return GemmPoint(family, over, self.base.schedule)
+
+    def _same_plan(self, merged: dict[str, Any]) -> None:
+        """Layout fields whose value gives the same plan as an earlier value of the space
+        (the base's first) take that value: two schedules that cut K alike are one point
+        (split_tile=64 and 128 when each split owns whole 128-wide tiles either way;
+        contiguous and interleaved with one tile a split; promote at least as long as
+        every split; splits of one promoted chain each and one split promoted alike, see
+        `gemm.plan.equivalent_plan`). Invalid plans are left as they are (the model
+        refuses them)."""
+        from ..gemm.plan import equivalent_plan, make_plan, padded_k
+
+        values = dict(self.schedule_dims)
+        base = self.base.with_(**{k: v for k, v in merged.items() if is_sched(k)})
+        Kp = padded_k(self.base.K, base.p.K)
+        try:
+            plan = equivalent_plan(make_plan(base.schedule, Kp, base.p.K))
+        except UserError:
+            return
+        for name in PLAN_FIELDS:
+            key = SCHED + name
+            mine = getattr(base.schedule, name)
+            for v in values.get(key, ()):
+                if v == mine:
+                    break
+                other = base.schedule.with_(**{name: v})
+                try:
+                    same = equivalent_plan(make_plan(other, Kp, base.p.K)) == plan
+                except UserError:
+                    continue
+                if same:
+                    merged[key] = v
+                    base = GemmBase(base.p, other, base.K)
+                    break
+
+    def same_model(self, a: Hypothesis, b: Hypothesis) -> bool:
+        """Whether `a` and `b` build the same model: the same instruction parameters, the
+        same plan for this K (`gemm.plan.equivalent_plan`) and the same epilogue fields
+        (equal by construction)."""
+        from ..gemm.plan import equivalent_plan
+
+        try:
+            ma, mb = self.model(a), self.model(b)
+        except (UserError, ValueError):
+            return False
+        rest = {f: getattr(ma.schedule, f) for f in PLAN_FIELDS}
+        return (
+            ma.p == mb.p
+            and equivalent_plan(ma.plan) == equivalent_plan(mb.plan)
+            and (ma.c_fmt, ma.d_fmt) == (mb.c_fmt, mb.d_fmt)
+            and ma.schedule == mb.schedule.with_(**rest)
+        )
 
     def model(self, h: Hypothesis) -> GemmModel:
         return self.params(h).model(self.variant, self.instr, h.expr(self.arch))

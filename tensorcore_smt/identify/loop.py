@@ -15,9 +15,15 @@ surviving hypotheses (version-space learning with the solvers as the question se
    hypotheses its climbs reach, so a class can reproduce every answer while the unit
    is a model far away in the space; fresh rows refute such a class, and the loop goes
    on (climbing from every family's seed again). A class that passes is confirmed.
-6. Stop when one class is left, confirmed, and every member is proved equal (or
-   undecided), when no hypothesis reproduces the answers, or when the budget of oracle
-   vectors is spent.
+6. Before stopping, the pairs a solver left unknown are asked once more with
+   RETRY_FACTOR times the time limit of one question.
+7. Stop when one class is left, confirmed, and every member is proved equal or
+   undecided, when no hypothesis reproduces the answers, or when the budget of oracle
+   vectors is spent. The stop line counts the survivors (`standing`): members proved
+   equal to their class's first (a solver's unsat, possibly through other members, or the
+   same model by construction), undecided (a solver said unknown), never asked; "one
+   class left" is said only when every member is proved equal, and the result is
+   *established* only then.
 
 Each step keeps its evidence: the vectors sent, the oracle's answers, and every
 surviving hypothesis they refuted with the vector and both outputs. An oracle that fails
@@ -30,7 +36,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -52,6 +58,9 @@ MAX_QUESTIONS = 16
 """Most solver questions between one class's first member and the others."""
 DEEP_POOL = 32768
 """Rows of the second, larger pool searched before the solvers are asked."""
+RETRY_FACTOR = 4.0
+"""Time limit of the second question on a pair a solver left unknown, in multiples of
+the first's."""
 CONFIRM_ROWS = len(TARGETED) + len(KINDS)
 """Fresh rows of the confirmation round before the loop stops with survivors: one of
 every kind of the pool."""
@@ -130,6 +139,7 @@ class Result:
     rows: Rows | None = None
     evaluator: Evaluator | None = None
     evidence: Evidence | None = None
+    standing: dict | None = None  # see `standing`: the survivors counted by proof
 
     @property
     def survivors(self) -> list[Hypothesis]:
@@ -180,6 +190,7 @@ class Identifier:
         self.no_solver = ""
         self.confirmed: frozenset[Hypothesis] | None = None
         self.confirm_rounds = 0
+        self.retried: set[frozenset[Hypothesis]] = set()
 
     # --- the oracle ----------------------------------------------------------------
 
@@ -449,6 +460,8 @@ class Identifier:
                 pending.append(proof)
             if len(witness_rows) >= BATCH:
                 break
+        if not witness_rows and not self.no_solver:
+            self._retry(rep, members, witness_rows, pending)
         if not witness_rows:
             return False
         start = len(self.res.vectors)
@@ -462,12 +475,45 @@ class Identifier:
                     break
         return sent
 
+    def _retry(
+        self, rep: Hypothesis, members: list[Hypothesis], rows: list[int], pending: list[Proof]
+    ) -> None:
+        """Ask once more, with RETRY_FACTOR times the time limit, each pair of the class a
+        solver left unknown (each pair once); the new answer replaces the old."""
+        limits = replace(self.limits, timeout=self.limits.timeout * RETRY_FACTOR)
+        for o in members[1:]:
+            old = self.res.proof_between(rep, o)
+            key = frozenset((rep, o))
+            if old is None or old.verdict != Verdict.UNKNOWN or key in self.retried:
+                continue
+            self.retried.add(key)
+            self._progress(
+                f"asking again ({limits.timeout:g} s): {self._short(rep)} vs {self._short(o)}"
+            )
+            proof, row = self._diff(rep, o, limits)
+            proof.note = (proof.note + "; " if proof.note else "") + (
+                f"asked again with {limits.timeout:g} s after unknown in {old.seconds:.1f} s"
+            )
+            self.res.proofs[self.res.proofs.index(old)] = proof
+            if row is not None:
+                rows.append(row)
+                pending.append(proof)
+            if len(rows) >= BATCH:
+                break
+
     def _short(self, h: Hypothesis) -> str:
         return h.expr(self.space.arch)
 
-    def _diff(self, a: Hypothesis, b: Hypothesis) -> tuple[Proof, int | None]:
-        """`diff a b` on the instruction: a proof, or a witness row (added to the rows)."""
-        o: Outcome = answer_query(self.space.query(a, b), self.limits)
+    def _diff(
+        self, a: Hypothesis, b: Hypothesis, limits: Limits | None = None
+    ) -> tuple[Proof, int | None]:
+        """`diff a b` on the instruction: a proof, or a witness row (added to the rows).
+        Two hypotheses a structural reason makes equal (`structural_reason`: one model
+        written two ways, L >= K) are equal by construction, no solver asked."""
+        why = structural_reason(self.space, a, b)
+        if why:
+            return Proof(a, b, Verdict.UNSAT, [], 0.0, True, why), None
+        o: Outcome = answer_query(self.space.query(a, b), limits or self.limits)
         solvers = []
         if o.result is not None:
             solvers.append(o.result.solver)
@@ -499,6 +545,95 @@ class Identifier:
             and (len(r.classes) > 1 or (r.classes and (not self.oracle.can_ask or spent)))
         ):
             r.next_probe = next_probe(self, r.classes)
+        if r.classes:
+            r.standing = standing(r)
+            if r.stopped.startswith("one class left") and not r.standing["established"]:
+                r.stopped = "not established" + r.stopped[len("one class left") :]
+            r.stopped += "; " + standing_text(r)
+
+
+PROVED, UNDECIDED, NEVER_ASKED = "proved equal", "undecided", "never asked"
+
+
+def structural_reason(space: Space, a: Hypothesis, b: Hypothesis) -> str:
+    """A reason two hypotheses cannot differ that needs no solver, or ''."""
+    if space.same_model(a, b):
+        return "the same model written two ways"
+    diff = space.differences(a, b)
+    K = space.base.K
+    if [d[0] for d in diff] == ["L"] and all(x is not None and x >= K for x in diff[0][1:]):
+        return f"L >= K = {K} either way: one group holds every product"
+    return ""
+
+
+def member_status(res: Result) -> dict[Hypothesis, str]:
+    """For every survivor but the first of its class: PROVED (connected to the first by
+    unsat answers and models equal by construction), UNDECIDED (not proved, and a solver
+    question about it was unknown or left open) or NEVER_ASKED."""
+    parent = {h: h for h in res.survivors}
+
+    def find(h: Hypothesis) -> Hypothesis:
+        while parent[h] != h:
+            parent[h] = parent[parent[h]]
+            h = parent[h]
+        return h
+
+    def union(a: Hypothesis, b: Hypothesis) -> None:
+        parent[find(a)] = find(b)
+
+    asked: set[Hypothesis] = set()
+    for p in res.proofs:
+        if p.a in parent and p.b in parent:
+            if p.verdict == Verdict.UNSAT:
+                union(p.a, p.b)
+            else:
+                asked.update((p.a, p.b))
+    for c in res.classes:
+        for h in c[1:]:
+            if structural_reason(res.space, c[0], h):
+                union(c[0], h)
+    out: dict[Hypothesis, str] = {}
+    for c in res.classes:
+        for h in c[1:]:
+            out[h] = PROVED if find(h) == find(c[0]) else UNDECIDED if h in asked else NEVER_ASKED
+    return out
+
+
+def standing(res: Result) -> dict:
+    """The survivors counted: classes, members, and the members other than each class's
+    first that are proved equal to it, undecided, never asked. `established`: one class
+    whose every member is proved equal to its first (no parameter left open)."""
+    st = member_status(res)
+    n = {k: sum(1 for v in st.values() if v == k) for k in (PROVED, UNDECIDED, NEVER_ASKED)}
+    return {
+        "classes": len(res.classes),
+        "members": len(res.survivors),
+        "proved_equal": n[PROVED],
+        "undecided": n[UNDECIDED],
+        "never_asked": n[NEVER_ASKED],
+        "established": len(res.classes) == 1 and n[PROVED] == len(st),
+    }
+
+
+def standing_text(res: Result) -> str:
+    """The survivors counted for the stop line (see `standing`)."""
+    s = res.standing or standing(res)
+    arch = res.space.arch
+    n, m = s["classes"], s["members"]
+    if s["established"]:
+        if m == 1:
+            return f"its one member {res.classes[0][0].expr(arch)}"
+        return f"all {m} members proved equal to {res.classes[0][0].expr(arch)}"
+    head = (
+        f"1 class of {m} member{'' if m == 1 else 's'}"
+        if n == 1
+        else f"{n} classes (told apart by pool rows) of {m} members"
+    )
+    first = "its first" if n == 1 else "their class's first"
+    return (
+        f"{head}: {s['proved_equal']} proved equal to {first}, {s['undecided']} undecided "
+        f"(a solver said unknown), {s['never_asked']} never asked"
+    )
 
 
 def next_probe(ident: Identifier, cls: list[list[Hypothesis]]) -> dict | None:

@@ -23,7 +23,17 @@ from ..api import simulate_params
 from ..model.params import ModelParams
 from ..smt.solve import Verdict
 from ..spec.formats import format_hex
-from .loop import Kill, Proof, Result, Vector, hypothesis_row_counts
+from .loop import (
+    PROVED,
+    Kill,
+    Proof,
+    Result,
+    Vector,
+    hypothesis_row_counts,
+    member_status,
+    standing,
+    structural_reason,
+)
 from .pool import make_pool
 from .space import Hypothesis, Space, value_text
 
@@ -107,7 +117,12 @@ def proof_json(res: Result, pr: Proof) -> dict[str, Any]:
 def to_json(res: Result) -> dict[str, Any]:
     """The `--json` document of `identify` (and, with `rows` added, of `fit`)."""
     sp = res.space
-    survivors = [hypothesis_json(res, h, i) for i, c in enumerate(res.classes) for h in c]
+    status = member_status(res)
+    survivors = [
+        dict(hypothesis_json(res, h, i), standing=status.get(h, "first of its class"))
+        for i, c in enumerate(res.classes)
+        for h in c
+    ]
     steps = []
     for st in res.steps:
         steps.append(
@@ -127,6 +142,7 @@ def to_json(res: Result) -> dict[str, Any]:
         "oracle": res.oracle,
         "survivors": survivors,
         "classes": len(res.classes),
+        "standing": res.standing or (standing(res) if res.classes else None),
         "best": [dict(hypothesis_json(res, h), matches=m) for h, m in res.best],
         "oracle_vectors": res.oracle_vectors,
         "oracle_calls": res.oracle_calls,
@@ -175,6 +191,10 @@ def decisions(res: Result, rep: Hypothesis) -> list[tuple[str, Any, list[tuple[s
                 notes.append((value_text(v), "cannot act here (the same model)"))
                 continue
             r = refutation(res, h)
+            if r is None and res.evaluator.predict(h) is None:
+                fail = res.evaluator.failed.get(h, "")
+                notes.append((value_text(v), f"not a model here: {fail.partition(': ')[2]}"))
+                continue
             if r is None:
                 why = (
                     f"survives: {equality_note(res, rep, h)}"
@@ -195,19 +215,12 @@ def decisions(res: Result, rep: Hypothesis) -> list[tuple[str, Any, list[tuple[s
     return out
 
 
-def structural_reason(space: Space, a: Hypothesis, b: Hypothesis) -> str:
-    """A reason two hypotheses cannot differ that needs no solver, or ''."""
-    diff = space.differences(a, b)
-    K = space.base.K
-    if [d[0] for d in diff] == ["L"] and all(x is not None and x >= K for x in diff[0][1:]):
-        return f"L >= K = {K} either way: one group holds every product"
-    return ""
-
-
 def equality_note(res: Result, rep: Hypothesis, h: Hypothesis) -> str:
     """Why `h` stays in `rep`'s class: a proof, a structural reason, or an open question."""
     pr = res.proof_between(rep, h)
     why = structural_reason(res.space, rep, h)
+    if pr is None and not why and member_status(res).get(h) == PROVED:
+        return "proved equal through the proofs between other members of the class"
     if pr is None:
         diff = res.space.differences(rep, h)
         if len(diff) > 1 and not why:

@@ -159,6 +159,11 @@ class Space:
 
         return simulate_params(self.params(h), a, b, c)
 
+    def same_model(self, a: Hypothesis, b: Hypothesis) -> bool:
+        """Whether `a` and `b` are one model written two ways (equal by construction,
+        no solver needed)."""
+        return self.params(a) == self.params(b)
+
     def query(self, a: Hypothesis, b: Hypothesis):
         """The solver question "do `a` and `b` ever differ?" on this space's unit."""
         from ..smt.query import Goal, make_query
