@@ -151,3 +151,64 @@ def test_non_finite_input_refused():
     a = np.array([[0x7C00]], dtype=np.uint64)  # fp16 +Inf
     with pytest.raises(ValueError):
         exact_matmul(a, Format.FP16, a, Format.FP16)
+
+
+@pytest.mark.parametrize(
+    "hyp, fmt, with_c",
+    [
+        ("hopper", Format.FP16, False),
+        ("ampere/serial[alpha=0.5]", Format.BF16, True),  # outputs past fp32's range: Inf
+    ],
+)
+def test_errors_measured_in_tiles_equal_the_whole_array(hyp, fmt, with_c):
+    """measure_errors cuts D into tiles (down to one output each here); every figure,
+    ulps and relative errors of each output and the normwise errors, is the same bit
+    for bit as measuring all of D at once with measure(), tiles of very different
+    magnitudes (inputs of every binade) included."""
+    from tensorcore_smt.gemm.arrays import FORMAT_DTYPE
+    from tensorcore_smt.gemm.emulate import matmul
+    from tensorcore_smt.gemm.measure import exact_of_fp64, measure_errors
+
+    rng = np.random.default_rng(3)
+    dt = FORMAT_DTYPE[fmt]
+    A = finite_patterns(rng, fmt, (13, 40)).astype(np.uint16).view(dt)
+    B = finite_patterns(rng, fmt, (40, 11)).astype(np.uint16).view(dt)
+    C = rng.standard_normal((13, 11)).astype(np.float32) * 1e3 if with_c else None
+    info: list = []
+    D = matmul(hyp, A, B, C, run_info=info, engine="numpy")
+    whole = measure_errors(info[0], A, B, C, D, block_outputs=1 << 30)
+    assert whole[2:] == ("", "")
+    if C is None:  # the one-array measurement, as before tiles
+        a_bits, b_bits = (x.view(np.uint16).astype(np.uint64) for x in (A, B))
+        d_bits = D.view(np.uint32)
+        x64 = A.astype(np.float64) @ B.astype(np.float64)
+        _same(whole[0], measure(d_bits, Format.FP32, exact_matmul(a_bits, fmt, b_bits, fmt)))
+        _same(whole[1], measure(d_bits, Format.FP32, exact_of_fp64(x64)))
+    else:
+        assert whole[0].nonfinite > 0  # the Inf outputs are measured too
+    for n in (1, 5, 37, 100):
+        tiled = measure_errors(info[0], A, B, C, D, block_outputs=n)
+        _same(tiled[0], whole[0])
+        _same(tiled[1], whole[1])
+
+
+def _same(x, y) -> None:
+    assert x.ulps.tobytes() == y.ulps.tobytes() and x.rel.tobytes() == y.rel.tobytes()
+    assert x.normwise == y.normwise and x.nonfinite == y.nonfinite
+
+
+def test_tiles_cover_the_matrix_once():
+    from tensorcore_smt.gemm.accuracy import tiles
+
+    for shape, n in [
+        ((13, 11), 1),
+        ((13, 11), 5),
+        ((3, 1000), 64),
+        ((1000, 2), 64),
+        ((7, 7), 10**6),
+    ]:
+        seen = np.zeros(shape, int)
+        for rows, cols in tiles(shape, n):
+            seen[rows, cols] += 1
+            assert seen[rows, cols].size <= n
+        assert (seen == 1).all()

@@ -16,7 +16,10 @@ correctly rounded |D - X| and |X|, so they are within 2 units in the last place 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -137,31 +140,7 @@ def exact_matmul(
 ) -> Exact:
     """A·B (+ C) exactly for (M, K) and (K, N) bit patterns (C: (M, N)); finite inputs
     only (ValueError otherwise: a NaN or Inf has no exact product)."""
-    ga, gb = grid_values(a_bits, a_fmt), grid_values(b_bits, b_fmt)
-    if not (ga.finite.all() and gb.finite.all()):
-        raise ValueError("the exact product needs finite A and B")
-    M, K = ga.sig.shape
-    N = gb.sig.shape[1]
-    kchunk, width = _chunking(K, FLOAT64_BITS - ga.sig_bits - gb.sig_bits)
-    dtype = np.float64  # BLAS: exact while every partial sum is an integer below 2^53
-    if width < MIN_FLOAT64_WIDTH:
-        kchunk, width = _chunking(K, INT64_BITS - ga.sig_bits - gb.sig_bits)
-        dtype = np.int64
-    if width < 1:
-        raise ValueError(f"{a_fmt.spec.name} x {b_fmt.spec.name}: products too wide for int64")
-    chunks = [
-        (_slices(_cols(ga, k0, k0 + kchunk), width), _slices(_rows(gb, k0, k0 + kchunk), width))
-        for k0 in range(0, K, kchunk)
-    ]
-    bases = [ba + bb for sa, sb in chunks for ba, _ in sa for bb, _ in sb] or [0]
-    low = min(bases)  # the grid of the smallest slice product: limbs only where values are
-    acc = Wide.zeros((max(bases) - low + 64) // LIMB + 4, (M, N))
-    for sa, sb in chunks:
-        for base_a, ma in sa:
-            for base_b, mb in sb:
-                part = ma.astype(dtype) @ mb.astype(dtype)
-                acc.add(part.astype(np.int64), base_a + base_b - low)
-    ex = Exact(acc.normalised(), ga.lsb + gb.lsb + low)
+    ex = Product(a_bits, a_fmt, b_bits, b_fmt).tile(slice(None), slice(None))
     if c_bits is not None:
         assert c_fmt is not None
         gc = grid_values(c_bits, c_fmt)
@@ -169,6 +148,89 @@ def exact_matmul(
             raise ValueError("the exact product needs a finite C")
         ex = ex.plus(grid_exact(gc))
     return ex
+
+
+def all_finite(bits: np.ndarray, fmt: Format, rows: int) -> bool:
+    """Whether every value of `bits` is finite, decoded `rows` rows at a time."""
+    return all(grid_values(bits[r : r + rows], fmt).finite.all() for r in range(0, len(bits), rows))
+
+
+class Product:
+    """A·B exactly, for any tile of it: B is decoded and cut into exponent slices once
+    (ValueError here for a non-finite A or B, or products too wide for int64), then
+    `tile(rows, cols)` decodes only those rows of A (kept for the next tile of the same
+    rows), so the wide integers span one tile."""
+
+    def __init__(self, a_bits: np.ndarray, a_fmt: Format, b_bits: np.ndarray, b_fmt: Format):
+        gb = grid_values(b_bits, b_fmt)
+        if not (gb.finite.all() and all_finite(a_bits, a_fmt, rows_per_block(a_bits, 1 << 20))):
+            raise ValueError("the exact product needs finite A and B")
+        K = gb.sig.shape[0]
+        sa_bits = a_fmt.spec.mbits + 1
+        kchunk, width = _chunking(K, FLOAT64_BITS - sa_bits - gb.sig_bits)
+        dtype = np.float64  # BLAS: exact while every partial sum is an integer below 2^53
+        if width < MIN_FLOAT64_WIDTH:
+            kchunk, width = _chunking(K, INT64_BITS - sa_bits - gb.sig_bits)
+            dtype = np.int64
+        if width < 1:
+            raise ValueError(f"{a_fmt.spec.name} x {b_fmt.spec.name}: products too wide for int64")
+        self.a_bits, self.a_fmt = a_bits, a_fmt
+        self.kchunk, self.width, self.dtype, self.b_lsb = kchunk, width, dtype, gb.lsb
+        self.shape = (np.shape(a_bits)[0], gb.sig.shape[1])
+        self.b_slices = [
+            [(base, m.astype(dtype)) for base, m in _slices(_rows(gb, k0, k0 + kchunk), width)]
+            for k0 in range(0, K, kchunk)
+        ]
+        self._a: tuple[tuple[int, int, int], int, list] | None = None  # the last rows' slices
+
+    def _a_slices(self, rows: slice) -> tuple[int, list]:
+        """(lsb, slices per K chunk) of the rows of A."""
+        key = rows.indices(self.shape[0])
+        if self._a is None or self._a[0] != key:
+            ga = grid_values(self.a_bits[rows], self.a_fmt)
+            k, K = self.kchunk, ga.sig.shape[1]
+            sl = [
+                [(b, m.astype(self.dtype)) for b, m in _slices(_cols(ga, k0, k0 + k), self.width)]
+                for k0 in range(0, K, k)
+            ]
+            self._a = (key, ga.lsb, sl)
+        return self._a[1], self._a[2]
+
+    def tile(self, rows: slice, cols: slice) -> Exact:
+        """A·B[rows, cols], exactly (on the grid of its smallest slice product)."""
+        a_lsb, a_slices = self._a_slices(rows)
+        shape = (len(range(*rows.indices(self.shape[0]))), len(range(*cols.indices(self.shape[1]))))
+        chunks = list(zip(a_slices, self.b_slices))
+        bases = [ba + bb for sa, sb in chunks for ba, _ in sa for bb, _ in sb] or [0]
+        low = min(bases)  # the grid of the smallest slice product: limbs only where values are
+        acc = Wide.zeros((max(bases) - low + 64) // LIMB + 4, shape)
+        for sa, sb in chunks:
+            for base_a, ma in sa:
+                for base_b, mb in sb:
+                    acc.add((ma @ mb[:, cols]).astype(np.int64), base_a + base_b - low)
+        return Exact(acc.normalised(), a_lsb + self.b_lsb + low)
+
+
+def rows_per_block(x: np.ndarray, outputs: int) -> int:
+    """Rows of a block of about `outputs` elements of x (at least 1)."""
+    per_row = int(np.prod(np.shape(x)[1:], dtype=np.int64))
+    return max(1, outputs // max(per_row, 1))
+
+
+def tiles(shape: tuple[int, int], outputs: int) -> list[tuple[slice, slice]]:
+    """(rows, cols) tiles of about `outputs` elements (at least one) that cover a matrix
+    of `shape` once, row by row; near square (matrix products of tiles stay efficient)
+    unless the matrix is narrower."""
+    M, N = shape
+    cols = max(1, min(N, math.isqrt(max(outputs, 1))))
+    rows = max(1, min(M, outputs // cols))
+    if rows == M:  # a short matrix: widen the tiles instead
+        cols = max(1, min(N, outputs // rows))
+    return [
+        (slice(r, min(r + rows, M)), slice(c, min(c + cols, N)))
+        for r in range(0, M, rows)
+        for c in range(0, N, cols)
+    ]
 
 
 def _chunking(K: int, budget: int) -> tuple[int, int]:
@@ -234,6 +296,45 @@ class ErrorStats:
 
 def measure(d_bits: np.ndarray, d_fmt: Format, exact: Exact) -> ErrorStats:
     """The error of output D (bit patterns of `d_fmt`, same shape as the product)."""
+    return measure_blocks(d_bits, d_fmt, [(..., exact)])
+
+
+def measure_blocks(
+    d_bits: np.ndarray, d_fmt: Format, blocks: Iterable[tuple[Any, Exact]]
+) -> ErrorStats:
+    """The error of output D, measured block by block: `blocks` yields (index, exact
+    value of D[index]) for blocks that cover D once (tiles of D, say, each exact block
+    made only when its turn comes), so only the wide integers of one block are alive at
+    a time. The figures equal those of measuring all of D at once: ulps and relative
+    errors are exact roundings of each element's own values, and the normwise sums are
+    taken over the whole array once each block's terms are put on the common scale."""
+    shape = np.shape(d_bits)
+    ulps, rel = np.empty(shape), np.empty(shape)
+    dn, xn = np.empty(shape), np.empty(shape)  # the normwise terms, on each block's scale
+    tops: list[tuple[Any, int | None]] = []
+    nonfinite = 0
+    for index, exact in blocks:
+        top, nf = _measure_block(d_bits[index], d_fmt, exact, ulps, rel, dn, xn, index)
+        tops.append((index, top))
+        nonfinite += nf
+    high = max((t for _, t in tops if t is not None), default=None)
+    for index, top in tops:  # onto the common scale 2^-high: exact down to fp64's normal
+        if top is not None and top != high:  # range; below it a term squares to 0 anyway
+            np.ldexp(dn[index], top - high, out=dn[index])
+            np.ldexp(xn[index], top - high, out=xn[index])
+    sq_err = float(np.sum(np.multiply(dn, dn, out=dn)))  # squares in place
+    sq_x = float(np.sum(np.multiply(xn, xn, out=xn)))
+    if sq_x:
+        normwise = float(np.sqrt(sq_err / sq_x))
+    else:
+        normwise = 0.0 if sq_err == 0 else float("inf")
+    return ErrorStats(ulps, rel, normwise, nonfinite)
+
+
+def _measure_block(d_bits, d_fmt: Format, exact: Exact, ulps, rel, dn, xn, index):
+    """One block's ulps, relative errors and normwise terms written into the arrays at
+    `index`; the terms are |D - X| and |X| over 2^top, top = floor(log2) of the largest
+    of them in the block (None: all 0). Returns (top, non-finite outputs)."""
     gd = grid_values(d_bits, d_fmt)
     s = d_fmt.spec
     lo = min(exact.lsb, gd.lsb)
@@ -242,23 +343,20 @@ def measure(d_bits: np.ndarray, d_fmt: Format, exact: Exact) -> ErrorStats:
     d = dw.aligned(lo, len(x.limbs))
     x = _padded(x, len(d.limbs))
     diff, mag = (d - x).abs(), x.abs()
+    del d, x, dw
     _, xbit = mag.msb()  # |X| in [2^(xbit + lo), 2^(xbit + lo + 1)); -1 for 0
     e = np.where(xbit >= 0, xbit + lo, s.emin)
     ulp_exp = np.maximum(e, s.emin) - s.mbits
     fin = gd.finite
-    ulps = np.where(fin, diff.to_float(lo - ulp_exp), np.inf)
+    ulps[index] = np.where(fin, diff.to_float(lo - ulp_exp), np.inf)
     scale = -np.maximum(xbit, 0)  # |X| scaled into [1, 2)
     dx, mx = diff.to_float(scale), mag.to_float(scale)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(xbit >= 0, dx / mx, np.where(dx == 0, 0.0, np.inf))
-    rel = np.where(fin, rel, np.inf)
+        r = np.where(xbit >= 0, dx / mx, np.where(dx == 0, 0.0, np.inf))
+    rel[index] = np.where(fin, r, np.inf)
     _, dbit = diff.msb()
-    g = -int(max(np.max(np.where(fin, dbit, -1), initial=-1), np.max(xbit, initial=-1), 0))
-    dn = np.where(fin, diff.to_float(g), 0.0)  # every value over the largest: no overflow
-    xn = np.where(fin, mag.to_float(g), 0.0)
-    sq_err, sq_x = float(np.sum(dn * dn)), float(np.sum(xn * xn))
-    if sq_x:
-        normwise = float(np.sqrt(sq_err / sq_x))
-    else:
-        normwise = 0.0 if sq_err == 0 else float("inf")
-    return ErrorStats(ulps, rel, normwise, int((~fin).sum()))
+    top = int(max(np.max(np.where(fin, dbit, -1), initial=-1), np.max(xbit, initial=-1), 0))
+    dn[index] = np.where(fin, diff.to_float(-top), 0.0)  # every value over the largest
+    xn[index] = np.where(fin, mag.to_float(-top), 0.0)
+    nz = bool(np.any(fin & (dbit >= 0))) or bool(np.any(xbit >= 0))
+    return (top + lo if nz else None), int((~fin).sum())

@@ -13,7 +13,17 @@ import numpy as np
 
 from ..errors import UserError
 from ..spec.formats import Format
-from .accuracy import ErrorStats, Exact, exact_matmul, grid_exact, grid_values, measure
+from .accuracy import (
+    ErrorStats,
+    Exact,
+    Product,
+    all_finite,
+    grid_exact,
+    grid_values,
+    measure_blocks,
+    rows_per_block,
+    tiles,
+)
 from .arrays import FORMAT_DTYPE, UINT, bits_of, format_of
 from .element import c_format
 from .emulate import GemmRun, matmul
@@ -107,6 +117,29 @@ def run_measured(
     if not errors:
         return Measured(D, run, dt, M * N * K, None, None, NOT_MEASURED, NOT_MEASURED)
     t1 = time.perf_counter()
+    exact, fp64, why_exact, why_fp64 = measure_errors(run, A, B, C, D)
+    spent = time.perf_counter() - t1
+    return Measured(D, run, dt, M * N * K, exact, fp64, why_exact, why_fp64, spent)
+
+
+BLOCK_OUTPUTS = 1 << 15
+"""Outputs per tile of D in the error measurements: the wide integers of one tile are
+alive at a time (some tens of MiB), whatever the size of D."""
+
+
+def measure_errors(
+    run: GemmRun,
+    A: np.ndarray,
+    B: np.ndarray,
+    C: np.ndarray | None,
+    D: np.ndarray,
+    block_outputs: int | None = None,
+) -> tuple[ErrorStats | None, ErrorStats | None, str, str]:
+    """(exact, fp64, why_exact, why_fp64): the errors of the output D of `run` against
+    the exact product A*B (+ C) and against it in fp64, measured tile by tile, tiles of D
+    of about `block_outputs` outputs (BLOCK_OUTPUTS by default); the figures do not
+    depend on the tile size."""
+    parts = tiles(D.shape, block_outputs or BLOCK_OUTPUTS)
     out = run.schedule.out or run.params.d_fmt
     d_bits = _bits(D, out)
     p = run.params
@@ -123,22 +156,29 @@ def run_measured(
     if beta == 0.0:  # beta = 0 does not read C
         C = None
     try:
-        ab = exact_matmul(a_bits, p.a_fmt, b_bits, p.b_fmt)
-        xc = None if C is None else exact_matmul_c(c_bits, c_fmt)
-        x = _axpby(alpha, ab, beta, xc)  # D = alpha * A*B + beta * C
-        exact = measure(d_bits, out, x)
+        ab = Product(a_bits, p.a_fmt, b_bits, p.b_fmt)
+        if C is not None and not all_finite(c_bits, c_fmt, rows_per_block(c_bits, 1 << 20)):
+            raise ValueError("the exact product needs a finite C")
+
+        def exact_tile(rows: slice, cols: slice) -> Exact:  # D = alpha * A*B + beta * C
+            xc = None if C is None else exact_matmul_c(c_bits[rows, cols], c_fmt)
+            return _axpby(alpha, ab.tile(rows, cols), beta, xc)
+
+        exact = measure_blocks(d_bits, out, ((t, exact_tile(*t)) for t in parts))
     except ValueError as e:
         why_exact = str(e)
     try:
         with np.errstate(invalid="ignore", over="ignore"):  # Inf/NaN inputs: NaN here
-            x64 = _as_f64(A, p.a_fmt) @ _as_f64(B, p.b_fmt)
+            x64 = np.ascontiguousarray(_as_f64(A, p.a_fmt) @ _as_f64(B, p.b_fmt))
             c64 = 0.0 if C is None else _as_f64(np.broadcast_to(C, D.shape), c_fmt)
-            x64 = alpha * x64 + beta * c64
-        fp64 = measure(d_bits, out, exact_of_fp64(np.ascontiguousarray(x64)))
+            x64 *= alpha  # alpha * x64 + beta * c64, in place
+            x64 += beta * c64
+        if not np.isfinite(x64).all():
+            raise ValueError("the fp64 matmul has non-finite entries")
+        fp64 = measure_blocks(d_bits, out, ((t, exact_of_fp64(x64[t])) for t in parts))
     except ValueError as e:
         why_fp64 = str(e)
-    spent = time.perf_counter() - t1
-    return Measured(D, run, dt, M * N * K, exact, fp64, why_exact, why_fp64, spent)
+    return exact, fp64, why_exact, why_fp64
 
 
 def exact_matmul_c(c_bits: np.ndarray, c_fmt: Format) -> Exact:
