@@ -34,6 +34,11 @@ GROWTH = 4
 """Factor by which the threshold grows above L while no upper bound is proved."""
 MIN_QUERY_S = 1.0
 """A query is asked only with at least this much of the budget left."""
+QUERY_SHARE = 2
+"""One question gets at most 1/QUERY_SHARE of the whole budget (at least MIN_QUERY_S),
+so that an unknown answer leaves time to ask elsewhere."""
+MAX_UNKNOWNS = 3
+"""Unknown answers in a row after which the search stops."""
 
 
 class WitnessBug(RuntimeError):
@@ -249,6 +254,7 @@ def bound(
             if left < MIN_QUERY_S:
                 break
             q = _with_threshold(q0, t)
+            left = min(left, max(MIN_QUERY_S, timeout / QUERY_SHARE))
             lim = Limits(
                 limits.solver, left, limits.jobs, limits.memory_mb, limits.confirm, limits.seed
             )
@@ -339,18 +345,16 @@ def _next_threshold(cert: Certificate, t: Fraction, verdict: Verdict) -> Fractio
         return None
     hi = cert.upper
     if verdict == Verdict.UNKNOWN:
-        # no answer at t: ask nearer the proved side (or further up while none is proved),
-        # where an unsat answer is more likely; stop after a few unknowns in a row
+        # no answer at t: ask between L and t, where a witness (the easier answer) is
+        # more likely and raises L; stop after a few unknowns in a row
         unknowns = 0
         for s in reversed(cert.steps):
             if s.verdict != Verdict.UNKNOWN:
                 break
             unknowns += 1
-        if unknowns >= 3:
+        if unknowns >= MAX_UNKNOWNS or not lo < t:
             return None
-        if hi is None:
-            return t * GROWTH**2 if t > 0 else Fraction(1)
-        return dyadic_between(t, hi)
+        return dyadic_between(lo, t)
     if hi is None:
         base = lo if lo > 0 else Fraction(1, 2**30)
         return dyadic_between(base * (GROWTH - 1), base * (GROWTH + 1))
