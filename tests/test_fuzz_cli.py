@@ -300,12 +300,12 @@ def _children() -> set[int]:
     return out
 
 
-def test_command_lines_end_the_documented_way(tmp_path, no_work):
+def _run_lines(tmp_path: Path, cases: list[list[str]], no_warnings: bool) -> None:
+    """Run every command line in a scratch folder and require the documented ending of
+    each (`no_warnings`: a warning on the output fails the line too); the fuzz must reach
+    every kind of ending (success, bad input, interrupted work) and leave no child."""
     runner = CliRunner()
     before = _children()
-    f = _files(tmp_path)
-    cases = _cases(f)
-    assert len(cases) >= 800, len(cases)
     bad: list[str] = []
     codes: dict[int, int] = {}
     work = tmp_path / "work"
@@ -317,14 +317,21 @@ def test_command_lines_end_the_documented_way(tmp_path, no_work):
             r = runner.invoke(main, args)
             codes[r.exit_code] = codes.get(r.exit_code, 0) + 1
             why = _check(args, r)
+            if why is None and no_warnings and "Warning" in r.output:
+                why = "a warning on the output"
             if why:
                 bad.append(f"tcsmt {' '.join(args)!r}: {why}")
     finally:
         os.chdir(cwd)
     assert not bad, f"{len(bad)} of {len(cases)} command lines:\n" + "\n".join(bad[:40])
-    # the fuzz reaches every kind of ending: success, bad input, interrupted work
     assert codes.get(0) and codes.get(2) and codes.get(130), codes
     assert _children() <= before
+
+
+def test_command_lines_end_the_documented_way(tmp_path, no_work):
+    cases = _cases(_files(tmp_path))
+    assert len(cases) >= 800, len(cases)
+    _run_lines(tmp_path, cases, no_warnings=False)
 
 
 # --- the API ---------------------------------------------------------------------------
@@ -678,8 +685,6 @@ def _gemm_extra(g: dict[str, Path]) -> list[list[str]]:
 
 def _run_gemm_cases(tmp_path: Path, mutate: bool) -> None:
     """Run the GEMM command lines (`mutate`: every option of each base line mutated)."""
-    runner = CliRunner()
-    before = _children()
     f = _files(tmp_path)
     g = _gemm_files(tmp_path)
     bases = _gemm_bases(g)
@@ -688,26 +693,7 @@ def _run_gemm_cases(tmp_path: Path, mutate: bool) -> None:
         assert len(cases) >= 800, len(cases)
     else:
         cases = [k.split(" #")[0].split() + v for k, v in bases.items()] + _gemm_extra(g)
-    bad: list[str] = []
-    codes: dict[int, int] = {}
-    work = tmp_path / "work"
-    work.mkdir()
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
-        for args in cases:
-            r = runner.invoke(main, args)
-            codes[r.exit_code] = codes.get(r.exit_code, 0) + 1
-            why = _check(args, r)
-            if why is None and "Warning" in r.output:
-                why = "a warning on the output"
-            if why:
-                bad.append(f"tcsmt {' '.join(args)!r}: {why}")
-    finally:
-        os.chdir(cwd)
-    assert not bad, f"{len(bad)} of {len(cases)} command lines:\n" + "\n".join(bad[:40])
-    assert codes.get(0) and codes.get(2) and codes.get(130), codes
-    assert _children() <= before
+    _run_lines(tmp_path, cases, no_warnings=True)
 
 
 def test_gemm_command_lines_end_the_documented_way(tmp_path, no_work):
