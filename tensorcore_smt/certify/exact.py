@@ -20,7 +20,8 @@ is a question for the model:
    instruction j + 1, so acc_{j+1} is exact and an integer; by induction the whole
    chain is exact for K = J L with J the largest number of instructions such that
    (J - 1) L (2^P - 1)^2 <= B. That is a proof for every input of the class.
-3. A witness above: the lemma's witness at b + 1 gives (a, b, c_w) with an inexact
+3. A witness above: the lemma's lowest witness (at b + 1, or higher where a range
+   between was undecided) gives (a, b, c_w) with an inexact
    result. Blocks of products that sum exactly to c_w (each block's accumulator below B,
    so exact by the lemma) followed by the witness block make a chain whose result is
    not exact; it is re-run through tc.matmul and measured exactly.
@@ -63,7 +64,7 @@ class Exactness:
     slice_bits: int
     L: int
     c_bits: int | None = None  # the largest b proved: exact for |c| <= 2^b - 1
-    lemma_witness: dict[str, int] | None = None  # an inexact input at b + 1
+    lemma_witness: dict[str, int] | None = None  # the inexact input of the lowest range
     steps: list[LemmaStep] = field(default_factory=list)
     chain_K: int | None = None  # every chain of at most this K is exact (induction)
     chain_witness_K: int | None = None  # a chain of this K, checked inexact by matmul
@@ -134,7 +135,9 @@ def exactness(
     proved = None
     while b >= 0 and time.monotonic() < deadline - 1:
         q = _lemma_query(hypothesis, q0.instruction, slice_bits, b)
-        left = deadline - time.monotonic()
+        # one question gets at most half the budget: an undecided range leaves time to
+        # prove a smaller one
+        left = min(deadline - time.monotonic(), max(1.0, timeout / 2))
         o = answer(
             q,
             Limits(limits.solver, left, limits.jobs, limits.memory_mb, limits.confirm, limits.seed),
@@ -151,9 +154,9 @@ def exactness(
         res.steps.append(step)
         if on_step:
             on_step(step)
-        if o.verdict != Verdict.WITNESS:
-            break  # proved (the largest, searching downwards) or undecided
-        b -= 1
+        if o.verdict == Verdict.UNSAT:
+            break  # the largest range proved, searching downwards
+        b -= 1  # a witness, or undecided: a smaller range may still be proved
     res.c_bits = proved
     if proved is not None:
         m2 = ((1 << slice_bits) - 1) ** 2
