@@ -228,7 +228,7 @@ def test_cli_json_witness_reproduces_with_simulate() -> None:
     """`tcsmt bound --json`: exact rationals as p/q, a witness whose `tcsmt simulate`
     output is the reported d, and whose measure recomputed exactly is the lower bound."""
     r = _run(
-        "bound", "volta", "--where", "terms:2", "--timeout", "25", "--solver", "bitwuzla", "--json"
+        "bound", "volta", "--where", "terms:2", "--timeout", "4", "--solver", "bitwuzla", "--json"
     )
     assert r.returncode in (0, 3), r.stderr
     data = json.loads(r.stdout)

@@ -52,7 +52,8 @@ def test_mapping_covers_mmasim_instruction_sets():
     from mmasim.nv_ptx.isa_tcgen05mma import tcgen05mma_shape_and_type
     from mmasim.nv_ptx.isa_wgmma import wgmma_shape_and_type
 
-    ours = {(mb.ARCH_NAMES[a], n) for a, n in INSTRUCTIONS}
+    # presets MMA-Sim has no architecture for (x86-avx512bf16) have nothing to map
+    ours = {(mb.ARCH_NAMES[a], n) for a, n in INSTRUCTIONS if a in mb.ARCH_NAMES}
     missing = []
     for arch, names in mma_shape_and_type.items():
         missing += [(arch, n) for n in names if (arch, n) not in ours]
