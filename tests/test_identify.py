@@ -265,6 +265,7 @@ def test_identify_random_hidden_variants(arch, hidden):
     check_kills(res, arch)
 
 
+@pytest.mark.slow  # about 35 s: the fast suite keeps CI well under its time limit
 def test_identify_learns_where_c_enters_a_fused_unit():
     """c added after the fused group by its own addition (c_add, a parameter of the
     default space) is told from c inside the group and recovered."""
