@@ -80,7 +80,7 @@ def main() -> None:
         up = fmt_value(cert.upper) if cert.upper is not None else "not proved"
         lines.append(
             f"| {arch} {cert.instruction} | normwise | {fmt_value(cert.lower)} | {up} | "
-            f"{status(cert)} | {fmt_value(sm)} | {secs:.0f} |"
+            f"{status(cert).value} | {fmt_value(sm)} | {secs:.0f} |"
         )
         print(lines[-1], flush=True)
     lines += [

@@ -9,7 +9,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from tensorcore_smt.certify.exact import Exactness, _fill_blocks, exactness
+from tensorcore_smt.certify.exact import Exactness, _fill_blocks, chain_length, exactness
 from tensorcore_smt.cli import main
 from tensorcore_smt.smt.library import get
 from tensorcore_smt.smt.query import ConstraintKind
@@ -44,26 +44,17 @@ def test_blocks_refuse_a_target_beyond_reach():
 
 @pytest.mark.parametrize("c_bits, L, P", [(23, 16, 7), (23, 8, 7), (13, 32, 3), (5, 4, 1)])
 def test_chain_length_is_the_induction_bound(c_bits, L, P):
-    """chain_K = J L with J the largest number of instructions whose incoming
-    accumulator bound (j L (2^P-1)^2 for j < J) stays within B = 2^b - 1."""
+    """chain_length is J L for the largest J whose incoming accumulators (j L (2^P-1)^2
+    for j < J) all stay within B = 2^b - 1, found here by counting instructions."""
     m2 = ((1 << P) - 1) ** 2
     B = (1 << c_bits) - 1
-    J = max(j for j in range(1, 10**7) if (j - 1) * L * m2 <= B and (j - 2) * L * m2 <= B)
-    r = Exactness("x", "i", P, L, c_bits=c_bits, chain_K=(B // (L * m2) + 1) * L)
-    assert r.chain_K == J * L
-    assert r.bound_B == B
-    assert f"K = {r.chain_K}" in r.argument()
-
-
-def test_ozaki_rule_for_an_exact_fp32_adder():
-    """With an accumulator exact below 2^23 - 1 and bf16 7-bit slices, L = 16: the chain
-    argument gives K = 528 here, within ozaki-jax's K <= 1040 (which assumes the sum may
-    reach 2^24): the induction needs every incoming accumulator in the proved range."""
-    m2 = 127**2
-    B = 2**23 - 1
-    K = (B // (16 * m2) + 1) * 16
-    assert K * m2 - 16 * m2 <= B < K * m2 + 16 * m2
-    assert K <= 1040
+    J = 1
+    while J * L * m2 <= B:  # instruction J + 1 enters with at most J L m2
+        J += 1
+    K = chain_length(c_bits, L, P)
+    assert K == J * L
+    r = Exactness("x", "i", P, L, c_bits=c_bits, chain_K=K)
+    assert r.bound_B == B and f"K = {K}" in r.argument()
 
 
 def test_property_binds_the_bf16_instruction_with_integer_classes():
@@ -91,7 +82,7 @@ def test_volta_one_bit_slices_search():
     assert r.c_bits is not None
     assert r.steps[-1].c_bits == r.c_bits and r.steps[-1].verdict.value == "unsat"
     assert r.lemma_witness is not None
-    assert r.chain_K == (((1 << r.c_bits) - 1) // 4 + 1) * 4
+    assert r.chain_K == chain_length(r.c_bits, 4, 1)
 
 
 def test_cli_json_of_a_budget_too_small():

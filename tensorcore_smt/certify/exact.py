@@ -160,12 +160,20 @@ def exactness(
     res.c_bits = proved
     if proved is not None:
         m2 = ((1 << slice_bits) - 1) ** 2
-        J = ((1 << proved) - 1) // (p.K * m2) + 1
-        res.chain_K = J * p.K
+        res.chain_K = chain_length(proved, p.K, slice_bits)
         if res.lemma_witness is not None:
             _chain_witness(res, q0, m2)
     res.seconds = time.monotonic() - t0
     return res
+
+
+def chain_length(c_bits: int, L: int, slice_bits: int) -> int:
+    """K = J L for the largest J with (J - 1) L (2^P - 1)^2 <= 2^b - 1: every incoming
+    accumulator of a serial chain of J instructions stays within the range the lemma
+    proved (acc_j <= j L (2^P - 1)^2 for j < J), so the chain is exact (module docstring,
+    step 2)."""
+    m2 = ((1 << slice_bits) - 1) ** 2
+    return (((1 << c_bits) - 1) // (L * m2) + 1) * L
 
 
 def _fill_blocks(target: int, L: int, m: int, B: int) -> list[list[tuple[int, int]]] | None:

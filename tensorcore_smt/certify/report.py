@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from enum import Enum
 from fractions import Fraction
 
 from ..model.measure import exact_value
@@ -21,11 +22,19 @@ def rational(x: Fraction | float | None) -> str | None:
     return f"{x.numerator}/{x.denominator}"
 
 
-def status(cert: Certificate) -> str:
-    """closed, open, or interrupted: how the search ended."""
+class Status(Enum):
+    """How a search ended."""
+
+    CLOSED = "closed"  # U <= L (1 + R)
+    OPEN = "open"  # the budget ended first
+    INTERRUPTED = "interrupted"  # Ctrl-C
+
+
+def status(cert: Certificate) -> Status:
+    """How the search of `cert` ended."""
     if cert.closed:
-        return "closed"
-    return "interrupted" if cert.interrupted else "open"
+        return Status.CLOSED
+    return Status.INTERRUPTED if cert.interrupted else Status.OPEN
 
 
 def _witness_hex(cert: Certificate) -> dict | None:
@@ -77,7 +86,7 @@ def to_json(cert: Certificate) -> dict:
         "class": [c.describe() for c in cert.constraints],
         "lower": rational(cert.lower if cert.witness is not None else Fraction(0)),
         "upper": rational(cert.upper),
-        "status": status(cert),
+        "status": status(cert).value,
         "resolution": rational(cert.resolution),
         "witness": _witness_hex(cert),
         "reproduce": reproduce_command(cert),
@@ -114,7 +123,7 @@ def to_text(cert: Certificate) -> str:
         + ("  (proved: no input of the class exceeds it)" if cert.upper is not None else "")
     )
     st = status(cert)
-    if st == "closed":
+    if st == Status.CLOSED:
         lines.append(f"interval:  closed to resolution {rational(cert.resolution)}")
     else:
         why = "interrupted" if cert.interrupted else "the budget ended first"
@@ -144,4 +153,12 @@ def to_text(cert: Certificate) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["fmt_fraction", "rational", "reproduce_command", "status", "to_json", "to_text"]
+__all__ = [
+    "Status",
+    "fmt_fraction",
+    "rational",
+    "reproduce_command",
+    "status",
+    "to_json",
+    "to_text",
+]

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..model.params import ModelParams
 from ..spec.formats import Format
-from .oracle import Oracle, OracleError
+from .oracle_base import Oracle, OracleError
 
 LANES = 16
 """fp32 lanes of the 512-bit VDPBF16PS: rows per call of the intrinsic."""

@@ -36,42 +36,13 @@ from ..errors import UserError
 from ..model.params import ModelParams
 from ..spec.formats import format_hex, parse_hex
 from ..spec.presets import parse_variant
+from .oracle_base import Oracle, OracleError
 
 CMD_TIMEOUT = 60.0
 """Seconds a `cmd:` or `cuda` oracle may take to answer one batch by default
 (--oracle-timeout): a batch is at most a few hundred vectors, which a GPU runner answers
 in well under a second and a software model in seconds; a program still silent after a
 minute is taken to hang, and it is killed with everything it started."""
-
-
-class OracleError(UserError):
-    """An oracle that could not answer, or answered something malformed."""
-
-
-@dataclass
-class Oracle:
-    """A source of d bits for input vectors of one instruction."""
-
-    spec: str
-    p: ModelParams
-    calls: int = 0
-    vectors: int = 0
-
-    can_ask: bool = True
-
-    def ask(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """d bits for the rows (a: (N, K), b: (N, K), c: (N,)); counts calls and vectors."""
-        d = self._answer(a, b, c)
-        self.calls += 1
-        self.vectors += len(c)
-        return d
-
-    def _answer(self, a, b, c) -> np.ndarray:
-        raise NotImplementedError
-
-    def recorded(self) -> list[tuple[list[int], list[int], int, int]]:
-        """Rows answered before any question was asked (a, b, c, d): file oracles."""
-        return []
 
 
 @dataclass
