@@ -101,7 +101,8 @@ def vectors_cmd(
     "--steps",
     default="probes,validate,identify",
     show_default=True,
-    help="Comma-separated steps to run.",
+    help="Comma-separated steps to run (also: cases, the public cases; gemm, torch's GEMMs "
+    "recorded under OUT/<gpu>/gemm).",
 )
 @click.option(
     "--identify-instr",

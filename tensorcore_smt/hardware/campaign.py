@@ -31,14 +31,20 @@ from pathlib import Path
 
 from ..version import __version__
 from .gpu import detect_gpu, run_cmd
+from .cases import run_cases
 from .identify import run_identify
 from .plan import PROBED
 from .probes import run_probes
+from .recordings import record
 from .report import write_report
 from .validation import ORACLE_TIMEOUT, validate_gpu
 
-STEPS = ("probes", "validate", "identify")
-"""The steps of a run, in order (`--steps` picks some)."""
+STEPS = ("probes", "validate", "identify", "cases", "gemm")
+"""The steps of a run, in order (`--steps` picks some; the default leaves out the last
+two): cases runs the public cases (cases.py), gemm records torch's GEMMs
+(recordings.py) under OUT/<gpu>/gemm/."""
+
+DEFAULT_STEPS = ("probes", "validate", "identify")
 
 
 def campaign(
@@ -51,7 +57,7 @@ def campaign(
     seed: int = 0,
     budget: int = 200,
     jobs: int = 0,
-    steps: tuple[str, ...] = STEPS,
+    steps: tuple[str, ...] = DEFAULT_STEPS,
     identify_instr: tuple[str, ...] = (),
     identify_jobs: int = 1,
     identify_timeout: float = 20.0,
@@ -103,6 +109,10 @@ def campaign(
             chunk_rows=chunk_rows or CHUNK_ROWS,
             oracle_timeout=oracle_timeout,
         )
+    if "cases" in steps:
+        run_cases(folder)
+    if "gemm" in steps:
+        record(folder / "gemm", seed=seed)
     if "identify" in steps:
         instrs = identify_instr or PROBED[arch]
         run_identify(arch, tuple(instrs), folder, budget, identify_jobs, identify_timeout)
@@ -113,4 +123,4 @@ def campaign(
     return folder
 
 
-__all__ = ["STEPS", "campaign"]
+__all__ = ["DEFAULT_STEPS", "STEPS", "campaign"]

@@ -58,6 +58,11 @@ def make_vectors(
             summary_path.write_text(json.dumps(summary, indent=2) + "\n")
 
 
+def source_of(stem: Path) -> Path:
+    """The CUDA source of a probe's executable `stem` (its name has the instruction's dots)."""
+    return stem.parent / f"{stem.name}.cu"
+
+
 def run_probes(arch: str, gpu: Gpu, vec_root: Path, out: Path, jobs: int) -> list[dict]:
     """Build, disassemble, run and check every probe; one summary row per vector file."""
     from ..probe import check, cuda
@@ -74,13 +79,14 @@ def run_probes(arch: str, gpu: Gpu, vec_root: Path, out: Path, jobs: int) -> lis
         sm = f"{gpu.sm}{'a' if req.arch_specific else ''}"
         stem = build / f"{f.parent.name}__{f.name.removesuffix('.vectors.json')}"
         src = cuda.generate(vf, sm=sm, source_name=stem.name + ".cu", vectors_name=str(f))
-        stem.with_suffix(".cu").write_text(src)
+        # Not stem.with_suffix: an instruction's dots would make every probe of it one file.
+        source_of(stem).write_text(src)
         jobs_list.append((f, vf, stem, sm))
 
     def compile_one(job):
         f, vf, stem, sm = job
         r = run_cmd(
-            ["nvcc", f"-arch=sm_{sm}", "-O2", "-o", str(stem), str(stem.with_suffix(".cu"))]
+            ["nvcc", f"-arch=sm_{sm}", "-O2", "-o", str(stem), str(source_of(stem))]
         )
         return r.returncode, r.stderr[-400:]
 
@@ -124,10 +130,10 @@ def run_probes(arch: str, gpu: Gpu, vec_root: Path, out: Path, jobs: int) -> lis
         (raw_dir / f"{name}.check.json").write_text(json.dumps(rj, indent=2) + "\n")
         row["verdict"] = rep.verdict()
         row["survivors"] = rj.get("survivors")
-        row["ok"] = rep.ok()
+        row["ok"] = rep.ok
         rows.append(row)
         print(f"probe {name:60s} {row['verdict']}", flush=True)
     return rows
 
 
-__all__ = ["make_vectors", "run_probes"]
+__all__ = ["make_vectors", "run_probes", "source_of"]
