@@ -47,8 +47,9 @@ def test_probe_sources_of_one_instruction_are_distinct_files():
     # cut the name at the instruction's last dot), so all its probes ran one program.
     stems = [Path("b") / f"m16n8k16.f32.f16.f16.f32__{p}" for p in ("carry-bits", "ordering")]
     srcs = {source_of(s) for s in stems}
-    assert len(srcs) == 2 and all(s.name.endswith("__carry-bits.cu") or
-                                  s.name.endswith("__ordering.cu") for s in srcs)
+    assert len(srcs) == 2 and all(
+        s.name.endswith("__carry-bits.cu") or s.name.endswith("__ordering.cu") for s in srcs
+    )
 
 
 def test_public_cases_gpu_answers_are_the_presets():

@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 from ..version import __version__
-from .gpu import detect_gpu, run_cmd
 from .cases import run_cases
+from .gpu import detect_gpu, run_cmd
 from .identify import run_identify
 from .plan import PROBED
 from .probes import run_probes

@@ -21,12 +21,8 @@ import numpy as np
 
 from ..errors import UserError
 
-MATLAB_TC_2_A = (
-    "9b23 17c3 1b6a 999d 9a2c 9b05 1aab 9af3 9a4d 1a7c 9a42 19dc 99d3 1ac5 9b36 1ab9"
-)
-MATLAB_TC_2_B = (
-    "1884 1923 1af9 9b09 9b52 9a4a 1afe 9a82 9ac9 9b75 9abc 18ed 9acf 9a50 9b4a 1b0f"
-)
+MATLAB_TC_2_A = "9b23 17c3 1b6a 999d 9a2c 9b05 1aab 9af3 9a4d 1a7c 9a42 19dc 99d3 1ac5 9b36 1ab9"
+MATLAB_TC_2_B = "1884 1923 1af9 9b09 9b52 9a4a 1afe 9a82 9ac9 9b75 9abc 18ed 9acf 9a50 9b4a 1b0f"
 
 
 @dataclass(frozen=True)

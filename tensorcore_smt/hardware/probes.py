@@ -85,9 +85,7 @@ def run_probes(arch: str, gpu: Gpu, vec_root: Path, out: Path, jobs: int) -> lis
 
     def compile_one(job):
         f, vf, stem, sm = job
-        r = run_cmd(
-            ["nvcc", f"-arch=sm_{sm}", "-O2", "-o", str(stem), str(source_of(stem))]
-        )
+        r = run_cmd(["nvcc", f"-arch=sm_{sm}", "-O2", "-o", str(stem), str(source_of(stem))])
         return r.returncode, r.stderr[-400:]
 
     with ThreadPoolExecutor(jobs) as pool:

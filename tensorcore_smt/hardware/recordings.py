@@ -156,7 +156,11 @@ def run_call(call: Call, a: np.ndarray, b: np.ndarray, device: str) -> np.ndarra
     else:
         one = torch.tensor(1.0, device=device)
         D = torch._scaled_mm(
-            A, B.t().contiguous().t(), scale_a=one, scale_b=one, out_dtype=out,
+            A,
+            B.t().contiguous().t(),
+            scale_a=one,
+            scale_b=one,
+            out_dtype=out,
             use_fast_accum=call.fast,
         )
     if device != "cpu":
