@@ -88,6 +88,8 @@ class Certificate:
     steps: list[Step] = field(default_factory=list)
     seconds: float = 0.0
     interrupted: bool = False
+    upper_method: str | None = None  # "solver" (unsat) or "composed" (certify/compose.py)
+    argument: list[str] = field(default_factory=list)  # the composed bound's steps
 
     @property
     def closed(self) -> bool:
@@ -243,6 +245,7 @@ def bound(
         resolution,
         query=q0,
     )
+    _compose_upper(cert, q0, against, cons)
     t0 = time.monotonic()
     deadline = t0 + timeout
     t = Fraction(0)
@@ -276,7 +279,39 @@ def bound(
     except KeyboardInterrupt:
         cert.interrupted = True
     cert.seconds = time.monotonic() - t0
+    if cert.upper is not None and cert.witness is not None and cert.lower > cert.upper:
+        raise WitnessBug(
+            f"a witness's measure {fmt_value(cert.lower)} exceeds the proved upper bound "
+            f"{fmt_value(cert.upper)} ({cert.upper_method}); please report this bound"
+        )
     return cert
+
+
+def _compose_upper(cert: Certificate, q: Query, against: str | None, cons) -> None:
+    """The composed upper bound (certify/compose.py) of a normwise question, when its
+    preconditions hold: U_X against the exact result, U_X + U_Y between two variants
+    (|d_X - d_Y| <= |d_X - e| + |e - d_Y|)."""
+    from .compose import Argument, instruction_bound
+
+    if cert.measure != Measure.NORMWISE:
+        return
+    parts = [(cert.hypothesis, q.params[0])]
+    if against is not None:
+        parts.append((against, q.params[1]))
+    total = Fraction(0)
+    lines: list[str] = []
+    for name, p in parts:
+        arg = instruction_bound(p, cons)
+        if not isinstance(arg, Argument):
+            cert.argument = [f"no composed bound for {name}: {arg.reason}"]
+            return
+        total += arg.upper
+        lines += [f"{name}: {x}" for x in arg.lines]
+    if len(parts) == 2:
+        lines.append("drift: U_X + U_Y (triangle inequality through the exact result)")
+    cert.upper = total
+    cert.upper_method = "composed"
+    cert.argument = lines
 
 
 def _seed_from_sample(cert: Certificate, q: Query, rows: int, on_step) -> Fraction:
@@ -334,6 +369,7 @@ def _record(cert: Certificate, q: Query, o: Outcome, t: Fraction) -> Step:
     elif o.verdict == Verdict.UNSAT:
         if cert.upper is None or t < cert.upper:
             cert.upper = t
+            cert.upper_method = "solver"
     cert.steps.append(step)
     return step
 

@@ -86,6 +86,8 @@ def to_json(cert: Certificate) -> dict:
         "class": [c.describe() for c in cert.constraints],
         "lower": rational(cert.lower if cert.witness is not None else Fraction(0)),
         "upper": rational(cert.upper),
+        "upper_method": cert.upper_method,
+        "argument": cert.argument,
         "status": status(cert).value,
         "resolution": rational(cert.resolution),
         "witness": _witness_hex(cert),
@@ -118,10 +120,13 @@ def to_text(cert: Certificate) -> str:
     lines.append(
         f"lower:     {fmt_value(lo)}" + ("  (attained by the witness)" if cert.witness else "")
     )
-    lines.append(
-        f"upper:     {up}"
-        + ("  (proved: no input of the class exceeds it)" if cert.upper is not None else "")
-    )
+    how = {
+        "solver": "  (proved by a solver: no input of the class exceeds it)",
+        "composed": "  (proved by the composed argument below: no input of the class exceeds it)",
+    }
+    lines.append(f"upper:     {up}" + how.get(cert.upper_method or "", ""))
+    for x in cert.argument:
+        lines.append(f"  argument: {x}")
     st = status(cert)
     if st == Status.CLOSED:
         lines.append(f"interval:  closed to resolution {rational(cert.resolution)}")

@@ -36,8 +36,11 @@ class Sampled:
 
 
 def _draw(rng: random.Random, fmt: Format, window: int) -> int:
+    """A random value of `fmt` (10 % zeros) with an exponent in [-window, window], the
+    window narrowed to the format's normal range (FP8 formats span only 2^-6..2^8)."""
     if rng.random() < 0.1:
         return 0
+    window = max(1, min(window, fmt.spec.emax - 1, -fmt.spec.emin))
     m = Fraction(rng.getrandbits(24) | (1 << 24), 1 << 24)
     e = rng.randint(-window, window)
     v = m * Fraction(2) ** e * (1 if rng.random() < 0.5 else -1)

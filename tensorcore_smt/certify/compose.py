@@ -1,0 +1,337 @@
+"""Upper bounds on normwise errors composed by a stated argument, for an instruction and
+for a whole GEMM schedule, where one solver query over the whole formula does not end.
+
+The argument (docs/bounds.md, "Composed upper bounds"). Every computation is a tree of
+nodes; a node takes the values v_i of its children and returns one value r with
+
+    |r - sum v_i|  <=  delta * sum |v_i|  +  b                                   (N)
+
+(delta relative, b absolute). If every child i carries an error e_i <= g_i M_i + A_i
+against its exact value, with M_i the sum of the magnitudes of the exact terms below it,
+then, since sum |v_i| <= M + sum e_i (M = sum M_i),
+
+    |r - exact| <= sum e_i + delta (M + sum e_i) + b
+               <= [(1 + delta)(1 + max g_i) - 1] M + (1 + delta) sum A_i + b,
+
+so g = (1 + delta)(1 + max g_i) - 1 and A = (1 + delta) sum A_i + b. Leaves (a product
+a_k b_k, exact in every unit modelled; an input c) have g = A = 0. Over the class
+M >= 2^e_min of the output (no-underflow), A <= A 2^-e_min M, so the normwise error
+|d - exact| / M is at most U = g + A 2^-e_min.
+
+(N) for one fused group of the FDA algorithm (model/fda.py, fused_sum), terms t_0 = c,
+t_1..t_n = a_k b_k, E = the largest term exponent (or e_zero when a zero term raises it):
+ 1. alignment: each term is cut to the grid 2^(E - F) (truncation toward zero, or the
+    floor of the signed value): an error below 2^(E - F), and none for a term all of
+    whose bits lie on the grid (the term at E when its fraction bits are at most F).
+    With m terms that can lose bits, at most m 2^(E - F). The largest nonzero term is
+    at least rho 2^E (rho = 1 for normal operands; a subnormal operand's significand can
+    be as small as 2^-mbits) when E is a product's exponent, at least 2^e_min(c) when it
+    is c's (subnormal c: absolute), and E = e_zero adds at most m 2^(e_zero - F)
+    absolute;
+ 2. the fixed-point sum of the cut terms is exact: the register cannot overflow when
+    carry_bits >= least_carry_bits (fda.least_carry_bits, proved by the carry-bits
+    property) or the register is unlimited;
+ 3. the rounding to the group's output format (p.out_fmt) errs by at most
+    u |s| + u 2^e_min (u = 2^-p to nearest, 2^(1-p) otherwise; a flushed subnormal
+    result: 2^e_min absolute), with |s| <= sum |t_i| (1 + alpha).
+So delta = alpha + u (1 + alpha), alpha = m 2^-F / rho, and b = the absolute parts. A
+chained group is a node whose first child is the previous group's result; c added after
+the chain (c_add=after) is one IEEE addition (delta = u of d, b = u 2^e_min). An FMA
+(SFMA) is a node with delta = u, b = u 2^e_min. A GEMM (gemm/plan.py) is a tree of
+instruction nodes (each chain step: the running accumulator and K products), fp32
+promotion and split-combination additions (delta = 2^-24, b = 2^-24 2^-126), the epilogue
+addition of C and the conversion to the output format.
+
+Every figure is an exact rational rounded upward to a dyadic of ROUND_BITS bits, so the
+bound stays sound. The argument is checked where it can fail: random rows and the
+witnesses of `tcsmt bound` never exceed it (tests/test_compose.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ..model.fda import least_carry_bits
+from ..model.params import Algorithm, CAddend, ModelParams
+from ..model.terms import AlignMode
+from ..smt.query import Constraint, ConstraintKind
+from ..spec.formats import Format, Rounding
+
+ROUND_BITS = 60
+"""Significant bits kept (rounded upward) by every step of the composition."""
+
+
+def up(x: Fraction) -> Fraction:
+    """x rounded upward to a dyadic rational of ROUND_BITS significant bits."""
+    if x <= 0:
+        return Fraction(0)
+    e = math.floor(math.log2(x)) - ROUND_BITS
+    q = Fraction(2) ** e
+    return math.ceil(x / q) * q
+
+
+@dataclass(frozen=True)
+class NodeBound:
+    """(N) for one node: |r - sum v_i| <= delta sum |v_i| + b."""
+
+    delta: Fraction
+    b: Fraction
+
+
+@dataclass
+class Composed:
+    """The error of a computation: <= g M + A (M: sum of the exact terms' magnitudes)."""
+
+    g: Fraction = Fraction(0)
+    A: Fraction = Fraction(0)
+
+    def node(self, children: list[Composed], n: NodeBound) -> Composed:
+        """The bound after a node combining `children` (self unused: a constructor)."""
+        gmax = max((c.g for c in children), default=Fraction(0))
+        return Composed(
+            up((1 + n.delta) * (1 + gmax) - 1),
+            up((1 + n.delta) * sum((c.A for c in children), Fraction(0)) + n.b),
+        )
+
+    def normwise(self, e_min: int) -> Fraction:
+        """U on |d - exact| / M over the class M >= 2^e_min."""
+        return up(self.g + self.A * Fraction(2) ** (-e_min))
+
+
+LEAF = Composed()
+
+
+@dataclass
+class Refusal:
+    """Why no bound is composed for a hypothesis (a precondition of the argument fails)."""
+
+    reason: str
+
+
+@dataclass
+class Argument:
+    """The composed U of one computation, with the figures of each step in words."""
+
+    upper: Fraction
+    lines: list[str] = field(default_factory=list)
+
+
+def unit_roundoff(fmt: Format, rounding: Rounding) -> Fraction:
+    """u of a rounding into `fmt`: 2^-p to nearest, 2^(1-p) for directed roundings."""
+    p = fmt.spec.precision
+    return Fraction(1, 2**p) if rounding in (Rounding.RNE, Rounding.RNA) else Fraction(2, 2**p)
+
+
+def _forced_normal(op: str, fmt: Format, constraints: tuple[Constraint, ...]) -> bool:
+    """Whether the class keeps every nonzero operand of group `op` normal in `fmt`."""
+    for c in constraints:
+        if op not in c.operands:
+            continue
+        if c.kind in (ConstraintKind.NORMAL_ONLY, ConstraintKind.INTEGER):
+            return True
+        if c.kind == ConstraintKind.REPRESENTABLE and c.fmt is not None:
+            if c.fmt.spec.emin >= fmt.spec.emin:
+                return True
+        if c.kind == ConstraintKind.EXPONENT_WINDOW and c.lo is not None:
+            if c.lo >= fmt.spec.emin:
+                return True
+    return False
+
+
+def _rho_bits(op: str, fmt: Format, unit_fmt: Format, constraints) -> int:
+    """log2 of 1/rho for operand group `op`: 0 when its nonzero values are normal in the
+    format the unit multiplies (`unit_fmt`: the unpacked one, else `fmt`), else mbits."""
+    if _forced_normal(op, fmt, constraints):
+        return 0
+    if unit_fmt != fmt:
+        # an exact unpacking into a wider format: subnormals of fmt may be normal there
+        smallest = fmt.spec.emin - fmt.spec.mbits
+        if smallest >= unit_fmt.spec.emin:
+            return 0
+    return unit_fmt.spec.mbits
+
+
+def fda_group(
+    p: ModelParams, n_products: int, c_fmt: Format, constraints, c_input: bool = False
+) -> NodeBound:
+    """(N) for one fused group of `n_products` products and c in `c_fmt` (see the
+    module docstring, steps 1-3); `c_input`: c is the instruction's input (the class may
+    keep it normal), not a previous group's result."""
+    af = p.unpack or p.a_fmt
+    bf = p.unpack or p.b_fmt
+    if p.align == AlignMode.EXACT:
+        m = 0
+    else:
+        fb_prod = af.spec.mbits + bf.spec.mbits
+        fb_c = c_fmt.spec.mbits
+        # the term at E is exact when its fraction bits fit in F; which term that is is
+        # not known, so count every term that could lose bits, less one only when all fit
+        m = n_products + 1
+        if fb_prod <= p.F and fb_c <= p.F:
+            m -= 1
+    F = p.F if p.align != AlignMode.EXACT else 0
+    rho_bits = _rho_bits("a", p.a_fmt, af, constraints) + _rho_bits("b", p.b_fmt, bf, constraints)
+    grid = Fraction(m, 2**F) if m else Fraction(0)
+    alpha = grid * 2**rho_bits
+    out = p.out_fmt
+    u = unit_roundoff(out, p.rounding)
+    e_min_out = Fraction(2) ** out.spec.emin
+    b = Fraction(0)
+    if m:
+        if not (c_input and _forced_normal("c", c_fmt, constraints)):
+            b += grid * Fraction(2) ** c_fmt.spec.emin  # c at E, subnormal: absolute
+        if p.e_zero is not None:
+            b += grid * Fraction(2) ** p.e_zero
+    b = b * (1 + u)
+    flush = p.flush_outputs or p.flush_sums
+    b += e_min_out if flush else u * e_min_out
+    return NodeBound(up(alpha + u * (1 + alpha)), up(b))
+
+
+def ieee_add(fmt: Format) -> NodeBound:
+    """(N) for one IEEE addition (or FMA) into `fmt`, round to nearest."""
+    u = unit_roundoff(fmt, Rounding.RNE)
+    return NodeBound(u, up(u * Fraction(2) ** fmt.spec.emin))
+
+
+def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusal | None:
+    """Why the argument does not apply to `p` over the class, or None."""
+    kinds = {c.kind for c in constraints}
+    if ConstraintKind.NO_UNDERFLOW not in kinds:
+        return Refusal(
+            "the class must exclude underflow (--where no-underflow): the bound is normwise"
+        )
+    if ConstraintKind.NO_OVERFLOW not in kinds or ConstraintKind.FINITE not in kinds:
+        return Refusal("the class must be finite without overflow (--where finite, no-overflow)")
+    if p.algorithm not in (Algorithm.FDA, Algorithm.SFMA):
+        return Refusal(
+            f"no composed bound for the {p.algorithm.value} algorithm (FDA and SFMA only)"
+        )
+    if p.scale_fmt is not None or p.split.value != "none":
+        return Refusal("no composed bound for block-scaled or split instructions")
+    if p.algorithm == Algorithm.FDA:
+        if p.carry_bits is not None and p.carry_bits < least_carry_bits(p):
+            return Refusal(
+                f"carry_bits={p.carry_bits} < {least_carry_bits(p)}: the register can overflow"
+            )
+        if p.align == AlignMode.ROUND_DOWN:
+            return Refusal("round-down alignment can grow a term past the output range")
+    if p.flush_inputs and not all(
+        _forced_normal(op, f, constraints) for op, f in (("a", p.a_fmt), ("b", p.b_fmt))
+    ):
+        return Refusal("flushed subnormal inputs: add --where normal-only:ab")
+    return None
+
+
+def instruction(p: ModelParams, constraints: tuple[Constraint, ...]) -> tuple[NodeBound, list[str]]:
+    """The instruction as one node (N) over its inputs (c and its K products): its groups
+    composed, with the steps in words."""
+    lines = []
+    if p.algorithm == Algorithm.SFMA:
+        n = ieee_add(p.d_fmt)
+        cb = LEAF
+        for _ in range(p.K):
+            cb = LEAF.node([cb, LEAF], n)
+        lines.append(f"{p.K} FMAs into {p.d_fmt.spec.name}: delta = {float(n.delta):.3g} each")
+        return NodeBound(cb.g, cb.A), lines
+    after = p.c_add == CAddend.AFTER
+    cb = LEAF
+    c_fmt = p.c_fmt
+    for i, (lo, hi) in enumerate(p.groups()):
+        first = not (i or after)
+        n = fda_group(p, hi - lo, c_fmt if first else p.d_fmt, constraints, c_input=first)
+        lines.append(
+            f"group {i}: {hi - lo} products, F = {p.F}: delta = {float(n.delta):.4g}, "
+            f"b = {float(n.b):.3g}"
+        )
+        cb = LEAF.node([cb] + [LEAF] * (hi - lo), n)
+    if after:
+        n = ieee_add(p.d_fmt)
+        cb = LEAF.node([cb, LEAF], n)
+        lines.append(
+            f"c added after the chain in {p.d_fmt.spec.name}: delta = {float(n.delta):.3g}"
+        )
+    return NodeBound(cb.g, cb.A), lines
+
+
+def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Argument | Refusal:
+    """The composed U of the normwise error of one instruction over the class."""
+    why = preconditions(p, constraints)
+    if why is not None:
+        return why
+    n, lines = instruction(p, constraints)
+    U = Composed(n.delta, n.b).normwise(p.d_fmt.spec.emin)
+    lines.append(f"U = g + A 2^-e_min({p.d_fmt.spec.name}) = {float(U):.6g}")
+    return Argument(U, lines)
+
+
+def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | Refusal:
+    """The composed U of the normwise error of one output element of the GEMM hypothesis
+    `hyp` (a GemmHypothesis) at depth K: its plan (gemm/plan.py) as a tree of instruction
+    nodes and fp32 additions."""
+    from ..gemm.plan import make_plan, padded_k, tree_leaves
+
+    p = hyp.params()
+    why = preconditions(p, constraints)
+    if why is not None:
+        return why
+    s = hyp.schedule
+    if s.alpha != 1.0 or (s.beta is not None and s.beta != 1.0):
+        return Refusal(
+            "composed GEMM bounds take alpha = beta = 1 (the exact result is then A*B + C)"
+        )
+    node, lines = instruction(p, constraints)
+    plan = make_plan(s, padded_k(K, p.K), p.K)
+    fp32 = ieee_add(Format.FP32)
+    partials = []
+    for sp in plan.splits:
+        acc = LEAF if not sp.promoted else None
+        for chain in sp.chains:
+            cb = LEAF
+            for _ in chain:
+                cb = LEAF.node([cb] + [LEAF] * p.K, node)
+            acc = cb if acc is None or not sp.promoted else LEAF.node([acc, cb], fp32)
+        partials.append(acc)
+    tree = plan.combine
+
+    def walk(t):
+        if isinstance(t, int):
+            return partials[t]
+        return LEAF.node([walk(t[0]), walk(t[1])], fp32)
+
+    total = walk(tree) if len(tree_leaves(tree)) > 1 else partials[0]
+    out = s.out or p.d_fmt
+    now = Format.FP32 if plan.fp32_acc else p.d_fmt
+    if not plan.c_in_chain:
+        total = LEAF.node([total, LEAF], fp32)
+        now = Format.FP32
+        lines.append("C added in the fp32 epilogue: one addition")
+    if out != now:
+        total = LEAF.node([total], ieee_add(out))
+        lines.append(f"converted from {now.spec.name} to {out.spec.name}")
+    steps = plan.steps()
+    lines.insert(0, f"instruction node: delta = {float(node.delta):.4g}, b = {float(node.b):.3g}")
+    lines.append(
+        f"plan: {len(plan.splits)} split(s), {steps} instruction steps, "
+        f"{'promoted' if plan.splits[0].promoted else 'unpromoted'} chains"
+    )
+    U = total.normwise(out.spec.emin)
+    lines.append(f"U = {float(U):.6g}")
+    return Argument(U, lines)
+
+
+__all__ = [
+    "Argument",
+    "Composed",
+    "NodeBound",
+    "Refusal",
+    "fda_group",
+    "gemm_bound",
+    "ieee_add",
+    "instruction_bound",
+    "preconditions",
+    "unit_roundoff",
+    "up",
+]
