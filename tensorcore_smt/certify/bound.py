@@ -37,6 +37,8 @@ MIN_QUERY_S = 1.0
 QUERY_SHARE = 2
 """One question gets at most 1/QUERY_SHARE of the whole budget (at least MIN_QUERY_S),
 so that an unknown answer leaves time to ask elsewhere."""
+SEARCH_S = 30.0
+"""Most seconds the structured search for large errors takes before the solvers."""
 MAX_UNKNOWNS = 3
 """Unknown answers in a row after which the search stops."""
 
@@ -60,7 +62,8 @@ class Step:
     def describe(self) -> str:
         who = self.solver or "-"
         if self.sampled_rows:
-            return f"random rows: best of {self.sampled_rows} at {fmt_value(self.measure)}"
+            what = self.solver or "random rows"
+            return f"{what}: best of {self.sampled_rows} at {fmt_value(self.measure)}"
         if self.verdict == Verdict.WITNESS:
             return f"> {fmt_fraction(self.threshold)}: witness ({who}) at {fmt_value(self.measure)}"
         if self.verdict == Verdict.UNSAT:
@@ -209,11 +212,14 @@ def bound(
     on_step=None,
     check_class: bool = True,
     sample_rows: int = 1000,
+    search_share: float = 0.2,
 ) -> Certificate:
     """The certified interval of `hypothesis`'s worst `measure` against the exact result
     (or against the variant `against`) over the class `constraints` (default: finite
     inputs, no overflow). `timeout` is the budget of the whole search; `limits` picks the
-    solvers. Ctrl-C ends the search with the interval found so far (`interrupted`)."""
+    solvers; `search_share` of it (at most SEARCH_S) goes to the structured search for
+    large errors (extremal.py) before the solvers. Ctrl-C ends the search with the
+    interval found so far (`interrupted`)."""
     if isinstance(measure, str):
         try:
             measure = Measure.parse(measure)
@@ -249,9 +255,11 @@ def bound(
     t0 = time.monotonic()
     deadline = t0 + timeout
     t = Fraction(0)
-    if sample_rows > 0:
-        t = _seed_from_sample(cert, q0, sample_rows, on_step)
     try:
+        if sample_rows > 0:
+            t = _seed_from_sample(cert, q0, sample_rows, on_step)
+        if search_share > 0 and not cert.closed:
+            t = _seed_from_search(cert, q0, min(SEARCH_S, timeout * search_share), on_step) or t
         while True:
             left = deadline - time.monotonic()
             if left < MIN_QUERY_S:
@@ -312,6 +320,35 @@ def _compose_upper(cert: Certificate, q: Query, against: str | None, cons) -> No
     cert.upper = total
     cert.upper_method = "composed"
     cert.argument = lines
+
+
+def _seed_from_search(cert: Certificate, q: Query, seconds: float, on_step) -> Fraction | None:
+    """The structured search (extremal.py) as a further lower bound; the next threshold
+    when it raised L (None otherwise)."""
+    from .extremal import structured_best
+
+    t_start = time.monotonic()
+    best = structured_best(q, seconds)
+    if best is None or isinstance(best.measure, float) or not best.measure > cert.lower:
+        return None
+    step = Step(
+        Fraction(0),
+        Verdict.WITNESS,
+        "structured search",
+        None,
+        time.monotonic() - t_start,
+        best.measure,
+        best.rows,
+    )
+    cert.steps.append(step)
+    cert.lower = best.measure
+    cert.witness = best.inputs
+    cert.witness_outputs = best.outputs
+    if on_step:
+        on_step(step)
+    if cert.closed:
+        return None
+    return _next_threshold(cert, Fraction(0), Verdict.WITNESS)
 
 
 def _seed_from_sample(cert: Certificate, q: Query, rows: int, on_step) -> Fraction:

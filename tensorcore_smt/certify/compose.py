@@ -154,11 +154,18 @@ def _rho_bits(op: str, fmt: Format, unit_fmt: Format, constraints) -> int:
 
 
 def fda_group(
-    p: ModelParams, n_products: int, c_fmt: Format, constraints, c_input: bool = False
+    p: ModelParams,
+    n_products: int,
+    c_fmt: Format,
+    constraints,
+    c_input: bool = False,
+    root: bool = False,
 ) -> NodeBound:
     """(N) for one fused group of `n_products` products and c in `c_fmt` (see the
     module docstring, steps 1-3); `c_input`: c is the instruction's input (the class may
-    keep it normal), not a previous group's result."""
+    keep it normal), not a previous group's result. `root`: the group returns the whole
+    computation's result, whose rounding error u max(|s|, 2^e_min) is then relative to
+    M (the class has M >= 2^e_min, and |s| <= (M + sum e_i)(1 + alpha))."""
     af = p.unpack or p.a_fmt
     bf = p.unpack or p.b_fmt
     if p.align == AlignMode.EXACT:
@@ -186,14 +193,18 @@ def fda_group(
             b += grid * Fraction(2) ** p.e_zero
     b = b * (1 + u)
     flush = p.flush_outputs or p.flush_sums
-    b += e_min_out if flush else u * e_min_out
+    if flush:
+        b += e_min_out
+    elif not root:
+        b += u * e_min_out
     return NodeBound(up(alpha + u * (1 + alpha)), up(b))
 
 
-def ieee_add(fmt: Format) -> NodeBound:
-    """(N) for one IEEE addition (or FMA) into `fmt`, round to nearest."""
+def ieee_add(fmt: Format, root: bool = False) -> NodeBound:
+    """(N) for one IEEE addition (or FMA) into `fmt`, round to nearest (`root`: the
+    result of the whole computation, see fda_group)."""
     u = unit_roundoff(fmt, Rounding.RNE)
-    return NodeBound(u, up(u * Fraction(2) ** fmt.spec.emin))
+    return NodeBound(u, Fraction(0) if root else up(u * Fraction(2) ** fmt.spec.emin))
 
 
 def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusal | None:
@@ -225,30 +236,36 @@ def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusa
     return None
 
 
-def instruction(p: ModelParams, constraints: tuple[Constraint, ...]) -> tuple[NodeBound, list[str]]:
+def instruction(
+    p: ModelParams, constraints: tuple[Constraint, ...], root: bool = False
+) -> tuple[NodeBound, list[str]]:
     """The instruction as one node (N) over its inputs (c and its K products): its groups
-    composed, with the steps in words."""
+    composed, with the steps in words (`root`: its result is the whole computation's)."""
     lines = []
     if p.algorithm == Algorithm.SFMA:
         n = ieee_add(p.d_fmt)
         cb = LEAF
-        for _ in range(p.K):
-            cb = LEAF.node([cb, LEAF], n)
+        for k in range(p.K):
+            cb = LEAF.node([cb, LEAF], ieee_add(p.d_fmt, root) if k == p.K - 1 else n)
         lines.append(f"{p.K} FMAs into {p.d_fmt.spec.name}: delta = {float(n.delta):.3g} each")
         return NodeBound(cb.g, cb.A), lines
     after = p.c_add == CAddend.AFTER
     cb = LEAF
     c_fmt = p.c_fmt
-    for i, (lo, hi) in enumerate(p.groups()):
+    groups = p.groups()
+    for i, (lo, hi) in enumerate(groups):
         first = not (i or after)
-        n = fda_group(p, hi - lo, c_fmt if first else p.d_fmt, constraints, c_input=first)
+        last = root and not after and i == len(groups) - 1
+        n = fda_group(
+            p, hi - lo, c_fmt if first else p.d_fmt, constraints, c_input=first, root=last
+        )
         lines.append(
             f"group {i}: {hi - lo} products, F = {p.F}: delta = {float(n.delta):.4g}, "
             f"b = {float(n.b):.3g}"
         )
         cb = LEAF.node([cb] + [LEAF] * (hi - lo), n)
     if after:
-        n = ieee_add(p.d_fmt)
+        n = ieee_add(p.d_fmt, root)
         cb = LEAF.node([cb, LEAF], n)
         lines.append(
             f"c added after the chain in {p.d_fmt.spec.name}: delta = {float(n.delta):.3g}"
@@ -261,7 +278,7 @@ def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Ar
     why = preconditions(p, constraints)
     if why is not None:
         return why
-    n, lines = instruction(p, constraints)
+    n, lines = instruction(p, constraints, root=True)
     U = Composed(n.delta, n.b).normwise(p.d_fmt.spec.emin)
     lines.append(f"U = g + A 2^-e_min({p.d_fmt.spec.name}) = {float(U):.6g}")
     return Argument(U, lines)
@@ -305,11 +322,13 @@ def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | R
     out = s.out or p.d_fmt
     now = Format.FP32 if plan.fp32_acc else p.d_fmt
     if not plan.c_in_chain:
-        total = LEAF.node([total, LEAF], fp32)
         now = Format.FP32
+    convert = out != now
+    if not plan.c_in_chain:
+        total = LEAF.node([total, LEAF], ieee_add(Format.FP32, root=not convert))
         lines.append("C added in the fp32 epilogue: one addition")
-    if out != now:
-        total = LEAF.node([total], ieee_add(out))
+    if convert:
+        total = LEAF.node([total], ieee_add(out, root=True))
         lines.append(f"converted from {now.spec.name} to {out.spec.name}")
     steps = plan.steps()
     lines.insert(0, f"instruction node: delta = {float(node.delta):.4g}, b = {float(node.b):.3g}")

@@ -50,22 +50,40 @@ def _draw(rng: random.Random, fmt: Format, window: int) -> int:
 def sample_best(q: Query, rows: int, seed: int = 0, window: int = 8) -> Sampled | None:
     """The row of largest measure among `rows` random rows that satisfy the class of the
     error query `q` (None when no drawn row does)."""
-    from ..api import simulate_params
-
-    p = q.p
     rng = random.Random(seed)
     names = [o.name for o in q.operands]
     fmts = {o.name: o.fmt for o in q.operands}
-    fixed = {}
+    fixed = fixed_inputs(q)
+    drawn = [
+        {n: fixed[n] if n in fixed else _draw(rng, fmts[n], window) for n in names}
+        for _ in range(rows)
+    ]
+    return best_of(q, drawn)
+
+
+def fixed_inputs(q: Query) -> dict[str, int]:
+    """The inputs the class fixes (fix:NAME=HEX; products a class leaves out are +0)."""
+    names = [o.name for o in q.operands]
+    fixed: dict[str, int] = {}
     for cn in q.constraints:
         if cn.kind == ConstraintKind.FIX:
             fixed[cn.operands] = cn.bits
         elif cn.kind in (ConstraintKind.TERMS, ConstraintKind.ZERO_K):
             fixed.update({n: 0 for n in names if cn.applies_to(n)})
-    drawn = [
-        {n: fixed[n] if n in fixed else _draw(rng, fmts[n], window) for n in names}
-        for _ in range(rows)
-    ]
+    return fixed
+
+
+def best_of(q: Query, drawn: list[dict[str, int]]) -> Sampled | None:
+    """The row of largest exact measure among `drawn` (input name -> bits) that lie in
+    the class of `q` (None when none does)."""
+    from ..api import simulate_params
+
+    p = q.p
+    names = [o.name for o in q.operands]
+    fmts = {o.name: o.fmt for o in q.operands}
+    rows = len(drawn)
+    if not rows:
+        return None
     inputs = {
         n: BV(
             VECTOR,

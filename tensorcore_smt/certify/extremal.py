@@ -1,0 +1,134 @@
+"""Structured search for large errors: inputs shaped like the worst case the composed
+argument (compose.py) describes, then improved by local search, all measured exactly.
+
+The argument's worst case for a fused unit has c at the largest exponent E (its low bits
+chosen so the final rounding loses most) and products of one sign just above the grid
+2^(E - F), with significands full of ones, so that every cut loses almost a grid step
+and every cut errs the same way. Random rows almost never look like that. This module
+draws rows of that shape (products at E - F + j for small j, operand exponents split
+between a and b within their formats' normal ranges), keeps those in the class
+(sample.best_of checks the class on the concrete interpreter and measures with exact
+rationals), and then climbs: each round mutates the best row (a low significand bit, an
+exponent step, a sign) in a batch and keeps the best mutant when it is better. What it
+returns is a witness like any other: real inputs, re-run on the model, measured exactly.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from fractions import Fraction
+
+from ..model.params import Algorithm
+from ..smt.query import Query
+from ..spec.formats import Format, round_fraction
+from .sample import Sampled, best_of, fixed_inputs
+
+BATCH = 256
+"""Rows per evaluation (structured draws and mutants alike)."""
+
+
+def _value(fmt: Format, sig: Fraction, e: int, negative: bool) -> int:
+    """The bits of +-sig 2^e in `fmt` (sig in [1, 2) with the format's fraction bits)."""
+    v = sig * Fraction(2) ** e
+    return round_fraction(-v if negative else v, fmt)
+
+
+def _sig(fmt: Format, rng: random.Random, one: float = 0.0) -> Fraction:
+    """A significand of `fmt`: 1 with probability `one` (c at exactly 2^E makes the
+    denominator smallest), else all ones half the time, else random fraction bits."""
+    m = fmt.spec.mbits
+    if rng.random() < one:
+        return Fraction(1)
+    frac = (1 << m) - 1 if rng.random() < 0.5 else rng.getrandbits(m) if m else 0
+    return 1 + Fraction(frac, 1 << m) if m else Fraction(1)
+
+
+def _grid_bits(q: Query) -> int:
+    """F of the unit (fraction bits of the alignment grid), or the accumulator's
+    precision for units without a fused alignment."""
+    p = q.p
+    if p.algorithm == Algorithm.FDA and p.F is not None:
+        return p.F
+    return p.out_fmt.spec.precision
+
+
+def structured_row(q: Query, rng: random.Random, fixed: dict[str, int]) -> dict[str, int]:
+    """One row of the worst-case shape (see the module docstring)."""
+    p = q.p
+    F = _grid_bits(q)
+    af, bf, cf = p.a_fmt, p.b_fmt, p.c_fmt
+    lo = af.spec.emin + bf.spec.emin
+    hi = af.spec.emax + bf.spec.emax
+    E = rng.choice([0, 0, 2, 4, min(8, cf.spec.emax - 1)])
+    neg = rng.random() < 0.1
+    row: dict[str, int] = {}
+    row["c"] = 0 if rng.random() < 0.15 else _value(cf, _sig(cf, rng, one=0.4), E, neg)
+    for k in range(p.K):
+        j = rng.choice([0, 1, 1, 2, 2, 3, rng.randint(-2, F)])
+        t = max(lo, min(hi, E - F + j))
+        ea_lo = max(af.spec.emin, t - bf.spec.emax)
+        ea_hi = min(af.spec.emax, t - bf.spec.emin)
+        if ea_lo > ea_hi:
+            ea_lo, ea_hi = af.spec.emin, af.spec.emax
+        ea = rng.randint(ea_lo, ea_hi)
+        eb = max(bf.spec.emin, min(bf.spec.emax, t - ea))
+        s = neg if rng.random() < 0.9 else not neg
+        row[f"a{k}"] = _value(af, _sig(af, rng), ea, s)
+        row[f"b{k}"] = _value(bf, _sig(bf, rng), eb, False)
+    row.update(fixed)
+    return row
+
+
+def _mutate(row: dict[str, int], q: Query, rng: random.Random, fixed) -> dict[str, int]:
+    """The row with one input changed: a low significand bit flipped, the exponent moved
+    by one (a and b in opposite directions keep the product's place), or a sign flipped."""
+    out = dict(row)
+    fmts = {o.name: o.fmt for o in q.operands}
+    names = [n for n in fmts if n not in fixed]
+    n = rng.choice(names)
+    s = fmts[n].spec
+    r = rng.random()
+    if r < 0.6 and s.mbits:
+        out[n] ^= 1 << rng.randrange(s.mbits)
+    elif r < 0.9:
+        step = 1 << s.mbits
+        e_field = (out[n] >> s.mbits) & ((1 << s.ebits) - 1)
+        delta = rng.choice([-1, 1])
+        if 1 <= e_field + delta <= (1 << s.ebits) - 2:
+            out[n] += delta * step
+            if n.startswith("a") and f"b{n[1:]}" in out and f"b{n[1:]}" not in fixed:
+                bs = fmts[f"b{n[1:]}"].spec
+                be = (out[f"b{n[1:]}"] >> bs.mbits) & ((1 << bs.ebits) - 1)
+                if 1 <= be - delta <= (1 << bs.ebits) - 2:
+                    out[f"b{n[1:]}"] -= delta * (1 << bs.mbits)
+    else:
+        out[n] ^= 1 << (s.storage - 1)
+    return out
+
+
+def structured_best(q: Query, seconds: float, seed: int = 0) -> Sampled | None:
+    """The largest exact measure found by structured draws and local search within
+    `seconds` (None when no row of the class was found)."""
+    rng = random.Random(seed)
+    fixed = fixed_inputs(q)
+    t_end = time.monotonic() + seconds
+    best = best_of(q, [structured_row(q, rng, fixed) for _ in range(BATCH)])
+    rows = best.rows if best else 0
+    while time.monotonic() < t_end:
+        if best is None or rng.random() < 0.2:
+            cand = best_of(q, [structured_row(q, rng, fixed) for _ in range(BATCH)])
+        else:
+            cand = best_of(q, [_mutate(best.inputs, q, rng, fixed) for _ in range(BATCH)])
+        if cand is not None:
+            rows += cand.rows
+            if best is None or (
+                not isinstance(cand.measure, float) and cand.measure > best.measure
+            ):
+                best = cand
+    if best is not None:
+        best.rows = rows
+    return best
+
+
+__all__ = ["structured_best", "structured_row"]
