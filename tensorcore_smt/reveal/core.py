@@ -116,7 +116,7 @@ def reveal(
     found = None
     if orc.arch is not None:
         fmt = Format.FP32 if orc.fmt == Format.TF32 else orc.fmt
-        found = find(tree, k, orc.arch, orc.instr, fmt)
+        found = find(tree, k, orc.arch, orc.instr, fmt, orc.label)
     res = RevealResult(
         oracle=orc.name,
         k=k,

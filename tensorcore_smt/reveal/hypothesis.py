@@ -27,16 +27,20 @@ class Found:
     k_block: int
 
 
-def plan_tree(plan: Plan, k: int) -> Tree:
-    """The summation tree of `plan` over products 0..k-1."""
+def plan_tree(plan: Plan, k: int, group: int | None = None) -> Tree:
+    """The summation tree of `plan` over products 0..k-1, each instruction step fusing
+    its products `group` at a time (the unit's L; None: all K of the step at once), the
+    running accumulator a member of the step's first fused add."""
     kb = plan.k_block
+    g = group or kb
 
     def chain(blocks: tuple[int, ...]) -> Tree | None:
         acc: Tree | None = None
         for blk in blocks:
-            terms = [e for e in range(blk * kb, (blk + 1) * kb) if e < k]
-            parts = ([acc] if acc is not None else []) + terms
-            acc = node(parts) if parts else None
+            for lo in range(blk * kb, (blk + 1) * kb, g):
+                terms = [e for e in range(lo, lo + g) if e < k]
+                parts = ([acc] if acc is not None else []) + terms
+                acc = node(parts) if parts else None
         return acc
 
     def split(sp) -> Tree | None:
@@ -63,6 +67,24 @@ def plan_tree(plan: Plan, k: int) -> Tree:
     return out
 
 
+def unit_group(p) -> int | None:
+    """Products per fused add of an instruction whose steps chain contiguous fused adds
+    with the accumulator in the first (FDA with c fused, contiguous groups: L; a
+    sequential FMA: 1); None for the others (their order within one step is not a plain
+    chain of fused adds: pairwise groups, c added after, interleaved byte pairs)."""
+    from ..model.params import Algorithm, CAddend, GroupMap
+
+    if p.algorithm == Algorithm.SFMA and p.K == 1:
+        return 1
+    if (
+        p.algorithm == Algorithm.FDA
+        and p.c_add == CAddend.FUSED
+        and p.group_map == GroupMap.CONTIGUOUS
+    ):
+        return p.L
+    return None
+
+
 def schedules(k: int, k_block: int) -> list[Schedule]:
     """The schedules tried, simplest first: serial, then promotion, then split-K."""
     kp = padded_k(k, k_block)
@@ -77,14 +99,20 @@ def schedules(k: int, k_block: int) -> list[Schedule]:
     return out
 
 
-def find(tree: Tree, k: int, arch: str, instr: str | None, fmt) -> Found | None:
+def find(
+    tree: Tree, k: int, arch: str, instr: str | None, fmt, label: str | None = None
+) -> Found | None:
     """The simplest schedule on `arch` (instruction `instr`, None: the default for `fmt`)
-    whose plan sums in `tree`, or None."""
+    whose plan sums in `tree`, or None; the hypothesis is written `label/SCHEDULE`
+    (label: the variant text, default `arch`)."""
+    from ..api import resolve
     from ..gemm.hypothesis import default_instruction
-    from ..spec.presets import PRESETS
 
     name = instr or default_instruction(arch, fmt, fmt)
-    k_block = PRESETS[arch].instructions[name].K
+    group = unit_group(resolve(arch, name))
+    if group is None:
+        return None
+    k_block = resolve(arch, name).K
     want = canonical(tree)
     kp = padded_k(k, k_block)
     with deep(k):
@@ -93,6 +121,6 @@ def find(tree: Tree, k: int, arch: str, instr: str | None, fmt) -> Found | None:
                 plan = make_plan(sched, kp, k_block)
             except UserError:
                 continue
-            if plan_tree(plan, k) == want:
-                return Found(f"{arch}/{sched.text()}", name, k_block)
+            if plan_tree(plan, k, group) == want:
+                return Found(f"{label or arch}/{sched.text()}", name, k_block)
     return None

@@ -69,6 +69,13 @@ ORACLES: dict[str, OracleSpec] = {
             ("fp32", "bf16", "fp16"),
         ),
         OracleSpec(
+            "model:HYP",
+            "gemm",
+            "this project's model of GEMM hypothesis HYP (tc.matmul), e.g. "
+            "model:hopper/serial[split_k=2]: the method tried on a known order",
+            ("fp32", "bf16", "fp16"),
+        ),
+        OracleSpec(
             "h100:CALL",
             "recorded",
             "the H100 pair probes recorded in results/hardware/h100/gemm/CALL.npz",
@@ -106,6 +113,7 @@ class Oracle:
     fmt: Format
     out: Format
     arch: str | None = None
+    label: str | None = None  # the variant text hypotheses are written with
     instr: str | None = None
     acc_bits: int = CPU_ACC_BITS
     subnormal_inputs: bool = False
@@ -116,8 +124,15 @@ class Oracle:
 
     def values(self, k: int) -> PairValues:
         if k not in self._pv:
-            check_counts_exact(self.out, k)
-            self._pv[k] = pair_values(self.fmt, self.out, k, self.acc_bits, self.subnormal_inputs)
+            try:
+                check_counts_exact(self.out, k)
+                self._pv[k] = pair_values(
+                    self.fmt, self.out, k, self.acc_bits, self.subnormal_inputs
+                )
+            except UserError as e:
+                raise UserError(
+                    f"{self.name} ({self.fmt.spec.name} in, {self.out.spec.name} out): {e}"
+                ) from None
         return self._pv[k]
 
     def check(self, k: int) -> None:
@@ -296,6 +311,32 @@ class TorchGemm(Gemm):
         return torch_to_numpy(D)
 
 
+class Model(Gemm):
+    """tc.matmul of a GEMM hypothesis: the method asked about an order known in advance."""
+
+    acc_bits = 24
+    subnormal_inputs = True
+
+    def __init__(self, hyp: str, fmt: Format, shape) -> None:
+        super().__init__(shape)
+        from ..gemm.hypothesis import parse_gemm, split_gemm_text
+
+        self.hyp = parse_gemm(hyp)
+        self.name = f"model:{hyp}"
+        self.fmt = fmt
+        self.arch = self.hyp.arch
+        self.label = split_gemm_text(hyp)[0].strip()
+        self.out = Format.FP32
+
+    def run(self, a, b):
+        from ..gemm.emulate import matmul
+
+        d = np.asarray(matmul(self.hyp, a, b))
+        if d.dtype != np.float32:
+            raise UserError(f"{self.name}: its output is {d.dtype}; the probe reads fp32 outputs")
+        return d
+
+
 class Recorded(Oracle):
     """Pair probes recorded on a GPU (hardware/recordings.py): one K x K call each."""
 
@@ -389,8 +430,12 @@ def make_oracle(name: str, dtype: str = "fp32", shape: tuple[int, int] | None = 
         if shape is not None:
             raise UserError(f"--shape: {name} answers from K x K recordings; leave --shape out")
         return Recorded(call, data_dir("results") / "hardware" / "h100" / "gemm")
+    if name.startswith("model:"):
+        if dtype not in ORACLES["model:HYP"].dtypes:
+            raise UserError(f"--dtype {dtype}: model:HYP takes fp32, bf16, fp16")
+        return Model(name[len("model:") :], fmt, shape)
     spec = ORACLES.get(name)
-    if spec is None or spec.kind == "recorded":
+    if spec is None or spec.kind == "recorded" or spec.name == "model:HYP":
         raise UserError(f"--oracle {name}: unknown; known: {', '.join(ORACLES)}")
     if dtype not in spec.dtypes:
         raise UserError(f"--dtype {dtype}: {name} takes {', '.join(spec.dtypes)}")
