@@ -184,7 +184,7 @@ class NumpyDot(Oracle):
         return self._sizes(out, k)
 
     def random(self, k, seed):
-        a, b = _random_inputs(self.fmt, 8, 1, k, seed)
+        a, b = _random_inputs(self.fmt, 64, 1, k, seed)
         d = np.array([[np.dot(a[m], b[:, 0])] for m in range(len(a))], np.float32)
         self.calls += len(a)
         return a, b, d

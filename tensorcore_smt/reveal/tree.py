@@ -192,6 +192,22 @@ def build(k: int, query: Query) -> Tree:
         return _subtree(np.arange(k), query)
 
 
+def from_sizes(sizes: np.ndarray) -> Tree:
+    """The tree whose pair sizes are all of `sizes` (K x K, the diagonal ignored), every
+    pair checked; NotATree when they are not those of one tree."""
+    k = len(sizes)
+    t = build(k, lambda p, o: sizes[p, o])
+    off = ~np.eye(k, dtype=bool)
+    bad = np.argwhere((size_matrix(t, k) != sizes) & off)
+    if len(bad):
+        i, j = bad[0]
+        raise NotATree(
+            f"pair ({i}, {j}) meets in a subtree of {sizes[i, j]} products where the tree "
+            f"the other pairs give has {size_matrix(t, k)[i, j]}: not one summation tree"
+        )
+    return t
+
+
 def _subtree(members: np.ndarray, query: Query, pivot_sizes: np.ndarray | None = None) -> Tree:
     """The subtree whose leaves are exactly `members` (members[0] the pivot; its sizes
     against members[1:] given or asked)."""
