@@ -239,7 +239,9 @@ def test_cli_unavailable_oracles_exit_2():
 
 
 def test_cli_json_fields():
-    res = CliRunner().invoke(main, ["reveal", "--oracle", "h100:fp16-f32out", "--k", "32", "--json"])
+    res = CliRunner().invoke(
+        main, ["reveal", "--oracle", "h100:fp16-f32out", "--k", "32", "--json"]
+    )
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     assert data["tree"] == [list(range(16)), *range(16, 32)]

@@ -31,12 +31,17 @@ def _shape(text: str | None) -> tuple[int, int] | None:
 @click.option(
     "--oracle",
     required=True,
-    help="numpy:dot, numpy:gemv, numpy:matmul, torch:cpu, torch:cuda or h100:CALL "
-    "(a recorded call: fp16-f32out, bf16-f32out, tf32, fp32).",
+    metavar="NAME",
+    help="numpy:dot, numpy:gemv, numpy:matmul, torch:cpu, torch:cuda, h100:CALL (a "
+    "recorded call: fp16-f32out, bf16-f32out, tf32, fp32) or model:HYP (tc.matmul of a "
+    "GEMM hypothesis).",
 )
-@click.option("--k", "k", type=int, required=True, help="Products per output element (K >= 2).")
+@click.option(
+    "--k", "k", type=int, metavar="K", required=True, help="Products per output element (K >= 2)."
+)
 @click.option(
     "--dtype",
+    metavar="FMT",
     default="fp32",
     show_default=True,
     help="Input format: fp32, fp16 or bf16 (h100:CALL: the call's own).",
@@ -47,7 +52,14 @@ def _shape(text: str | None) -> tuple[int, int] | None:
     metavar="M,N",
     help="Output shape of the GEMM (GEMV: M rows) asked; default K,K.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random check.")
+@click.option(
+    "--seed",
+    type=int,
+    metavar="INT",
+    default=0,
+    show_default=True,
+    help="Seed of the random check.",
+)
 @click.option("--no-check", is_flag=True, help="Skip the check on random inputs.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
 def reveal_cmd(
