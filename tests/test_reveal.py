@@ -197,6 +197,23 @@ def test_numpy_gemv_and_matmul_shapes():
     assert sorted(leaves(r.tree)) == list(range(64)) and any(r.tree_check.values())
 
 
+def test_lanes_as_an_fma_schedule():
+    """Two FMA chains over even and odd k added at the end (a SIMD kernel's lanes) is
+    split-K over interleaved 1-wide tiles of the fp32 FMA; four chains over halves of K
+    added serially the contiguous split."""
+    from tensorcore_smt.reveal.hypothesis import find
+
+    k = 64
+    lanes = node([chain(list(range(0, k, 2))), chain(list(range(1, k, 2)))])
+    got = find(lanes, k, "hopper", "fma.rn.f32", Format.FP32)
+    assert got.hypothesis == "hopper/serial[split_k=2,split=interleaved,split_tile=1]"
+    halves = node([chain(list(range(0, 32))), chain(list(range(32, 64)))])
+    got = find(halves, k, "hopper", "fma.rn.f32", Format.FP32)
+    assert plan_tree(make_plan(parse_schedule(got.hypothesis.split("/")[1]), k, 1), k, 1) == halves
+    balanced = node([node([node([0, 4]), node([2, 6])]), node([node([1, 5]), node([3, 7])])])
+    assert find(balanced, 8, "hopper", "fma.rn.f32", Format.FP32) is None  # sdot's lanes
+
+
 def test_evaluate_fma_chain_is_the_fma_model():
     rng = np.random.default_rng(1)
     a = rng.standard_normal((64, 40)).astype(np.float32)

@@ -101,12 +101,17 @@ def reveal_cmd(
         click.echo(f"hypothesis  {r.hypothesis} (instr {r.instr})")
     else:
         click.echo("hypothesis  none")
+    if r.fma_schedule:
+        click.echo(f"fp32 FMA    {r.fma_schedule} (the tree as a schedule of IEEE fp32 FMAs)")
     click.echo(f"calls       {r.oracle_calls} oracle call(s), {r.seconds:.3f} s")
     if r.checked_outputs:
         c = r.check_shape
         click.echo(f"checked     {r.checked_outputs} output(s) of random {c[0]} x {c[1]} x {c[2]}")
         if r.reproduced is not None:
             click.echo(f"reproduced  {'yes' if r.reproduced else 'no'} (tc.matmul, bit for bit)")
+        if r.fma_schedule_reproduced is not None:
+            ok = "yes" if r.fma_schedule_reproduced else "no"
+            click.echo(f"fp32 FMA    reproduced: {ok} (tc.matmul with fma.rn.f32, bit for bit)")
         for rounding, ok in r.tree_check.items():
             click.echo(f"tree sum    {rounding}: {'agrees' if ok else 'differs'}")
     if r.note:

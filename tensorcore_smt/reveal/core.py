@@ -25,7 +25,11 @@ from .tree import NotATree, Tree, build, canonical, from_sizes, render, to_lists
 
 MAX_K = 4096
 CHECK_OUTPUTS = 64
-"""Outputs of the random call checked bit for bit (a sample when the call has more)."""
+"""Outputs of the random call checked bit for bit (a sub-grid of rows and columns when the
+call has more)."""
+FMA_STAND_IN = ("hopper", "fma.rn.f32")
+"""The IEEE fp32 FMA of this project's presets (a·b + c rounded once to nearest even),
+standing in for a CPU's FMA when a schedule is sought for a CPU library's tree."""
 CHECK_CALLS = 16
 """Random calls checked, output (0, 0) each, when the tree is that of output (0, 0)."""
 
@@ -49,6 +53,8 @@ class RevealResult:
     checked_outputs: int = 0
     check_calls: int = 0
     check_shape: tuple[int, int, int] | None = None
+    fma_schedule: str | None = None
+    fma_schedule_reproduced: bool | None = None
     note: str = ""
 
     def to_json(self) -> dict:
@@ -68,6 +74,8 @@ class RevealResult:
             "checked_outputs": self.checked_outputs,
             "check_calls": self.check_calls,
             "check_shape": list(self.check_shape) if self.check_shape else None,
+            "fma_schedule": self.fma_schedule,
+            "fma_schedule_reproduced": self.fma_schedule_reproduced,
             "note": self.note,
         }
 
@@ -127,16 +135,26 @@ def reveal(
         reproduced=None,
         note=note,
     )
-    if found is None:
+    if found is None and orc.arch is not None:
+        res.note = (
+            note + ("; " if note else "") + "no GEMM schedule of this project expresses this tree"
+        )
+    if orc.arch is None:
         res.note = (
             note
             + ("; " if note else "")
-            + (
-                "no GEMM schedule of this project expresses this tree"
-                if orc.arch is not None
-                else "the library runs on no modelled matrix unit: no GEMM hypothesis is sought"
-            )
+            + ("the library runs on no modelled matrix unit: no GEMM hypothesis is sought")
         )
+        if orc.fmt in (Format.FP32, Format.BF16):
+            fma = find(tree, k, FMA_STAND_IN[0], FMA_STAND_IN[1], Format.FP32)
+            if fma is not None:
+                sched = fma.hypothesis.split("/", 1)[1]
+                if orc.out != Format.FP32:
+                    extra = f"out={orc.out.spec.name}"
+                    sched = (
+                        sched[:-1] + f",{extra}]" if sched.endswith("]") else f"{sched}[{extra}]"
+                    )
+                res.fma_schedule = sched
     if check:
         _check(res, orc, seed, one_output=sizes is None and hasattr(orc, "mn"))
     return res
@@ -154,10 +172,10 @@ def _check(res: RevealResult, orc, seed: int, one_output: bool) -> None:
         if one_output:
             rows, cols = np.array([0]), np.array([0])
         else:
-            pick = np.random.default_rng(seed).choice(
-                m * n, min(CHECK_OUTPUTS, m * n), replace=False
-            )
-            rows, cols = np.unique(pick // n), np.unique(pick % n)
+            rng = np.random.default_rng(seed)
+            n_cols = min(n, int(CHECK_OUTPUTS**0.5))
+            rows = np.sort(rng.choice(m, min(m, CHECK_OUTPUTS // n_cols), replace=False))
+            cols = np.sort(rng.choice(n, n_cols, replace=False))
         blocks.append((a[rows], b[:, cols], np.asarray(d)[np.ix_(rows, cols)]))
     res.check_calls = orc.calls - before
     full = getattr(orc, "random_shape", None) or (a.shape[0], b.shape[1])
@@ -179,6 +197,26 @@ def _check(res: RevealResult, orc, seed: int, one_output: bool) -> None:
                     np.float32
                 ),
                 np.asarray(w, np.float32),
+            )
+            for ra, rb, w in blocks
+        )
+    if res.fma_schedule is not None:
+        from ..gemm.emulate import matmul
+
+        hyp = f"{FMA_STAND_IN[0]}/{res.fma_schedule}"
+        dt = np_dtype(orc.out)
+        res.fma_schedule_reproduced = all(
+            _same_bits(
+                np.asarray(
+                    matmul(
+                        hyp,
+                        ra.astype(np.float32),
+                        rb.astype(np.float32),
+                        instr=FMA_STAND_IN[1],
+                        engine="numpy",
+                    )
+                ).astype(dt),
+                np.asarray(w).astype(dt),
             )
             for ra, rb, w in blocks
         )
