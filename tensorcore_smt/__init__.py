@@ -6,7 +6,7 @@ from .certify.bound import bound
 from .errors import UserError
 from .gemm.emulate import matmul
 from .gemm.torchmode import emulate
-from .reveal import reveal
+from .order import reveal
 from .spec.formats import Format, Rounding
 from .spec.presets import PRESETS, parse_variant
 from .version import __version__

@@ -19,10 +19,10 @@ from tensorcore_smt.cli import main
 from tensorcore_smt.errors import UserError
 from tensorcore_smt.gemm.plan import make_plan
 from tensorcore_smt.gemm.schedule import parse_schedule
-from tensorcore_smt.reveal.evaluate import evaluate
-from tensorcore_smt.reveal.hypothesis import plan_tree
-from tensorcore_smt.reveal.probes import pair_values
-from tensorcore_smt.reveal.tree import (
+from tensorcore_smt.order.evaluate import evaluate
+from tensorcore_smt.order.hypothesis import plan_tree
+from tensorcore_smt.order.probes import pair_values
+from tensorcore_smt.order.tree import (
     NotATree,
     build,
     canonical,
@@ -201,7 +201,7 @@ def test_lanes_as_an_fma_schedule():
     """Two FMA chains over even and odd k added at the end (a SIMD kernel's lanes) is
     split-K over interleaved 1-wide tiles of the fp32 FMA; four chains over halves of K
     added serially the contiguous split."""
-    from tensorcore_smt.reveal.hypothesis import find
+    from tensorcore_smt.order.hypothesis import find
 
     k = 64
     lanes = node([chain(list(range(0, k, 2))), chain(list(range(1, k, 2)))])
@@ -270,3 +270,19 @@ def test_cli_text():
     res = CliRunner().invoke(main, ["reveal", "--oracle", "numpy:dot", "--k", "16"])
     assert res.exit_code == 0, res.output
     assert "hypothesis  none" in res.output and "tree sum" in res.output
+
+
+def test_cli_interrupt_exits_130(monkeypatch):
+    import tensorcore_smt.order as rv
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rv, "reveal", stop)
+    res = CliRunner().invoke(main, ["reveal", "--oracle", "numpy:dot", "--k", "8"])
+    assert res.exit_code == 130 and "interrupted" in res.output
+
+
+def test_cli_negative_seed_is_one_line():
+    res = CliRunner().invoke(main, ["reveal", "--oracle", "numpy:dot", "--k", "8", "--seed", "-1"])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1

@@ -14,6 +14,7 @@ import click
 
 from ..errors import ExitCode, UserError
 from .base import fail, main
+from .options import Ranged
 
 
 def _shape(text: str | None) -> tuple[int, int] | None:
@@ -54,7 +55,7 @@ def _shape(text: str | None) -> tuple[int, int] | None:
 )
 @click.option(
     "--seed",
-    type=int,
+    type=Ranged("seed", int),
     metavar="INT",
     default=0,
     show_default=True,
@@ -78,8 +79,8 @@ def reveal_cmd(
 
     Exit 0: a tree was learnt; 1: the outputs are not those of one summation tree.
     """
-    from ..reveal import reveal
-    from ..reveal.tree import NotATree, deep
+    from ..order import reveal
+    from ..order.tree import NotATree, deep
 
     try:
         r = reveal(oracle, k, dtype, _shape(shape), seed=seed, check=not no_check)

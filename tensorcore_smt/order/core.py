@@ -88,7 +88,7 @@ def reveal(
     seed: int = 0,
     check: bool = True,
 ) -> RevealResult:
-    """The accumulation tree of `oracle` (ORACLES in reveal/oracles.py, or h100:CALL) over
+    """The accumulation tree of `oracle` (ORACLES in order/oracles.py, or h100:CALL) over
     K products of `dtype` inputs, in output shape `shape` (M, N; default K x K), from pair
     probes. UserError for bad input; ValueError (NotATree) when the oracle's outputs are
     not those of one summation tree. `check`: run the oracle once on random inputs (seed
