@@ -232,11 +232,17 @@ def test_evaluate_fma_chain_is_the_fma_model():
         (["--oracle", "numpy:dot", "--k", "8", "--dtype", "fp8"], "allowed"),
         (["--oracle", "numpy:matmul", "--k", "8", "--shape", "4"], "M,N"),
         (["--oracle", "numpy:dot", "--k", "8", "--shape", "4,4"], "no shape"),
+        (["--oracle", "model:hopper", "--k", "8", "--shape", "0,4"], "M and N from 1"),
+        (["--oracle", "model:nope/serial", "--k", "8"], "nope"),
+        (["--oracle", "torch:cpu", "--k", "32", "--dtype", "fp16"], "no K >= 2 fits"),
+        (["--oracle", "torch:cpu", "--k", "300", "--dtype", "bf16"], "at most 258"),
         (["--oracle", "h100:fp16", "--k", "32"], "no exact pair probe"),
         (["--oracle", "h100:fp32", "--k", "64"], "K=64"),
     ],
 )
 def test_cli_bad_input_one_line_exit_2(args, msg):
+    if "torch:cpu" in args:
+        pytest.importorskip("torch")
     res = CliRunner().invoke(main, ["reveal", *args])
     assert res.exit_code == 2, res.output
     assert msg in res.output and len(res.output.strip().splitlines()) == 1

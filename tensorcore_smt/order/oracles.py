@@ -302,12 +302,16 @@ class TorchGemm(Gemm):
         B = numpy_to_torch(b, self.device)
         if self.device == "cpu":
             return torch_to_numpy(torch.matmul(A, B))
-        torch.backends.cuda.matmul.allow_tf32 = False
-        if self.fmt == Format.FP32:
-            D = torch.matmul(A, B)
-        else:
-            D = torch.mm(A, B, out_dtype=torch.float32)
-        torch.cuda.synchronize()
+        tf32 = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 is full fp32 (FFMA)
+        try:
+            if self.fmt == Format.FP32:
+                D = torch.matmul(A, B)
+            else:
+                D = torch.mm(A, B, out_dtype=torch.float32)
+            torch.cuda.synchronize()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
         return torch_to_numpy(D)
 
 
@@ -419,6 +423,8 @@ def make_oracle(name: str, dtype: str = "fp32", shape: tuple[int, int] | None = 
     if dtype not in DTYPES:
         raise UserError(f"--dtype {dtype}: allowed: {', '.join(DTYPES)}")
     fmt = DTYPES[dtype]
+    if shape is not None and (min(shape) < 1 or max(shape) > 1 << 16):
+        raise UserError(f"--shape {shape[0]},{shape[1]}: M and N from 1 to 65536")
     m = re.fullmatch(r"h100:(.+)", name)
     if m:
         call = m.group(1)
@@ -441,8 +447,6 @@ def make_oracle(name: str, dtype: str = "fp32", shape: tuple[int, int] | None = 
         raise UserError(f"--dtype {dtype}: {name} takes {', '.join(spec.dtypes)}")
     if shape is not None and name not in _SHAPED:
         raise UserError(f"--shape: {name} has no shape to set")
-    if shape is not None and (min(shape) < 1 or max(shape) > 1 << 16):
-        raise UserError(f"--shape {shape[0]},{shape[1]}: M and N from 1 to 65536")
     if name == "numpy:dot":
         return NumpyDot()
     if name == "numpy:gemv":
