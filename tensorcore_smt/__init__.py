@@ -6,6 +6,7 @@ from .certify.bound import bound
 from .errors import UserError
 from .gemm.emulate import matmul
 from .gemm.torchmode import emulate
+from .order import reveal
 from .spec.formats import Format, Rounding
 from .spec.presets import PRESETS, parse_variant
 from .version import __version__
@@ -22,6 +23,7 @@ __all__ = [
     "mma",
     "parse_variant",
     "resolve",
+    "reveal",
     "simulate",
     "simulate_one",
     "simulate_params",

@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (registration)
     hardware,
     identify,
     listing,
+    reveal,
     simulate,
     solve,
     validate,

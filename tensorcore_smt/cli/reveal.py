@@ -1,0 +1,120 @@
+"""`tcsmt reveal`: the order a library sums in, learnt from its outputs on pair probes.
+
+Exit codes: 0 a tree was learnt; 1 the library's outputs are not those of one summation
+tree; 2 bad input (an unknown or unavailable oracle, K, dtype or shape it cannot take);
+130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..errors import ExitCode, UserError
+from .base import fail, main
+from .options import Ranged
+
+
+def _shape(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    parts = text.split(",")
+    try:
+        m, n = (int(p) for p in parts)
+    except ValueError:
+        raise UserError(f"--shape {text!r}: expected M,N (two integers)") from None
+    return m, n
+
+
+@main.command("reveal")
+@click.option(
+    "--oracle",
+    required=True,
+    metavar="NAME",
+    help="numpy:dot, numpy:gemv, numpy:matmul, torch:cpu, torch:cuda, h100:CALL (a "
+    "recorded call: fp16-f32out, bf16-f32out, tf32, fp32) or model:HYP (tc.matmul of a "
+    "GEMM hypothesis).",
+)
+@click.option(
+    "--k", "k", type=int, metavar="K", required=True, help="Products per output element (K >= 2)."
+)
+@click.option(
+    "--dtype",
+    metavar="FMT",
+    default="fp32",
+    show_default=True,
+    help="Input format: fp32, fp16 or bf16 (h100:CALL: the call's own).",
+)
+@click.option(
+    "--shape",
+    default=None,
+    metavar="M,N",
+    help="Output shape of the GEMM (GEMV: M rows) asked; default K,K.",
+)
+@click.option(
+    "--seed",
+    type=Ranged("seed", int),
+    metavar="INT",
+    default=0,
+    show_default=True,
+    help="Seed of the random check.",
+)
+@click.option("--no-check", is_flag=True, help="Skip the check on random inputs.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
+def reveal_cmd(
+    oracle: str,
+    k: int,
+    dtype: str,
+    shape: str | None,
+    seed: int,
+    no_check: bool,
+    as_json: bool,
+) -> None:
+    """Learn the accumulation tree of one output element of a library's dot, GEMV or
+    GEMM from its outputs on cancellation probes (Xie et al., USENIX ATC 2025), name the
+    GEMM hypothesis that sums in it where a schedule expresses it, and check both on
+    random inputs, bit for bit.
+
+    Exit 0: a tree was learnt; 1: the outputs are not those of one summation tree.
+    """
+    from ..order import reveal
+    from ..order.tree import NotATree, deep
+
+    try:
+        r = reveal(oracle, k, dtype, _shape(shape), seed=seed, check=not no_check)
+    except NotATree as e:
+        fail(str(e), ExitCode.REFUTED)
+    except ValueError as e:
+        if isinstance(e, UserError):
+            raise
+        fail(str(e), ExitCode.REFUTED)
+    data = r.to_json()
+    if as_json:
+        with deep(r.k):
+            click.echo(json.dumps(data))
+        sys.exit(int(ExitCode.OK))
+    shape_text = f"{r.shape[0]} x {r.shape[1]}" if r.shape else "default"
+    click.echo(f"oracle      {r.oracle} ({r.dtype} inputs, K={r.k}, shape {shape_text})")
+    click.echo(f"tree        {data['tree_text']}")
+    if r.hypothesis:
+        click.echo(f"hypothesis  {r.hypothesis} (instr {r.instr})")
+    else:
+        click.echo("hypothesis  none")
+    if r.fma_schedule:
+        click.echo(f"fp32 FMA    {r.fma_schedule} (the tree as a schedule of IEEE fp32 FMAs)")
+    click.echo(f"calls       {r.oracle_calls} oracle call(s), {r.seconds:.3f} s")
+    if r.checked_outputs:
+        c = r.check_shape
+        click.echo(f"checked     {r.checked_outputs} output(s) of random {c[0]} x {c[1]} x {c[2]}")
+        if r.reproduced is not None:
+            click.echo(f"reproduced  {'yes' if r.reproduced else 'no'} (tc.matmul, bit for bit)")
+        if r.fma_schedule_reproduced is not None:
+            ok = "yes" if r.fma_schedule_reproduced else "no"
+            click.echo(f"fp32 FMA    reproduced: {ok} (tc.matmul with fma.rn.f32, bit for bit)")
+        for rounding, ok in r.tree_check.items():
+            click.echo(f"tree sum    {rounding}: {'agrees' if ok else 'differs'}")
+    if r.note:
+        click.echo(f"note        {r.note}")
+    sys.exit(int(ExitCode.OK))

@@ -1,0 +1,465 @@
+"""The libraries `reveal` can ask, as data (`ORACLES`), and the one way each is called.
+
+An oracle answers pair sizes (probes.py) for K products: `full(k)` all pairs when one call
+holds them (a GEMM of at least K x K outputs, or a recording), else `query(pivot, others)`
+with as few calls as its shape allows (a dot: one call a pair; a GEMV of M rows: M pairs a
+call; an M x N GEMM: N pairs a call). `random(k, seed)` runs the library on random inputs
+for the check of what was learnt. `calls` counts the library calls made.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UserError
+from ..spec.datadirs import data_dir
+from ..spec.formats import Format
+from .probes import PairValues, check_counts_exact, counts_to_sizes, pair_inputs, pair_values
+from .tree import NotATree
+
+DTYPES = {"fp32": Format.FP32, "fp16": Format.FP16, "bf16": Format.BF16}
+
+CPU_ACC_BITS = 53
+"""The widest accumulator a CPU library might keep partial sums in (a C `double`:
+OpenBLAS's dot kernels add their tail in double), so the probe holds for any of them."""
+
+
+@dataclass(frozen=True)
+class OracleSpec:
+    """One entry of the registry: the call, what it is, the input formats it takes."""
+
+    name: str
+    kind: str  # dot, gemv, gemm or recorded
+    doc: str
+    dtypes: tuple[str, ...]
+
+
+ORACLES: dict[str, OracleSpec] = {
+    s.name: s
+    for s in (
+        OracleSpec(
+            "numpy:dot", "dot", "numpy.dot of two 1-D float32 arrays (BLAS sdot)", ("fp32",)
+        ),
+        OracleSpec(
+            "numpy:gemv",
+            "gemv",
+            "numpy.matmul of an M x K matrix and a K-vector (BLAS sgemv)",
+            ("fp32",),
+        ),
+        OracleSpec(
+            "numpy:matmul",
+            "gemm",
+            "numpy.matmul of M x K and K x N float32 (BLAS sgemm)",
+            ("fp32",),
+        ),
+        OracleSpec(
+            "torch:cpu",
+            "gemm",
+            "torch.matmul on the CPU (the output in the input's dtype)",
+            ("fp32", "bf16", "fp16"),
+        ),
+        OracleSpec(
+            "torch:cuda",
+            "gemm",
+            "torch.matmul on a CUDA GPU (fp16 and bf16 with an fp32 output)",
+            ("fp32", "bf16", "fp16"),
+        ),
+        OracleSpec(
+            "model:HYP",
+            "gemm",
+            "this project's model of GEMM hypothesis HYP (tc.matmul), e.g. "
+            "model:hopper/serial[split_k=2]: the method tried on a known order",
+            ("fp32", "bf16", "fp16"),
+        ),
+        OracleSpec(
+            "h100:CALL",
+            "recorded",
+            "the H100 pair probes recorded in results/hardware/h100/gemm/CALL.npz",
+            (),
+        ),
+    )
+}
+"""Every oracle by name (`h100:CALL` names one recorded call, e.g. h100:fp16-f32out)."""
+
+H100_CALLS = {
+    "fp16-f32out": Format.FP16,
+    "bf16-f32out": Format.BF16,
+    "tf32": Format.TF32,
+    "fp32": Format.FP32,
+}
+"""The recorded calls whose pair probes read back exactly (fp32 outputs)."""
+
+GPU_ARCH = {
+    (7, 0): "volta",
+    (7, 5): "turing",
+    (8, 0): "ampere",
+    (8, 6): "ampere",
+    (8, 9): "ada",
+    (9, 0): "hopper",
+}
+"""CUDA compute capability -> the preset of that architecture."""
+
+
+class Oracle:
+    """A library call asked pair probes. `arch` and `instr`: the preset (and instruction,
+    None for the default) a GEMM hypothesis is sought in, None where the library runs on
+    no modelled unit (a CPU); `fmt` the input format, `out` the output format."""
+
+    name: str
+    fmt: Format
+    out: Format
+    arch: str | None = None
+    label: str | None = None  # the variant text hypotheses are written with
+    instr: str | None = None
+    acc_bits: int = CPU_ACC_BITS
+    subnormal_inputs: bool = False
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._pv: dict[int, PairValues] = {}
+
+    def values(self, k: int) -> PairValues:
+        if k not in self._pv:
+            try:
+                check_counts_exact(self.out, k)
+                self._pv[k] = pair_values(
+                    self.fmt, self.out, k, self.acc_bits, self.subnormal_inputs
+                )
+            except UserError as e:
+                raise UserError(
+                    f"{self.name} ({self.fmt.spec.name} in, {self.out.spec.name} out): {e}"
+                ) from None
+        return self._pv[k]
+
+    def check(self, k: int) -> None:
+        """UserError when this oracle cannot be asked about K products."""
+        self.values(k)
+
+    def full(self, k: int) -> np.ndarray | None:
+        """All pair sizes (K x K) when one call holds them, else None."""
+        return None
+
+    def query(self, k: int, pivot: int, others: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def random(self, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A (M x K), B (K x N) random in the input format, and the library's D (M x N)."""
+        raise NotImplementedError
+
+    def _sizes(self, d: np.ndarray, k: int) -> np.ndarray:
+        return counts_to_sizes(d, self.values(k), k, self.name)
+
+
+def np_dtype(fmt: Format):
+    from ..hardware.recordings import NP_DTYPE
+
+    return NP_DTYPE[fmt]
+
+
+def _random_inputs(fmt: Format, m: int, n: int, k: int, seed: int):
+    rng = np.random.Generator(np.random.PCG64([seed, m, n, k]))
+    a = rng.standard_normal((m, k)).astype(np.float32).astype(np_dtype(fmt))
+    b = rng.standard_normal((k, n)).astype(np.float32).astype(np_dtype(fmt))
+    return a, b
+
+
+class NumpyDot(Oracle):
+    name, fmt, out = "numpy:dot", Format.FP32, Format.FP32
+
+    def query(self, k, pivot, others):
+        pv = self.values(k)
+        a = np.full(k, pv.t, np.float32)
+        b = np.full(k, pv.w, np.float32)
+        a[pivot] = pv.s
+        out = np.empty(len(others), np.float32)
+        for i, j in enumerate(others):
+            b[j] = pv.d
+            out[i] = np.dot(a, b)
+            b[j] = pv.w
+        self.calls += len(others)
+        return self._sizes(out, k)
+
+    def random(self, k, seed):
+        a, b = _random_inputs(self.fmt, 64, 1, k, seed)
+        d = np.array([[np.dot(a[m], b[:, 0])] for m in range(len(a))], np.float32)
+        self.calls += len(a)
+        return a, b, d
+
+
+class NumpyGemv(Oracle):
+    name, fmt, out = "numpy:gemv", Format.FP32, Format.FP32
+
+    def __init__(self, rows: int | None) -> None:
+        super().__init__()
+        self.rows = rows
+
+    def query(self, k, pivot, others):
+        pv = self.values(k)
+        out = []
+        m = self.rows or k
+        for lo in range(0, len(others), m):
+            chunk = others[lo : lo + m]
+            rows = np.resize(chunk, m)
+            a, b = pair_inputs(pv, rows, np.array([pivot]), k)
+            y = np.matmul(a.astype(np.float32), b[:, 0].astype(np.float32))
+            self.calls += 1
+            out.append(y[: len(chunk)])
+        return self._sizes(np.concatenate(out), k)
+
+    def random(self, k, seed):
+        a, b = _random_inputs(self.fmt, self.rows or k, 1, k, seed)
+        self.calls += 1
+        return a, b, np.matmul(a, b[:, 0])[:, None]
+
+
+class Gemm(Oracle):
+    """An M x N x K GEMM call (`run(a, b)` on float64 inputs rounded to the format)."""
+
+    def __init__(self, shape: tuple[int, int] | None) -> None:
+        super().__init__()
+        self.shape = shape
+
+    def mn(self, k: int) -> tuple[int, int]:
+        return self.shape or (k, k)
+
+    def run(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _call(self, k, rows, cols):
+        a, b = pair_inputs(self.values(k), rows, cols, k)
+        self.calls += 1
+        return self.run(a.astype(np_dtype(self.fmt)), b.astype(np_dtype(self.fmt)))
+
+    def full(self, k):
+        m, n = self.mn(k)
+        if m < k or n < k:
+            return None
+        d = self._call(k, np.arange(m) % k, np.arange(n) % k)[:k, :k]
+        off = ~np.eye(k, dtype=bool)
+        sizes = np.ones((k, k), np.int64)
+        sizes[off] = self._sizes(d[off], k)
+        if not (sizes == sizes.T).all():
+            i, j = np.argwhere(sizes != sizes.T)[0]
+            raise NotATree(
+                f"{self.name}: pair ({i}, {j}) meets in a subtree of {sizes[i, j]} products "
+                f"and ({j}, {i}) in one of {sizes[j, i]}: not one summation tree"
+            )
+        return sizes
+
+    def query(self, k, pivot, others):
+        """One call a pair: every row probes `pivot`, every column the other; output
+        (0, 0) is read, so the tree is that of one output element."""
+        m, n = self.mn(k)
+        out = np.empty(len(others), np.float64)
+        for i, j in enumerate(others):
+            d = self._call(k, np.full(m, pivot), np.full(n, j))
+            out[i] = np.asarray(d, np.float64)[0, 0]
+        return self._sizes(out, k)
+
+    def random(self, k, seed):
+        m, n = self.mn(k)
+        a, b = _random_inputs(self.fmt, m, n, k, seed)
+        self.calls += 1
+        return a, b, self.run(a, b)
+
+
+class NumpyMatmul(Gemm):
+    name, fmt, out = "numpy:matmul", Format.FP32, Format.FP32
+
+    def run(self, a, b):
+        return np.matmul(a, b)
+
+
+class TorchGemm(Gemm):
+    def __init__(self, device: str, fmt: Format, shape) -> None:
+        super().__init__(shape)
+        import torch
+
+        self.torch = torch
+        self.device = device
+        self.fmt = fmt
+        self.name = f"torch:{device}"
+        self.out = fmt if device == "cpu" else Format.FP32
+        if device == "cuda":
+            major_minor = torch.cuda.get_device_capability(0)
+            self.arch = GPU_ARCH.get(tuple(major_minor))
+            self.acc_bits = 24
+            self.subnormal_inputs = True
+            if fmt == Format.FP32:
+                from ..gemm.hypothesis import full_fp32_instruction
+
+                self.instr = full_fp32_instruction(self.arch) if self.arch else None
+
+    def run(self, a, b):
+        from ..gemm.arrays import numpy_to_torch, torch_to_numpy
+
+        torch = self.torch
+        A = numpy_to_torch(a, self.device)
+        B = numpy_to_torch(b, self.device)
+        if self.device == "cpu":
+            return torch_to_numpy(torch.matmul(A, B))
+        tf32 = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 is full fp32 (FFMA)
+        try:
+            if self.fmt == Format.FP32:
+                D = torch.matmul(A, B)
+            else:
+                D = torch.mm(A, B, out_dtype=torch.float32)
+            torch.cuda.synchronize()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+        return torch_to_numpy(D)
+
+
+class Model(Gemm):
+    """tc.matmul of a GEMM hypothesis: the method asked about an order known in advance."""
+
+    acc_bits = 24
+    subnormal_inputs = True
+
+    def __init__(self, hyp: str, fmt: Format, shape) -> None:
+        super().__init__(shape)
+        from ..gemm.hypothesis import parse_gemm, split_gemm_text
+
+        self.hyp = parse_gemm(hyp)
+        self.name = f"model:{hyp}"
+        self.fmt = fmt
+        self.arch = self.hyp.arch
+        self.label = split_gemm_text(hyp)[0].strip()
+        self.out = Format.FP32
+
+    def run(self, a, b):
+        from ..gemm.emulate import matmul
+
+        d = np.asarray(matmul(self.hyp, a, b))
+        if d.dtype != np.float32:
+            raise UserError(f"{self.name}: its output is {d.dtype}; the probe reads fp32 outputs")
+        return d
+
+
+class Recorded(Oracle):
+    """Pair probes recorded on a GPU (hardware/recordings.py): one K x K call each."""
+
+    acc_bits = 24
+
+    def __init__(self, call: str, folder: Path) -> None:
+        super().__init__()
+        from ..hardware.recordings import PAIR_VALUES
+
+        self.name = f"h100:{call}"
+        self.call = call
+        self.fmt = H100_CALLS[call]
+        self.out = Format.FP32
+        self.arch = "hopper"
+        if self.fmt == Format.FP32:
+            from ..gemm.hypothesis import full_fp32_instruction
+
+            self.instr = full_fp32_instruction("hopper")
+        self.path = folder / f"{call}.npz"
+        if not self.path.exists():
+            raise UserError(f"{self.name}: no recording at {self.path}")
+        s, t, w, d = PAIR_VALUES[self.fmt]
+        self.pv = PairValues(s, t, w, d)
+        self._data = np.load(self.path)
+
+    def values(self, k):
+        return self.pv
+
+    def check(self, k):
+        if f"pairs_{k}_{k}_{k}_d" not in self._data.files:
+            have = sorted(
+                int(f.split("_")[1])
+                for f in self._data.files
+                if f.startswith("pairs_") and f.endswith("_d")
+            )
+            raise UserError(
+                f"{self.name}: no pair probe recorded for K={k}; recorded: K in {', '.join(map(str, have))}"
+            )
+
+    def full(self, k):
+        self.check(k)
+        d = self._data[f"pairs_{k}_{k}_{k}_d"].view(np.float32)
+        self.calls += 1
+        off = ~np.eye(k, dtype=bool)
+        sizes = np.ones((k, k), np.int64)
+        sizes[off] = self._sizes(d[off], k)
+        return sizes
+
+    def random(self, k, seed):
+        """The recorded random call of K x K x K (the probe's shape) when there is one,
+        else the smallest recorded M x N x K (a library may pick another kernel for it)."""
+        import json
+
+        from ..hardware.recordings import Kind, inputs
+
+        meta = json.loads(str(self._data["meta"]))
+        have = sorted(
+            (int(f.split("_")[1]), int(f.split("_")[2]))
+            for f in self._data.files
+            if f.startswith("random_") and f.endswith(f"_{k}_d")
+        )
+        if not have:
+            raise UserError(f"{self.name}: no random call recorded for K={k}")
+        m, n = (k, k) if (k, k) in have else have[0]
+        self.random_shape = (m, n)
+        tag = f"random_{m}_{n}_{k}"
+        a, b = inputs(Kind.RANDOM, self.fmt, m, n, k, int(meta.get("seed", 0)))
+        rows, cols = self._data[f"{tag}_rows"], self._data[f"{tag}_cols"]
+        d = self._data[f"{tag}_d"].view(np.float32)
+        return a[rows], b[:, cols], d
+
+
+_SHAPED = {"numpy:matmul", "numpy:gemv", "torch:cpu", "torch:cuda"}
+
+
+def make_oracle(name: str, dtype: str = "fp32", shape: tuple[int, int] | None = None) -> Oracle:
+    """The oracle `name` for inputs `dtype` and output shape `shape` (M, N); UserError (one
+    line) for an unknown or unavailable oracle, a dtype it does not take, a shape it has no
+    use for."""
+    if dtype not in DTYPES:
+        raise UserError(f"--dtype {dtype}: allowed: {', '.join(DTYPES)}")
+    fmt = DTYPES[dtype]
+    if shape is not None and (min(shape) < 1 or max(shape) > 1 << 16):
+        raise UserError(f"--shape {shape[0]},{shape[1]}: M and N from 1 to 65536")
+    m = re.fullmatch(r"h100:(.+)", name)
+    if m:
+        call = m.group(1)
+        if call not in H100_CALLS:
+            raise UserError(
+                f"--oracle {name}: no exact pair probe recorded for {call!r}; "
+                f"recorded: {', '.join('h100:' + c for c in H100_CALLS)}"
+            )
+        if shape is not None:
+            raise UserError(f"--shape: {name} answers from K x K recordings; leave --shape out")
+        return Recorded(call, data_dir("results") / "hardware" / "h100" / "gemm")
+    if name.startswith("model:"):
+        if dtype not in ORACLES["model:HYP"].dtypes:
+            raise UserError(f"--dtype {dtype}: model:HYP takes fp32, bf16, fp16")
+        return Model(name[len("model:") :], fmt, shape)
+    spec = ORACLES.get(name)
+    if spec is None or spec.kind == "recorded" or spec.name == "model:HYP":
+        raise UserError(f"--oracle {name}: unknown; known: {', '.join(ORACLES)}")
+    if dtype not in spec.dtypes:
+        raise UserError(f"--dtype {dtype}: {name} takes {', '.join(spec.dtypes)}")
+    if shape is not None and name not in _SHAPED:
+        raise UserError(f"--shape: {name} has no shape to set")
+    if name == "numpy:dot":
+        return NumpyDot()
+    if name == "numpy:gemv":
+        if shape is not None and shape[1] != 1:
+            raise UserError(f"--shape {shape[0]},{shape[1]}: a GEMV has N = 1")
+        return NumpyGemv(shape[0] if shape else None)
+    if name == "numpy:matmul":
+        return NumpyMatmul(shape)
+    try:
+        import torch
+    except ImportError:
+        raise UserError(f"--oracle {name}: torch is not installed") from None
+    device = name.split(":")[1]
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"--oracle {name}: no CUDA device here")
+    return TorchGemm(device, fmt, shape)

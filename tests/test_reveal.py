@@ -1,0 +1,294 @@
+"""`tcsmt reveal` / tc.reveal: accumulation trees learnt from pair probes.
+
+The tree rebuild is checked on trees built here (every pair size answered from the tree),
+on this project's own GEMM model (model:HYP, an order known in advance), on the H100
+recordings (results/hardware/h100/gemm) and on numpy's BLAS, whose learnt tree is summed
+in fp32 and compared bit for bit with numpy's outputs on random vectors."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tensorcore_smt as tc
+from tensorcore_smt.cli import main
+from tensorcore_smt.errors import UserError
+from tensorcore_smt.gemm.plan import make_plan
+from tensorcore_smt.gemm.schedule import parse_schedule
+from tensorcore_smt.order.evaluate import evaluate
+from tensorcore_smt.order.hypothesis import plan_tree
+from tensorcore_smt.order.probes import pair_values
+from tensorcore_smt.order.tree import (
+    NotATree,
+    build,
+    canonical,
+    deep,
+    from_lists,
+    from_sizes,
+    leaves,
+    node,
+    render,
+    size_matrix,
+    to_lists,
+)
+from tensorcore_smt.spec.formats import Format
+
+
+def chain(items):
+    t = items[0]
+    for x in items[1:]:
+        t = node([t, x])
+    return t
+
+
+def random_tree(k: int, rng: random.Random):
+    """A random tree over 0..k-1 with n-ary nodes: merge 2 to 4 random subtrees at a time."""
+    parts = list(range(k))
+    rng.shuffle(parts)
+    while len(parts) > 1:
+        n = min(len(parts), rng.choice((2, 2, 3, 4)))
+        picked = [parts.pop(rng.randrange(len(parts))) for _ in range(n)]
+        parts.append(node(picked))
+    return parts[0]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_build_rebuilds_any_tree_from_its_sizes(seed):
+    rng = random.Random(seed)
+    k = rng.randrange(2, 80)
+    t = canonical(random_tree(k, rng))
+    s = size_matrix(t, k)
+    asked = []
+
+    def query(p, others):
+        asked.append(len(others))
+        return s[p, others]
+
+    assert build(k, query) == t
+    assert sorted(leaves(t)) == list(range(k))
+    assert sum(asked) <= k * k  # each pivot asks about one subtree's leaves once
+
+
+def test_sizes_of_no_tree_are_refused():
+    k = 4
+    s = np.full((k, k), 4)
+    s[0, 1] = s[1, 0] = 2
+    s[1, 2] = s[2, 1] = 2  # 0~1 and 1~2 in a pair, but 0~2 not: no tree
+    with pytest.raises(NotATree, match="pair"):
+        from_sizes(s)  # every pair checked
+    s = np.full((k, k), 4)
+    s[0, 1] = s[0, 2] = s[0, 3] = 3  # three leaves meet 0 in a subtree of 3
+    with pytest.raises(NotATree):
+        build(k, lambda p, o: s[p, o])  # what the pivot's own sizes contradict
+
+
+def test_render_and_lists():
+    t = node([tuple(range(16)), *range(16, 32)])
+    assert render(t) == "[[0..15], 16..31]"
+    assert render(chain(list(range(8)))) == "chain(0..7)"
+    assert from_lists(to_lists(t)) == t
+    long = chain(list(range(3000)))  # a chain is K deep: no recursion limit in the way
+    back = from_lists(to_lists(long), 3000)
+    with deep(3000):  # comparing nested tuples recurses too
+        assert back == long
+    assert render(long) == "chain(0..2999)"
+
+
+def test_probe_values_fit_or_say_why():
+    pv = pair_values(Format.FP32, Format.FP32, 1024, 53)
+    assert pv.s * pv.w == -pv.t * pv.d and pv.ratio_bits >= 53 + 2 + 10
+    with pytest.raises(UserError, match="no K >= 2 fits"):
+        pair_values(Format.FP16, Format.FP16, 32, 24)
+    pv16 = pair_values(Format.FP16, Format.FP32, 256, 24, subnormal_inputs=True)
+    assert float(np.float16(pv16.t)) == pv16.t and float(np.float16(pv16.d)) == pv16.d
+
+
+@pytest.mark.parametrize(
+    "hyp,k,dtype",
+    [
+        ("hopper/serial", 64, "fp16"),
+        ("hopper/serial[promote=32]", 128, "bf16"),
+        ("hopper/serial[split_k=2,split_tile=32]", 128, "fp16"),
+        ("ampere/serial[split_k=3,split=interleaved,split_tile=16,reduce=pairwise]", 96, "fp16"),
+    ],
+)
+def test_model_oracle_gives_the_plans_tree(hyp, k, dtype):
+    """The tree learnt from tc.matmul of a hypothesis is the tree of its plan, and the
+    hypothesis named sums in the same tree and reproduces the model's outputs."""
+    info: list = []
+    a = np.zeros((1, k), np.float16)
+    tc.matmul(hyp, a, a.T.copy(), run_info=info)
+    p = tc.resolve(hyp.split("/")[0], info[0].instr)
+    want = plan_tree(info[0].plan, k, p.L)
+    r = tc.reveal(f"model:{hyp}", k, dtype)
+    assert r.tree == canonical(want)
+    assert r.oracle_calls == 1
+    assert r.hypothesis is not None and r.reproduced is True
+    sched = r.hypothesis.split("/", 1)[1]
+    kb = info[0].plan.k_block
+    got = make_plan(parse_schedule(sched), info[0].plan.n_blocks * kb, kb)
+    assert plan_tree(got, k, p.L) == r.tree
+
+
+def test_h100_fp16_k32_two_fused_groups():
+    r = tc.reveal("h100:fp16-f32out", 32)
+    assert r.tree == node([tuple(range(16)), *range(16, 32)])
+    assert r.hypothesis == "hopper/serial" and r.reproduced is True
+    assert r.oracle_calls == 1
+    d = tc.matmul("hopper/serial", np.ones((2, 32), np.float16), np.ones((32, 2), np.float16))
+    assert d.dtype == np.float32 and (d == 32).all()
+
+
+@pytest.mark.parametrize("call,k,group", [("bf16-f32out", 256, 16), ("tf32", 256, 8)])
+def test_h100_chained_groups_k256(call, k, group):
+    r = tc.reveal(f"h100:{call}", k)
+    assert r.oracle_calls == 1  # K = 256 in one call
+    t = tuple(range(group))
+    for lo in range(group, k, group):
+        t = node([t, *range(lo, lo + group)])
+    assert r.tree == t
+    assert r.hypothesis == "hopper/serial" and r.reproduced is True
+
+
+def test_h100_unrecorded_k_is_one_line():
+    with pytest.raises(UserError, match="recorded: K in 32, 256, 1024"):
+        tc.reveal("h100:fp32", 64)
+
+
+@pytest.mark.parametrize("k", [32, 128])
+def test_numpy_dot_tree_is_a_tree_that_sums_like_numpy(k):
+    r = tc.reveal("numpy:dot", k)
+    assert sorted(leaves(r.tree)) == list(range(k))
+    assert r.hypothesis is None and r.reproduced is None
+    assert any(r.tree_check.values()), r.tree_check
+    rounding = next(x for x, ok in r.tree_check.items() if ok)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((50, k)).astype(np.float32)
+    b = rng.standard_normal((50, k)).astype(np.float32)
+    want = np.array([np.dot(a[i], b[i]) for i in range(50)], np.float32)
+    assert (evaluate(r.tree, a, b, rounding).view(np.uint32) == want.view(np.uint32)).all()
+
+
+def test_numpy_dot_tail_is_its_own_chain():
+    """K = 100: the tree holds every leaf and ends with 96..99 summed apart (numpy's sdot
+    adds its last K mod 32 products in a loop of its own)."""
+    r = tc.reveal("numpy:dot", 100, check=False)
+    assert sorted(leaves(r.tree)) == list(range(100))
+    assert r.tree[-1] == chain([96, 97, 98, 99])
+
+
+def test_numpy_dot_k1024_fast():
+    import time
+
+    t0 = time.monotonic()
+    r = tc.reveal("numpy:dot", 1024, check=False)
+    assert time.monotonic() - t0 < 10
+    assert sorted(leaves(r.tree)) == list(range(1024))
+
+
+def test_numpy_gemv_and_matmul_shapes():
+    r = tc.reveal("numpy:gemv", 64)
+    assert sorted(leaves(r.tree)) == list(range(64)) and any(r.tree_check.values())
+    r = tc.reveal("numpy:matmul", 64, shape=(8, 8))
+    assert sorted(leaves(r.tree)) == list(range(64)) and any(r.tree_check.values())
+
+
+def test_lanes_as_an_fma_schedule():
+    """Two FMA chains over even and odd k added at the end (a SIMD kernel's lanes) is
+    split-K over interleaved 1-wide tiles of the fp32 FMA; four chains over halves of K
+    added serially the contiguous split."""
+    from tensorcore_smt.order.hypothesis import find
+
+    k = 64
+    lanes = node([chain(list(range(0, k, 2))), chain(list(range(1, k, 2)))])
+    got = find(lanes, k, "hopper", "fma.rn.f32", Format.FP32)
+    assert got.hypothesis == "hopper/serial[split_k=2,split=interleaved,split_tile=1]"
+    halves = node([chain(list(range(0, 32))), chain(list(range(32, 64)))])
+    got = find(halves, k, "hopper", "fma.rn.f32", Format.FP32)
+    assert plan_tree(make_plan(parse_schedule(got.hypothesis.split("/")[1]), k, 1), k, 1) == halves
+    balanced = node([node([node([0, 4]), node([2, 6])]), node([node([1, 5]), node([3, 7])])])
+    assert find(balanced, 8, "hopper", "fma.rn.f32", Format.FP32) is None  # sdot's lanes
+
+
+def test_evaluate_fma_chain_is_the_fma_model():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((64, 40)).astype(np.float32)
+    b = rng.standard_normal((64, 40)).astype(np.float32)
+    want = tc.matmul("hopper/serial", a[:, None, :], b[:, :, None], instr="fma.rn.f32")[:, 0, 0]
+    got = evaluate(chain(list(range(40))), a, b, "fma")
+    assert (got.view(np.uint32) == want.view(np.uint32)).all()
+
+
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (["--oracle", "numpy:dot", "--k", "1"], "K from 2"),
+        (["--oracle", "nope", "--k", "8"], "unknown"),
+        (["--oracle", "numpy:dot", "--k", "8", "--dtype", "bf16"], "takes fp32"),
+        (["--oracle", "numpy:dot", "--k", "8", "--dtype", "fp8"], "allowed"),
+        (["--oracle", "numpy:matmul", "--k", "8", "--shape", "4"], "M,N"),
+        (["--oracle", "numpy:dot", "--k", "8", "--shape", "4,4"], "no shape"),
+        (["--oracle", "model:hopper", "--k", "8", "--shape", "0,4"], "M and N from 1"),
+        (["--oracle", "model:nope/serial", "--k", "8"], "nope"),
+        (["--oracle", "torch:cpu", "--k", "32", "--dtype", "fp16"], "no K >= 2 fits"),
+        (["--oracle", "torch:cpu", "--k", "300", "--dtype", "bf16"], "at most 258"),
+        (["--oracle", "h100:fp16", "--k", "32"], "no exact pair probe"),
+        (["--oracle", "h100:fp32", "--k", "64"], "K=64"),
+    ],
+)
+def test_cli_bad_input_one_line_exit_2(args, msg):
+    if "torch:cpu" in args:
+        pytest.importorskip("torch")
+    res = CliRunner().invoke(main, ["reveal", *args])
+    assert res.exit_code == 2, res.output
+    assert msg in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_cli_unavailable_oracles_exit_2():
+    import importlib.util
+
+    res = CliRunner().invoke(main, ["reveal", "--oracle", "torch:cuda", "--k", "8"])
+    has_gpu = False
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        has_gpu = torch.cuda.is_available()
+    if not has_gpu:
+        assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1
+
+
+def test_cli_json_fields():
+    res = CliRunner().invoke(
+        main, ["reveal", "--oracle", "h100:fp16-f32out", "--k", "32", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["tree"] == [list(range(16)), *range(16, 32)]
+    assert data["hypothesis"] == "hopper/serial" and data["reproduced"] is True
+    assert data["oracle_calls"] == 1 and data["seconds"] >= 0
+
+
+def test_cli_text():
+    res = CliRunner().invoke(main, ["reveal", "--oracle", "numpy:dot", "--k", "16"])
+    assert res.exit_code == 0, res.output
+    assert "hypothesis  none" in res.output and "tree sum" in res.output
+
+
+def test_cli_interrupt_exits_130(monkeypatch):
+    import tensorcore_smt.order as rv
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rv, "reveal", stop)
+    res = CliRunner().invoke(main, ["reveal", "--oracle", "numpy:dot", "--k", "8"])
+    assert res.exit_code == 130 and "interrupted" in res.output
+
+
+def test_cli_negative_seed_is_one_line():
+    res = CliRunner().invoke(main, ["reveal", "--oracle", "numpy:dot", "--k", "8", "--seed", "-1"])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1
