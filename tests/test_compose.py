@@ -208,3 +208,61 @@ def test_structured_search_stays_below_and_near_the_bound(arch, instr):
     # the composed U is within a small factor of a real witness (FP8: 33 terms, F = 13,
     # the climb needs longer than this test gives it to come within 1.4)
     assert U / best.measure < (3 if "e4m3" in instr else 2)
+
+
+def _random_rows_within_bound(arch: str, instr: str, n: int, seed: int) -> int:
+    """n random rows of the validation mix (kept where they lie in the normal-only
+    class) through the compiled engine; every normwise error is measured in fp64 with a
+    compensated sum (error below 2^-100 of the denominator) and the rows within 2^-30 of
+    U re-measured with exact rationals. Returns how many rows were in the class."""
+    import numpy as np
+
+    from tensorcore_smt.api import simulate_params
+    from tensorcore_smt.gemm.measure import _as_f64
+    from tensorcore_smt.model.measure import exact_value, measure_value
+    from tensorcore_smt.spec.formats import value_of
+    from tensorcore_smt.validation.rows import random_rows
+
+    p = parse_variant(arch).params(instr)
+    U = instruction_bound(p, NORMAL).upper
+    a, b, c, _ = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, n, seed)
+    d = simulate_params(p, a, b, c, engine="compiled")
+    with np.errstate(invalid="ignore", over="ignore"):  # Inf/NaN rows are left out below
+        A, B = _as_f64(a, p.a_fmt), _as_f64(b, p.b_fmt)
+        C, Dd = _as_f64(c, p.c_fmt), _as_f64(d, p.d_fmt)
+        P = A * B  # exact: at most 2 x 11 significant bits
+        den = np.abs(C) + np.abs(P).sum(axis=1)
+        tiny = 2.0 ** (p.a_fmt.spec.emin)  # normal operands: zero or at least this
+
+        def normal(x, fmt):
+            return (x == 0) | (np.abs(x) >= 2.0**fmt.spec.emin)
+
+        ok = np.isfinite(den) & np.isfinite(Dd)
+        ok &= normal(A, p.a_fmt).all(axis=1) & normal(B, p.b_fmt).all(axis=1)
+        ok &= normal(C, p.c_fmt) & (tiny > 0)
+        lo, hi = 2.0**p.d_fmt.spec.emin, float(np.finfo(np.float32).max)
+        ok &= (den >= lo * (1 + 2**-40)) & (den <= hi * (1 - 2**-40))
+        s, comp = C.copy(), np.zeros_like(C)
+        for t in [*P.T, -Dd]:
+            y = s + t
+            comp += np.where(np.abs(s) >= np.abs(t), (s - y) + t, (t - y) + s)
+            s = y
+        nw = np.abs(s + comp) / den
+    near = np.flatnonzero(ok & (nw >= float(U) * (1 - 2**-30)))
+    for i in near:  # exact rationals where fp64 cannot decide
+        e, m = exact_value(
+            [int(x) for x in a[i]], [int(x) for x in b[i]], int(c[i]), (p.a_fmt, p.b_fmt, p.c_fmt)
+        )
+        got = measure_value(value_of(int(d[i]), p.d_fmt), e, m, Measure.NORMWISE, p.d_fmt)
+        assert got <= U, (arch, instr, i, float(got), float(U))
+    return int(ok.sum())
+
+
+def test_100k_random_rows_never_exceed_the_composed_bound():
+    assert _random_rows_within_bound("hopper", "m16n8k16.f32.f16.f16.f32", 100_000, 5) > 10_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch,instr", CASES, ids=lambda x: str(x))
+def test_a_million_random_rows_never_exceed_the_composed_bound(arch, instr):
+    assert _random_rows_within_bound(arch, instr, 1_000_000, 7) > 50_000
