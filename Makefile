@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-slow test-torch bench bench-solvers results bounds queries docs lint format demo clean hardware hardware-vectors
+.PHONY: install test test-slow test-torch bench bench-solvers results bounds libraries queries docs lint format demo clean hardware hardware-vectors
 
 install:
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,10 @@ results:
 # Certified worst-case normwise errors (tcsmt bound) beside sampled maxima: results/bounds.md.
 bounds:
 	$(BIN)/python bench/make_bounds.py --write results
+
+# Accumulation orders of numpy, torch (CPU) and the H100 recordings: results/libraries.md.
+libraries:
+	$(BIN)/python bench/make_libraries.py --write results
 
 # SMT-LIB2 exports of the paper's queries (Valpey et al. 2025, Tables 3 and 4) into queries/:
 # z3, cvc5 and bitwuzla each read them. Four are committed as examples (tests/test_docs.py

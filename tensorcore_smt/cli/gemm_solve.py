@@ -13,6 +13,7 @@ from ..smt.gemm_query import GemmQuery, make_gemm_query, parse_zero_k
 from ..smt.gemm_solve import answer_gemm
 from ..smt.query import Goal, parse_fix
 from ..smt.solve import Limits, Outcome, Verdict, solvers_for
+from .answer_report import report_and_exit
 from .base import check_out, write_or_print
 from .gemm_io import input_format
 from .options import Spinner, constraints_from, export_query
@@ -88,6 +89,5 @@ def run_gemm(
             files.append(str(out))
         else:
             unwritten = True
-    from .solve import report_and_exit
 
     report_and_exit(o, files, as_json, codes, unwritten)

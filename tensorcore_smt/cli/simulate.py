@@ -12,7 +12,7 @@ from ..api import simulate_params
 from ..engine import Engine
 from ..errors import UserError
 from ..model.params import ModelParams
-from ..smt.report import describe
+from ..smt.answers import describe
 from ..spec.formats import Format, format_hex, parse_hex, to_float
 from ..spec.presets import parse_variant
 from .base import check_out, main, write_or_print

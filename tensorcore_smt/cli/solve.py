@@ -7,7 +7,6 @@ concrete model does not reproduce (a bug, never shown as a result).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -17,8 +16,8 @@ from ..errors import ExitCode, UserError
 from ..smt.gemm_query import MAX_K, is_gemm
 from ..smt.gemm_solve import FOCUS_PER_BLOCK
 from ..smt.query import Goal, Query
-from ..smt.report import to_json, to_text
 from ..smt.solve import Limits, Outcome, Verdict, answer, solvers_for
+from .answer_report import report_and_exit
 from .base import check_out, main, write_or_print
 from .gemm_io import DTYPE_HELP
 from .gemm_solve import DEFAULT_K, run_gemm
@@ -92,27 +91,6 @@ def run(
         else:
             unwritten = True
     report_and_exit(o, files, as_json, codes, unwritten)
-
-
-def report_and_exit(
-    o: Outcome, files: list[str], as_json: bool, codes: dict, unwritten: bool = False
-) -> None:
-    """Print the report (text or JSON; an instruction or a GEMM query alike), the
-    internal-error line for a witness that does not reproduce, and exit with the
-    command's code for the verdict (`unwritten`: an output file could not be written
-    after all; its content is printed above and the exit code is 2)."""
-    if as_json:
-        click.echo(json.dumps(to_json(o, files), indent=2))
-    else:
-        click.echo(to_text(o, files))
-    if o.verdict == Verdict.BAD_WITNESS:
-        click.echo(
-            "tcsmt: internal error: the solver's witness does not reproduce on the concrete "
-            "model (or, for a GEMM query, the emulator); please report this query (use "
-            "--export to save it)",
-            err=True,
-        )
-    sys.exit(ExitCode.USAGE if unwritten else codes[o.verdict])
 
 
 def gemm_options(f):

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from ..errors import ExitCode, UserError
-from ..smt.report import describe
+from ..smt.answers import describe
 from ..spec.formats import format_hex
 from ..spec.presets import PRESETS, parse_variant
 from ..validation import vectors as vec

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..model.params import ModelParams
-from ..smt.gemm_query import GemmModel
+from ..smt.gemm_models import GemmModel
 from ..spec.datadirs import data_dir
 from ..spec.formats import Format
 from .oracle import CMD_TIMEOUT, ORACLES, Oracle

@@ -6,13 +6,44 @@ every interpreter); this module only resolves hypotheses and moves bits in and o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..bv.core import BV
 from ..bv.vector import VECTOR
 from ..errors import UserError
+from ..model.params import ModelParams
 from ..spec.formats import Format
-from .gemm_query import GemmModel
+
+
+@dataclass(frozen=True)
+class GemmModel:
+    """One GEMM hypothesis resolved for a K: the instruction's model, the schedule, the
+    plan of one output element, and the formats of c and d."""
+
+    text: str
+    variant: str  # the instruction-level part, `ARCH[...]`
+    instruction: str
+    p: ModelParams
+    schedule: object  # gemm.schedule.Schedule
+    plan: object  # gemm.plan.Plan
+    K: int  # the GEMM's K as asked
+    K_padded: int  # zero-padded to a multiple of the instruction's K
+    c_fmt: Format
+    d_fmt: Format
+
+    def run(self, a: list[BV], b: list[BV], c: BV) -> BV:
+        """The output element on the interpreter of the inputs (K entries of a and b;
+        the padding to the instruction's K is +0 constants)."""
+        from ..gemm.element import element
+
+        pad = self.K_padded - self.K
+        if pad:
+            be = c.b
+            a = a + [BV.const(be, 0, self.p.a_fmt.spec.storage)] * pad
+            b = b + [BV.const(be, 0, self.p.b_fmt.spec.storage)] * pad
+        return element(a, b, c, self.p, self.plan, self.schedule)
 
 
 def resolve_model(

@@ -29,45 +29,17 @@ from ..errors import UserError
 from ..model.params import ModelParams
 from ..spec.formats import Format
 from ..version import __version__
+from . import gemm_models as adapter
+from .gemm_models import GemmModel
 from .query import Built, Constraint, ConstraintKind, Goal, Operand, _safe
 
 LEVEL = "gemm"
-
-
-@dataclass(frozen=True)
-class GemmModel:
-    """One GEMM hypothesis resolved for a K: the instruction's model, the schedule, the
-    plan of one output element, and the formats of c and d."""
-
-    text: str
-    variant: str  # the instruction-level part, `ARCH[...]`
-    instruction: str
-    p: ModelParams
-    schedule: object  # gemm.schedule.Schedule
-    plan: object  # gemm.plan.Plan
-    K: int  # the GEMM's K as asked
-    K_padded: int  # zero-padded to a multiple of the instruction's K
-    c_fmt: Format
-    d_fmt: Format
-
-    def run(self, a: list[BV], b: list[BV], c: BV) -> BV:
-        """The output element on the interpreter of the inputs (K entries of a and b;
-        the padding to the instruction's K is +0 constants)."""
-        from ..gemm.element import element
-
-        pad = self.K_padded - self.K
-        if pad:
-            be = c.b
-            a = a + [BV.const(be, 0, self.p.a_fmt.spec.storage)] * pad
-            b = b + [BV.const(be, 0, self.p.b_fmt.spec.storage)] * pad
-        return element(a, b, c, self.p, self.plan, self.schedule)
 
 
 def resolve(text: str, K: int, instr: str | None = None, fmt: Format | None = None) -> GemmModel:
     """`ARCH[...]/SCHEDULE[...]` on instruction `instr` (default: the one libraries use
     on the architecture for inputs in `fmt`, else fp16) for a GEMM of depth K (UserError
     if anything is bad)."""
-    from . import gemm_models as adapter
 
     return adapter.resolve_model(text, K, instr, fmt)
 
@@ -186,7 +158,6 @@ class GemmQuery:
 
     def emulated(self, inputs: dict[str, int]) -> tuple[int, int]:
         """Both outputs by the emulator (`matmul` on a 1×K row and a K×1 column)."""
-        from . import gemm_models as adapter
 
         a = [inputs[f"a{i}"] for i in range(self.K)]
         b = [inputs[f"b{i}"] for i in range(self.K)]
@@ -276,7 +247,6 @@ def focus_positions(q: GemmQuery, per_block: int | None = None) -> list[int]:
     """The k-positions a focused query keeps free: every position of the first and the
     last k-block of each chain of either plan (`per_block`: only that many of each
     block's first positions)."""
-    from . import gemm_models as adapter
 
     keep: set[int] = set()
     for m in q.models:

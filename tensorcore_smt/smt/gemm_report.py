@@ -6,9 +6,9 @@ as text and as JSON. The solver lines, verdict words and decimal renderings are 
 from __future__ import annotations
 
 from ..spec.formats import format_hex
+from .answers import answer_json, answer_lines, decimal, describe, verdict_words
 from .gemm_query import GemmQuery
 from .query import Goal
-from .report import _verdict_words, answer_json, answer_lines, decimal, describe
 from .solve import Outcome
 
 
@@ -71,7 +71,7 @@ def to_text(o: Outcome, files: list[str]) -> str:
                 "  NOT reproduced on the concrete model or the emulator: this is a bug in "
                 "tcsmt, please report it"
             )
-    lines.append(f"verdict:     {_verdict_words(o)} ({o.seconds:.2f} s)")
+    lines.append(f"verdict:     {verdict_words(o)} ({o.seconds:.2f} s)")
     for path in files:
         lines.append(f"wrote:       {path}")
     return "\n".join(lines)

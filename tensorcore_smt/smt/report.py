@@ -5,25 +5,17 @@ from __future__ import annotations
 import shlex
 from fractions import Fraction
 
-from ..solvers.result import Answer
-from ..spec.formats import Format, format_hex, to_float, value_of
+from ..spec.formats import format_hex, value_of
 from ..spec.presets import parse_variant
+from .answers import (
+    answer_json,
+    answer_lines,
+    decimal,
+    describe,
+    verdict_words,
+)
 from .query import Goal, Query
-from .solve import Outcome, Verdict
-
-
-def describe(bits: int, fmt: Format) -> str:
-    """`0x3f800000 (1.0)`: hex and an exact decimal rendering (`(~)` marks a rounded one)."""
-    return f"{format_hex(bits, fmt)} ({decimal(bits, fmt)})"
-
-
-def decimal(bits: int, fmt: Format) -> str:
-    v = value_of(bits, fmt)
-    if isinstance(v, float):
-        return "nan" if v != v else ("-inf" if v < 0 else "inf")
-    if v == 0:
-        return "-0.0" if str(to_float(bits, fmt)).startswith("-") else "0.0"
-    return repr(float(v)) if Fraction(float(v)) == v else f"{float(v)!r} (~)"
+from .solve import Outcome
 
 
 def exact_result(q: Query, inputs: dict[str, int]) -> Fraction | None:
@@ -142,33 +134,6 @@ def to_json(o: Outcome, files: list[str]) -> dict:
     return out
 
 
-def answer_json(o: Outcome, files: list[str]) -> dict:
-    """The answer's fields of a JSON report: verdict, time, every solver run and
-    confirmation, the agreeing solvers, the note and the files written."""
-    return {
-        "verdict": o.verdict.value,
-        "seconds": round(o.seconds, 3),
-        "solver": o.result.to_json() if o.result else None,
-        "runs": [r.to_json() for r in o.runs],
-        "confirmations": [r.to_json() for r in o.confirmations],
-        "agreeing_solvers": agreeing(o),
-        "by_construction": o.by_construction,
-        "note": o.note,
-        "files": files,
-    }
-
-
-def agreeing(o: Outcome) -> list[str]:
-    """Solvers that gave the verdict's answer."""
-    want = Answer.SAT if o.verdict in (Verdict.WITNESS, Verdict.BAD_WITNESS) else Answer.UNSAT
-    rs = ([o.result] if o.result else []) + o.confirmations
-    names = []
-    for r in rs:
-        if r.answer == want and r.solver not in names:
-            names.append(r.solver)
-    return names
-
-
 def _errors(o: Outcome) -> dict[str, str]:
     q, w = o.query, o.witness
     ref = exact_result(q, w.inputs)
@@ -178,36 +143,6 @@ def _errors(o: Outcome) -> dict[str, str]:
     for v, d in zip(q.variants, w.outputs):
         out[v] = f"{float(abs(value_of(d, q.p.d_fmt) - ref))!r}"
     return out
-
-
-def _run_line(r) -> str:
-    ver = f" {r.version}" if r.version else ""
-    why = f" ({r.reason})" if r.reason else ""
-    return f"{r.solver}{ver}: {r.answer.value} in {r.seconds:.2f} s{why}"
-
-
-def answer_lines(o: Outcome) -> list[str]:
-    """The answer part of a report, shared by instruction and GEMM queries: which solver
-    answered what, the confirmations, who agreed on an unsat, and the outcome's note."""
-    lines: list[str] = []
-    if o.by_construction:
-        lines.append(f"answer:      unsat, by construction ({o.note}); no solver needed")
-    elif o.result:
-        lines.append(f"answer:      {_run_line(o.result)}")
-        for r in o.runs:
-            if r is not o.result:
-                lines.append(f"             {_run_line(r)}")
-    for r in o.confirmations:
-        lines.append(f"confirm:     {_run_line(r)}")
-    if o.verdict == Verdict.UNSAT and not o.by_construction:
-        agree = agreeing(o)
-        lines.append(
-            "agreed:      "
-            + (", ".join(agree) if len(agree) > 1 else f"{agree[0]} only (not confirmed)")
-        )
-    if o.note and not o.by_construction:
-        lines.append(f"note:        {o.note}")
-    return lines
 
 
 def to_text(o: Outcome, files: list[str]) -> str:
@@ -257,32 +192,7 @@ def to_text(o: Outcome, files: list[str]) -> str:
             )
         for i, cmd in enumerate(reproduce_commands(q, w.inputs)):
             lines.append(f"{'reproduce:' if i == 0 else '':13s}{cmd}")
-    lines.append(f"verdict:     {_verdict_words(o)} ({o.seconds:.2f} s)")
+    lines.append(f"verdict:     {verdict_words(o)} ({o.seconds:.2f} s)")
     for f in files:
         lines.append(f"wrote:       {f}")
     return "\n".join(lines)
-
-
-def _verdict_words(o: Outcome) -> str:
-    q = o.query
-    if o.verdict == Verdict.WITNESS:
-        if q.goal == Goal.NON_MONOTONE:
-            return "X is not monotone: u <= u_2 but X(u_2) < X(u)"
-        return (
-            "X is more accurate than Y on this input"
-            if q.goal == Goal.COMPARE_ERRORS
-            else "the variants differ on this input"
-        )
-    if o.verdict == Verdict.UNSAT:
-        if q.goal == Goal.COMPARE_ERRORS:
-            return "X is never more accurate than Y (under the constraints)"
-        if q.goal == Goal.NON_MONOTONE:
-            return "proved: X never decreases when its inputs grow as the relation says" + (
-                " (under the constraints)" if q.constraints else ""
-            )
-        return "proved: the variants agree on every input" + (
-            " satisfying the constraints" if q.constraints else ""
-        )
-    if o.verdict == Verdict.BAD_WITNESS:
-        return "internal error: a solver witness did not reproduce"
-    return "unknown: no solver answered"
