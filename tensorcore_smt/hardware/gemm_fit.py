@@ -204,7 +204,7 @@ def fit_shape(
                 closer(g, full)
     if res.fit is None:
         near = sorted(screened, key=lambda t: (t[0], t[1][0].rank))[:CLOSEST]
-        for miss, g in near:
+        for _miss, g in near:
             if g[0].rank not in measured:
                 closer(g, mismatches(g[0], every_r, every_q))
     res.seconds = round(time.monotonic() - t0, 2)
