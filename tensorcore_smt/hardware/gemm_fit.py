@@ -243,6 +243,12 @@ def fit_gemm(
         raise UserError(f"{gemm}: no GEMM recordings (<call>.npz of hardware/recordings.py)")
     table = load_candidates(candidates)
     report: dict[str, Any] = {"folder": str(folder), "candidates": str(candidates), "calls": []}
+    kept: dict[str, dict] = {}
+    if calls and (gemm / "FIT.json").is_file():  # refit the calls named, keep the others
+        try:
+            kept = {c["call"]: c for c in json.loads((gemm / "FIT.json").read_text())["calls"]}
+        except (ValueError, KeyError, TypeError):
+            kept = {}
     for call in present:
         fmt = call.fmt.spec.name
         if fmt not in table:
@@ -263,19 +269,19 @@ def fit_gemm(
                     else (f"none of {f.tried}; closest {f.closest}: {f.mismatches}/{f.kept}")
                 )
                 progress(f"{call.name:18s} {tag:22s} {what}  [{f.seconds}s]")
-        report["calls"].append(
-            {
-                "call": call.name,
-                "format": fmt,
-                "out": call.out,
-                "instr": _instr_text(cands, call),
-                "candidates": len(cands),
-                "library": {k: meta.get(k) for k in ("torch", "cuda", "cublas", "device")},
-                "shapes": fits,
-            }
-        )
-    (gemm / "FIT.json").write_text(json.dumps(report, indent=1) + "\n")
-    (gemm / "FIT.md").write_text(render(report))
+        kept[call.name] = {
+            "call": call.name,
+            "format": fmt,
+            "out": call.out,
+            "instr": _instr_text(cands, call),
+            "candidates": len(cands),
+            "library": {k: meta.get(k) for k in ("torch", "cuda", "cublas", "device")},
+            "shapes": fits,
+        }
+        # written after every call, in the order of CALLS
+        report["calls"] = [kept[c.name] for c in CALLS if c.name in kept]
+        (gemm / "FIT.json").write_text(json.dumps(report, indent=1) + "\n")
+        (gemm / "FIT.md").write_text(render(report))
     return report
 
 
