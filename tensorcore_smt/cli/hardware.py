@@ -228,3 +228,31 @@ def report_cmd(folder: str) -> None:
     f = Path(folder)
     findings = f / "FINDINGS.md"
     click.echo(write_report(f, findings.read_text() if findings.exists() else ""))
+
+
+@hardware_group.command("fit-gemm")
+@click.argument("folder", default="results/hardware/h100", type=click.Path())
+@click.option(
+    "--candidates",
+    default=None,
+    help="The candidate list (default: schedules/gemm-fit.toml).",
+)
+@click.option("--call", "calls", multiple=True, help="Only this call (repeat), e.g. fp16.")
+@click.option("--shape", "shapes", multiple=True, help="Only this shape (repeat).")
+def fit_gemm_cmd(
+    folder: str, candidates: str | None, calls: tuple[str, ...], shapes: tuple[str, ...]
+) -> None:
+    """Which GEMM hypotheses reproduce torch's recorded GEMMs (FOLDER/gemm, no GPU): per
+    call and shape, the first candidate that reproduces every kept element of D bit for
+    bit; writes FOLDER/gemm/FIT.md and FIT.json. Exit 1 when a shape is not reproduced."""
+    from ..hardware.gemm_fit import CANDIDATES, fit_gemm
+
+    report = fit_gemm(
+        Path(folder),
+        Path(candidates) if candidates else CANDIDATES,
+        calls,
+        shapes,
+        progress=click.echo,
+    )
+    if any(s["fit"] is None for c in report["calls"] for s in c["shapes"]):
+        sys.exit(ExitCode.REFUTED)
