@@ -5,7 +5,9 @@ on a small unit."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -86,11 +88,83 @@ def test_volta_one_bit_slices_search():
 
 
 def test_cli_json_of_a_budget_too_small():
-    """Within 3 s nothing is proved: exit 3, the JSON says so (no claim)."""
+    """Where the composed argument does not apply (CDNA3's round-down unit) and 3 s of
+    solver time prove nothing: exit 3, the JSON says so (no claim)."""
     r = CliRunner().invoke(
         main,
-        ["exact", "volta", "--slices", "1", "--timeout", "3", "--json", "--solver", "bitwuzla"],
+        ["exact", "cdna3", "--slices", "7", "--timeout", "3", "--json", "--solver", "bitwuzla"],
     )
     assert r.exit_code == 3, r.output
     data = json.loads(r.output)
     assert data["accumulator_bits"] is None and data["chain_exact_K"] is None
+    assert data["accumulator_method"] is None
+    assert "no composed argument" in data["accumulator_argument"][0]
+
+
+# The composed argument (argued_bound): proved bounds, witnesses just above them.
+
+ARGUED = [
+    ("hopper", "m16n8k16.f32.bf16.bf16.f32", 7, (1 << 24) - 16 * 127**2, 1040),
+    ("ampere", "m16n8k16.f32.bf16.bf16.f32", 7, (1 << 24) - 16 * 127**2, 1040),
+    # FP8 wgmma rounds into E8M13: integer sums are exact only up to 2^14
+    ("hopper", "wgmma.m64n8k32.f32.e4m3.e4m3", 3, (1 << 14) - 32 * 49, 320),
+]
+
+
+@pytest.mark.parametrize("arch,instr,P,B,K", ARGUED, ids=lambda x: str(x))
+def test_argued_bound_is_tight_and_holds_on_random_integer_rows(arch, instr, P, B, K):
+    import random
+
+    from tensorcore_smt.api import simulate_params
+    from tensorcore_smt.certify.exact import above_witness, argued_bound, chain_length_B
+    from tensorcore_smt.spec.formats import round_fraction, value_of
+    from tensorcore_smt.spec.presets import parse_variant
+
+    p = parse_variant(arch).params(instr)
+    got, lines = argued_bound(p, P)
+    assert got == B and any("2^" in x for x in lines)
+    assert chain_length_B(B, p.K, P) == K
+    w = above_witness(p, P, B)
+    assert w is not None and abs(value_of(w["c"], p.c_fmt)) == B + 1
+    d = simulate_params(
+        p,
+        np.array([[w[f"a{k}"] for k in range(p.K)]], dtype=np.uint64),
+        np.array([[w[f"b{k}"] for k in range(p.K)]], dtype=np.uint64),
+        np.array([w["c"]], dtype=np.uint64),
+    )
+    exact = value_of(w["c"], p.c_fmt) + sum(
+        value_of(w[f"a{k}"], p.a_fmt) * value_of(w[f"b{k}"], p.b_fmt) for k in range(p.K)
+    )
+    assert value_of(int(d[0]), p.d_fmt) != exact
+    # every row of the class with |c| <= B is exact on the model (extremes included)
+    rng = random.Random(1)
+    m = (1 << P) - 1
+    n = 4000
+    a = [[rng.choice([-m, m, rng.randint(-m, m)]) for _ in range(p.K)] for _ in range(n)]
+    b = [[rng.choice([-m, m, rng.randint(-m, m)]) for _ in range(p.K)] for _ in range(n)]
+    c = [rng.choice([-B, B, rng.randint(-B, B)]) for _ in range(n)]
+
+    def enc(v, f):
+        return round_fraction(Fraction(v), f)
+
+    A = np.array([[enc(x, p.a_fmt) for x in r] for r in a], dtype=np.uint64)
+    Bm = np.array([[enc(x, p.b_fmt) for x in r] for r in b], dtype=np.uint64)
+    C = np.array([enc(x, p.c_fmt) for x in c], dtype=np.uint64)
+    D = simulate_params(p, A, Bm, C)
+    for i in range(n):
+        want = c[i] + sum(x * y for x, y in zip(a[i], b[i]))
+        assert value_of(int(D[i]), p.d_fmt) == want
+
+
+def test_cli_exact_answers_the_ozaki_question_by_the_argument():
+    r = CliRunner().invoke(
+        main,
+        ["exact", "hopper", "--slices", "7", "--instr", "m16n8k16.f32.bf16.bf16.f32", "--json"],
+    )
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["accumulator_bound"] == (1 << 24) - 16 * 127**2
+    assert data["accumulator_method"] == "argument"
+    assert data["chain_exact_K"] == 1040
+    # a chain one instruction longer, through tc.matmul: off by exactly one
+    assert data["chain_witness_K"] == 1056 and data["chain_witness_error"] == "1/1"

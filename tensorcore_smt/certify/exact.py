@@ -70,19 +70,27 @@ class Exactness:
     chain_witness_K: int | None = None  # a chain of this K, checked inexact by matmul
     chain_witness_error: Fraction | None = None
     seconds: float = 0.0
+    # the composed argument (argued_bound): exact for every integer |c| <= argued_B
+    argued_B: int | None = None
+    argued_lines: list[str] = field(default_factory=list)
+    above_witness: dict[str, int] | None = None  # |c| = argued_B + 1, inexact on the model
 
     @property
     def bound_B(self) -> int | None:
-        return None if self.c_bits is None else (1 << self.c_bits) - 1
+        """The largest running accumulator proved exact (by a solver or the argument)."""
+        solver = None if self.c_bits is None else (1 << self.c_bits) - 1
+        if self.argued_B is None:
+            return solver
+        return self.argued_B if solver is None else max(solver, self.argued_B)
 
     def argument(self) -> str:
         """The induction of the chain in words, with this result's numbers."""
-        if self.c_bits is None:
+        if self.bound_B is None:
             return "no accumulator range was proved exact: nothing is claimed for chains"
         m2 = ((1 << self.slice_bits) - 1) ** 2
         return (
             f"every |acc_j| <= j*L*(2^P-1)^2 = j*{self.L}*{m2}; the instruction is exact for "
-            f"|c| <= B = 2^{self.c_bits}-1 = {self.bound_B} (proved), so by induction a "
+            f"|c| <= B = {self.bound_B} (proved), so by induction a "
             f"serial chain of J = {self.chain_K // self.L} instructions (K = {self.chain_K}) "
             "is exact on every input of the class"
         )
@@ -129,9 +137,16 @@ def exactness(
     limits = limits or Limits()
     res = Exactness(hypothesis, q0.instruction, slice_bits, p.K)
     t0 = time.monotonic()
+    argued = argued_bound(p, slice_bits)
+    if isinstance(argued, tuple):
+        res.argued_B, res.argued_lines = argued
+        res.above_witness = above_witness(p, slice_bits, res.argued_B)
+    else:
+        res.argued_lines = [f"no composed argument: {argued}"]
     deadline = t0 + timeout
     top = p.c_fmt.spec.precision + 1  # integers beyond 2^precision are not all representable
-    b = top
+    # the argument proved B and a witness at B + 1 shows it tight: nothing left to ask
+    b = -1 if res.above_witness is not None else top
     proved = None
     while b >= 0 and time.monotonic() < deadline - 1:
         q = _lemma_query(hypothesis, q0.instruction, slice_bits, b)
@@ -158,13 +173,112 @@ def exactness(
             break  # the largest range proved, searching downwards
         b -= 1  # a witness, or undecided: a smaller range may still be proved
     res.c_bits = proved
-    if proved is not None:
+    if res.bound_B is not None:
         m2 = ((1 << slice_bits) - 1) ** 2
-        res.chain_K = chain_length(proved, p.K, slice_bits)
+        res.chain_K = chain_length_B(res.bound_B, p.K, slice_bits)
+        if res.lemma_witness is None and res.above_witness is not None:
+            res.lemma_witness = res.above_witness
         if res.lemma_witness is not None:
             _chain_witness(res, q0, m2)
     res.seconds = time.monotonic() - t0
     return res
+
+
+def argued_bound(p, slice_bits: int) -> tuple[int, list[str]] | str:
+    """The largest B for which the composed argument proves the instruction exact on
+    P-bit integer slices with an integer |c| <= B, with its steps in words; or why the
+    argument does not apply. For a fused unit (model/fda.py) every term is an integer,
+    so (1) the alignment to the largest exponent E keeps every bit when E <= F (an
+    integer's lowest bit is 2^0, the grid's 2^(E - F)); (2) the register sums exactly
+    when carry_bits >= least_carry_bits; (3) each group's rounding into its output
+    format (precision p) is exact when the integer sum has |s| <= 2^p. Every running
+    sum is at most |c| + K (2^P - 1)^2, so B = 2^p - K (2^P - 1)^2 (and 2^(F+1) - 1 for
+    the alignment of c itself) proves all three. An SFMA chain (IEEE FMAs) needs only (3)."""
+    from ..model.fda import least_carry_bits
+    from ..model.params import Algorithm, CAddend
+
+    m = (1 << slice_bits) - 1
+    m2 = m * m
+    lines: list[str] = []
+    if p.algorithm == Algorithm.SFMA:
+        prec = p.d_fmt.spec.precision
+        B = (1 << prec) - p.K * m2
+        lines.append(f"{p.K} FMAs into {p.d_fmt.spec.name}: integers up to 2^{prec} are exact")
+    elif p.algorithm == Algorithm.FDA:
+        if p.carry_bits is not None and p.carry_bits < least_carry_bits(p):
+            return f"carry_bits={p.carry_bits} below {least_carry_bits(p)}: the register can wrap"
+        if p.flush_inputs and slice_bits < 1:
+            return "flushed inputs"
+        prec = min(p.out_fmt.spec.precision, p.d_fmt.spec.precision)
+        if p.c_add == CAddend.AFTER:
+            prec = min(prec, p.c_fmt.spec.precision)
+        F = p.F
+        if 2 * (slice_bits - 1) + 2 > F + 1:
+            return f"a product of two {slice_bits}-bit integers can exceed the alignment grid (F = {F})"
+        B = min((1 << prec) - p.K * m2, (1 << (F + 1)) - 1)
+        lines.append(
+            f"alignment: integer terms below 2^(F+1) = 2^{F + 1} keep every bit (grid 2^(E-F))"
+        )
+        lines.append(
+            f"rounding into {p.out_fmt.spec.name} (precision {prec}): integer sums up to 2^{prec}"
+            " are exact"
+        )
+    else:
+        return f"no argument for the {p.algorithm.value} algorithm"
+    if B < 0:
+        return f"{p.K} products of {slice_bits}-bit slices already exceed 2^{prec}"
+    lines.append(f"B = min(2^{prec} - K*(2^P-1)^2, 2^(F+1)-1) = {B} (K = {p.K}, P = {slice_bits})")
+    return B, lines
+
+
+def above_witness(p, slice_bits: int, B: int, tries: int = 4096, seed: int = 0):
+    """Inputs with |c| = B + 1 on which the model is not exact (None if none was found):
+    c and the products at their largest, one sign, small variations, checked on the
+    concrete model against the exact integer sum."""
+    import random
+
+    from ..api import simulate_params
+
+    rng = random.Random(seed)
+    m = (1 << slice_bits) - 1
+    rows = []
+    for i in range(tries):
+        sign = -1 if i % 2 else 1
+        c = sign * (B + 1)
+        a = [sign * m] * p.K
+        b = [m] * p.K
+        # the first rows at their largest; then a few products lowered (the parity and
+        # the size of the sum move), or small products (bits below a coarse grid)
+        for _ in range(0 if i < 2 else rng.randint(1, 3)):
+            k = rng.randrange(p.K)
+            a[k] = sign * rng.randint(0, m)
+        if i >= 2 and rng.random() < 0.2:
+            a = [sign * rng.randint(0, 1) for _ in range(p.K)]
+        rows.append((a, b, c))
+    enc = {f: (lambda v, f=f: round_fraction(Fraction(v), f)) for f in (p.a_fmt, p.b_fmt, p.c_fmt)}
+    A = np.array([[enc[p.a_fmt](x) for x in r[0]] for r in rows], dtype=np.uint64)
+    Bm = np.array([[enc[p.b_fmt](x) for x in r[1]] for r in rows], dtype=np.uint64)
+    C = np.array([enc[p.c_fmt](r[2]) for r in rows], dtype=np.uint64)
+    if any(value_of(int(x), p.c_fmt) != r[2] for x, r in zip(C[:8], rows[:8])):
+        return None  # B + 1 is not representable in c's format
+    D = simulate_params(p, A, Bm, C)
+    for i, (a, b, c) in enumerate(rows):
+        exact = c + sum(x * y for x, y in zip(a, b))
+        if value_of(int(C[i]), p.c_fmt) != c:
+            continue
+        if value_of(int(D[i]), p.d_fmt) != exact:
+            w = {f"a{k}": int(A[i, k]) for k in range(p.K)}
+            w.update({f"b{k}": int(Bm[i, k]) for k in range(p.K)})
+            w["c"] = int(C[i])
+            return w
+    return None
+
+
+def chain_length_B(B: int, L: int, slice_bits: int) -> int:
+    """K = J L for the largest J with (J - 1) L (2^P - 1)^2 <= B (chain_length for any
+    proved bound B, not only 2^b - 1)."""
+    m2 = ((1 << slice_bits) - 1) ** 2
+    return (B // (L * m2) + 1) * L
 
 
 def chain_length(c_bits: int, L: int, slice_bits: int) -> int:
@@ -174,6 +288,10 @@ def chain_length(c_bits: int, L: int, slice_bits: int) -> int:
     step 2)."""
     m2 = ((1 << slice_bits) - 1) ** 2
     return (((1 << c_bits) - 1) // (L * m2) + 1) * L
+
+
+MAX_CHAIN_WITNESS_K = 1 << 16
+"""Longest chain built to show a lemma witness at the end of a GEMM chain."""
 
 
 def _fill_blocks(target: int, L: int, m: int, B: int) -> list[list[tuple[int, int]]] | None:
@@ -213,6 +331,8 @@ def _chain_witness(res: Exactness, q0, m2: int) -> None:
     w = res.lemma_witness
     c_val = value_of(w["c"], p.c_fmt)
     m = (1 << res.slice_bits) - 1
+    if abs(c_val) // (m * m) > MAX_CHAIN_WITNESS_K:
+        return  # a chain of millions of products: not built (the lemma witness stands)
     blocks = _fill_blocks(int(c_val), p.K, m, res.bound_B)
     if blocks is None:
         return
@@ -232,12 +352,21 @@ def _chain_witness(res: Exactness, q0, m2: int) -> None:
         [[round_fraction(Fraction(v), p.b_fmt)] for v in b_vals], dtype=bits_dtype(p.b_fmt)
     )
     hyp = res.hypothesis if "/" in res.hypothesis else f"{res.hypothesis}/serial"
-    D = matmul(hyp, A, B, instr=res.instruction)
-    d = value_of(int(np.asarray(D).reshape(-1)[0]), p.d_fmt)
+    D = np.asarray(matmul(hyp, A, B, instr=res.instruction)).reshape(-1)
+    if D.dtype.kind != "u":  # matmul returns values in d's dtype: read their bits
+        D = D.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[D.dtype.itemsize])
+    d = value_of(int(D[0]), p.d_fmt)
     exact = sum(x * y for x, y in zip(a_vals, b_vals))
     if isinstance(d, Fraction) and d != exact:
         res.chain_witness_K = K
         res.chain_witness_error = abs(d - exact)
 
 
-__all__ = ["Exactness", "LemmaStep", "exactness"]
+__all__ = [
+    "Exactness",
+    "LemmaStep",
+    "above_witness",
+    "argued_bound",
+    "chain_length_B",
+    "exactness",
+]

@@ -95,6 +95,14 @@ def exact_cmd(
         "L": r.L,
         "accumulator_bits": r.c_bits,
         "accumulator_bound": r.bound_B,
+        "accumulator_method": (
+            "argument"
+            if r.argued_B is not None and r.bound_B == r.argued_B
+            else "solver"
+            if r.c_bits is not None
+            else None
+        ),
+        "accumulator_argument": r.argued_lines,
         "lemma": [
             {
                 "c_bits": s.c_bits,
@@ -127,19 +135,26 @@ def exact_cmd(
                 f"  |c| <= 2^{s.c_bits}-1: {s.verdict.value} ({s.solver or '-'}{extra}) "
                 f"[{s.seconds:.1f} s]"
             )
-        if r.c_bits is None:
+        for x in r.argued_lines:
+            click.echo(f"  argument: {x}")
+        if r.bound_B is None:
             click.echo("proved:    nothing within the budget (undecided)")
         else:
-            click.echo(f"proved:    d = c + sum a_k b_k exactly for every |c| <= {r.bound_B}")
+            how = data["accumulator_method"]
+            click.echo(
+                f"proved:    d = c + sum a_k b_k exactly for every |c| <= {r.bound_B} ({how})"
+            )
             click.echo(f"chain:     exact up to K = {r.chain_K}: {r.argument()}")
         if wit is not None:
             click.echo(f"witness:   a = {' '.join(wit['a'])}")
             click.echo(f"           b = {' '.join(wit['b'])}")
             click.echo(f"           c = {wit['c']} (inexact: re-run on the concrete model)")
+        if r.above_witness is not None and r.bound_B == r.argued_B:
+            click.echo(f"tight:     |c| = {r.bound_B + 1} is not exact (the witness above)")
         if r.chain_witness_K is not None:
             click.echo(
                 f"chain witness: K = {r.chain_witness_K}, |error| = "
                 f"{data['chain_witness_error']} (tc.matmul, exact arithmetic)"
             )
         click.echo(f"seconds:   {r.seconds:.1f}")
-    sys.exit(int(ExitCode.OK if r.c_bits is not None else ExitCode.INCOMPLETE))
+    sys.exit(int(ExitCode.OK if r.bound_B is not None else ExitCode.INCOMPLETE))
