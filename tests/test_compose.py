@@ -266,3 +266,22 @@ def test_100k_random_rows_never_exceed_the_composed_bound():
 @pytest.mark.parametrize("arch,instr", CASES, ids=lambda x: str(x))
 def test_a_million_random_rows_never_exceed_the_composed_bound(arch, instr):
     assert _random_rows_within_bound(arch, instr, 1_000_000, 7) > 50_000
+
+
+@pytest.mark.parametrize(
+    "arch,instr",
+    [
+        ("volta", "m8n8k4.f32.f16.f16.f32"),
+        ("hopper", "m16n8k16.f32.f16.f16.f32"),
+        ("hopper", "m16n8k16.f32.bf16.bf16.f32"),
+    ],
+)
+def test_normal_only_intervals_close_to_the_resolution(arch, instr):
+    # the argument's worst case, built directly, attains L within 1/16 of the composed U
+    cert = bound(arch, instr=instr, constraints=NORMAL, timeout=10, sample_rows=100)
+    assert cert.closed and cert.upper_method == "composed"
+    assert cert.upper <= cert.lower * Fraction(17, 16)
+    r = CliRunner().invoke(
+        main, ["bound", arch, "--instr", instr, "--where", "normal-only", "--timeout", "10"]
+    )
+    assert r.exit_code == 0 and "closed to resolution" in r.output

@@ -260,7 +260,7 @@ def bound(
             t = _seed_from_sample(cert, q0, sample_rows, on_step)
         if search_share > 0 and not cert.closed:
             t = _seed_from_search(cert, q0, min(SEARCH_S, timeout * search_share), on_step) or t
-        while True:
+        while not cert.closed:
             left = deadline - time.monotonic()
             if left < MIN_QUERY_S:
                 break

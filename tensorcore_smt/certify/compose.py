@@ -33,8 +33,11 @@ t_1..t_n = a_k b_k, E = the largest term exponent (or e_zero when a zero term ra
     property) or the register is unlimited;
  3. the rounding to the group's output format (p.out_fmt) errs by at most
     u |s| + u 2^e_min (u = 2^-p to nearest, 2^(1-p) otherwise; a flushed subnormal
-    result: 2^e_min absolute), with |s| <= sum |t_i| (1 + alpha).
-So delta = alpha + u (1 + alpha), alpha = m 2^-F / rho, and b = the absolute parts. A
+    result: 2^e_min absolute), with |s| <= sum |t_i| (1 + alpha); a directed rounding
+    of s, a multiple of the grid step G, loses a multiple of G below one ulp, so steps
+    1 and 3 together lose at most (m - 1) G + max(G, u |s|).
+So delta = alpha + u (1 + alpha) (to nearest) or (m - 1) G' + max(G', u (1 + alpha))
+(directed; G' = 2^-F / rho), alpha = m G', and b = the absolute parts. A
 chained group is a node whose first child is the previous group's result; c added after
 the chain (c_add=after) is one IEEE addition (delta = u of d, b = u 2^e_min). An FMA
 (SFMA) is a node with delta = u, b = u 2^e_min. A GEMM (gemm/plan.py) is a tree of
@@ -197,7 +200,15 @@ def fda_group(
         b += e_min_out
     elif not root:
         b += u * e_min_out
-    return NodeBound(up(alpha + u * (1 + alpha)), up(b))
+    delta = alpha + u * (1 + alpha)
+    if m and p.rounding not in (Rounding.RNE, Rounding.RNA):
+        # A directed rounding of s', a multiple of the grid step G = 2^(E-F), into a
+        # format whose ulp is a power-of-two multiple of G loses a multiple of G below
+        # one ulp: at most ulp - G (nothing when ulp <= G). With the m cut terms losing
+        # less than G each: m G + max(0, ulp - G) <= (m - 1) G + max(G, u |s'|).
+        step = alpha / m
+        delta = (m - 1) * step + max(step, u * (1 + alpha))
+    return NodeBound(up(delta), up(b))
 
 
 def ieee_add(fmt: Format, root: bool = False) -> NodeBound:
