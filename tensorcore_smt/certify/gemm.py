@@ -77,6 +77,37 @@ def _draw(
     return out
 
 
+def _repeated_worst(h, K: int, constraints) -> list[tuple[list[int], list[int], int]]:
+    """Columns that repeat the instruction's worst case (compose's argument, built by
+    extremal.argument_rows) in every k-block: with c large and the products tiny, every
+    step of a chain meets the same running sum and loses the same, so the chain's error
+    grows with its length as the composed U does."""
+    from ..certify.bound import make_bound_query
+    from .extremal import argument_rows
+    from .sample import best_of
+
+    p = h.params()
+    try:
+        q = make_bound_query(
+            h.variant.text, None, h.instruction().name, Measure.NORMWISE, constraints
+        )
+    except UserError:
+        return []
+    rows = argument_rows(q, {})
+    best = best_of(q, rows)
+    picks = [best.inputs] if best is not None else []
+    # the same shapes with c = 0 in the chain (C joining in the epilogue) lose nothing
+    # large; keep a few more of the rows too
+    picks += rows[:: max(1, len(rows) // 6)]
+    out = []
+    reps = -(-K // p.K)
+    for w in picks:
+        a = [w[f"a{k}"] for k in range(p.K)] * reps
+        b = [w[f"b{k}"] for k in range(p.K)] * reps
+        out.append((a[:K], b[:K], w["c"]))
+    return out
+
+
 def _measure(hyps, K: int, a_cols, b_cols, c_vals, fmts) -> list[Fraction]:
     """The normwise error of each column (or the drift of two hypotheses)."""
     import tensorcore_smt as tc
@@ -151,6 +182,10 @@ def gemm_certificate(
         cols_a.append(list(witness["a"]) + [0] * (K - k))
         cols_b.append(list(witness["b"]) + [0] * (K - k))
         cs.append(int(witness["c"]))
+    for a_w, b_w, c_w in _repeated_worst(hx, K, constraints):
+        cols_a.append(a_w)
+        cols_b.append(b_w)
+        cs.append(c_w)
     errs = _measure(hyps, K, cols_a, cols_b, cs, fmts)
     best = max(range(len(errs)), key=lambda i: errs[i])
     cert.lower = errs[best]
