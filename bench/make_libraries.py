@@ -58,6 +58,7 @@ def main() -> None:
         "| oracle | dtype | K | tree | hypothesis | reproduced | fp32 tree sum | calls | s |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    notes: list[str] = []
     for oracle, dtype, ks, shape in RUNS:
         for k in ks:
             t0 = time.monotonic()
@@ -78,6 +79,10 @@ def main() -> None:
                 f"{r.oracle_calls} | {time.monotonic() - t0:.1f} |"
             )
             print(lines[-1], flush=True)
+            if r.note:
+                notes.append(f"- {oracle} {dtype} K = {k}: {r.note}")
+    if notes:
+        lines += ["", "Notes:", "", *notes]
     text = "\n".join(lines) + "\n"
     if args.write:
         out = Path(args.write) / "libraries.md"
