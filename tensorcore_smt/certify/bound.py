@@ -322,6 +322,17 @@ def _compose_upper(cert: Certificate, q: Query, against: str | None, cons) -> No
     cert.argument = lines
 
 
+def _take_lower(cert: Certificate, best, source: str, seconds: float, on_step) -> None:
+    """A searched row (random or structured) as the certificate's lower bound and step."""
+    step = Step(Fraction(0), Verdict.WITNESS, source, None, seconds, best.measure, best.rows)
+    cert.steps.append(step)
+    cert.lower = best.measure
+    cert.witness = best.inputs
+    cert.witness_outputs = best.outputs
+    if on_step:
+        on_step(step)
+
+
 def _seed_from_search(cert: Certificate, q: Query, seconds: float, on_step) -> Fraction | None:
     """The structured search (extremal.py) as a further lower bound; the next threshold
     when it raised L (None otherwise)."""
@@ -331,21 +342,7 @@ def _seed_from_search(cert: Certificate, q: Query, seconds: float, on_step) -> F
     best = structured_best(q, seconds)
     if best is None or isinstance(best.measure, float) or not best.measure > cert.lower:
         return None
-    step = Step(
-        Fraction(0),
-        Verdict.WITNESS,
-        "structured search",
-        None,
-        time.monotonic() - t_start,
-        best.measure,
-        best.rows,
-    )
-    cert.steps.append(step)
-    cert.lower = best.measure
-    cert.witness = best.inputs
-    cert.witness_outputs = best.outputs
-    if on_step:
-        on_step(step)
+    _take_lower(cert, best, "structured search", time.monotonic() - t_start, on_step)
     if cert.closed:
         return None
     return _next_threshold(cert, Fraction(0), Verdict.WITNESS)
@@ -360,21 +357,7 @@ def _seed_from_sample(cert: Certificate, q: Query, rows: int, on_step) -> Fracti
     best = sample_best(q, rows)
     if best is None or not best.measure > 0:
         return Fraction(0)
-    step = Step(
-        Fraction(0),
-        Verdict.WITNESS,
-        "random rows",
-        None,
-        time.monotonic() - t_start,
-        best.measure,
-        best.rows,
-    )
-    cert.steps.append(step)
-    cert.lower = best.measure
-    cert.witness = best.inputs
-    cert.witness_outputs = best.outputs
-    if on_step:
-        on_step(step)
+    _take_lower(cert, best, "random rows", time.monotonic() - t_start, on_step)
     if isinstance(best.measure, float):
         return Fraction(0)
     return _next_threshold(cert, Fraction(0), Verdict.WITNESS) or Fraction(0)
