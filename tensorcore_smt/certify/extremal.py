@@ -106,6 +106,31 @@ def argument_rows(q: Query, fixed: dict[str, int]) -> list[dict[str, int]]:
                     row[f"b{k}"] = _value(bf, top_b, eb, False)
                 row.update(fixed)
                 rows.append(row)
+    # A subnormal factor: the largest exponent E belongs to a product whose value is
+    # far below 2^E (rho of the argument), c = 0, the other products just below two grid
+    # steps of that E: every cut is then large against the denominator.
+    if af.spec.mbits:
+        for frac_bits in (0, 1, 2):
+            sig_a = Fraction(1 + frac_bits, 1 << af.spec.mbits)  # a subnormal significand
+            for E in range(af.spec.emin + bf.spec.emin + F + 1, af.spec.emin + bf.spec.emax + 1):
+                eb = E - af.spec.emin
+                if not bf.spec.emin <= eb <= bf.spec.emax:
+                    continue
+                for neg in (False, True):
+                    row = {"c": 0}
+                    row["a0"] = round_fraction(
+                        (-1 if neg else 1) * sig_a * Fraction(2) ** af.spec.emin, af
+                    )
+                    row["b0"] = _value(bf, top_b, eb, False)
+                    for k in range(1, p.K):
+                        t = E - F - 1
+                        ea = max(af.spec.emin, min(af.spec.emax, t - t // 2))
+                        ek = max(bf.spec.emin, min(bf.spec.emax, t - ea))
+                        row[f"a{k}"] = _value(af, top_a, ea, neg)
+                        row[f"b{k}"] = _value(bf, top_b, ek, False)
+                    row.update(fixed)
+                    rows.append(row)
+                break  # the lowest E that fits is enough
     return rows
 
 
