@@ -84,7 +84,7 @@ def _repeated_worst(h, K: int, constraints) -> list[tuple[list[int], list[int], 
     grows with its length as the composed U does."""
     from ..certify.bound import make_bound_query
     from .extremal import argument_rows
-    from .sample import best_of
+    from .sample import best_of, in_class
 
     p = h.params()
     try:
@@ -94,6 +94,9 @@ def _repeated_worst(h, K: int, constraints) -> list[tuple[list[int], list[int], 
     except UserError:
         return []
     rows = argument_rows(q, {})
+    rows = [r for r, ok in zip(rows, in_class(q, rows)) if ok]  # only the class's inputs
+    if not rows:
+        return []
     best = best_of(q, rows)
     picks = [best.inputs] if best is not None else []
     # the same shapes with c = 0 in the chain (C joining in the epilogue) lose nothing

@@ -73,17 +73,12 @@ def fixed_inputs(q: Query) -> dict[str, int]:
     return fixed
 
 
-def best_of(q: Query, drawn: list[dict[str, int]]) -> Sampled | None:
-    """The row of largest exact measure among `drawn` (input name -> bits) that lie in
-    the class of `q` (None when none does)."""
-    from ..api import simulate_params
-
-    p = q.p
+def in_class(q: Query, drawn: list[dict[str, int]]) -> np.ndarray:
+    """Which rows (input name -> bits) lie in the class of `q`, decided by its constraints
+    on the concrete vector interpreter."""
     names = [o.name for o in q.operands]
     fmts = {o.name: o.fmt for o in q.operands}
     rows = len(drawn)
-    if not rows:
-        return None
     inputs = {
         n: BV(
             VECTOR,
@@ -95,6 +90,19 @@ def best_of(q: Query, drawn: list[dict[str, int]]) -> Sampled | None:
     ok = np.ones(rows, dtype=bool)
     for cond in constraint_terms(q, inputs):
         ok &= np.broadcast_to(np.asarray(cond.v, dtype=bool), (rows,))
+    return ok
+
+
+def best_of(q: Query, drawn: list[dict[str, int]]) -> Sampled | None:
+    """The row of largest exact measure among `drawn` (input name -> bits) that lie in
+    the class of `q` (None when none does)."""
+    from ..api import simulate_params
+
+    p = q.p
+    rows = len(drawn)
+    if not rows:
+        return None
+    ok = in_class(q, drawn)
     kept = [v for v, keep in zip(drawn, ok) if keep]
     if not kept:
         return None
