@@ -143,16 +143,18 @@ def gemm_certificate(
     rows: int = 256,
     seed: int = 0,
     witness: dict | None = None,
+    instr: str | None = None,
 ) -> GemmCertificate:
     """The certified interval of `hypothesis` (ARCH/SCHEDULE) at depth K (see the module
-    docstring). `witness`: an instruction-level witness {"a", "b", "c"} to extend."""
+    docstring). `witness`: an instruction-level witness {"a", "b", "c"} to extend;
+    `instr`: the instruction (default: the one libraries use for fp16 inputs)."""
     from ..gemm.hypothesis import parse_gemm
 
     t0 = time.monotonic()
-    hx = parse_gemm(hypothesis if "/" in hypothesis else f"{hypothesis}/serial")
+    hx = parse_gemm(hypothesis if "/" in hypothesis else f"{hypothesis}/serial", instr)
     hyps = [hx]
     if against is not None:
-        hy = parse_gemm(against if "/" in against else f"{against}/serial")
+        hy = parse_gemm(against if "/" in against else f"{against}/serial", instr)
         if hy.params().a_fmt != hx.params().a_fmt or hy.params().d_fmt != hx.params().d_fmt:
             raise UserError(f"{against}: takes other operand formats than {hypothesis}")
         hyps.append(hy)

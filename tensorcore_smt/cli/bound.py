@@ -153,7 +153,7 @@ def bound_cmd(
         raise UserError(f"--solver: {e}") from None
     cons = default_class() + tuple(parse_where(w) for w in wheres)
     if gemm:
-        _gemm(hypothesis, against, measure, cons, depth, rows, r, as_json, out)
+        _gemm(hypothesis, against, measure, cons, depth, rows, r, as_json, out, instr)
         return
     progress = None
     if not as_json and sys.stderr.isatty():
@@ -196,7 +196,7 @@ def bound_cmd(
     sys.exit(int(ExitCode.OK if cert.closed else ExitCode.INCOMPLETE))
 
 
-def _gemm(hypothesis, against, measure, cons, depth, rows, r, as_json, out) -> None:
+def _gemm(hypothesis, against, measure, cons, depth, rows, r, as_json, out, instr=None) -> None:
     """`tcsmt bound --gemm`: the certified interval of one output element of a GEMM."""
     from ..certify.gemm import gemm_certificate
 
@@ -204,7 +204,12 @@ def _gemm(hypothesis, against, measure, cons, depth, rows, r, as_json, out) -> N
         raise UserError("--gemm: only --measure normwise is composed over a schedule")
     try:
         cert = gemm_certificate(
-            hypothesis, depth, cons, None if against == "exact" else against, rows=rows
+            hypothesis,
+            depth,
+            cons,
+            None if against == "exact" else against,
+            rows=rows,
+            instr=instr,
         )
     except KeyboardInterrupt:
         click.echo("tcsmt: interrupted", err=True)
