@@ -147,6 +147,7 @@ def test_gemm_bound_grows_with_the_chain_and_covers_the_instruction():
     assert instruction_bound(p, NORMAL).upper <= short < long
 
 
+@pytest.mark.slow
 def test_gemm_extends_an_instruction_witness():
     cert = bound(
         "hopper", instr="wgmma.m64n8k16.f32.f16.f16", constraints=NORMAL, timeout=1, sample_rows=300
@@ -194,7 +195,11 @@ def test_many_random_rows_never_exceed_the_composed_bound(arch, instr):
     assert best.measure <= arg.upper
 
 
-@pytest.mark.parametrize("arch,instr", CASES[:3] + CASES[4:5], ids=lambda x: str(x))
+@pytest.mark.parametrize(
+    "arch,instr",
+    [CASES[1]] + [pytest.param(*c, marks=pytest.mark.slow) for c in (CASES[0], CASES[2], CASES[4])],
+    ids=lambda x: str(x),
+)
 def test_structured_search_stays_below_and_near_the_bound(arch, instr):
     from tensorcore_smt.certify.extremal import structured_best
 
@@ -271,9 +276,9 @@ def test_a_million_random_rows_never_exceed_the_composed_bound(arch, instr):
 @pytest.mark.parametrize(
     "arch,instr",
     [
-        ("volta", "m8n8k4.f32.f16.f16.f32"),
+        pytest.param("volta", "m8n8k4.f32.f16.f16.f32", marks=pytest.mark.slow),
         ("hopper", "m16n8k16.f32.f16.f16.f32"),
-        ("hopper", "m16n8k16.f32.bf16.bf16.f32"),
+        pytest.param("hopper", "m16n8k16.f32.bf16.bf16.f32", marks=pytest.mark.slow),
     ],
 )
 def test_normal_only_intervals_close_to_the_resolution(arch, instr):
