@@ -80,6 +80,20 @@ def structured_row(q: Query, rng: random.Random, fixed: dict[str, int]) -> dict[
     return row
 
 
+def _full_product(row: dict, k: int, t: int, neg: bool, af: Format, bf: Format) -> None:
+    """Product k of the row: a and b with all-ones significands, their exponents summing
+    to t (split within each format's normal range), of sign `neg`."""
+    ea = max(af.spec.emin, min(af.spec.emax, t - t // 2))
+    eb = max(bf.spec.emin, min(bf.spec.emax, t - ea))
+    row[f"a{k}"] = _value(af, _top(af), ea, neg)
+    row[f"b{k}"] = _value(bf, _top(bf), eb, False)
+
+
+def _top(fmt: Format) -> Fraction:
+    """The largest significand of `fmt` (all fraction bits one)."""
+    return 2 - Fraction(1, 1 << fmt.spec.mbits) if fmt.spec.mbits else Fraction(1)
+
+
 def argument_rows(q: Query, fixed: dict[str, int]) -> list[dict[str, int]]:
     """The argument's worst case, built directly: c = +-2^E exactly, every product of
     largest significands just below 2 grid steps (keeps one step, loses almost one) or,
@@ -88,8 +102,6 @@ def argument_rows(q: Query, fixed: dict[str, int]) -> list[dict[str, int]]:
     p = q.p
     F = _grid_bits(q)
     af, bf, cf = p.a_fmt, p.b_fmt, p.c_fmt
-    top_a = 2 - Fraction(1, 1 << af.spec.mbits) if af.spec.mbits else Fraction(1)
-    top_b = 2 - Fraction(1, 1 << bf.spec.mbits) if bf.spec.mbits else Fraction(1)
     rows = []
     c_sigs = [Fraction(1)]
     if cf.spec.mbits > F:  # c's own bits below the grid: it loses almost a step too
@@ -99,11 +111,7 @@ def argument_rows(q: Query, fixed: dict[str, int]) -> list[dict[str, int]]:
             for neg, c_sig in ((n, c) for n in (False, True) for c in c_sigs):
                 row = {"c": _value(cf, c_sig, E, neg)}
                 for k in range(p.K):
-                    t = E - F - (2 if k < n_low else 1)
-                    ea = max(af.spec.emin, min(af.spec.emax, t - t // 2))
-                    eb = max(bf.spec.emin, min(bf.spec.emax, t - ea))
-                    row[f"a{k}"] = _value(af, top_a, ea, neg)
-                    row[f"b{k}"] = _value(bf, top_b, eb, False)
+                    _full_product(row, k, E - F - (2 if k < n_low else 1), neg, af, bf)
                 row.update(fixed)
                 rows.append(row)
     # A subnormal factor: the largest exponent E belongs to a product whose value is
@@ -121,13 +129,9 @@ def argument_rows(q: Query, fixed: dict[str, int]) -> list[dict[str, int]]:
                     row["a0"] = round_fraction(
                         (-1 if neg else 1) * sig_a * Fraction(2) ** af.spec.emin, af
                     )
-                    row["b0"] = _value(bf, top_b, eb, False)
+                    row["b0"] = _value(bf, _top(bf), eb, False)
                     for k in range(1, p.K):
-                        t = E - F - 1
-                        ea = max(af.spec.emin, min(af.spec.emax, t - t // 2))
-                        ek = max(bf.spec.emin, min(bf.spec.emax, t - ea))
-                        row[f"a{k}"] = _value(af, top_a, ea, neg)
-                        row[f"b{k}"] = _value(bf, top_b, ek, False)
+                        _full_product(row, k, E - F - 1, neg, af, bf)
                     row.update(fixed)
                     rows.append(row)
                 break  # the lowest E that fits is enough
