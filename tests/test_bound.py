@@ -178,6 +178,7 @@ def test_dyadic_between() -> None:
 SMALL_CLASS = ["terms:1", "fix:a0=0x3c00", "fix:c=0x3f800000"]
 
 
+@pytest.mark.slow
 def test_bound_closes_and_exhaustive_search_agrees() -> None:
     """A class small enough to search exhaustively (c = 1, a0 = 1, b0 free, the other
     products zero): the certified interval closes, its witness reproduces its measure

@@ -130,8 +130,8 @@ def test_drift_bound_is_the_sum_of_both_units():
     "hyp,K",
     [
         ("hopper/serial", 256),
-        ("hopper/serial[split_k=4]", 512),
-        ("hopper/cublas-fp8", 512),
+        pytest.param("hopper/serial[split_k=4]", 512, marks=pytest.mark.slow),
+        pytest.param("hopper/cublas-fp8", 512, marks=pytest.mark.slow),
         ("volta/serial", 64),
     ],
 )
