@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..model.fda import least_carry_bits
-from ..model.params import Algorithm, CAddend, ModelParams
+from ..model.params import Algorithm, CAddend, ModelParams, Split
 from ..model.terms import AlignMode
 from ..smt.query import Constraint, ConstraintKind
 from ..spec.formats import Format, Rounding
@@ -231,7 +231,7 @@ def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusa
         return Refusal(
             f"no composed bound for the {p.algorithm.value} algorithm (FDA and SFMA only)"
         )
-    if p.scale_fmt is not None or p.split.value != "none":
+    if p.scale_fmt is not None or p.split != Split.NONE:
         return Refusal("no composed bound for block-scaled or split instructions")
     if p.algorithm == Algorithm.FDA:
         if p.carry_bits is not None and p.carry_bits < least_carry_bits(p):

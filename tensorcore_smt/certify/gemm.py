@@ -201,8 +201,11 @@ def gemm_certificate(
         "c": f"0x{cs[best]:0{p.c_fmt.spec.storage // 4}x}",
     }
     if cert.upper is not None and cert.lower > cert.upper:
-        raise RuntimeError(
-            f"measured error {float(cert.lower)} exceeds the composed bound {float(cert.upper)}"
+        from .bound import WitnessBug
+
+        raise WitnessBug(
+            f"a measured error {float(cert.lower)} exceeds the composed bound "
+            f"{float(cert.upper)}; please report this bound"
         )
     cert.seconds = time.monotonic() - t0
     return cert

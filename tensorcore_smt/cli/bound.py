@@ -214,6 +214,9 @@ def _gemm(hypothesis, against, measure, cons, depth, rows, r, as_json, out, inst
     except KeyboardInterrupt:
         click.echo("tcsmt: interrupted", err=True)
         sys.exit(int(ExitCode.INTERRUPTED))
+    except WitnessBug as e:
+        click.echo(f"tcsmt: internal error: {e}", err=True)
+        sys.exit(int(ExitCode.WITNESS_BUG))
     data = cert.to_json()
     closed = cert.upper is not None and cert.upper <= cert.lower * (1 + r)
     data["status"] = "closed" if closed else "open"

@@ -41,31 +41,37 @@ class Kind(str, Enum):
     PAIRS = "pairs"
 
 
+class How(str, Enum):
+    """How torch is asked for D."""
+
+    MATMUL = "mm"  # torch.matmul
+    MM_FP32 = "mm32"  # torch.mm with out_dtype=float32
+    SCALED = "scaled"  # torch._scaled_mm with unit scales
+
+
 @dataclass(frozen=True)
 class Call:
-    """One library call: its name, input format, the dtype of D, and how torch is asked
-    (``mm``: torch.matmul; ``mm32``: torch.mm with out_dtype=float32; ``scaled``:
-    torch._scaled_mm with unit scales)."""
+    """One library call: its name, input format, the dtype of D, and how torch is asked."""
 
     name: str
     fmt: Format
     out: str
-    how: str
+    how: How
     tf32: bool = False
     fast: bool = False
 
 
 CALLS: tuple[Call, ...] = (
-    Call("fp16", Format.FP16, "float16", "mm"),
-    Call("fp16-f32out", Format.FP16, "float32", "mm32"),
-    Call("bf16", Format.BF16, "bfloat16", "mm"),
-    Call("bf16-f32out", Format.BF16, "float32", "mm32"),
-    Call("tf32", Format.TF32, "float32", "mm", tf32=True),
-    Call("fp32", Format.FP32, "float32", "mm"),
-    Call("e4m3-bf16out", Format.E4M3, "bfloat16", "scaled"),
-    Call("e4m3-bf16out-fast", Format.E4M3, "bfloat16", "scaled", fast=True),
-    Call("e4m3-f32out", Format.E4M3, "float32", "scaled"),
-    Call("e4m3-f32out-fast", Format.E4M3, "float32", "scaled", fast=True),
+    Call("fp16", Format.FP16, "float16", How.MATMUL),
+    Call("fp16-f32out", Format.FP16, "float32", How.MM_FP32),
+    Call("bf16", Format.BF16, "bfloat16", How.MATMUL),
+    Call("bf16-f32out", Format.BF16, "float32", How.MM_FP32),
+    Call("tf32", Format.TF32, "float32", How.MATMUL, tf32=True),
+    Call("fp32", Format.FP32, "float32", How.MATMUL),
+    Call("e4m3-bf16out", Format.E4M3, "bfloat16", How.SCALED),
+    Call("e4m3-bf16out-fast", Format.E4M3, "bfloat16", How.SCALED, fast=True),
+    Call("e4m3-f32out", Format.E4M3, "float32", How.SCALED),
+    Call("e4m3-f32out-fast", Format.E4M3, "float32", How.SCALED, fast=True),
 )
 """The calls recorded (issue grid: fp16, bf16, tf32 and FP8 with and without fast
 accumulation; fp32 full precision beside them)."""
@@ -149,9 +155,9 @@ def run_call(call: Call, a: np.ndarray, b: np.ndarray, device: str) -> np.ndarra
     B = numpy_to_torch(b, device)
     torch.backends.cuda.matmul.allow_tf32 = call.tf32
     out = getattr(torch, call.out)
-    if call.how == "mm":
+    if call.how == How.MATMUL:
         D = torch.matmul(A, B)
-    elif call.how == "mm32":
+    elif call.how == How.MM_FP32:
         D = torch.mm(A, B, out_dtype=out)
     else:
         one = torch.tensor(1.0, device=device)
