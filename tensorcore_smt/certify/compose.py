@@ -61,6 +61,7 @@ from ..model.params import Algorithm, CAddend, ModelParams, Split
 from ..model.terms import AlignMode
 from ..smt.query import Constraint, ConstraintKind
 from ..spec.formats import Format, Rounding
+from .alignment import group_bound
 
 ROUND_BITS = 60
 """Significant bits kept (rounded upward) by every step of the composition."""
@@ -143,6 +144,13 @@ def _forced_normal(op: str, fmt: Format, constraints: tuple[Constraint, ...]) ->
     return False
 
 
+def class_normal(q) -> dict[str, bool]:
+    """Which operand groups the class of the query `q` keeps normal (a, b, c)."""
+    p = q.p
+    fmts = {"a": p.a_fmt, "b": p.b_fmt, "c": p.c_fmt}
+    return {op: _forced_normal(op, f, q.constraints) for op, f in fmts.items()}
+
+
 def _rho_bits(op: str, fmt: Format, unit_fmt: Format, constraints) -> int:
     """log2 of 1/rho for operand group `op`: 0 when its nonzero values are normal in the
     format the unit multiplies (`unit_fmt`: the unpacked one, else `fmt`), else mbits."""
@@ -163,6 +171,7 @@ def fda_group(
     constraints,
     c_input: bool = False,
     root: bool = False,
+    whole: bool = False,
 ) -> NodeBound:
     """(N) for one fused group of `n_products` products and c in `c_fmt` (see the
     module docstring, steps 1-3); `c_input`: c is the instruction's input (the class may
@@ -208,7 +217,23 @@ def fda_group(
         # less than G each: m G + max(0, ulp - G) <= (m - 1) G + max(G, u |s'|).
         step = alpha / m
         delta = (m - 1) * step + max(step, u * (1 + alpha))
-    return NodeBound(up(delta), up(b))
+    plain = NodeBound(up(delta), up(b))
+    if not m or p.align != AlignMode.TRUNCATE:
+        return plain
+    normal = (
+        ("a", _forced_normal("a", p.a_fmt, constraints)),
+        ("b", _forced_normal("b", p.b_fmt, constraints)),
+        ("c", c_input and _forced_normal("c", c_fmt, constraints)),
+    )
+    g = group_bound(p, n_products, c_fmt, normal, whole)
+    b2 = g.b * (1 + u)
+    if flush:
+        b2 += e_min_out
+    elif not root:
+        b2 += u * e_min_out
+    exact = NodeBound(up(g.delta), up(b2))
+    scale = Fraction(2) ** (-out.spec.emin)
+    return min((plain, exact), key=lambda n: n.delta + n.b * scale)
 
 
 def ieee_add(fmt: Format, root: bool = False) -> NodeBound:
@@ -268,7 +293,13 @@ def instruction(
         first = not (i or after)
         last = root and not after and i == len(groups) - 1
         n = fda_group(
-            p, hi - lo, c_fmt if first else p.d_fmt, constraints, c_input=first, root=last
+            p,
+            hi - lo,
+            c_fmt if first else p.d_fmt,
+            constraints,
+            c_input=first,
+            root=last,
+            whole=first and last,
         )
         lines.append(
             f"group {i}: {hi - lo} products, F = {p.F}: delta = {float(n.delta):.4g}, "

@@ -22,6 +22,8 @@ from fractions import Fraction
 from ..model.params import Algorithm
 from ..smt.query import Query
 from ..spec.formats import Format, round_fraction
+from .aligned_rows import aligned_rows
+from .compose import class_normal
 from .sample import Sampled, best_of, fixed_inputs
 
 BATCH = 256
@@ -135,7 +137,7 @@ def argument_rows(q: Query, fixed: dict[str, int]) -> list[dict[str, int]]:
                     row.update(fixed)
                     rows.append(row)
                 break  # the lowest E that fits is enough
-    return rows
+    return rows + aligned_rows(q, fixed, class_normal(q))
 
 
 def _mutate(row: dict[str, int], q: Query, rng: random.Random, fixed) -> dict[str, int]:
