@@ -339,7 +339,8 @@ def _seed_from_search(cert: Certificate, q: Query, seconds: float, on_step) -> F
     from .extremal import structured_best
 
     t_start = time.monotonic()
-    best = structured_best(q, seconds)
+    stop_at = None if cert.upper is None else cert.upper / (1 + cert.resolution)
+    best = structured_best(q, seconds, stop_at=stop_at)
     if best is None or isinstance(best.measure, float) or not best.measure > cert.lower:
         return None
     _take_lower(cert, best, "structured search", time.monotonic() - t_start, on_step)

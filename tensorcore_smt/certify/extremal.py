@@ -167,9 +167,12 @@ def _mutate(row: dict[str, int], q: Query, rng: random.Random, fixed) -> dict[st
     return out
 
 
-def structured_best(q: Query, seconds: float, seed: int = 0) -> Sampled | None:
+def structured_best(
+    q: Query, seconds: float, seed: int = 0, stop_at: Fraction | None = None
+) -> Sampled | None:
     """The largest exact measure found by structured draws and local search within
-    `seconds` (None when no row of the class was found)."""
+    `seconds` (None when no row of the class was found); it ends early once a row
+    reaches `stop_at` (the lower end that closes the interval)."""
     rng = random.Random(seed)
     fixed = fixed_inputs(q)
     t_end = time.monotonic() + seconds
@@ -180,7 +183,16 @@ def structured_best(q: Query, seconds: float, seed: int = 0) -> Sampled | None:
     ):
         best = first
     rows = (best.rows if best else 0) + (first.rows if first else 0)
-    while time.monotonic() < t_end:
+
+    def reached() -> bool:
+        return (
+            stop_at is not None
+            and best is not None
+            and not isinstance(best.measure, float)
+            and best.measure >= stop_at
+        )
+
+    while time.monotonic() < t_end and not reached():
         if best is None or rng.random() < 0.2:
             cand = best_of(q, [structured_row(q, rng, fixed) for _ in range(BATCH)])
         else:
