@@ -196,3 +196,15 @@ def test_default_class_closes_from_the_cli(arch):
     assert _measure(arch, None, row) == lo
     # the witness is the subnormal one: a normal-only analysis predicts 2^-20 at most
     assert lo > Fraction(1, 64) and p.K in (4, 16)
+
+
+def test_an_open_interval_keeps_a_witness_that_reproduces():
+    # Ampere tf32 (two chained groups) stays open: the interval is reported as such,
+    # and its witness still reproduces its L through tc.simulate with exact arithmetic
+    from tensorcore_smt.certify.bound import bound
+
+    instr = "m16n8k8.f32.tf32.tf32.f32"
+    cert = bound("ampere", instr=instr, timeout=4, sample_rows=100, check_class=False)
+    assert cert.upper is not None and cert.witness is not None
+    assert 0 < cert.lower <= cert.upper
+    assert _measure("ampere", instr, cert.witness) == cert.lower
