@@ -41,6 +41,7 @@ class GemmCertificate:
     argument: list[str] = field(default_factory=list)
     witness: dict | None = None  # {"a": [...], "b": [...], "c": int} bit patterns
     rows: int = 0
+    sampled: Fraction = Fraction(0)  # the largest error of the random columns alone
     seconds: float = 0.0
 
     def to_json(self) -> dict:
@@ -58,6 +59,7 @@ class GemmCertificate:
             "argument": self.argument,
             "lower_from": f"{self.rows} columns run through tc.matmul, measured exactly",
             "witness": self.witness,
+            "sampled": rat(self.sampled),
             "seconds": round(self.seconds, 3),
         }
 
@@ -195,6 +197,7 @@ def gemm_certificate(
     best = max(range(len(errs)), key=lambda i: errs[i])
     cert.lower = errs[best]
     cert.rows = len(errs)
+    cert.sampled = max(errs[:rows], default=Fraction(0))
     cert.witness = {
         "a": [f"0x{x:0{p.a_fmt.spec.storage // 4}x}" for x in cols_a[best]],
         "b": [f"0x{x:0{p.b_fmt.spec.storage // 4}x}" for x in cols_b[best]],
