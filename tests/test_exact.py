@@ -175,3 +175,25 @@ def test_cli_exact_answers_the_ozaki_question_by_the_argument():
     assert data["chain_exact_K"] == 1040
     # a chain one instruction longer, through tc.matmul: off by exactly one
     assert data["chain_witness_K"] == 1056 and data["chain_witness_error"] == "1/1"
+
+
+def test_property_query_is_answered_by_the_argument_and_refused_beyond_it():
+    # `tcsmt find --property exact-accumulation`: the first query (|c| < 2^23) is proved
+    # by the integer-sum argument in milliseconds; the same question with |c| < 2^25 is
+    # beyond B = 16,519,152, so the argument declines and the solvers are asked
+    from tensorcore_smt.smt.arguments import argued_unsat
+    from tensorcore_smt.smt.solve import Verdict, answer
+
+    prop = get("exact-accumulation")
+    queries = {spec.id: q for spec, q in prop.bind("hopper", None)}
+    q = queries["exact-accumulator"]
+    o = answer(q, Limits(timeout=5))
+    assert o.verdict == Verdict.UNSAT and o.argued and o.method == "argument"
+    assert "16519152" in o.note and o.seconds < 1
+    assert argued_unsat(queries["inexact-accumulator"]) is None
+    # no argument for CDNA3's round-down unit: the solvers keep that question
+    cdna = {spec.id: q for spec, q in prop.bind("cdna3", None)}
+    assert argued_unsat(cdna["exact-accumulator"]) is None
+    from tensorcore_smt.smt.answers import answer_json
+
+    assert answer_json(o, [])["method"] == "argument"

@@ -365,9 +365,7 @@ def _seed_from_sample(cert: Certificate, q: Query, rows: int, on_step) -> Fracti
 
 
 def _record(cert: Certificate, q: Query, o: Outcome, t: Fraction) -> Step:
-    solver = (
-        o.result.solver if o.result is not None else ("construction" if o.by_construction else None)
-    )
+    solver = o.result.solver if o.result is not None else (o.method if o.by_construction else None)
     confirmed = None
     if o.verdict == Verdict.UNSAT:
         if o.by_construction:

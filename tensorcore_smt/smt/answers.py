@@ -37,6 +37,7 @@ def answer_json(o: Outcome, files: list[str]) -> dict:
         "confirmations": [r.to_json() for r in o.confirmations],
         "agreeing_solvers": agreeing(o),
         "by_construction": o.by_construction,
+        "method": o.method if o.by_construction else "solver",
         "note": o.note,
         "files": files,
     }
@@ -64,7 +65,7 @@ def answer_lines(o: Outcome) -> list[str]:
     answered what, the confirmations, who agreed on an unsat, and the outcome's note."""
     lines: list[str] = []
     if o.by_construction:
-        lines.append(f"answer:      unsat, by construction ({o.note}); no solver needed")
+        lines.append(f"answer:      unsat, by {o.method} ({o.note}); no solver needed")
     elif o.result:
         lines.append(f"answer:      {run_line(o.result)}")
         for r in o.runs:

@@ -13,6 +13,7 @@ from enum import Enum
 
 from ..solvers import Answer, SolveJob, SolveResult
 from ..solvers.runner import Progress, available, check_solver_names, portfolio
+from .arguments import argued_unsat
 from .query import Query, Recheck, recheck, smtlib, trivially_unsat
 
 PORTFOLIO = "portfolio"
@@ -54,9 +55,15 @@ class Outcome:
     runs: list[SolveResult] = field(default_factory=list)
     confirmations: list[SolveResult] = field(default_factory=list)
     witness: Recheck | None = None
-    by_construction: bool = False
+    by_construction: bool = False  # proved without a solver (see `method`)
     seconds: float = 0.0
     note: str = ""
+    argued: bool = False  # by_construction through a stated argument (smt/arguments.py)
+
+    @property
+    def method(self) -> str:
+        """How an answer without a solver was reached: "argument" or "construction"."""
+        return "argument" if self.argued else "construction"
 
 
 def solvers_for(name: str) -> list[str]:
@@ -82,6 +89,17 @@ def answer(q: Query, limits: Limits, progress: Progress | None = None) -> Outcom
             by_construction=True,
             seconds=time.monotonic() - t0,
             note="the goal simplifies to false: both variants build the same term",
+        )
+    argued = argued_unsat(q)
+    if argued is not None:
+        return Outcome(
+            q,
+            Verdict.UNSAT,
+            None,
+            by_construction=True,
+            seconds=time.monotonic() - t0,
+            note=argued,
+            argued=True,
         )
     names = tuple(o.name for o in q.operands) + q.output_names
     job = SolveJob(smtlib(q), names, limits.timeout, limits.memory_mb, limits.seed)

@@ -1,0 +1,49 @@
+"""Solver questions a stated argument answers before any solver runs.
+
+An error-exceeds query with threshold 0 against the exact result asks whether the unit
+is ever inexact on its class. When the class is P-bit integer slices (a and b) with an
+integer accumulator c of at most b bits, model/integer_sums.py proves the unit exact for
+every |c| <= B; if 2^b - 1 <= B the query is unsat for every input of the class (any
+further constraint only narrows it). The answer names the argument instead of a solver.
+"""
+
+from __future__ import annotations
+
+from .query import EXACT, ConstraintKind, Goal, Query
+
+
+def _integer_bits(q: Query, group: str) -> int | None:
+    """The fewest integer bits a constraint of the class gives every input of `group`."""
+    bits = [
+        c.lo
+        for c in q.constraints
+        if c.kind == ConstraintKind.INTEGER and group in c.operands and c.lo is not None
+    ]
+    return min(bits) if bits else None
+
+
+def argued_unsat(q: Query) -> str | None:
+    """Why the argument proves `q` unsat (the note of the answer), or None."""
+    from ..model.integer_sums import argued_bound
+
+    if q.goal != Goal.ERROR_EXCEEDS or q.variants[1] != EXACT:
+        return None
+    if q.threshold is None or q.threshold != 0:
+        return None
+    pa, pb, pc = (_integer_bits(q, g) for g in "abc")
+    if pa is None or pb is None or pc is None:
+        return None
+    P = max(pa, pb)
+    got = argued_bound(q.p, P)
+    if isinstance(got, str):
+        return None
+    B, lines = got
+    if (1 << pc) - 1 > B:
+        return None
+    return (
+        f"proved by the integer-sum argument (model/integer_sums.py), no solver asked: "
+        f"{'; '.join(lines)}; the class has |c| <= 2^{pc} - 1 <= B"
+    )
+
+
+__all__ = ["argued_unsat"]
