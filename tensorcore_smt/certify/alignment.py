@@ -152,14 +152,26 @@ def _worst_at(slots: list[Slot], E: int, F: int, const: int, shift: int) -> Wors
     opt: list[list[tuple[int, int, Entry, int]]] = []
     for i, s in enumerate(slots):
         cands = []
+        deep = None  # the largest term that lies wholly below the grid (it loses itself)
         for x in s.entries:
             if x.e > E:
                 continue
-            n, loss, t = candidate(x, grid)
+            k = grid - x.lsb
             scale = x.lsb - base
-            cands.append((loss << scale, t << scale, x, n))
             if x.e == E:
+                n, loss, t = candidate(x, grid)
                 lead.append((i, loss << scale, t << scale, x, n))
+            if k <= 0:
+                continue  # loses nothing: never better than a zero term
+            if x.hi.bit_length() <= k:
+                t = x.hi << scale
+                if deep is None or t > deep[1]:
+                    deep = (t, t, x, x.hi)
+                continue
+            n, loss, t = candidate(x, grid)
+            cands.append((loss << scale, t << scale, x, n))
+        if deep is not None:
+            cands.append(deep)
         opt.append(cands)
     if not lead:
         return None
@@ -169,6 +181,7 @@ def _worst_at(slots: list[Slot], E: int, F: int, const: int, shift: int) -> Wors
     for _ in range(64):
         p, q = lam.numerator, lam.denominator
         top = None
+        picks = [max(o, key=lambda c: q * c[0] - p * c[1], default=None) for o in opt]
         for i, ll, tt, x, n in lead:
             score = q * ll - p * tt
             num, den = ll, tt
@@ -177,7 +190,7 @@ def _worst_at(slots: list[Slot], E: int, F: int, const: int, shift: int) -> Wors
                 count = s.count - (1 if j == i else 0)
                 if count <= 0:
                     continue
-                pick = max(opt[j], key=lambda c: q * c[0] - p * c[1], default=None)
+                pick = picks[j]
                 if pick is None or q * pick[0] - p * pick[1] <= 0:
                     continue
                 score += count * (q * pick[0] - p * pick[1])

@@ -62,6 +62,7 @@ from ..model.terms import AlignMode
 from ..smt.query import Constraint, ConstraintKind
 from ..spec.formats import Format, Rounding
 from .alignment import group_bound
+from .chain_regimes import chain_upper
 
 ROUND_BITS = 60
 """Significant bits kept (rounded upward) by every step of the composition."""
@@ -322,6 +323,13 @@ def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Ar
         return why
     n, lines = instruction(p, constraints, root=True)
     U = Composed(n.delta, n.b).normwise(p.d_fmt.spec.emin)
+    by_cases = chain_upper(p, constraints, lambda op, f: _forced_normal(op, f, constraints), U)
+    if by_cases is not None and by_cases < U:
+        U = by_cases
+        lines.append(
+            "chained groups bounded case by case (certify/chain_regimes.py): the worst "
+            "combination of each group's cases, not the sum of every case's worst"
+        )
     lines.append(f"U = g + A 2^-e_min({p.d_fmt.spec.name}) = {float(U):.6g}")
     return Argument(U, lines)
 

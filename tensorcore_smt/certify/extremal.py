@@ -108,12 +108,17 @@ def argument_rows(q: Query, fixed: dict[str, int]) -> list[dict[str, int]]:
     c_sigs = [Fraction(1)]
     if cf.spec.mbits > F:  # c's own bits below the grid: it loses almost a step too
         c_sigs.append(1 + Fraction(1, 1 << F) - Fraction(1, 1 << cf.spec.mbits))
+    # the place of each product in its fused group: the first n_low of every group keep
+    # nothing, so that every group's kept sum ends between two ulps of the running sum
+    order = p.k_order()
+    place = {order[i]: i - lo for lo, hi in p.groups() for i in range(lo, hi)}
     for E in (0, 1, 2, 4):
         for n_low in range(min(p.K, 8) + 1):
             for neg, c_sig in ((n, c) for n in (False, True) for c in c_sigs):
                 row = {"c": _value(cf, c_sig, E, neg)}
                 for k in range(p.K):
-                    _full_product(row, k, E - F - (2 if k < n_low else 1), neg, af, bf)
+                    low = place.get(k, k) < n_low
+                    _full_product(row, k, E - F - (2 if low else 1), neg, af, bf)
                 row.update(fixed)
                 rows.append(row)
     # A subnormal factor: the largest exponent E belongs to a product whose value is

@@ -1,0 +1,196 @@
+"""A chained fused unit bounded case by case: the worst case of each group, not the sum of
+the worst cases of every regime of each group.
+
+compose.instruction composes a chain of fused groups with one (delta, b) per group: delta
+for the relative error, b for everything absolute (a subnormal running sum, a leader so
+small that its loss only counts against the class's smallest sum 2^e_min). A single pair
+must cover every input at once, so it adds b to delta although no input is in both
+situations: on Ampere's tf32 chain (two groups of four) that charges about six grid units
+of 2^-24 that no input reaches.
+
+Here each group's inputs are split into *cases*, each with *alternatives* (delta, b), every
+alternative a valid bound for every input of its case:
+
+- E, the group's largest exponent (alignment.py), and whether the rounded sum s' is a
+  normal number (a non-root group's subnormal s' is rounded with an absolute error of at
+  most u 2^e_min, a normal one with u |s'|; the root's rounding is at most
+  u max(|s'|, 2^e_min) <= u (M + sum e_i), relative to the class's sum M >= 2^e_min);
+- for a case (E, normal s'): (delta_E, 0), delta_E the exact loss ratio at E with the
+  rounding (alignment.py), or (u, loss_E), loss_E the largest total loss any terms can
+  have at E (absolute);
+- for (E, subnormal s'): (lambda_E, u 2^e_min), lambda_E the loss ratio without the
+  rounding, or (0, loss_E + u 2^e_min).
+
+The chain's error on one input is then bounded by composing (compose.Composed.node) one
+alternative of its case per group, and U = max over the combinations of cases of the
+smallest composition over their alternatives. Cases whose every alternative is dominated
+are dropped first (a case X goes when another case Y has, for each of Y's alternatives,
+one of X's below it: X's bound is then never the larger). E at or below e_zero (a zero
+term may raise E there) is one case whose loss is at most m 2^(e_zero - F).
+
+Preconditions: compose.preconditions, an FDA unit that truncates in the alignment, c in
+the first group, no flushing of sums or outputs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+from ..model.params import CAddend, ModelParams
+from ..model.terms import AlignMode
+from ..spec.formats import Rounding
+from .alignment import Slot, _worst_at, group_slots
+
+Alt = tuple[Fraction, Fraction]
+"""One alternative (delta, b) of a case."""
+
+
+def max_loss(s: Slot, E: int, F: int) -> Fraction:
+    """The largest loss of one term of slot `s` (aligned at an exponent <= E) against
+    the grid 2^(E - F): the largest N mod 2^k over an entry's range, times 2^lsb (an
+    entry wholly below the grid loses its largest term, N_hi 2^lsb)."""
+    best: tuple[int, int] | None = None  # (r, lsb): r 2^lsb
+    for x in s.entries:
+        if x.e > E:
+            continue
+        k = E - F - x.lsb
+        if k <= 0:
+            continue
+        step = 1 << k
+        if x.hi < step:
+            r = x.hi
+        elif x.hi - x.lo + 1 >= step or x.hi % step < x.lo % step:
+            r = step - 1
+        else:
+            r = x.hi % step
+        if best is None or _gt(r, x.lsb, *best):
+            best = (r, x.lsb)
+    return Fraction(0) if best is None else best[0] * Fraction(2) ** best[1]
+
+
+def _gt(r1: int, e1: int, r2: int, e2: int) -> bool:
+    """r1 2^e1 > r2 2^e2 for nonnegative integers r1, r2."""
+    if e1 >= e2:
+        return (r1 << (e1 - e2)) > r2
+    return r1 > (r2 << (e2 - e1))
+
+
+def group_cases(
+    p: ModelParams,
+    n_products: int,
+    c_fmt,
+    normal: tuple[tuple[str, bool], ...],
+    root: bool,
+) -> list[list[Alt]]:
+    """The cases of one group of the chain, each a list of alternatives (delta, b)."""
+    slots = group_slots(p, n_products, c_fmt, dict(normal))
+    out = p.out_fmt.spec
+    directed = p.rounding not in (Rounding.RNE, Rounding.RNA)
+    u = Fraction(2 if directed else 1, 2**out.precision)
+    sub = u * Fraction(2) ** out.emin
+    exps = sorted({x.e for s in slots for x in s.entries})
+    floor = p.e_zero
+    if floor is not None and exps and exps[0] > floor:
+        floor = None
+    m = sum(s.count for s in slots)
+    cases: list[list[Alt]] = []
+
+    ulp_sub = Fraction(2) ** (out.emin - out.mbits)  # the output's subnormal spacing
+
+    def add(E: int, ratio: Fraction, align: Fraction, loss: Fraction) -> None:
+        G = Fraction(2) ** (E - p.F)
+        # a directed rounding of s' (a multiple of G) loses a multiple of G below one
+        # ulp: with G <= u 2^e_min <= ulp(s'), loss + rounding <= loss - G + u max(|s'|, 2^e_min)
+        folded = loss - G if directed and G <= sub else loss
+        cases.append([(ratio, Fraction(0)), (u, max(folded, Fraction(0)))])
+        if not root:
+            # a subnormal s' (a multiple of G) rounded onto the spacing 2^(e_min - mbits)
+            if G >= ulp_sub:
+                r_sub = Fraction(0)
+            else:
+                r_sub = ulp_sub - G if directed else ulp_sub / 2
+            cases.append([(align, r_sub), (Fraction(0), loss + r_sub)])
+
+    if floor is not None:
+        loss = m * Fraction(2) ** (floor - p.F)
+        cases.append([(u, loss)])
+        if not root:
+            cases.append([(Fraction(0), loss + sub)])
+    for E in exps:
+        if floor is not None and E <= floor:
+            continue
+        w = _worst_at(slots, E, p.F, 0, 0)
+        if w is None:
+            continue
+        ratio = w.ratio + (0 if directed else u)
+        if directed:
+            w2 = _worst_at(slots, E, p.F, -1, E - p.F)
+            if w2 is not None:
+                ratio = max(ratio, w2.ratio + u)
+        loss = sum((s.count * max_loss(s, E, p.F) for s in slots), Fraction(0))
+        add(E, ratio, w.ratio, loss)
+    return cases
+
+
+def _below(x: Alt, y: Alt) -> bool:
+    return x[0] <= y[0] and x[1] <= y[1]
+
+
+def prune(cases: list[list[Alt]]) -> list[list[Alt]]:
+    """The cases that are not dominated by another (module docstring)."""
+    order = sorted(cases, key=lambda c: (max(a[0] for a in c), max(a[1] for a in c)), reverse=True)
+    kept: list[list[Alt]] = []
+    for c in order:
+        if any(all(any(_below(x, y) for x in c) for y in k) for k in kept):
+            continue
+        kept = [k for k in kept if not all(any(_below(x, y) for x in k) for y in c)]
+        kept.append(c)
+    return kept
+
+
+def chain_upper(p: ModelParams, constraints, normal_of, cap: Fraction) -> Fraction | None:
+    """U of the normwise error of a chained FDA instruction by cases (module docstring),
+    or None where the preconditions do not hold or it does not come below `cap` (the
+    bound already proved). `normal_of(op, fmt)`: whether the class keeps the operand
+    group's values normal. An alternative whose absolute part alone reaches `cap` is
+    dropped first (a case then has fewer alternatives: its bound can only grow, so it
+    stays sound), which lets most cases collapse into the ones that dominate them."""
+    from .compose import LEAF, NodeBound, up
+
+    groups = p.groups()
+    if len(groups) < 2 or p.align != AlignMode.TRUNCATE or p.c_add != CAddend.FUSED:
+        return None
+    if p.flush_sums or p.flush_outputs or p.unpack is not None:
+        return None
+    per_group = []
+    for i, (lo, hi) in enumerate(groups):
+        c_fmt = p.c_fmt if i == 0 else p.d_fmt
+        normal = (
+            ("a", normal_of("a", p.a_fmt)),
+            ("b", normal_of("b", p.b_fmt)),
+            ("c", i == 0 and normal_of("c", p.c_fmt)),
+        )
+        cases = group_cases(p, hi - lo, c_fmt, normal, root=i == len(groups) - 1)
+        scale = Fraction(2) ** (-p.d_fmt.spec.emin)
+        cases = [[a for a in c if a[1] * scale < cap] for c in cases]
+        if any(not c for c in cases):
+            return None
+        per_group.append(prune(cases))
+    sizes = [hi - lo for lo, hi in groups]
+    e_min = p.d_fmt.spec.emin
+    worst = Fraction(0)
+    for combo in itertools.product(*per_group):
+        best = None
+        for alts in itertools.product(*combo):
+            cb = LEAF
+            for (delta, b), n in zip(alts, sizes):
+                cb = LEAF.node([cb] + [LEAF] * n, NodeBound(up(delta), up(b)))
+            U = cb.normwise(e_min)
+            if best is None or U < best:
+                best = U
+        worst = max(worst, best)
+    return worst
+
+
+__all__ = ["chain_upper", "group_cases", "max_loss", "prune"]

@@ -1,0 +1,96 @@
+"""Chained fused groups bounded case by case (certify/chain_regimes.py): the pieces
+against brute force, the pruning keeps every case that can be the worst, and Ampere's
+tf32 chain (two groups of four) closes with a witness that reproduces; rows near the
+worst case never exceed U."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import pytest
+
+from tensorcore_smt.certify.alignment import Entry, Slot
+from tensorcore_smt.certify.bound import bound, default_class, make_bound_query
+from tensorcore_smt.certify.chain_regimes import max_loss, prune
+from tensorcore_smt.certify.classes import parse_where
+from tensorcore_smt.certify.compose import instruction_bound
+from tensorcore_smt.certify.extremal import _mutate, argument_rows
+from tensorcore_smt.certify.sample import best_of
+from tensorcore_smt.model.measure import Measure
+from tensorcore_smt.spec.presets import parse_variant
+
+NORMAL = default_class() + (parse_where("normal-only"),)
+TF32 = "m16n8k8.f32.tf32.tf32.f32"
+
+
+def test_max_loss_is_the_largest_cut_of_any_term():
+    rng = random.Random(2)
+    for _ in range(200):
+        entries = []
+        for e in rng.sample(range(-4, 4), 3):
+            lo = rng.randint(1, 40)
+            entries.append(Entry(e, e - 4, lo, lo + rng.randint(0, 40)))
+        s = Slot(tuple(sorted(entries)), 1)
+        E, F = rng.randint(-4, 4), rng.randint(0, 6)
+        want = Fraction(0)
+        for x in s.entries:
+            if x.e > E:
+                continue
+            k = E - F - x.lsb
+            for n in range(x.lo, x.hi + 1):
+                cut = (n % (1 << k)) if k > 0 else 0
+                want = max(want, cut * Fraction(2) ** x.lsb)
+        assert max_loss(s, E, F) == want
+
+
+def test_prune_keeps_every_case_that_can_be_the_worst():
+    one, two = Fraction(1), Fraction(2)
+    a = [(two, 0 * one), (one, two)]
+    dominated = [(one, 0 * one), (one, one)]  # each of a's alternatives is above one of it
+    incomparable = [(0 * one, 3 * one)]
+    kept = prune([dominated, a, incomparable])
+    assert a in kept and incomparable in kept and dominated not in kept
+    # neither dominates: (0, 5) is below nothing of c, (1, 1) below nothing of b
+    b = [(two, 0 * one), (0 * one, 5 * one)]
+    c = [(two, 0 * one), (one, one)]
+    assert len(prune([b, c])) == 2
+
+
+def test_tf32_chain_closes_with_normal_operands():
+    cert = bound("ampere", instr=TF32, constraints=NORMAL, timeout=30, sample_rows=100)
+    assert cert.closed and cert.upper_method == "composed"
+    assert cert.upper <= cert.lower * Fraction(17, 16)
+    assert any("case by case" in line for line in cert.argument)
+    # 10 grid units of 2^-24 at most: 5 per group (four cuts and one truncation)
+    assert cert.upper <= Fraction(10, 2**24)
+    assert cert.lower > Fraction(99, 10 * 2**24)
+
+
+@pytest.mark.parametrize("cls", ["default", "normal"])
+def test_rows_near_the_chain_worst_case_never_exceed_the_bound(cls):
+    cons = default_class() if cls == "default" else NORMAL
+    q = make_bound_query("ampere", None, TF32, Measure.NORMWISE, cons)
+    U = instruction_bound(q.p, cons).upper
+    rng = random.Random(5)
+    seeds = argument_rows(q, {})
+    rows = list(seeds)
+    for _ in range(500):
+        row = rng.choice(seeds)
+        for _ in range(rng.randint(1, 4)):
+            row = _mutate(row, q, rng, {})
+        rows.append(row)
+    best = best_of(q, rows)
+    assert best is not None and 0 < best.measure <= U
+
+
+def test_chain_cases_apply_only_where_their_preconditions_hold():
+    from tensorcore_smt.certify.chain_regimes import chain_upper
+
+    one_group = parse_variant("hopper").params(None)
+    assert chain_upper(one_group, NORMAL, lambda op, f: True, Fraction(1)) is None
+    p = parse_variant("ampere").params(TF32)
+    got = chain_upper(p, NORMAL, lambda op, f: True, Fraction(1))
+    assert got is not None and got <= Fraction(10, 2**24)
+    # nothing below a cap it cannot beat
+    assert chain_upper(p, NORMAL, lambda op, f: True, Fraction(1, 2**30)) is None
