@@ -45,6 +45,9 @@ instruction nodes (each chain step: the running accumulator and K products), fp3
 promotion and split-combination additions (delta = 2^-24, b = 2^-24 2^-126), the epilogue
 addition of C and the conversion to the output format.
 
+CDNA3's round-down groups (FDRDA, GFDRDA; model/cdna3.py) have their own (N), derived in
+compose_cdna3.py (fdrda_preconditions and fdrda_instruction below chain them).
+
 Every figure is an exact rational rounded upward to a dyadic of ROUND_BITS bits, so the
 bound stays sound. The argument is checked where it can fail: random rows and the
 witnesses of `tcsmt bound` never exceed it (tests/test_compose.py).
@@ -61,6 +64,7 @@ from ..model.params import Algorithm, CAddend, ModelParams, Split
 from ..model.terms import AlignMode
 from ..smt.query import Constraint, ConstraintKind
 from ..spec.formats import Format, Rounding
+from . import compose_cdna3
 
 ROUND_BITS = 60
 """Significant bits kept (rounded upward) by every step of the composition."""
@@ -227,6 +231,8 @@ def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusa
         )
     if ConstraintKind.NO_OVERFLOW not in kinds or ConstraintKind.FINITE not in kinds:
         return Refusal("the class must be finite without overflow (--where finite, no-overflow)")
+    if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
+        return fdrda_preconditions(p, constraints)
     if p.algorithm not in (Algorithm.FDA, Algorithm.SFMA):
         return Refusal(
             f"no composed bound for the {p.algorithm.value} algorithm (FDA and SFMA only)"
@@ -252,6 +258,8 @@ def instruction(
 ) -> tuple[NodeBound, list[str]]:
     """The instruction as one node (N) over its inputs (c and its K products): its groups
     composed, with the steps in words (`root`: its result is the whole computation's)."""
+    if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
+        return fdrda_instruction(p, constraints, root)
     lines = []
     if p.algorithm == Algorithm.SFMA:
         n = ieee_add(p.d_fmt)
@@ -281,6 +289,45 @@ def instruction(
         lines.append(
             f"c added after the chain in {p.d_fmt.spec.name}: delta = {float(n.delta):.3g}"
         )
+    return NodeBound(cb.g, cb.A), lines
+
+
+def _fdrda_rho(p: ModelParams, constraints) -> tuple[int, int]:
+    af, bf = compose_cdna3.unit_formats(p)
+    return _rho_bits("a", p.a_fmt, af, constraints), _rho_bits("b", p.b_fmt, bf, constraints)
+
+
+def fdrda_preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusal | None:
+    """Why the FDRDA/GFDRDA argument (compose_cdna3.py) does not apply to `p`, or None."""
+    ab_normal = all(
+        _forced_normal(op, f, constraints) for op, f in (("a", p.a_fmt), ("b", p.b_fmt))
+    )
+    why = compose_cdna3.refusal(p, _fdrda_rho(p, constraints), ab_normal)
+    return None if why is None else Refusal(why)
+
+
+def fdrda_instruction(
+    p: ModelParams, constraints: tuple[Constraint, ...], root: bool = False
+) -> tuple[NodeBound, list[str]]:
+    """A CDNA3 FDRDA/GFDRDA instruction as one node: its groups (compose_cdna3.group_node)
+    chained, each group's c the previous group's fp32 result."""
+    rho = _fdrda_rho(p, constraints)
+    lines = []
+    cb = LEAF
+    groups = p.groups()
+    for i, (lo, hi) in enumerate(groups):
+        c_fmt = p.c_fmt if i == 0 else p.d_fmt
+        flushable = p.flush_inputs and not (i == 0 and _forced_normal("c", c_fmt, constraints))
+        last = root and i == len(groups) - 1
+        delta, b, alpha, e = compose_cdna3.group_node(p, hi - lo, c_fmt, rho, flushable, last)
+        n = NodeBound(up(delta), up(b))
+        where = "c above the products" if e is None else f"e_dot = {e}"
+        lines.append(
+            f"{p.algorithm.value} group {i}: {hi - lo} products, F = {p.F}, F2 = {p.F2}: "
+            f"alpha = {float(alpha):.4g} ({where}), delta = {float(n.delta):.4g}, "
+            f"b = {float(n.b):.3g}"
+        )
+        cb = LEAF.node([cb] + [LEAF] * (hi - lo), n)
     return NodeBound(cb.g, cb.A), lines
 
 
@@ -358,6 +405,8 @@ __all__ = [
     "NodeBound",
     "Refusal",
     "fda_group",
+    "fdrda_instruction",
+    "fdrda_preconditions",
     "gemm_bound",
     "ieee_add",
     "instruction_bound",
