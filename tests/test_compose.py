@@ -92,7 +92,7 @@ def test_exhaustive_class_stays_below_the_composed_bound():
 
 
 def test_preconditions_refuse_what_the_argument_does_not_cover():
-    cdna3 = parse_variant("cdna3").params(None)
+    cdna3 = parse_variant("cdna3").params("v_mfma_f32_32x32x8_bf16")
     assert isinstance(instruction_bound(cdna3, default_class()), Refusal)
     p = parse_variant("hopper[carry_bits=2]").params("m16n8k16.f32.f16.f16.f32")
     r = instruction_bound(p, default_class())
