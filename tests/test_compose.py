@@ -22,6 +22,7 @@ from tensorcore_smt.model.measure import Measure
 from tensorcore_smt.spec.presets import parse_variant
 
 NORMAL = default_class() + (parse_where("normal-only"),)
+GEMM_CLASS = NORMAL + (parse_where("exponent-window:c=-126:125"),)
 
 CASES = [
     ("volta", "m8n8k4.f32.f16.f16.f32"),
@@ -92,7 +93,7 @@ def test_exhaustive_class_stays_below_the_composed_bound():
 
 
 def test_preconditions_refuse_what_the_argument_does_not_cover():
-    cdna3 = parse_variant("cdna3").params(None)
+    cdna3 = parse_variant("cdna3").params("v_mfma_f32_32x32x8_bf16")
     assert isinstance(instruction_bound(cdna3, default_class()), Refusal)
     p = parse_variant("hopper[carry_bits=2]").params("m16n8k16.f32.f16.f16.f32")
     r = instruction_bound(p, default_class())
@@ -136,8 +137,27 @@ def test_drift_bound_is_the_sum_of_both_units():
     ],
 )
 def test_gemm_outputs_never_exceed_the_composed_bound(hyp, K):
-    cert = gemm_certificate(hyp, K, NORMAL, rows=24)
+    cert = gemm_certificate(hyp, K, GEMM_CLASS, rows=24)
     assert cert.upper is not None and 0 < cert.lower <= cert.upper
+
+
+def test_rounding_up_midway_needs_room_below_the_overflow_threshold():
+    # promoted FP8: each fp32 promotion rounds to nearest and feeds the next one, so a sum
+    # within an ulp of the largest float can overflow: refused unless C is narrowed
+    from tensorcore_smt.certify.compose import gemm_bound
+    from tensorcore_smt.gemm.hypothesis import parse_gemm
+
+    hyp = parse_gemm("hopper/cublas-fp8", "wgmma.m64n8k32.f32.e4m3.e4m3")
+    r = gemm_bound(hyp, 512, NORMAL)
+    assert isinstance(r, Refusal) and "overflow" in r.reason
+    assert isinstance(gemm_bound(hyp, 512, GEMM_CLASS), Argument)
+    # truncating chains never grow a running sum: no window needed
+    assert isinstance(gemm_bound(parse_gemm("hopper/serial", None), 512, NORMAL), Argument)
+    # an instruction whose fused groups round to nearest between them (Blackwell FP8 into
+    # fp16): its products alone can reach the fp16 range, so it is refused
+    p = parse_variant("blackwell").params("m16n8k32.f16.e4m3.e4m3.f16")
+    r = instruction_bound(p, NORMAL)
+    assert isinstance(r, Refusal) and "overflow" in r.reason
 
 
 def test_gemm_bound_grows_with_the_chain_and_covers_the_instruction():

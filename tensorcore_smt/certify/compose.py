@@ -45,6 +45,9 @@ instruction nodes (each chain step: the running accumulator and K products), fp3
 promotion and split-combination additions (delta = 2^-24, b = 2^-24 2^-126), the epilogue
 addition of C and the conversion to the output format.
 
+CDNA3's round-down groups (FDRDA, GFDRDA; model/cdna3.py) have their own (N), derived in
+compose_cdna3.py (fdrda_preconditions and fdrda_instruction below chain them).
+
 Every figure is an exact rational rounded upward to a dyadic of ROUND_BITS bits, so the
 bound stays sound. The argument is checked where it can fail: random rows and the
 witnesses of `tcsmt bound` never exceed it (tests/test_compose.py).
@@ -61,6 +64,7 @@ from ..model.params import Algorithm, CAddend, ModelParams, Split
 from ..model.terms import AlignMode
 from ..smt.query import Constraint, ConstraintKind
 from ..spec.formats import Format, Rounding
+from . import compose_cdna3
 from .alignment import group_bound
 from .chain_regimes import chain_upper
 
@@ -253,6 +257,8 @@ def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusa
         )
     if ConstraintKind.NO_OVERFLOW not in kinds or ConstraintKind.FINITE not in kinds:
         return Refusal("the class must be finite without overflow (--where finite, no-overflow)")
+    if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
+        return fdrda_preconditions(p, constraints)
     if p.algorithm not in (Algorithm.FDA, Algorithm.SFMA):
         return Refusal(
             f"no composed bound for the {p.algorithm.value} algorithm (FDA and SFMA only)"
@@ -270,7 +276,51 @@ def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusa
         _forced_normal(op, f, constraints) for op, f in (("a", p.a_fmt), ("b", p.b_fmt))
     ):
         return Refusal("flushed subnormal inputs: add --where normal-only:ab")
+    if rounds_up_midway(p) and not far_from_overflow(p, p.K, constraints):
+        return Refusal(OVERFLOW_EDGE)
     return None
+
+
+OVERFLOW_EDGE = (
+    "an intermediate sum rounded to nearest (up by half an ulp) can overflow in the next "
+    "addition when |c| + sum |a_k b_k| is within a few ulps of the largest finite value: "
+    "narrow c, e.g. --where exponent-window:c=-149:125"
+)
+
+
+def rounds_up_midway(p: ModelParams) -> bool:
+    """Whether a rounding to nearest (which can grow a magnitude) feeds a later addition:
+    chained FDA groups that round to nearest, or a chain of FMAs. Truncation and rounding
+    toward zero never grow a magnitude, so every running sum then stays within the exact
+    terms' sum M, below the largest finite value in a no-overflow class."""
+    nearest = p.rounding in (Rounding.RNE, Rounding.RNA)
+    if p.algorithm == Algorithm.SFMA:
+        return p.K > 1
+    return nearest and len(p.groups()) > 1
+
+
+def _largest(fmt: Format, op: str, constraints) -> Fraction:
+    """The largest magnitude of operand group `op` in the class (its format's largest
+    finite value, or below 2^(hi+1) for an exponent window)."""
+    from ..spec.formats import max_finite_bits, value_of
+
+    top = value_of(max_finite_bits(fmt), fmt)
+    for c in constraints:
+        if c.kind == ConstraintKind.EXPONENT_WINDOW and op in c.operands and c.hi is not None:
+            top = min(top, Fraction(2) ** (c.hi + 1))
+    return top
+
+
+def far_from_overflow(p: ModelParams, K: int, constraints) -> bool:
+    """Whether every sum of the class stays below half the output's largest finite
+    value, |c| + K max|a| max|b| <= max/2: then no running sum, however rounded (each
+    within a factor 1 + U < 2 of the exact terms' sum), can reach the overflow threshold."""
+    from ..spec.formats import max_finite_bits, value_of
+
+    top = _largest(p.c_fmt, "c", constraints) + K * _largest(p.a_fmt, "a", constraints) * (
+        _largest(p.b_fmt, "b", constraints)
+    )
+    return top <= value_of(max_finite_bits(p.d_fmt), p.d_fmt) / 2
 
 
 def instruction(
@@ -278,6 +328,8 @@ def instruction(
 ) -> tuple[NodeBound, list[str]]:
     """The instruction as one node (N) over its inputs (c and its K products): its groups
     composed, with the steps in words (`root`: its result is the whole computation's)."""
+    if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
+        return fdrda_instruction(p, constraints, root)
     lines = []
     if p.algorithm == Algorithm.SFMA:
         n = ieee_add(p.d_fmt)
@@ -316,6 +368,45 @@ def instruction(
     return NodeBound(cb.g, cb.A), lines
 
 
+def _fdrda_rho(p: ModelParams, constraints) -> tuple[int, int]:
+    af, bf = compose_cdna3.unit_formats(p)
+    return _rho_bits("a", p.a_fmt, af, constraints), _rho_bits("b", p.b_fmt, bf, constraints)
+
+
+def fdrda_preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusal | None:
+    """Why the FDRDA/GFDRDA argument (compose_cdna3.py) does not apply to `p`, or None."""
+    ab_normal = all(
+        _forced_normal(op, f, constraints) for op, f in (("a", p.a_fmt), ("b", p.b_fmt))
+    )
+    why = compose_cdna3.refusal(p, _fdrda_rho(p, constraints), ab_normal)
+    return None if why is None else Refusal(why)
+
+
+def fdrda_instruction(
+    p: ModelParams, constraints: tuple[Constraint, ...], root: bool = False
+) -> tuple[NodeBound, list[str]]:
+    """A CDNA3 FDRDA/GFDRDA instruction as one node: its groups (compose_cdna3.group_node)
+    chained, each group's c the previous group's fp32 result."""
+    rho = _fdrda_rho(p, constraints)
+    lines = []
+    cb = LEAF
+    groups = p.groups()
+    for i, (lo, hi) in enumerate(groups):
+        c_fmt = p.c_fmt if i == 0 else p.d_fmt
+        flushable = p.flush_inputs and not (i == 0 and _forced_normal("c", c_fmt, constraints))
+        last = root and i == len(groups) - 1
+        delta, b, alpha, e = compose_cdna3.group_node(p, hi - lo, c_fmt, rho, flushable, last)
+        n = NodeBound(up(delta), up(b))
+        where = "c above the products" if e is None else f"e_dot = {e}"
+        lines.append(
+            f"{p.algorithm.value} group {i}: {hi - lo} products, F = {p.F}, F2 = {p.F2}: "
+            f"alpha = {float(alpha):.4g} ({where}), delta = {float(n.delta):.4g}, "
+            f"b = {float(n.b):.3g}"
+        )
+        cb = LEAF.node([cb] + [LEAF] * (hi - lo), n)
+    return NodeBound(cb.g, cb.A), lines
+
+
 def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Argument | Refusal:
     """The composed U of the normwise error of one instruction over the class."""
     why = preconditions(p, constraints)
@@ -351,6 +442,16 @@ def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | R
         )
     node, lines = instruction(p, constraints)
     plan = make_plan(s, padded_k(K, p.K), p.K)
+    nearest = p.rounding in (Rounding.RNE, Rounding.RNA)
+    fp32_adds = sum(len(sp.chains) for sp in plan.splits if sp.promoted) + len(plan.splits) - 1
+    midway = (
+        rounds_up_midway(p)
+        or (nearest and plan.steps() > 1)
+        or fp32_adds > 1
+        or (fp32_adds == 1 and not plan.c_in_chain)
+    )
+    if midway and not far_from_overflow(p, K, constraints):
+        return Refusal(OVERFLOW_EDGE)
     fp32 = ieee_add(Format.FP32)
     partials = []
     for sp in plan.splits:
@@ -397,6 +498,8 @@ __all__ = [
     "NodeBound",
     "Refusal",
     "fda_group",
+    "fdrda_instruction",
+    "fdrda_preconditions",
     "gemm_bound",
     "ieee_add",
     "instruction_bound",

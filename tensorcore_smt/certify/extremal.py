@@ -24,6 +24,7 @@ from ..smt.query import Query
 from ..spec.formats import Format, round_fraction
 from .aligned_rows import aligned_rows
 from .compose import class_normal
+from .extremal_cdna3 import fdrda_rows
 from .sample import Sampled, best_of, fixed_inputs
 
 BATCH = 256
@@ -181,7 +182,7 @@ def structured_best(
     rng = random.Random(seed)
     fixed = fixed_inputs(q)
     t_end = time.monotonic() + seconds
-    best = best_of(q, argument_rows(q, fixed))
+    best = best_of(q, argument_rows(q, fixed) + fdrda_rows(q, fixed))
     first = best_of(q, [structured_row(q, rng, fixed) for _ in range(BATCH)])
     if first is not None and (
         best is None or (not isinstance(first.measure, float) and first.measure > best.measure)
