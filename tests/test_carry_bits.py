@@ -127,6 +127,7 @@ def _check_property(arch: str, instr: str, timeout: int) -> None:
         assert qs["k-plus-1-group"]["variants"] == [f"{group}]", f"{group},carry_bits={k + 1}]"]
 
 
+@pytest.mark.slow
 def test_carry_bits_property_on_an_fp8_unit_whose_carry_bits_changed():
     """Hopper's FP8 mma.sync k16, two chained HMMA groups of 8 products from +0 (c added
     after): 8 products below 3.52 units and the first group's result need 3 carry bits,

@@ -34,7 +34,13 @@ def _upper(instr, cons) -> Fraction:
 
 
 @pytest.mark.parametrize(
-    "instr", [F16, "v_mfma_f32_16x16x16_f16", "v_mfma_f32_32x32x16_bf8_fp8"], ids=str
+    "instr",
+    [
+        F16,
+        pytest.param("v_mfma_f32_16x16x16_f16", marks=pytest.mark.slow),
+        "v_mfma_f32_32x32x16_bf8_fp8",
+    ],
+    ids=str,
 )
 @pytest.mark.parametrize("cls", sorted(CLASSES))
 def test_rows_never_exceed_the_composed_bound(instr, cls):
