@@ -94,3 +94,34 @@ def test_chain_cases_apply_only_where_their_preconditions_hold():
     assert got is not None and got <= Fraction(10, 2**24)
     # nothing below a cap it cannot beat
     assert chain_upper(p, NORMAL, lambda op, f: True, Fraction(1, 2**30)) is None
+
+
+def test_tf32_chain_closes_in_the_default_class_by_mass():
+    # subnormal tf32 factors: a product of a subnormal and 2^25 sets the grid far above
+    # its value; c and the other products just below the grid are lost whole. The two
+    # groups cannot both reach that ratio on the same mass, so charging each loss to the
+    # products it comes from (chain_mass.py) gives the single group's figure, not twice it
+    import numpy as np
+
+    import tensorcore_smt as tc
+    from tensorcore_smt.model.measure import exact_value, measure_value
+    from tensorcore_smt.spec.formats import value_of
+
+    cert = bound("ampere", instr=TF32, timeout=30, sample_rows=100)
+    assert cert.closed and cert.upper <= cert.lower * Fraction(17, 16)
+    assert any("by mass" in line for line in cert.argument)
+    assert Fraction(1, 2**12) * Fraction(99, 100) < cert.lower <= cert.upper
+    p = parse_variant("ampere").params(TF32)
+    w = cert.witness
+    a = [w[f"a{k}"] for k in range(p.K)]
+    b = [w[f"b{k}"] for k in range(p.K)]
+    d = tc.simulate(
+        "ampere",
+        TF32,
+        np.array([a], np.uint64),
+        np.array([b], np.uint64),
+        np.array([w["c"]], np.uint64),
+    )
+    e, den = exact_value(a, b, w["c"], (p.a_fmt, p.b_fmt, p.c_fmt))
+    got = measure_value(value_of(int(d[0]), p.d_fmt), e, den, Measure.NORMWISE, p.d_fmt)
+    assert got == cert.lower

@@ -82,10 +82,16 @@ def aligned_rows(q: Query, fixed: dict[str, int], normal: dict[str, bool]) -> li
     order = p.k_order()[lo:hi]
     norm = tuple(normal.items())
     rows = []
+    shapes = []
     for w in worst_configs(p, n, p.c_fmt, norm):
         row = _realise(q, w, order, normal)
         if row is None:
             continue
+        shapes.append(row)
+        chained = _repeat_in_later_groups(p, row, order)
+        if chained is not None:
+            shapes.append(chained)
+    for row in shapes:
         for negative in (False, True):
             r = dict(row)
             if negative:
@@ -98,6 +104,24 @@ def aligned_rows(q: Query, fixed: dict[str, int], normal: dict[str, bool]) -> li
             r.update(fixed)
             rows.append(r)
     return rows
+
+
+def _repeat_in_later_groups(p: ModelParams, row: dict, order: list[int]) -> dict | None:
+    """The row with every later group of a chain given the first group's products other
+    than its first (the leader's place): when the first group loses its other terms
+    whole, its result is the leader, which leads the next group at the same E, and that
+    group's copies lose as much again (None for one group)."""
+    groups = p.groups()
+    if len(groups) < 2:
+        return None
+    out = dict(row)
+    first = [(row[f"a{k}"], row[f"b{k}"]) for k in order[1:]]
+    korder = p.k_order()
+    for lo, hi in groups[1:]:
+        for i, k in enumerate(korder[lo:hi]):
+            a, b = first[i % len(first)] if first else (0, 0)
+            out[f"a{k}"], out[f"b{k}"] = a, b
+    return out
 
 
 def _realise(q: Query, w: Worst, order: list[int], normal) -> dict[str, int] | None:

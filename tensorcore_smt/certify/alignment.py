@@ -142,9 +142,17 @@ class Worst:
     others: list[tuple[int, Entry, int]] | None = None
 
 
-def _worst_at(slots: list[Slot], E: int, F: int, const: int, shift: int) -> Worst | None:
+def _worst_at(
+    slots: list[Slot],
+    E: int,
+    F: int,
+    const: int,
+    shift: int,
+    leaders: tuple[int, ...] | None = None,
+) -> Worst | None:
     """Dinkelbach's iteration for max (sum l + const 2^shift) / (sum t) with a leader at
-    exactly E (None when no slot has a term at E)."""
+    exactly E (None when no slot has a term at E); `leaders`: the slots the leader may
+    come from (None: any)."""
     grid = E - F
     # the candidates: per slot, (l, t, entry, N) as integers in units of 2^base
     base = min(min(x.lsb for s in slots for x in s.entries), shift)
@@ -158,7 +166,7 @@ def _worst_at(slots: list[Slot], E: int, F: int, const: int, shift: int) -> Wors
                 continue
             k = grid - x.lsb
             scale = x.lsb - base
-            if x.e == E:
+            if x.e == E and (leaders is None or i in leaders):
                 n, loss, t = candidate(x, grid)
                 lead.append((i, loss << scale, t << scale, x, n))
             if k <= 0:

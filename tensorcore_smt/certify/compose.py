@@ -66,6 +66,7 @@ from ..smt.query import Constraint, ConstraintKind
 from ..spec.formats import Format, Rounding
 from . import compose_cdna3
 from .alignment import group_bound
+from .chain_mass import chain_mass_upper
 from .chain_regimes import chain_upper
 
 ROUND_BITS = 60
@@ -420,6 +421,13 @@ def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Ar
         lines.append(
             "chained groups bounded case by case (certify/chain_regimes.py): the worst "
             "combination of each group's cases, not the sum of every case's worst"
+        )
+    by_mass = chain_mass_upper(p, lambda op, f: _forced_normal(op, f, constraints))
+    if by_mass is not None and by_mass < U:
+        U = by_mass
+        lines.append(
+            "chained groups bounded by mass (certify/chain_mass.py): each loss charged to "
+            "the products or accumulator it comes from, the largest group ratio once"
         )
     lines.append(f"U = g + A 2^-e_min({p.d_fmt.spec.name}) = {float(U):.6g}")
     return Argument(U, lines)
