@@ -132,7 +132,7 @@ def test_normal_operands_stay_below_the_analytic_bound(arch, instr):
     # The argument's worst-case rows and random rows of the normal-only class never exceed
     # the analytic bound. On Volta the exact loss bound (certify/alignment.py) proves it:
     # U = 4.7683681e-7 < gamma_4(2^-23) = 4.7683738e-7, and the worst-case shape reaches
-    # 99.9 % of it; Ampere tf32 (U 9.61e-7 against 9.537e-7) stays open.
+    # 99.9 % of it; Ampere tf32's chain (U 5.96e-7 against 9.537e-7) proves it too.
     q = make_bound_query(arch, None, instr, Measure.NORMWISE, NORMAL)
     A = instruction_analytic(q.p, normal_inputs=True).bound
     worst = best_of(q, argument_rows(q, {}))
