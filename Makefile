@@ -30,6 +30,7 @@ bench:
 	$(BIN)/python bench/bench_identify.py
 	$(BIN)/python bench/bench_gemm.py --write results
 	$(BIN)/python bench/bench_engine.py --write results
+	$(BIN)/python bench/bench_bound.py --write results
 
 bench-solvers:
 	$(BIN)/python bench/bench_solvers.py
