@@ -67,10 +67,11 @@ def test_tf32_chain_closes_with_normal_operands():
     assert cert.lower > Fraction(99, 10 * 2**24)
 
 
+@pytest.mark.parametrize("instr", [TF32, "m16n8k16.f32.f16.f16.f32"])
 @pytest.mark.parametrize("cls", ["default", "normal"])
-def test_rows_near_the_chain_worst_case_never_exceed_the_bound(cls):
+def test_rows_near_the_chain_worst_case_never_exceed_the_bound(cls, instr):
     cons = default_class() if cls == "default" else NORMAL
-    q = make_bound_query("ampere", None, TF32, Measure.NORMWISE, cons)
+    q = make_bound_query("ampere", None, instr, Measure.NORMWISE, cons)
     U = instruction_bound(q.p, cons).upper
     rng = random.Random(5)
     seeds = argument_rows(q, {})
@@ -125,3 +126,18 @@ def test_tf32_chain_closes_in_the_default_class_by_mass():
     e, den = exact_value(a, b, w["c"], (p.a_fmt, p.b_fmt, p.c_fmt))
     got = measure_value(value_of(int(d[0]), p.d_fmt), e, den, Measure.NORMWISE, p.d_fmt)
     assert got == cert.lower
+
+
+def test_fp16_chain_closes_by_induction_over_its_groups():
+    # Ampere's fp16 unit: two groups of eight; two smallest subnormals make a product
+    # 2^-48 aligned at 2^-28 (grid 2^-52): c just below the grid is lost, 1/17. By mass
+    # the second group's accumulator loss is charged to a product of 2^-48 (1/16); by
+    # induction it is paid by the mass the accumulator carries, and U comes within 1/16
+    from tensorcore_smt.certify.chain_induction import chain_induction_upper
+
+    p = parse_variant("ampere").params(None)
+    U = chain_induction_upper(p, lambda op, f: False)
+    assert Fraction(1, 17) < U < Fraction(1, 17) * Fraction(17, 16)
+    cert = bound("ampere", timeout=30, sample_rows=100)
+    assert cert.closed and cert.lower == Fraction(2**24 - 1, 17 * 2**24 - 1)
+    assert any("induction" in line for line in cert.argument)

@@ -66,6 +66,7 @@ from ..smt.query import Constraint, ConstraintKind
 from ..spec.formats import Format, Rounding
 from . import compose_cdna3
 from .alignment import group_bound
+from .chain_induction import chain_induction_upper
 from .chain_mass import chain_mass_upper
 from .chain_regimes import chain_upper
 
@@ -422,12 +423,20 @@ def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Ar
             "chained groups bounded case by case (certify/chain_regimes.py): the worst "
             "combination of each group's cases, not the sum of every case's worst"
         )
-    by_mass = chain_mass_upper(p, lambda op, f: _forced_normal(op, f, constraints))
+    normal_of = lambda op, f: _forced_normal(op, f, constraints)  # noqa: E731
+    by_mass = chain_mass_upper(p, normal_of)
     if by_mass is not None and by_mass < U:
         U = by_mass
         lines.append(
             "chained groups bounded by mass (certify/chain_mass.py): each loss charged to "
             "the products or accumulator it comes from, the largest group ratio once"
+        )
+    by_induction = chain_induction_upper(p, normal_of)
+    if by_induction is not None and by_induction < U:
+        U = by_induction
+        lines.append(
+            "chained groups bounded by induction (certify/chain_induction.py): the "
+            "accumulator loses at most the mass it carries"
         )
     lines.append(f"U = g + A 2^-e_min({p.d_fmt.spec.name}) = {float(U):.6g}")
     return Argument(U, lines)

@@ -1,0 +1,141 @@
+"""A chained fused unit bounded by induction over its groups, the incoming accumulator's
+loss paid by the mass it carries.
+
+chain_mass.py charges the loss of the accumulator r_{j-1} in group j (at most the cut X of
+an accumulator value at that group's exponent E) to the group's own products (at least
+its smallest leader): X / lead(E). But r_{j-1} carries the previous groups' mass S_{<j}:
+it can only lose what it holds, min(|r_{j-1}|, X), with |r_{j-1}| <= (1 + R) S_{<j}. So
+the error over the leaves seen so far, S_{<=j} = |c| + P_1 + ... + P_j, is bounded by
+induction. With E_{<j} <= R S_{<j} + Gamma M (Gamma: what is charged to the whole sum,
+M >= 2^e_min):
+
+- group 1 at E: E_1 <= lambda(E) S_1 (exact loss ratio, alignment.py), or the largest
+  loss at E absolute (Gamma += loss(E) / 2^e_min);
+- group j, a product leads at E (P_j >= lead(E)): E_{<=j} <= R S + lambda_p(E) P_j +
+  min((1 + R) S, X) + 2 Gamma M (S = S_{<j}). Over S >= 0 and P_j >= lead the ratio of
+  the first three terms to S + P_j is largest at S = X / (1 + R) with P_j = lead or
+  P_j -> infinity, or as S -> infinity: R' = max(R, lambda_p, f(lead)) with
+  f(P) = ((1 + 2R) X / (1 + R) + lambda_p P) / (X / (1 + R) + P) (a linear-fractional
+  function of S on each piece, so its extremes are at the ends); or, as chain_mass.py,
+  r's loss charged to the group's products: R' = max(R, lambda_p + X / lead), Gamma kept;
+- group j, r_{j-1} leads at E: the loss <= lambda_r(E) (|r_{j-1}| + P_j), so
+  R' = R + lambda_r (1 + R), Gamma' = Gamma (1 + lambda_r);
+- any case: the largest loss at E, absolute (R' = R, Gamma' = Gamma + loss(E) / 2^e_min);
+- each group's rounding: at most u max(|s'|, 2^e_min) <= u (1 + R + Gamma) M:
+  Gamma += u (1 + R + Gamma).
+
+The states (R, Gamma) are carried forward over every case of each group (the input picks
+the case; each (state, case) takes the alternative with the smaller R' + Gamma'), keeping
+the states no other state exceeds in both; U = the largest R + Gamma at the end (S_{<=J}
+is M). Preconditions: chain_mass.chain_mass_upper's.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..model.params import CAddend, ModelParams
+from ..model.terms import AlignMode
+from ..spec.formats import Rounding
+from .alignment import _worst_at, group_slots
+from .chain_mass import _smallest_at
+from .chain_regimes import max_loss
+
+State = tuple[Fraction, Fraction]
+"""(R, Gamma) after some groups."""
+
+
+def _cases(p: ModelParams, n: int, c_fmt, normal, first: bool) -> list[tuple]:
+    """The cases of one group: ("1", lambda, abs), ("P", lambda_p, X, lead, abs),
+    ("R", lambda_r, abs) or ("A", abs), abs the largest loss at E over 2^e_min."""
+    slots = group_slots(p, n, c_fmt, dict(normal))
+    prod, cslot = slots[0], slots[1]
+    scale = Fraction(2) ** (-p.out_fmt.spec.emin)
+    exps = sorted({x.e for s in slots for x in s.entries})
+    floor = p.e_zero
+    if floor is not None and exps and exps[0] > floor:
+        floor = None
+    m = sum(s.count for s in slots)
+    out: list[tuple] = []
+    if floor is not None:
+        out.append(("A", m * Fraction(2) ** (floor - p.F) * scale))
+    for E in exps:
+        if floor is not None and E <= floor:
+            continue
+        ab = sum((s.count * max_loss(s, E, p.F) for s in slots), Fraction(0)) * scale
+        if first:
+            w = _worst_at(slots, E, p.F, 0, 0)
+            if w is not None:
+                out.append(("1", w.ratio, ab))
+            continue
+        wp = _worst_at([prod], E, p.F, 0, 0)
+        if wp is not None:
+            out.append(("P", wp.ratio, max_loss(cslot, E, p.F), _smallest_at(prod, E), ab))
+        wr = _worst_at(slots, E, p.F, 0, 0, leaders=(1,))
+        if wr is not None:
+            out.append(("R", wr.ratio, ab))
+    return out
+
+
+def _step(state: State, case: tuple) -> State:
+    """The state after one group in `case` (module docstring), the better alternative."""
+    R, G = state
+    kind, *rest = case
+    ab = rest[-1]
+    alts = [(R, G + ab)]
+    if kind == "1":
+        alts.append((rest[0], G))
+    elif kind == "P":
+        lam, X, lead = rest[0], rest[1], rest[2]
+        x = X / (1 + R)
+        f = ((1 + 2 * R) * x + lam * lead) / (x + lead) if x + lead else lam
+        alts.append((max(R, lam, f), 2 * G))
+        # or r's loss charged to the group's own products, at least lead (chain_mass.py)
+        alts.append((max(R, lam + X / lead), G))
+    elif kind == "R":
+        lam = rest[0]
+        alts.append((R + lam * (1 + R), G * (1 + lam)))
+    return min(alts, key=lambda s: s[0] + s[1])
+
+
+def _maximal(states: set[State]) -> set[State]:
+    """The states no other state exceeds in both coordinates."""
+    out: list[State] = []
+    for s in sorted(states, key=lambda s: (-s[0], -s[1])):
+        if not any(o[0] >= s[0] and o[1] >= s[1] for o in out):
+            out.append(s)
+    return set(out)
+
+
+def chain_induction_upper(p: ModelParams, normal_of) -> Fraction | None:
+    """U of a chained FDA instruction by induction over its groups (module docstring),
+    None where the preconditions do not hold."""
+    from .compose import up
+
+    groups = p.groups()
+    if len(groups) < 2 or p.align != AlignMode.TRUNCATE or p.c_add != CAddend.FUSED:
+        return None
+    if p.flush_sums or p.flush_outputs or p.unpack is not None:
+        return None
+    directed = p.rounding not in (Rounding.RNE, Rounding.RNA)
+    u = Fraction(2 if directed else 1, 2**p.out_fmt.spec.precision)
+    states: set[State] = {(Fraction(0), Fraction(0))}
+    for i, (lo, hi) in enumerate(groups):
+        normal = (
+            ("a", normal_of("a", p.a_fmt)),
+            ("b", normal_of("b", p.b_fmt)),
+            ("c", i == 0 and normal_of("c", p.c_fmt)),
+        )
+        cases = _cases(p, hi - lo, p.c_fmt if i == 0 else p.d_fmt, normal, first=i == 0)
+        if not cases:
+            return None
+        nxt = set()
+        for s in states:
+            for c in cases:
+                R, G = _step(s, c)
+                nxt.add((up(R), up(G + u * (1 + R + G))))
+        states = _maximal(nxt)
+    return up(max(R + G for R, G in states))
+
+
+__all__ = ["chain_induction_upper"]
