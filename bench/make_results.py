@@ -201,8 +201,9 @@ def render(rows: dict, timeout: float) -> str:
         "Every `sat` is a witness re-checked on the concrete model (inputs, both variants'",
         "outputs: ARCH/PROPERTY.json; test vectors for `tcsmt probe`: ARCH/PROPERTY.vectors.json).",
         "Every `unsat` names the solvers that agreed; `construction` means both variants build",
-        "the same term on this instruction. `UNEXPECTED` marks an answer that differs from",
-        "the one the property expects.",
+        "the same term on this instruction; `search` means the witness came from the concrete",
+        "search before the solvers (tensorcore_smt/smt/search.py; re-checked the same way, no",
+        "solver run). `UNEXPECTED` marks an answer that differs from the one the property expects.",
         "",
     ]
     for arch, props in rows.items():
