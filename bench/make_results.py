@@ -4,7 +4,8 @@
 
 Every query of every (arch, property) is one task on a Dask cluster (an embedded
 LocalCluster of --workers processes, or --scheduler ADDRESS / $TCSMT_SCHEDULER); the
-solver portfolio inside each task is the one `tcsmt find` runs. For each (arch, property)
+concrete search and the solver portfolio inside each task are those `tcsmt find` runs
+(--search: the search's seconds, 0: none). For each (arch, property)
 it writes results/ARCH/PROPERTY.json (the `tcsmt find --json`
 report: witnesses re-checked on the concrete model, unsat answers with the solvers that
 agreed) and, when there are witnesses, results/ARCH/PROPERTY.vectors.json (test vectors
@@ -29,6 +30,7 @@ from tensorcore_smt.errors import UserError
 from tensorcore_smt.smt import features
 from tensorcore_smt.smt.find import QueryAnswer, QueryTask, query_tasks, save_vectors, sweep
 from tensorcore_smt.smt.library import load_all
+from tensorcore_smt.smt.search import SEARCH_S
 from tensorcore_smt.smt.solve import Limits
 from tensorcore_smt.solvers import available
 from tensorcore_smt.spec.presets import PRESETS
@@ -43,6 +45,9 @@ def main() -> None:
     ap.add_argument("--property", action="append", default=None, help="property (repeatable)")
     ap.add_argument("--features-only", action="store_true", help="only rebuild the matrix")
     ap.add_argument(
+        "--search", type=float, default=SEARCH_S, help="seconds of concrete search per query"
+    )
+    ap.add_argument(
         "--workers", type=int, default=None, help="Dask worker processes (default: cores)"
     )
     ap.add_argument(
@@ -55,7 +60,7 @@ def main() -> None:
         write_features(out)
         return
     props = load_all()
-    limits = Limits(timeout=args.timeout)
+    limits = Limits(timeout=args.timeout, search=args.search)
     summary_path = out / "summary.json"
     rows = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     tasks: dict[tuple[str, str], list[QueryTask]] = {}
@@ -196,8 +201,9 @@ def render(rows: dict, timeout: float) -> str:
         "Every `sat` is a witness re-checked on the concrete model (inputs, both variants'",
         "outputs: ARCH/PROPERTY.json; test vectors for `tcsmt probe`: ARCH/PROPERTY.vectors.json).",
         "Every `unsat` names the solvers that agreed; `construction` means both variants build",
-        "the same term on this instruction. `UNEXPECTED` marks an answer that differs from",
-        "the one the property expects.",
+        "the same term on this instruction; `search` means the witness came from the concrete",
+        "search before the solvers (tensorcore_smt/smt/search.py; re-checked the same way, no",
+        "solver run). `UNEXPECTED` marks an answer that differs from the one the property expects.",
         "",
     ]
     for arch, props in rows.items():

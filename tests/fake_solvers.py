@@ -29,7 +29,25 @@ def _liar(text, names, timeout, seed):
     return "sat", {n: 0 for n in names}, ""
 
 
+def _unsat(text, names, timeout, seed):
+    return "unsat", {}, ""
+
+
+def _late_unsat(text, names, timeout, seed):
+    time.sleep(LATE_S)  # a slower solver that agrees
+    return "unsat", {}, ""
+
+
+LATE_S = 3.0
+
 BACKENDS = {
     name: Backend(name, "fake_solvers", "fake-solvers", lambda: "0-test", fn)
-    for name, fn in (("crash", _crash), ("hang", _hang), ("oom", _oom), ("liar", _liar))
+    for name, fn in (
+        ("crash", _crash),
+        ("hang", _hang),
+        ("oom", _oom),
+        ("liar", _liar),
+        ("unsat", _unsat),
+        ("late", _late_unsat),
+    )
 }

@@ -14,6 +14,7 @@ import pytest
 from tensorcore_smt.smt.query import Goal, make_query, parse_fix, recheck, smtlib
 from tensorcore_smt.solvers import Answer, SolveJob, available, portfolio, solve
 from tensorcore_smt.solvers.backends import PLUGIN_ENV
+from tensorcore_smt.solvers.runner import confirmed_portfolio
 
 TESTS = Path(__file__).parent
 SOLVERS = list(available())
@@ -143,6 +144,38 @@ def test_jobs_limit_runs_solvers_one_after_another(plugins):
     winner, runs = portfolio(job(small_query(2)), ["crash", "bitwuzla"], jobs=1)
     assert [r.solver for r in runs] == ["crash", "bitwuzla"]
     assert winner.answer == Answer.SAT
+
+
+def test_a_running_solver_goes_on_to_confirm_an_unsat(plugins):
+    """The first unsat does not stop the portfolio's other solver: it confirms from where
+    it is (one run each, none restarted), and the hanging one is stopped."""
+    import fake_solvers
+
+    t0 = time.monotonic()
+    first, runs, conf = confirmed_portfolio(
+        job(small_query(4), timeout=60), ["unsat", "late"], ["hang"], jobs=3
+    )
+    wall = time.monotonic() - t0
+    assert (first.solver, first.answer) == ("unsat", Answer.UNSAT)
+    assert (conf[0].solver, conf[0].answer) == ("late", Answer.UNSAT)
+    assert conf[0].seconds >= fake_solvers.LATE_S and wall < 2 * fake_solvers.LATE_S + 10
+    names = [r.solver for r in runs + conf]
+    assert sorted(names) == ["hang", "late", "unsat"]
+    hang = next(r for r in conf if r.solver == "hang")
+    assert hang.reason == "stopped: late answered first"
+
+
+def test_solvers_outside_the_portfolio_confirm_an_unsat(plugins):
+    first, runs, conf = confirmed_portfolio(job(small_query(4)), ["unsat"], ["late"], jobs=2)
+    assert [r.solver for r in runs] == ["unsat"] and first.answer == Answer.UNSAT
+    assert [(r.solver, r.answer) for r in conf] == [("late", Answer.UNSAT)]
+
+
+def test_a_sat_answer_needs_no_confirmation(plugins):
+    q = small_query(2)
+    first, runs, conf = confirmed_portfolio(job(q), ["bitwuzla", "hang"], ["late"], jobs=2)
+    assert first.answer == Answer.SAT and conf == []
+    assert next(r for r in runs if r.solver == "hang").reason.startswith("stopped: bitwuzla")
 
 
 def test_exports_give_the_same_answer_with_every_solver(tmp_path):

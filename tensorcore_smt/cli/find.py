@@ -12,12 +12,13 @@ from ..errors import ExitCode, UserError
 from ..smt.find import QueryAnswer, QueryTask, find_iter, query_tasks, sweep, vectors_of
 from ..smt.library import get, load_all
 from ..smt.report import to_text
-from ..smt.solve import Limits, Verdict, solvers_for
+from ..smt.search import SEARCH_S
+from ..smt.solve import PORTFOLIO, Limits, Verdict, solvers_for, with_search
 from ..spec.presets import PRESETS
 from ..validation import vectors as vec
 from ..validation.distributed import TaskFailure, connect
 from .base import check_out, main, write_or_print
-from .options import Spinner, cluster_options, limits_from, solver_options_common
+from .options import Ranged, Spinner, cluster_options, limits_from, solver_options_common
 
 
 def _dumps(vf, out) -> str:
@@ -42,9 +43,10 @@ def _exit_code(answers: list[QueryAnswer]) -> int:
 
 def budget_line(limits: Limits, n_queries: int) -> str:
     """What `find` says before solving: the wall-clock budget of each query."""
+    search = f"the concrete search ({limits.search:g} s), " if limits.search > 0 else ""
     return (
-        f"budget:      {limits.timeout:g} s per query (every solver of the portfolio and the "
-        f"unsat confirmation within it), {n_queries} quer{'y' if n_queries == 1 else 'ies'}"
+        f"budget:      {limits.timeout:g} s per query ({search}every solver of the portfolio "
+        f"and the unsat confirmation within it), {n_queries} quer{'y' if n_queries == 1 else 'ies'}"
     )
 
 
@@ -71,6 +73,14 @@ def _summary_line(a: QueryAnswer) -> str:
     default=None,
     help="Read properties from this directory instead of the built-in library.",
 )
+@click.option(
+    "--search",
+    "search_s",
+    type=Ranged("search_seconds", float),
+    default=None,
+    help=f"Seconds of concrete search for a witness before the solvers (0: none; default "
+    f"{SEARCH_S:g} with the portfolio, 0 with one --solver).",
+)
 @solver_options_common
 @cluster_options
 def find_cmd(
@@ -79,6 +89,7 @@ def find_cmd(
     instr: str | None,
     run_all: bool,
     properties_dir: str | None,
+    search_s: float | None,
     workers: int | None,
     scheduler: str | None,
     dashboard: bool,
@@ -96,6 +107,9 @@ def find_cmd(
         raise UserError(f"unknown architecture {arch!r}; known: {', '.join(PRESETS)}")
     limits = limits_from(opts)
     solvers_for(limits.solver)
+    if search_s is None:
+        search_s = SEARCH_S if limits.solver == PORTFOLIO else 0.0
+    limits = with_search(limits, search_s)
     as_json, out = opts["as_json"], check_out(opts["out"])
     if run_all:
         if prop_name:

@@ -9,7 +9,7 @@ from fractions import Fraction
 from ..solvers.result import Answer
 from ..spec.formats import Format, format_hex, to_float, value_of
 from .query import Goal
-from .solve import Outcome, Verdict
+from .solve import SEARCH, Outcome, Verdict
 
 
 def describe(bits: int, fmt: Format) -> str:
@@ -27,29 +27,36 @@ def decimal(bits: int, fmt: Format) -> str:
 
 
 def answer_json(o: Outcome, files: list[str]) -> dict:
-    """The answer's fields of a JSON report: verdict, time, every solver run and
-    confirmation, the agreeing solvers, the note and the files written."""
-    return {
+    """The answer's fields of a JSON report: verdict, time, the method that decided it
+    (solver; search: a witness of the concrete search, no solver run; construction;
+    argument: a stated argument, smt/arguments.py), the
+    concrete search when one ran, every solver run and confirmation, the agreeing
+    solvers, the note and the files written."""
+    out = {
         "verdict": o.verdict.value,
         "seconds": round(o.seconds, 3),
+        "method": o.method,
+    }
+    if o.search is not None:
+        out["search"] = o.search.to_json()
+    return out | {
         "solver": o.result.to_json() if o.result else None,
         "runs": [r.to_json() for r in o.runs],
         "confirmations": [r.to_json() for r in o.confirmations],
         "agreeing_solvers": agreeing(o),
         "by_construction": o.by_construction,
-        "method": o.method if o.by_construction else "solver",
         "note": o.note,
         "files": files,
     }
 
 
 def agreeing(o: Outcome) -> list[str]:
-    """Solvers that gave the verdict's answer."""
+    """Solvers that gave the verdict's answer (none for a witness of the search)."""
     want = Answer.SAT if o.verdict in (Verdict.WITNESS, Verdict.BAD_WITNESS) else Answer.UNSAT
     rs = ([o.result] if o.result else []) + o.confirmations
     names = []
     for r in rs:
-        if r.answer == want and r.solver not in names:
+        if r.answer == want and r.solver != SEARCH and r.solver not in names:
             names.append(r.solver)
     return names
 
@@ -64,9 +71,21 @@ def answer_lines(o: Outcome) -> list[str]:
     """The answer part of a report, shared by instruction and GEMM queries: which solver
     answered what, the confirmations, who agreed on an unsat, and the outcome's note."""
     lines: list[str] = []
+    s = o.search
     if o.by_construction:
         lines.append(f"answer:      unsat, by {o.method} ({o.note}); no solver needed")
+    elif o.method == SEARCH:
+        lines.append(
+            f"answer:      search: sat in {s.seconds:.2f} s (the concrete search, "
+            f"{s.rows:,} candidate inputs of the class on the vector interpreter, seed "
+            f"{s.seed}); no solver was run"
+        )
     elif o.result:
+        if s is not None:
+            lines.append(
+                f"search:      no witness in {s.rows:,} candidate inputs ({s.seconds:.2f} s), "
+                "then the solvers"
+            )
         lines.append(f"answer:      {run_line(o.result)}")
         for r in o.runs:
             if r is not o.result:
@@ -79,7 +98,7 @@ def answer_lines(o: Outcome) -> list[str]:
             "agreed:      "
             + (", ".join(agree) if len(agree) > 1 else f"{agree[0]} only (not confirmed)")
         )
-    if o.note and not o.by_construction:
+    if o.note and not o.by_construction and o.method != SEARCH:
         lines.append(f"note:        {o.note}")
     return lines
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..solvers.result import Answer
@@ -54,14 +54,7 @@ class QueryAnswer:
 def _limits_for(spec: QuerySpec, limits: Limits) -> Limits:
     """The limits of one query: the property's own timeout when it is shorter."""
     if spec.timeout and spec.timeout < limits.timeout:
-        return Limits(
-            limits.solver,
-            spec.timeout,
-            limits.jobs,
-            limits.memory_mb,
-            limits.confirm,
-            limits.seed,
-        )
+        return replace(limits, timeout=spec.timeout)
     return limits
 
 

@@ -8,13 +8,20 @@ unsat answer when one is installed.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from ..solvers import Answer, SolveJob, SolveResult
-from ..solvers.runner import Progress, available, check_solver_names, portfolio
+from ..solvers.runner import (
+    Progress,
+    available,
+    check_solver_names,
+    confirmed_portfolio,
+    portfolio,
+)
 from .arguments import argued_unsat
 from .query import Query, Recheck, recheck, smtlib, trivially_unsat
+from .search import SearchRun, search, searchable
 
 PORTFOLIO = "portfolio"
 
@@ -34,8 +41,9 @@ MIN_CONFIRM_S = 0.5
 
 @dataclass
 class Limits:
-    """How solvers are run. `timeout` is the wall-clock budget of one query: the solvers
-    of the portfolio and the confirmation of an unsat answer all run within it."""
+    """How solvers are run. `timeout` is the wall-clock budget of one query: the concrete
+    search (`search` seconds of it, 0: none; smt/search.py), the solvers of the
+    portfolio and the confirmation of an unsat answer all run within it."""
 
     solver: str = PORTFOLIO
     timeout: float = 300.0
@@ -43,6 +51,11 @@ class Limits:
     memory_mb: int = 8192
     confirm: bool = True
     seed: int = 0
+    search: float = 0.0
+
+
+SEARCH = "search"
+"""The name a witness of the concrete search answers under (`Outcome.method`)."""
 
 
 @dataclass
@@ -58,12 +71,19 @@ class Outcome:
     by_construction: bool = False  # proved without a solver (see `method`)
     seconds: float = 0.0
     note: str = ""
+    search: SearchRun | None = None  # the concrete search before the solvers, if one ran
     argued: bool = False  # by_construction through a stated argument (smt/arguments.py)
 
     @property
     def method(self) -> str:
-        """How an answer without a solver was reached: "argument" or "construction"."""
-        return "argument" if self.argued else "construction"
+        """What decided the verdict: "argument" (a stated argument, smt/arguments.py),
+        "construction" (the goal folds to false), "search" (a witness of the concrete
+        search, no solver run), "solver", or "" (no answer)."""
+        if self.by_construction:
+            return "argument" if self.argued else "construction"
+        if self.result is None or not self.result.answer.definite:
+            return ""
+        return SEARCH if self.result.solver == SEARCH else "solver"
 
 
 def solvers_for(name: str) -> list[str]:
@@ -101,19 +121,55 @@ def answer(q: Query, limits: Limits, progress: Progress | None = None) -> Outcom
             note=argued,
             argued=True,
         )
+    run = None
+    if limits.search > 0 and searchable(q):
+        run = search(q, min(limits.search, limits.timeout), limits.seed)
+        if run.witness is not None:
+            return _searched(q, run, time.monotonic() - t0)
     names = tuple(o.name for o in q.operands) + q.output_names
     job = SolveJob(smtlib(q), names, limits.timeout, limits.memory_mb, limits.seed)
     deadline = t0 + limits.timeout
-    result, runs = portfolio(job, solvers, limits.jobs, progress, deadline)
-    out = Outcome(q, Verdict.UNKNOWN, result, runs)
+    # an unsat answer is confirmed by another solver: the portfolio's other solvers go on
+    # from where they are, the installed solvers outside it join as job slots free
+    if limits.confirm:
+        others = [s for s in available() if s not in solvers]
+        result, runs, confirmations = confirmed_portfolio(
+            job, solvers, others, limits.jobs, progress, deadline, MIN_CONFIRM_S
+        )
+    else:
+        result, runs = portfolio(job, solvers, limits.jobs, progress, deadline)
+        confirmations = []
+    out = Outcome(q, Verdict.UNKNOWN, result, runs, search=run)
     if result.answer == Answer.SAT:
         _take_witness(out, result)
     elif result.answer == Answer.UNSAT:
         out.verdict = Verdict.UNSAT
         if limits.confirm:
-            _confirm(out, job, result, limits, progress, deadline)
+            _confirm(out, result, confirmations, limits)
     out.seconds = time.monotonic() - t0
     return out
+
+
+def _searched(q: Query, run: SearchRun, seconds: float) -> Outcome:
+    """The outcome of a witness the concrete search found (re-checked on the concrete
+    interpreter by the search): no solver was run."""
+    r = SolveResult(SEARCH, Answer.SAT, run.seconds)
+    return Outcome(
+        q,
+        Verdict.WITNESS,
+        r,
+        [r],
+        witness=run.witness,
+        seconds=seconds,
+        note=f"found by the concrete search ({run.rows:,} candidate inputs of the class on "
+        "the vector interpreter, the query's own constraint and goal); no solver was run",
+        search=run,
+    )
+
+
+def with_search(limits: Limits, seconds: float) -> Limits:
+    """`limits` with `seconds` of concrete search before the solvers."""
+    return replace(limits, search=seconds)
 
 
 def _take_witness(out: Outcome, result: SolveResult) -> None:
@@ -123,24 +179,17 @@ def _take_witness(out: Outcome, result: SolveResult) -> None:
 
 
 def _confirm(
-    out: Outcome,
-    job: SolveJob,
-    first: SolveResult,
-    limits: Limits,
-    progress: Progress | None,
-    deadline: float,
+    out: Outcome, first: SolveResult, confirmations: list[SolveResult], limits: Limits
 ) -> None:
-    """Ask the other installed solvers (in parallel) for a second, independent answer,
-    within what is left of the query's budget."""
-    others = [s for s in available() if s != first.solver]
-    if not others:
-        return
-    if deadline - time.monotonic() < MIN_CONFIRM_S:
+    """Take the second, independent answer of an unsat (the first run of
+    `confirmations` when it is definite): a witness of another solver decides against
+    the unsat, after the concrete re-check."""
+    if any(s != first.solver for s in available()) and not confirmations:
         out.note = f"not confirmed by a second solver: the budget of {limits.timeout:g} s ran out"
         return
-    r, runs = portfolio(job, others, limits.jobs, progress, deadline)
-    out.confirmations = runs
-    if r.answer == Answer.SAT:
+    out.confirmations = confirmations
+    r = confirmations[0] if confirmations else None
+    if r is not None and r.answer == Answer.SAT:
         # Solvers disagree: the witness decides, after the concrete re-check.
         w = recheck(out.query, r.model)
         if w.reproduces:

@@ -209,24 +209,66 @@ def portfolio(
     `deadline`, a time.monotonic() value; default: `job.timeout` seconds from now) and
     return the first definite answer (or an unknown summarising all) with every run's
     result, the stopped ones and those the budget left no time for included."""
+    winner, runs, _ = _race(job, solvers, [], jobs, progress, deadline)
+    return winner, runs
+
+
+def confirmed_portfolio(
+    job: SolveJob,
+    solvers: list[str],
+    others: list[str],
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    deadline: float | None = None,
+    min_left: float = 0.0,
+) -> tuple[SolveResult, list[SolveResult], list[SolveResult]]:
+    """`portfolio`, and when its first definite answer is unsat, a second definite answer
+    from another solver: the solvers of the portfolio still running go on (the time they
+    have spent is not thrown away) beside `others` (solvers not in the portfolio), queued
+    as job slots free, all within the same deadline; a confirmation starts only when at
+    least `min_left` seconds of the budget are left. Returns (the first answer, the runs
+    up to it, the confirmation's runs: the second definite answer first, if any)."""
+    return _race(job, solvers, others, jobs, progress, deadline, confirm=True, min_left=min_left)
+
+
+def _race(
+    job: SolveJob,
+    solvers: list[str],
+    others: list[str],
+    jobs: int | None,
+    progress: Progress | None,
+    deadline: float | None,
+    confirm: bool = False,
+    min_left: float = 0.0,
+) -> tuple[SolveResult, list[SolveResult], list[SolveResult]]:
     if not solvers:
         raise ValueError("no SMT solver is installed (pip install bitwuzla z3-solver cvc5)")
     jobs = max(1, jobs or os.cpu_count() or 1)
     queue = list(solvers)
     running: list[_Child] = []
-    results: list[SolveResult] = []
+    results: list[SolveResult] = []  # runs up to the first definite answer
+    second: list[SolveResult] = []  # the confirmation's runs
     t0 = time.monotonic()
     if deadline is None:
         deadline = t0 + job.timeout
     winner: SolveResult | None = None
+    confirmer: SolveResult | None = None
+
+    def done() -> bool:
+        if winner is None:
+            return False
+        if not confirm or winner.answer != Answer.UNSAT or confirmer is not None:
+            return True
+        return not (queue or running)
+
     with tempfile.TemporaryDirectory(prefix="tcsmt-") as tmp:
         path = Path(tmp) / "query.smt2"
         path.write_text(job.text)
         try:
-            while (queue or running) and winner is None:
+            while (queue or running) and not done():
                 while queue and len(running) < jobs:
                     if time.monotonic() >= deadline:
-                        results += [_not_started(s, job) for s in queue]
+                        (second if winner else results).extend(_not_started(s, job) for s in queue)
                         queue.clear()
                         break
                     running.append(_Child(queue.pop(0), job, path, Path(tmp), deadline))
@@ -240,24 +282,36 @@ def portfolio(
                     else:
                         continue
                     running.remove(child)
-                    results.append(r)
-                    if r.answer.definite:
-                        winner = r
-                        break
+                    if winner is None:
+                        results.append(r)
+                        if r.answer.definite:
+                            winner = r
+                            if confirm and r.answer == Answer.UNSAT:
+                                # the confirmation: the others, if the budget allows
+                                if deadline - time.monotonic() < min_left and not running:
+                                    queue.clear()
+                                else:
+                                    queue += [x for x in others if x not in queue]
+                            if done():
+                                break
+                    else:
+                        second.append(r)
+                        if r.answer.definite:
+                            confirmer = r
+                            break
                 if progress and running:
                     progress(time.monotonic() - t0, [c.solver for c in running])
         finally:
             for child in running:
                 child.kill()
-                results.append(
-                    SolveResult(
-                        child.solver,
-                        Answer.UNKNOWN,
-                        child.elapsed,
-                        reason=f"stopped: {winner.solver} answered first"
-                        if winner
-                        else "interrupted",
-                    )
+                if winner is None:
+                    why = "interrupted"
+                elif confirmer is not None:
+                    why = f"stopped: {confirmer.solver} answered first"
+                else:
+                    why = f"stopped: {winner.solver} answered first"
+                (second if confirmer else results).append(
+                    SolveResult(child.solver, Answer.UNKNOWN, child.elapsed, reason=why)
                 )
     if winner is None and len(results) == 1 and len(solvers) == 1:
         winner = results[0]
@@ -269,7 +323,10 @@ def portfolio(
             time.monotonic() - t0,
             reason=reasons,
         )
-    return winner, results
+    if confirmer is not None:  # the confirming answer first
+        second.remove(confirmer)
+        second.insert(0, confirmer)
+    return winner, results, second
 
 
 def _not_started(solver: str, job: SolveJob) -> SolveResult:
