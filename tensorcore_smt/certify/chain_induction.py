@@ -40,6 +40,7 @@ from ..spec.formats import Rounding
 from .alignment import _worst_at, group_slots
 from .chain_mass import _smallest_at
 from .chain_regimes import max_loss
+from .nodes import up
 
 State = tuple[Fraction, Fraction]
 """(R, Gamma) after some groups."""
@@ -110,8 +111,6 @@ def _maximal(states: set[State]) -> set[State]:
 def chain_induction_upper(p: ModelParams, normal_of) -> Fraction | None:
     """U of a chained FDA instruction by induction over its groups (module docstring),
     None where the preconditions do not hold."""
-    from .compose import up
-
     groups = p.groups()
     if len(groups) < 2 or p.align != AlignMode.TRUNCATE or p.c_add != CAddend.FUSED:
         return None

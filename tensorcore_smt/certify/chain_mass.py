@@ -41,6 +41,7 @@ from ..model.terms import AlignMode
 from ..spec.formats import Rounding
 from .alignment import Slot, _worst_at, group_slots
 from .chain_regimes import max_loss
+from .nodes import up
 
 Alt = tuple[Fraction, Fraction, Fraction]
 """(alpha, beta, gamma): one alternative bound of a case."""
@@ -96,8 +97,6 @@ def chain_mass_upper(p: ModelParams, normal_of) -> Fraction | None:
         return None
     if p.flush_sums or p.flush_outputs or p.unpack is not None:
         return None
-    from .compose import up
-
     directed = p.rounding not in (Rounding.RNE, Rounding.RNA)
     u = Fraction(2 if directed else 1, 2**p.out_fmt.spec.precision)
     per_group = []

@@ -41,6 +41,7 @@ from ..model.params import CAddend, ModelParams
 from ..model.terms import AlignMode
 from ..spec.formats import Rounding
 from .alignment import Slot, _worst_at, group_slots
+from .nodes import LEAF, NodeBound, up
 
 Alt = tuple[Fraction, Fraction]
 """One alternative (delta, b) of a case."""
@@ -156,8 +157,6 @@ def chain_upper(p: ModelParams, constraints, normal_of, cap: Fraction) -> Fracti
     group's values normal. An alternative whose absolute part alone reaches `cap` is
     dropped first (a case then has fewer alternatives: its bound can only grow, so it
     stays sound), which lets most cases collapse into the ones that dominate them."""
-    from .compose import LEAF, NodeBound, up
-
     groups = p.groups()
     if len(groups) < 2 or p.align != AlignMode.TRUNCATE or p.c_add != CAddend.FUSED:
         return None
