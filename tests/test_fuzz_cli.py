@@ -56,13 +56,16 @@ def _interrupting_cluster(*args, **kwargs):
 
 @pytest.fixture
 def no_work(monkeypatch):
-    """Solver runs, Dask clusters and the identify search become an immediate Ctrl-C."""
+    """Solver runs (with or without confirmation), the concrete witness search, Dask
+    clusters and the identify search become an immediate Ctrl-C."""
     import tensorcore_smt.cli.find as cli_find
     import tensorcore_smt.identify.loop as loop
     import tensorcore_smt.smt.solve as smt_solve
     import tensorcore_smt.validation.distributed as distributed
 
     monkeypatch.setattr(smt_solve, "portfolio", _interrupt)
+    monkeypatch.setattr(smt_solve, "confirmed_portfolio", _interrupt)
+    monkeypatch.setattr(smt_solve, "search", _interrupt)
     monkeypatch.setattr(distributed, "connect", _interrupting_cluster)
     monkeypatch.setattr(cli_find, "connect", _interrupting_cluster, raising=False)
     monkeypatch.setattr(loop, "search", _interrupt)
