@@ -229,6 +229,46 @@ def group_slots(p: ModelParams, n_products: int, c_fmt: Format | None, normal: d
     return slots
 
 
+@dataclass(frozen=True)
+class GroupSetting:
+    """What every bound of one fused group starts from: its slots, the exponents E its
+    largest term can have, e_zero where a zero term can raise E (None where it cannot
+    matter), the number m of terms, and the output rounding's u (directed: 2^(1-p))."""
+
+    slots: list
+    exps: list[int]
+    floor: int | None
+    m: int
+    u: Fraction
+    directed: bool
+
+
+def group_setting(p: ModelParams, n_products: int, c_fmt: Format | None, normal) -> GroupSetting:
+    """The setting of one group (`normal`: operand group -> kept normal by the class)."""
+    slots = group_slots(p, n_products, c_fmt, dict(normal))
+    directed = p.rounding not in (Rounding.RNE, Rounding.RNA)
+    u = Fraction(2 if directed else 1, 2**p.out_fmt.spec.precision)
+    exps = sorted({x.e for s in slots for x in s.entries})
+    floor = p.e_zero
+    if floor is not None and exps and exps[0] > floor:
+        floor = None  # E = e_zero only when every term is zero: nothing is lost
+    return GroupSetting(slots, exps, floor, sum(s.count for s in slots), u, directed)
+
+
+def rounded_ratio(g: GroupSetting, E: int, F: int) -> tuple[Worst | None, Fraction]:
+    """The worst configuration at E (alignment only) and its ratio with the output
+    rounding added (module docstring: a directed rounding of a multiple of the grid)."""
+    w = _worst_at(g.slots, E, F, 0, 0)
+    if w is None:
+        return None, Fraction(0)
+    r = w.ratio + (0 if g.directed else g.u)
+    if g.directed:
+        w2 = _worst_at(g.slots, E, F, -1, E - F)
+        if w2 is not None:
+            r = max(r, w2.ratio + g.u)
+    return w, r
+
+
 def _largest(s: Slot, E: int) -> Fraction:
     """The largest value of a term of slot `s` aligned at an exponent <= E (0: none)."""
     return max((x.hi * Fraction(2) ** x.lsb for x in s.entries if x.e <= E), default=Fraction(0))
@@ -279,28 +319,17 @@ def group_bound(
     is the computation's (one group, c fused), so the class's M >= 2^e_min(out) holds for
     the group's own sum: an E whose terms cannot reach it is left out, and at any E the
     loss ratio is at most (m 2^(E - F)) / 2^e_min(out) + u."""
-    slots = group_slots(p, n_products, c_fmt, dict(normal))
+    g = group_setting(p, n_products, c_fmt, normal)
+    slots, u, m, floor = g.slots, g.u, g.m, g.floor
     out = p.out_fmt.spec
-    directed = p.rounding not in (Rounding.RNE, Rounding.RNA)
-    u = Fraction(2 if directed else 1, 2**out.precision)
-    m = sum(s.count for s in slots)
-    exps = sorted({x.e for s in slots for x in s.entries})
-    floor = p.e_zero
-    if floor is not None and exps and exps[0] > floor:
-        floor = None  # E = e_zero only when every term is zero: nothing is lost
     m_min = Fraction(2) ** out.emin
     per_e: list[tuple[int, Fraction]] = []
-    for E in exps:
+    for E in g.exps:
         if whole and sum(s.count * _largest(s, E) for s in slots) < m_min:
             continue  # every sum at this E underflows: outside the class
-        w = _worst_at(slots, E, p.F, 0, 0)
+        w, r = rounded_ratio(g, E, p.F)
         if w is None:
             continue
-        r = w.ratio + (0 if directed else u)
-        if directed:
-            w2 = _worst_at(slots, E, p.F, -1, E - p.F)
-            if w2 is not None:
-                r = max(r, w2.ratio + u)
         if whole:
             r = min(r, u + m * Fraction(2) ** (E - p.F) / m_min)
         per_e.append((E, r))
@@ -329,12 +358,15 @@ def group_bound(
 
 __all__ = [
     "AlignedBound",
+    "GroupSetting",
     "Entry",
     "Slot",
     "Worst",
     "candidate",
     "worst_configs",
     "group_bound",
+    "group_setting",
+    "rounded_ratio",
     "group_slots",
     "operand_entries",
     "product_entries",

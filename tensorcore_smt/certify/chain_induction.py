@@ -34,12 +34,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..model.params import CAddend, ModelParams
-from ..model.terms import AlignMode
+from ..model.params import ModelParams
 from ..spec.formats import Rounding
-from .alignment import _worst_at, group_slots
+from .alignment import _worst_at, group_setting
 from .chain_mass import _smallest_at
-from .chain_regimes import max_loss
+from .chain_regimes import chain_groups, max_loss
 from .nodes import up
 
 State = tuple[Fraction, Fraction]
@@ -49,18 +48,14 @@ State = tuple[Fraction, Fraction]
 def _cases(p: ModelParams, n: int, c_fmt, normal, first: bool) -> list[tuple]:
     """The cases of one group: ("1", lambda, abs), ("P", lambda_p, X, lead, abs),
     ("R", lambda_r, abs) or ("A", abs), abs the largest loss at E over 2^e_min."""
-    slots = group_slots(p, n, c_fmt, dict(normal))
+    g = group_setting(p, n, c_fmt, normal)
+    slots, floor, m = g.slots, g.floor, g.m
     prod, cslot = slots[0], slots[1]
     scale = Fraction(2) ** (-p.out_fmt.spec.emin)
-    exps = sorted({x.e for s in slots for x in s.entries})
-    floor = p.e_zero
-    if floor is not None and exps and exps[0] > floor:
-        floor = None
-    m = sum(s.count for s in slots)
     out: list[tuple] = []
     if floor is not None:
         out.append(("A", m * Fraction(2) ** (floor - p.F) * scale))
-    for E in exps:
+    for E in g.exps:
         if floor is not None and E <= floor:
             continue
         ab = sum((s.count * max_loss(s, E, p.F) for s in slots), Fraction(0)) * scale
@@ -111,21 +106,14 @@ def _maximal(states: set[State]) -> set[State]:
 def chain_induction_upper(p: ModelParams, normal_of) -> Fraction | None:
     """U of a chained FDA instruction by induction over its groups (module docstring),
     None where the preconditions do not hold."""
-    groups = p.groups()
-    if len(groups) < 2 or p.align != AlignMode.TRUNCATE or p.c_add != CAddend.FUSED:
-        return None
-    if p.flush_sums or p.flush_outputs or p.unpack is not None:
+    chain = chain_groups(p, normal_of)
+    if chain is None:
         return None
     directed = p.rounding not in (Rounding.RNE, Rounding.RNA)
     u = Fraction(2 if directed else 1, 2**p.out_fmt.spec.precision)
     states: set[State] = {(Fraction(0), Fraction(0))}
-    for i, (lo, hi) in enumerate(groups):
-        normal = (
-            ("a", normal_of("a", p.a_fmt)),
-            ("b", normal_of("b", p.b_fmt)),
-            ("c", i == 0 and normal_of("c", p.c_fmt)),
-        )
-        cases = _cases(p, hi - lo, p.c_fmt if i == 0 else p.d_fmt, normal, first=i == 0)
+    for n, c_fmt, normal, first, _ in chain:
+        cases = _cases(p, n, c_fmt, normal, first=first)
         if not cases:
             return None
         nxt = set()

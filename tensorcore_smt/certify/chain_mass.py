@@ -36,11 +36,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..model.params import CAddend, ModelParams
-from ..model.terms import AlignMode
+from ..model.params import ModelParams
 from ..spec.formats import Rounding
-from .alignment import Slot, _worst_at, group_slots
-from .chain_regimes import max_loss
+from .alignment import Slot, _worst_at, group_setting
+from .chain_regimes import chain_groups, max_loss
 from .nodes import up
 
 Alt = tuple[Fraction, Fraction, Fraction]
@@ -57,18 +56,14 @@ def group_mass_cases(
     p: ModelParams, n_products: int, c_fmt, normal, first: bool
 ) -> list[list[Alt]]:
     """The cases of one group (module docstring), each a list of alternatives."""
-    slots = group_slots(p, n_products, c_fmt, dict(normal))
+    g = group_setting(p, n_products, c_fmt, normal)
+    slots, floor, m = g.slots, g.floor, g.m
     prod, cslot = slots[0], slots[1]
     scale = Fraction(2) ** (-p.out_fmt.spec.emin)
-    exps = sorted({x.e for s in slots for x in s.entries})
-    floor = p.e_zero
-    if floor is not None and exps and exps[0] > floor:
-        floor = None
-    m = sum(s.count for s in slots)
     cases: list[list[Alt]] = []
     if floor is not None:
         cases.append([(Fraction(0), Fraction(0), m * Fraction(2) ** (floor - p.F) * scale)])
-    for E in exps:
+    for E in g.exps:
         if floor is not None and E <= floor:
             continue
         loss = sum((s.count * max_loss(s, E, p.F) for s in slots), Fraction(0))
@@ -92,22 +87,14 @@ def group_mass_cases(
 def chain_mass_upper(p: ModelParams, normal_of) -> Fraction | None:
     """U of a chained FDA instruction by mass (module docstring), None where the
     preconditions do not hold."""
-    groups = p.groups()
-    if len(groups) < 2 or p.align != AlignMode.TRUNCATE or p.c_add != CAddend.FUSED:
-        return None
-    if p.flush_sums or p.flush_outputs or p.unpack is not None:
+    chain = chain_groups(p, normal_of)
+    if chain is None:
         return None
     directed = p.rounding not in (Rounding.RNE, Rounding.RNA)
     u = Fraction(2 if directed else 1, 2**p.out_fmt.spec.precision)
     per_group = []
-    for i, (lo, hi) in enumerate(groups):
-        normal = (
-            ("a", normal_of("a", p.a_fmt)),
-            ("b", normal_of("b", p.b_fmt)),
-            ("c", i == 0 and normal_of("c", p.c_fmt)),
-        )
-        c_fmt = p.c_fmt if i == 0 else p.d_fmt
-        cases = group_mass_cases(p, hi - lo, c_fmt, normal, first=i == 0)
+    for n, c_fmt, normal, first, _ in chain:
+        cases = group_mass_cases(p, n, c_fmt, normal, first=first)
         if not cases:
             return None
         per_group.append(cases)

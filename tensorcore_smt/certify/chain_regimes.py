@@ -39,8 +39,7 @@ from fractions import Fraction
 
 from ..model.params import CAddend, ModelParams
 from ..model.terms import AlignMode
-from ..spec.formats import Rounding
-from .alignment import Slot, _worst_at, group_slots
+from .alignment import Slot, group_setting, rounded_ratio
 from .nodes import LEAF, NodeBound, up
 
 Alt = tuple[Fraction, Fraction]
@@ -85,16 +84,10 @@ def group_cases(
     root: bool,
 ) -> list[list[Alt]]:
     """The cases of one group of the chain, each a list of alternatives (delta, b)."""
-    slots = group_slots(p, n_products, c_fmt, dict(normal))
+    g = group_setting(p, n_products, c_fmt, normal)
+    slots, u, m, floor, directed = g.slots, g.u, g.m, g.floor, g.directed
     out = p.out_fmt.spec
-    directed = p.rounding not in (Rounding.RNE, Rounding.RNA)
-    u = Fraction(2 if directed else 1, 2**out.precision)
     sub = u * Fraction(2) ** out.emin
-    exps = sorted({x.e for s in slots for x in s.entries})
-    floor = p.e_zero
-    if floor is not None and exps and exps[0] > floor:
-        floor = None
-    m = sum(s.count for s in slots)
     cases: list[list[Alt]] = []
 
     ulp_sub = Fraction(2) ** (out.emin - out.mbits)  # the output's subnormal spacing
@@ -118,17 +111,12 @@ def group_cases(
         cases.append([(u, loss)])
         if not root:
             cases.append([(Fraction(0), loss + sub)])
-    for E in exps:
+    for E in g.exps:
         if floor is not None and E <= floor:
             continue
-        w = _worst_at(slots, E, p.F, 0, 0)
+        w, ratio = rounded_ratio(g, E, p.F)
         if w is None:
             continue
-        ratio = w.ratio + (0 if directed else u)
-        if directed:
-            w2 = _worst_at(slots, E, p.F, -1, E - p.F)
-            if w2 is not None:
-                ratio = max(ratio, w2.ratio + u)
         loss = sum((s.count * max_loss(s, E, p.F) for s in slots), Fraction(0))
         add(E, ratio, w.ratio, loss)
     return cases
@@ -150,6 +138,26 @@ def prune(cases: list[list[Alt]]) -> list[list[Alt]]:
     return kept
 
 
+def chain_groups(p: ModelParams, normal_of) -> list[tuple] | None:
+    """The groups of a chain as (n_products, c_fmt, normal, first, last), or None where
+    the chain bounds do not apply (one group, alignment other than truncation, c added
+    after the chain, flushed sums or outputs, unpacked operands)."""
+    groups = p.groups()
+    if len(groups) < 2 or p.align != AlignMode.TRUNCATE or p.c_add != CAddend.FUSED:
+        return None
+    if p.flush_sums or p.flush_outputs or p.unpack is not None:
+        return None
+    out = []
+    for i, (lo, hi) in enumerate(groups):
+        normal = (
+            ("a", normal_of("a", p.a_fmt)),
+            ("b", normal_of("b", p.b_fmt)),
+            ("c", i == 0 and normal_of("c", p.c_fmt)),
+        )
+        out.append((hi - lo, p.c_fmt if i == 0 else p.d_fmt, normal, i == 0, i == len(groups) - 1))
+    return out
+
+
 def chain_upper(p: ModelParams, constraints, normal_of, cap: Fraction) -> Fraction | None:
     """U of the normwise error of a chained FDA instruction by cases (module docstring),
     or None where the preconditions do not hold or it does not come below `cap` (the
@@ -157,26 +165,18 @@ def chain_upper(p: ModelParams, constraints, normal_of, cap: Fraction) -> Fracti
     group's values normal. An alternative whose absolute part alone reaches `cap` is
     dropped first (a case then has fewer alternatives: its bound can only grow, so it
     stays sound), which lets most cases collapse into the ones that dominate them."""
-    groups = p.groups()
-    if len(groups) < 2 or p.align != AlignMode.TRUNCATE or p.c_add != CAddend.FUSED:
+    chain = chain_groups(p, normal_of)
+    if chain is None:
         return None
-    if p.flush_sums or p.flush_outputs or p.unpack is not None:
-        return None
+    scale = Fraction(2) ** (-p.d_fmt.spec.emin)
     per_group = []
-    for i, (lo, hi) in enumerate(groups):
-        c_fmt = p.c_fmt if i == 0 else p.d_fmt
-        normal = (
-            ("a", normal_of("a", p.a_fmt)),
-            ("b", normal_of("b", p.b_fmt)),
-            ("c", i == 0 and normal_of("c", p.c_fmt)),
-        )
-        cases = group_cases(p, hi - lo, c_fmt, normal, root=i == len(groups) - 1)
-        scale = Fraction(2) ** (-p.d_fmt.spec.emin)
+    for n, c_fmt, normal, _, last in chain:
+        cases = group_cases(p, n, c_fmt, normal, root=last)
         cases = [[a for a in c if a[1] * scale < cap] for c in cases]
         if any(not c for c in cases):
             return None
         per_group.append(prune(cases))
-    sizes = [hi - lo for lo, hi in groups]
+    sizes = [n for n, *_ in chain]
     e_min = p.d_fmt.spec.emin
     worst = Fraction(0)
     for combo in itertools.product(*per_group):
@@ -192,4 +192,4 @@ def chain_upper(p: ModelParams, constraints, normal_of, cap: Fraction) -> Fracti
     return worst
 
 
-__all__ = ["chain_upper", "group_cases", "max_loss", "prune"]
+__all__ = ["chain_groups", "chain_upper", "group_cases", "max_loss", "prune"]

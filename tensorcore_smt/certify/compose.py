@@ -381,20 +381,16 @@ def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Ar
             "combination of each group's cases, not the sum of every case's worst"
         )
     normal_of = lambda op, f: _forced_normal(op, f, constraints)  # noqa: E731
-    by_mass = chain_mass_upper(p, normal_of)
-    if by_mass is not None and by_mass < U:
-        U = by_mass
-        lines.append(
-            "chained groups bounded by mass (certify/chain_mass.py): each loss charged to "
-            "the products or accumulator it comes from, the largest group ratio once"
-        )
-    by_induction = chain_induction_upper(p, normal_of)
-    if by_induction is not None and by_induction < U:
-        U = by_induction
-        lines.append(
-            "chained groups bounded by induction (certify/chain_induction.py): the "
-            "accumulator loses at most the mass it carries"
-        )
+    for bound_of, why in (
+        (chain_mass_upper, "by mass (certify/chain_mass.py): each loss charged to the "
+         "products or accumulator it comes from, the largest group ratio once"),
+        (chain_induction_upper, "by induction (certify/chain_induction.py): the "
+         "accumulator loses at most the mass it carries"),
+    ):  # fmt: skip
+        other = bound_of(p, normal_of)
+        if other is not None and other < U:
+            U = other
+            lines.append(f"chained groups bounded {why}")
     lines.append(f"U = g + A 2^-e_min({p.d_fmt.spec.name}) = {float(U):.6g}")
     return Argument(U, lines)
 
