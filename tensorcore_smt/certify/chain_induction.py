@@ -32,6 +32,7 @@ is M). Preconditions: chain_mass.chain_mass_upper's.
 
 from __future__ import annotations
 
+from enum import Enum
 from fractions import Fraction
 
 from ..model.params import ModelParams
@@ -41,20 +42,32 @@ from .chain_mass import _smallest_at
 from .chain_regimes import chain_groups, max_loss
 from .nodes import up
 
+
+class Lead(Enum):
+    """Which term leads a group's case: the first group's any term, a product, the
+    incoming accumulator, or none counted (the absolute case at or below e_zero)."""
+
+    FIRST = "first"
+    PRODUCT = "product"
+    ACCUMULATOR = "accumulator"
+    ABSOLUTE = "absolute"
+
+
 State = tuple[Fraction, Fraction]
 """(R, Gamma) after some groups."""
 
 
 def _cases(p: ModelParams, n: int, c_fmt, normal, first: bool) -> list[tuple]:
-    """The cases of one group: ("1", lambda, abs), ("P", lambda_p, X, lead, abs),
-    ("R", lambda_r, abs) or ("A", abs), abs the largest loss at E over 2^e_min."""
+    """The cases of one group: (FIRST, lambda, abs), (PRODUCT, lambda_p, X, lead, abs),
+    (ACCUMULATOR, lambda_r, abs) or (ABSOLUTE, abs), abs the largest loss at E over
+    2^e_min."""
     g = group_setting(p, n, c_fmt, normal)
     slots, floor, m = g.slots, g.floor, g.m
     prod, cslot = slots[0], slots[1]
     scale = Fraction(2) ** (-p.out_fmt.spec.emin)
     out: list[tuple] = []
     if floor is not None:
-        out.append(("A", m * Fraction(2) ** (floor - p.F) * scale))
+        out.append((Lead.ABSOLUTE, m * Fraction(2) ** (floor - p.F) * scale))
     for E in g.exps:
         if floor is not None and E <= floor:
             continue
@@ -62,14 +75,14 @@ def _cases(p: ModelParams, n: int, c_fmt, normal, first: bool) -> list[tuple]:
         if first:
             w = _worst_at(slots, E, p.F, 0, 0)
             if w is not None:
-                out.append(("1", w.ratio, ab))
+                out.append((Lead.FIRST, w.ratio, ab))
             continue
         wp = _worst_at([prod], E, p.F, 0, 0)
         if wp is not None:
-            out.append(("P", wp.ratio, max_loss(cslot, E, p.F), _smallest_at(prod, E), ab))
+            out.append((Lead.PRODUCT, wp.ratio, max_loss(cslot, E, p.F), _smallest_at(prod, E), ab))
         wr = _worst_at(slots, E, p.F, 0, 0, leaders=(1,))
         if wr is not None:
-            out.append(("R", wr.ratio, ab))
+            out.append((Lead.ACCUMULATOR, wr.ratio, ab))
     return out
 
 
@@ -79,16 +92,16 @@ def _step(state: State, case: tuple) -> State:
     kind, *rest = case
     ab = rest[-1]
     alts = [(R, G + ab)]
-    if kind == "1":
+    if kind == Lead.FIRST:
         alts.append((rest[0], G))
-    elif kind == "P":
+    elif kind == Lead.PRODUCT:
         lam, X, lead = rest[0], rest[1], rest[2]
         x = X / (1 + R)
         f = ((1 + 2 * R) * x + lam * lead) / (x + lead) if x + lead else lam
         alts.append((max(R, lam, f), 2 * G))
         # or r's loss charged to the group's own products, at least lead (chain_mass.py)
         alts.append((max(R, lam + X / lead), G))
-    elif kind == "R":
+    elif kind == Lead.ACCUMULATOR:
         lam = rest[0]
         alts.append((R + lam * (1 + R), G * (1 + lam)))
     return min(alts, key=lambda s: s[0] + s[1])
