@@ -88,11 +88,21 @@ def test_volta_one_bit_slices_search():
 
 
 def test_cli_json_of_a_budget_too_small():
-    """Where the composed argument does not apply (CDNA3's round-down unit) and 3 s of
-    solver time prove nothing: exit 3, the JSON says so (no claim)."""
+    """Where the composed argument does not apply (a register with too few carry bits
+    can wrap) and 3 s of solver time prove nothing: exit 3, the JSON says so (no claim)."""
     r = CliRunner().invoke(
         main,
-        ["exact", "cdna3", "--slices", "7", "--timeout", "3", "--json", "--solver", "bitwuzla"],
+        [
+            "exact",
+            "hopper[carry_bits=2]",
+            "--slices",
+            "5",
+            "--timeout",
+            "3",
+            "--json",
+            "--solver",
+            "bitwuzla",
+        ],
     )
     assert r.exit_code == 3, r.output
     data = json.loads(r.output)
@@ -115,6 +125,13 @@ ARGUED = [
     ),
     # FP8 wgmma rounds into E8M13: integer sums are exact only up to 2^14
     ("hopper", "wgmma.m64n8k32.f32.e4m3.e4m3", 3, (1 << 14) - 32 * 49, 320),
+    # CDNA3's round-down units (FDRDA, GFDRDA): the grid 2^(e-F) <= 1 floors no integer
+    ("cdna3", "v_mfma_f32_32x32x8_f16", 7, (1 << 24) - 8 * 127**2, 1040),
+    ("cdna3", "v_mfma_f32_32x32x16_fp8_fp8", 3, (1 << 24) - 16 * 49, 342384),
+    # CDNA1's exact groups, CDNA2's pairwise sums in fp32, the x86 lane's two FMAs
+    ("cdna1", "v_mfma_f32_32x32x4bf16", 7, (1 << 24) - 4 * 127**2, 1040),
+    ("cdna2", "v_mfma_f32_32x32x8f16", 7, (1 << 24) - 8 * 127**2, 1040),
+    ("x86-avx512bf16", "vdpbf16ps", 7, (1 << 24) - 2 * 127**2, 1040),
 ]
 
 
@@ -191,9 +208,14 @@ def test_property_query_is_answered_by_the_argument_and_refused_beyond_it():
     assert o.verdict == Verdict.UNSAT and o.argued and o.method == "argument"
     assert "16519152" in o.note and o.seconds < 1
     assert argued_unsat(queries["inexact-accumulator"]) is None
-    # no argument for CDNA3's round-down unit: the solvers keep that question
+    # CDNA3's round-down unit: the argument of its own steps (floors on a grid <= 1)
     cdna = {spec.id: q for spec, q in prop.bind("cdna3", None)}
-    assert argued_unsat(cdna["exact-accumulator"]) is None
+    assert "2^(e-F) <= 1" in argued_unsat(cdna["exact-accumulator"])
+    # a register that can wrap: no argument, the solvers keep that question
+    from tensorcore_smt.certify.exact import _lemma_query
+
+    assert argued_unsat(_lemma_query("hopper[carry_bits=2]", None, 5, 8)) is None
+    assert argued_unsat(_lemma_query("hopper", None, 5, 8)) is not None
     from tensorcore_smt.smt.answers import answer_json
 
     assert answer_json(o, [])["method"] == "argument"

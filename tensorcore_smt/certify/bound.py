@@ -256,7 +256,9 @@ def bound(
     deadline = t0 + timeout
     t = Fraction(0)
     try:
-        if sample_rows > 0:
+        if cert.upper is None:
+            _seed_from_overflow(cert, q0, on_step)
+        if sample_rows > 0 and not cert.closed:
             t = _seed_from_sample(cert, q0, sample_rows, on_step)
         if search_share > 0 and not cert.closed:
             t = _seed_from_search(cert, q0, min(SEARCH_S, timeout * search_share), on_step) or t
@@ -331,6 +333,18 @@ def _take_lower(cert: Certificate, best, source: str, seconds: float, on_step) -
     cert.witness_outputs = best.outputs
     if on_step:
         on_step(step)
+
+
+def _seed_from_overflow(cert: Certificate, q: Query, on_step) -> None:
+    """A row on which an intermediate rounding overflows while the exact result is
+    finite (overflow_rows.py): an infinite error, attained; the interval is then closed
+    at infinity and no solver is asked."""
+    from .overflow_rows import overflow_witness
+
+    t_start = time.monotonic()
+    best = overflow_witness(q)
+    if best is not None:
+        _take_lower(cert, best, "overflow row", time.monotonic() - t_start, on_step)
 
 
 def _seed_from_search(cert: Certificate, q: Query, seconds: float, on_step) -> Fraction | None:

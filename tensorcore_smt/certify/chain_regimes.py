@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 from fractions import Fraction
 
-from ..model.params import CAddend, ModelParams
+from ..model.params import Algorithm, CAddend, ModelParams
 from ..model.terms import AlignMode
 from .alignment import Slot, group_setting, rounded_ratio
 from .nodes import LEAF, NodeBound, up
@@ -140,9 +140,11 @@ def prune(cases: list[list[Alt]]) -> list[list[Alt]]:
 
 def chain_groups(p: ModelParams, normal_of) -> list[tuple] | None:
     """The groups of a chain as (n_products, c_fmt, normal, first, last), or None where
-    the chain bounds do not apply (one group, alignment other than truncation, c added
+    the chain bounds do not apply (not FDA, one group, alignment other than truncation, c added
     after the chain, flushed sums or outputs, unpacked operands)."""
     groups = p.groups()
+    if p.algorithm != Algorithm.FDA:
+        return None
     if len(groups) < 2 or p.align != AlignMode.TRUNCATE or p.c_add != CAddend.FUSED:
         return None
     if p.flush_sums or p.flush_outputs or p.unpack is not None:

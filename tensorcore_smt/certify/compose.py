@@ -68,6 +68,7 @@ from .alignment import group_bound
 from .chain_induction import chain_induction_upper
 from .chain_mass import chain_mass_upper
 from .chain_regimes import chain_upper
+from .compose_ieee import IEEE_TREES, largest_step
 from .nodes import LEAF, Composed, NodeBound, up
 
 
@@ -169,6 +170,10 @@ def fda_group(
             b += grid * Fraction(2) ** p.e_zero
     b = b * (1 + u)
     flush = p.flush_outputs or p.flush_sums
+    # max form (nodes.NodeBound.tiny_emin): no absolute part but the rounding's own,
+    # which is then u max(|s|, 2^e_min) (to nearest; or no term can lose bits)
+    nearest = p.rounding in (Rounding.RNE, Rounding.RNA)
+    tiny = out.spec.emin if (not b and not flush and (m == 0 or nearest)) else None
     if flush:
         b += e_min_out
     elif not root:
@@ -181,7 +186,7 @@ def fda_group(
         # less than G each: m G + max(0, ulp - G) <= (m - 1) G + max(G, u |s'|).
         step = alpha / m
         delta = (m - 1) * step + max(step, u * (1 + alpha))
-    plain = NodeBound(up(delta), up(b))
+    plain = NodeBound(up(delta), up(b), tiny)
     if not m or p.align != AlignMode.TRUNCATE:
         return plain
     normal = (
@@ -204,7 +209,8 @@ def ieee_add(fmt: Format, root: bool = False) -> NodeBound:
     """(N) for one IEEE addition (or FMA) into `fmt`, round to nearest (`root`: the
     result of the whole computation, see fda_group)."""
     u = unit_roundoff(fmt, Rounding.RNE)
-    return NodeBound(u, Fraction(0) if root else up(u * Fraction(2) ** fmt.spec.emin))
+    b = Fraction(0) if root else up(u * Fraction(2) ** fmt.spec.emin)
+    return NodeBound(u, b, fmt.spec.emin)
 
 
 def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusal | None:
@@ -218,10 +224,8 @@ def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusa
         return Refusal("the class must be finite without overflow (--where finite, no-overflow)")
     if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
         return fdrda_preconditions(p, constraints)
-    if p.algorithm not in (Algorithm.FDA, Algorithm.SFMA):
-        return Refusal(
-            f"no composed bound for the {p.algorithm.value} algorithm (FDA and SFMA only)"
-        )
+    if p.algorithm not in (Algorithm.FDA, Algorithm.SFMA, *IEEE_TREES):
+        return Refusal(f"no composed bound for the {p.algorithm.value} algorithm")
     if p.scale_fmt is not None or p.split != Split.NONE:
         return Refusal("no composed bound for block-scaled or split instructions")
     if p.algorithm == Algorithm.FDA:
@@ -235,7 +239,9 @@ def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusa
         _forced_normal(op, f, constraints) for op, f in (("a", p.a_fmt), ("b", p.b_fmt))
     ):
         return Refusal("flushed subnormal inputs: add --where normal-only:ab")
-    if rounds_up_midway(p) and not far_from_overflow(p, p.K, constraints):
+    if rounds_up_midway(p) and not (
+        small_steps(p, constraints) or far_from_overflow(p, p.K, constraints)
+    ):
         return Refusal(OVERFLOW_EDGE)
     return None
 
@@ -255,7 +261,36 @@ def rounds_up_midway(p: ModelParams) -> bool:
     nearest = p.rounding in (Rounding.RNE, Rounding.RNA)
     if p.algorithm == Algorithm.SFMA:
         return p.K > 1
+    if p.algorithm == Algorithm.GPS:
+        return True
+    if p.algorithm == Algorithm.SEQUENTIAL:
+        return p.acc_rounding in (Rounding.RNE, Rounding.RNA)
     return nearest and len(p.groups()) > 1
+
+
+def small_steps(p: ModelParams, constraints) -> bool:
+    """Whether no rounding to nearest can overflow because each adds little: a rounding
+    that adds n products (at most n max|a| max|b| in the class) to a finite running
+    value v, |v| <= max, rounds a value below max + ulp(max)/2 when twice that sum is
+    below ulp(max)/2 (twice: the products may themselves be rounded or summed first,
+    each growing by less than a factor 1 + u), so it returns at most max and the next
+    step starts again from a finite value. fp16 products (below 2^32) beside fp32's
+    half ulp at the top (2^103) always pass; bf16, tf32, fp32 and fp64 products do not
+    (c = max - 2 ulp, a tie rounded up, then 1.5 ulp overflows: certify/overflow_rows.py)."""
+    if p.algorithm in IEEE_TREES:
+        n = largest_step(p)
+        fmts = [p.acc_fmt if p.algorithm == Algorithm.SEQUENTIAL else Format.FP32, p.d_fmt]
+    elif p.algorithm == Algorithm.SFMA:
+        n, fmts = 1, [p.d_fmt]
+    else:
+        n = max(hi - lo for lo, hi in p.groups())
+        fmts = [p.out_fmt, p.d_fmt]
+    step = n * _largest(p.a_fmt, "a", constraints) * _largest(p.b_fmt, "b", constraints)
+    for f in fmts:
+        half_ulp = Fraction(2) ** (f.spec.emax - f.spec.mbits - 1)
+        if not 2 * step < half_ulp:
+            return False
+    return True
 
 
 def _largest(fmt: Format, op: str, constraints) -> Fraction:
@@ -289,6 +324,9 @@ def instruction(
     composed, with the steps in words (`root`: its result is the whole computation's)."""
     if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
         return fdrda_instruction(p, constraints, root)
+    if p.algorithm in IEEE_TREES:
+        tree, lines = IEEE_TREES[p.algorithm](p, root)
+        return as_node(tree), lines
     lines = []
     if p.algorithm == Algorithm.SFMA:
         n = ieee_add(p.d_fmt)
@@ -296,7 +334,7 @@ def instruction(
         for k in range(p.K):
             cb = LEAF.node([cb, LEAF], ieee_add(p.d_fmt, root) if k == p.K - 1 else n)
         lines.append(f"{p.K} FMAs into {p.d_fmt.spec.name}: delta = {float(n.delta):.3g} each")
-        return NodeBound(cb.g, cb.A), lines
+        return as_node(cb), lines
     after = p.c_add == CAddend.AFTER
     cb = LEAF
     c_fmt = p.c_fmt
@@ -324,7 +362,14 @@ def instruction(
         lines.append(
             f"c added after the chain in {p.d_fmt.spec.name}: delta = {float(n.delta):.3g}"
         )
-    return NodeBound(cb.g, cb.A), lines
+    return as_node(cb), lines
+
+
+def as_node(cb: Composed) -> NodeBound:
+    """A composed computation as one node of a larger one: (g, A), in max form where
+    the computation is a chain in max form (nodes.Composed.h, at most g)."""
+    tiny = cb.h_emin if cb.h is not None and cb.h <= cb.g else None
+    return NodeBound(cb.g, cb.A, tiny)
 
 
 def _fdrda_rho(p: ModelParams, constraints) -> tuple[int, int]:
@@ -372,7 +417,7 @@ def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Ar
     if why is not None:
         return why
     n, lines = instruction(p, constraints, root=True)
-    U = Composed(n.delta, n.b).normwise(p.d_fmt.spec.emin)
+    U = LEAF.node([], n).normwise(p.d_fmt.spec.emin)
     by_cases = chain_upper(p, constraints, lambda op, f: _forced_normal(op, f, constraints), U)
     if by_cases is not None and by_cases < U:
         U = by_cases
@@ -414,13 +459,12 @@ def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | R
     plan = make_plan(s, padded_k(K, p.K), p.K)
     nearest = p.rounding in (Rounding.RNE, Rounding.RNA)
     fp32_adds = sum(len(sp.chains) for sp in plan.splits if sp.promoted) + len(plan.splits) - 1
-    midway = (
-        rounds_up_midway(p)
-        or (nearest and plan.steps() > 1)
-        or fp32_adds > 1
-        or (fp32_adds == 1 and not plan.c_in_chain)
-    )
-    if midway and not far_from_overflow(p, K, constraints):
+    # roundings inside the chains add a few products each (small_steps can clear them);
+    # fp32 promotions and split combinations add whole partial sums
+    midway_chain = rounds_up_midway(p) or (nearest and plan.steps() > 1)
+    midway_partials = fp32_adds > 1 or (fp32_adds == 1 and not plan.c_in_chain)
+    far = far_from_overflow(p, K, constraints)
+    if (midway_partials and not far) or (midway_chain and not (far or small_steps(p, constraints))):
         return Refusal(OVERFLOW_EDGE)
     fp32 = ieee_add(Format.FP32)
     partials = []
