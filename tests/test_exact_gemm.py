@@ -93,11 +93,14 @@ def test_rows_up_to_the_proved_K_are_exact_through_matmul():
 
 
 def test_cli_reports_the_schedule():
+    # bf16 slices promoted every 64: chains of four instructions, the fp32 sum stops it
     r = CliRunner().invoke(
-        main, ["exact", "hopper/cublas-fp8", "--slices", "3", "--instr", FP8, "--json"]
+        main,
+        ["exact", "hopper/serial[promote=64]", "--slices", "7", "--instr", BF16, "--json"],
     )
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
-    assert data["schedule"] == "hopper/cublas-fp8" and data["gemm_exact_K"] == 342368
-    assert data["chain_exact_K"] == 320  # the serial chain of the same instruction
-    assert data["gemm_witness_K"] == 342400 and data["gemm_witness_error"] == "1/1"
+    assert data["schedule"] == "hopper/serial[promote=64]" and data["gemm_exact_K"] == 1040
+    assert "2^24" in data["gemm_binding"]
+    assert data["chain_exact_K"] == 1040  # the serial chain of the same instruction
+    assert data["gemm_witness_K"] == 1056 and data["gemm_witness_error"] == "1/1"
