@@ -118,6 +118,8 @@ def verdict(a: Analytic, lower, upper, sampled=None) -> str:
         return "-"
     if upper is not None and upper <= a.bound:
         return "proved"
+    if isinstance(lower, float) and lower > a.bound:
+        return "refuted (unbounded)"
     if lower is not None and lower > a.bound:
         return f"refuted ({float(lower / a.bound):.3g}x)"
     if sampled is not None and not isinstance(sampled, float) and sampled > a.bound:
