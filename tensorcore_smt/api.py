@@ -19,6 +19,7 @@ import numpy as np
 
 from .bv.concrete import CONCRETE
 from .bv.core import BV
+from .bv.dtypes import UNSIGNED, unsigned_holding
 from .bv.vector import VECTOR
 from .engine import Engine, default_engine, is_ready, parse_engine, run_compiled
 from .errors import UserError
@@ -40,8 +41,6 @@ def resolve(arch: str, instr: str | None = None) -> ModelParams:
 CHUNK_ROWS = 32768
 """Rows per vector-interpreter pass: keeps arrays cache-sized (measured optimum here)."""
 
-
-_BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 FORMAT_DTYPES: dict[Format, np.dtype] = {
     Format.FP64: np.dtype(np.float64),
@@ -147,7 +146,7 @@ def as_bits(x, fmt: Format, what: str) -> np.ndarray:
             )
         a = conv
     size = a.dtype.itemsize * 8
-    return a.view(_BITS_DTYPE[size]).astype(np.uint64)
+    return a.view(UNSIGNED[size]).astype(np.uint64)
 
 
 def _check(arr, fmt: Format, what: str) -> np.ndarray:
@@ -327,10 +326,9 @@ def simulate(
 
 def bits_dtype(fmt: Format) -> np.dtype:
     """The narrowest unsigned dtype that holds a bit pattern of `fmt`."""
-    for w in sorted(_BITS_DTYPE):
-        if fmt.spec.storage <= w:
-            return np.dtype(_BITS_DTYPE[w])
-    return np.dtype(object)
+    if fmt.spec.storage > 64:
+        return np.dtype(object)
+    return unsigned_holding(fmt.spec.storage)
 
 
 def _params(model: str | ModelParams, instr: str | None) -> ModelParams:
@@ -408,9 +406,7 @@ def to_bits(x, fmt: Format, what: str = "array") -> np.ndarray:
 def from_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:
     """View output bits as a float array of the format (fp64/fp32/fp16), else uint."""
     dt = {Format.FP64: np.float64, Format.FP32: np.float32, Format.FP16: np.float16}.get(fmt)
-    raw = bits.astype(
-        _BITS_DTYPE[fmt.spec.storage] if fmt.spec.storage in _BITS_DTYPE else np.uint64
-    )
+    raw = bits.astype(UNSIGNED.get(fmt.spec.storage, UNSIGNED[64]))
     return raw.view(dt) if dt is not None else raw
 
 

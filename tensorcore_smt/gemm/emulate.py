@@ -19,6 +19,7 @@ import numpy as np
 
 from ..bv.concrete import CONCRETE
 from ..bv.core import BV
+from ..bv.dtypes import UNSIGNED
 from ..bv.vector import VECTOR
 from ..errors import UserError
 from ..model.ieee import mul
@@ -26,7 +27,6 @@ from ..model.params import ModelParams
 from ..spec.formats import Format
 from .arrays import (
     FORMAT_DTYPE,
-    UINT,
     bits_of,
     fits,
     format_of,
@@ -271,7 +271,7 @@ def matmul(
         run_info.append(dataclasses.replace(run, engine=used))
     grid = OutputGrid(int(np.prod(batch, dtype=np.int64)), M, N)
     if runner is not None:
-        out = np.empty(n_out, dtype=UINT[out_fmt.spec.storage])
+        out = np.empty(n_out, dtype=UNSIGNED[out_fmt.spec.storage])
         runner(p, plan, sched, a_t, b_t, grid, c_bits, c_fmt, out)
         return _result(out, out_fmt, batch + (M, N), dev)
     be = VECTOR if device is None else _device_backend(device)

@@ -11,6 +11,7 @@ from enum import Enum
 import ml_dtypes
 import numpy as np
 
+from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
 from ..spec.formats import Format
 from .accuracy import (
@@ -24,7 +25,7 @@ from .accuracy import (
     rows_per_block,
     tiles,
 )
-from .arrays import FORMAT_DTYPE, UINT, bits_of, format_of
+from .arrays import FORMAT_DTYPE, bits_of, format_of
 from .element import c_format
 from .emulate import GemmRun, matmul
 
@@ -92,7 +93,7 @@ class Measured:
 
 
 def _bits(x: np.ndarray, fmt: Format) -> np.ndarray:
-    return bits_of(x, fmt, "D").astype(UINT[fmt.spec.storage])
+    return bits_of(x, fmt, "D").astype(UNSIGNED[fmt.spec.storage])
 
 
 def run_measured(
@@ -207,7 +208,7 @@ def _as_f64(x: np.ndarray, fmt: Format) -> np.ndarray:
     """Values of an operand array as fp64 (a TF32 operand: its top 19 bits, as the
     instruction reads it)."""
     if x.dtype.kind == "u":
-        x = x.astype(UINT[fmt.spec.storage]).view(FORMAT_DTYPE[fmt])
+        x = x.astype(UNSIGNED[fmt.spec.storage]).view(FORMAT_DTYPE[fmt])
     if fmt == Format.TF32:
         x = (x.astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
     return x.astype(np.float64)
@@ -218,7 +219,7 @@ def differ(x: np.ndarray, y: np.ndarray) -> int:
     equal to NaN)."""
     if x.dtype == y.dtype:
         w = x.dtype.itemsize * 8
-        return int((x.view(UINT[w]) != y.view(UINT[w])).sum())
+        return int((x.view(UNSIGNED[w]) != y.view(UNSIGNED[w])).sum())
     a, b = x.astype(np.float64), y.astype(np.float64)
     same = (a == b) | (np.isnan(a) & np.isnan(b))
     return int((~same).sum())

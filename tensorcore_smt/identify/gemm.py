@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
 from ..model.params import ModelParams
 from ..smt.gemm_models import GemmModel
@@ -352,12 +353,11 @@ class TorchOracle(Oracle):
         p = self.p
         dt = {f: getattr(torch, n) for f, n in TORCH_DTYPES.items()}
         ints = {8: torch.uint8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
-        uints = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
         signed = {8: np.uint8, 16: np.int16, 32: np.int32, 64: np.int64}
 
         def tensor(bits: np.ndarray, fmt: Format):
             w = fmt.spec.storage
-            raw = np.ascontiguousarray(bits.astype(uints[w]).view(signed[w]))
+            raw = np.ascontiguousarray(bits.astype(UNSIGNED[w]).view(signed[w]))
             return torch.from_numpy(raw).view(ints[w]).view(dt[fmt]).to("cuda")
 
         A = tensor(np.asarray(a), p.a_fmt)
@@ -388,7 +388,7 @@ class TorchOracle(Oracle):
         torch.cuda.synchronize()
         w = p.d_fmt.spec.storage
         d = torch.diagonal(D).contiguous().view(ints[w]).cpu().numpy()
-        return d.view(uints[w]).astype(np.uint64)
+        return d.view(UNSIGNED[w]).astype(np.uint64)
 
 
 def _gemm_variant(spec: str, arg: str, space: GemmSpace) -> Oracle:
