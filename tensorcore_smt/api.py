@@ -19,6 +19,7 @@ import numpy as np
 
 from .bv.concrete import CONCRETE
 from .bv.core import BV
+from .bv.devices import array_backend
 from .bv.dtypes import UNSIGNED, unsigned_holding
 from .bv.vector import VECTOR
 from .engine import Engine, default_engine, is_ready, parse_engine, run_compiled
@@ -242,42 +243,6 @@ def _pick_engine(p: ModelParams, engine: Engine | None, device: str | None, arra
 
 DEVICE_CHUNK_ROWS = 1 << 21
 """Rows per pass on a GPU, where larger arrays keep the device busy."""
-
-
-DEVICE_NAMES = "numpy, cpu, cuda, cuda:N"
-"""The devices `device=` / --device name (cpu and cuda are torch's)."""
-
-
-def check_device(device: str) -> None:
-    """UserError unless `device` is a device name this program knows (before asking
-    whether torch is installed: a misspelt name is the first thing to say)."""
-    import re
-
-    if not isinstance(device, str) or not re.fullmatch(r"numpy|cpu|cuda(:\d+)?", device):
-        raise UserError(f"unknown device {device!r}; expected one of: {DEVICE_NAMES}")
-
-
-def array_backend(device: str):
-    """The array-API interpreter for `device` (UserError if the name is unknown, or torch
-    or the device is absent)."""
-    from .bv.xp import backend_for
-
-    check_device(device)
-    try:
-        be = backend_for(device)
-    except ImportError:
-        raise UserError(
-            f"device {device!r} needs torch: pip install 'tensorcore-smt[torch]'"
-        ) from None
-    except (RuntimeError, ValueError) as e:
-        raise UserError(f"device {device!r}: {e}") from None
-    dev = getattr(be.device, "type", None)
-    if dev == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise UserError(f"device {device!r}: torch sees no CUDA device")
-    return be
 
 
 def _simulate_on(p: ModelParams, a, b, c, device: str, sa=None, sb=None) -> np.ndarray:

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import tensorcore_smt as tc
-from tensorcore_smt.engine import gemm as engine_gemm
 from tensorcore_smt.engine.tiles import THREAD_NAME
+from tensorcore_smt.gemm import compiled as engine_gemm
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # starts its tiles, so the test can interrupt a GEMM that is computing.
 WRAPPER = """
 import sys
-from tensorcore_smt.engine import gemm
+from tensorcore_smt.gemm import compiled as gemm
 marker, args = sys.argv[1], sys.argv[2:]
 run = gemm.run_tiles
 def marked(*a, **k):

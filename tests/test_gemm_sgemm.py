@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import tensorcore_smt as tc
+from tensorcore_smt.engine import Engine
 from tensorcore_smt.gemm.hypothesis import default_instruction, full_fp32_instruction
 from tensorcore_smt.spec.formats import Format, Rounding, round_fraction
 from tensorcore_smt.spec.presets import PRESETS
@@ -128,7 +129,7 @@ def test_compiled_fma_chain_equals_numpy(sched):
     want = tc.matmul(h, A, B, C, instr=FMA, engine="numpy")
     info: list = []
     got = tc.matmul(h, A, B, C, instr=FMA, engine="compiled", run_info=info)
-    assert info[0].engine == "compiled"
+    assert info[0].engine == Engine.COMPILED
     assert got.dtype == want.dtype
     w = {2: np.uint16, 4: np.uint32}[want.dtype.itemsize]
     assert np.array_equal(got.view(w), want.view(w)), sched

@@ -12,6 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from ..bv.dtypes import UNSIGNED
+from ..engine.choice import Engine
 from ..errors import UserError
 from ..spec.formats import Format
 from .accuracy import (
@@ -103,11 +104,11 @@ def run_measured(
     C: np.ndarray | None = None,
     instr: str | None = None,
     errors: bool = True,
-    engine: str | None = None,
+    engine: str | Engine | None = None,
 ) -> Measured:
     """Run `hyp` on 2-D A, B (and C); time it; with `errors`, measure D against the exact
-    product A*B (+ C) and against A*B (+ C) in fp64. `engine`: as for `matmul` (numpy,
-    compiled, or None to choose by size)."""
+    product A*B (+ C) and against A*B (+ C) in fp64. `engine`: as for `matmul` (an Engine
+    or its name, or None for engine/choice.py's default)."""
     info: list[GemmRun] = []
     t0 = time.perf_counter()
     D = matmul(hyp, A, B, C, instr=instr, run_info=info, engine=engine)

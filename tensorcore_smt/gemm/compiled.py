@@ -1,6 +1,7 @@
-"""The compiled GEMM runner: element.py's step functions compiled, the Plan driven.
+"""The compiled GEMM runner: element.py's step functions compiled by the engine
+(tensorcore_smt/engine), the Plan driven.
 
-`run_gemm` is the hook gemm/emulate.py calls (its `compiled_runner` documents the
+`run_gemm` is the runner gemm/emulate.py calls (its `compiled_runner` documents the
 contract). Each step function of gemm/element.py is run once on the symbolic interpreter
 and compiled: the instruction step (mma_step) as a chain kernel that loops over a chain's
 k-blocks, lanes across N (gemm_ir.chain_rows_module), the fp32 promotion,
@@ -21,7 +22,16 @@ import numpy as np
 from ..bv.core import BV
 from ..bv.dtypes import UNSIGNED
 from ..bv.symbolic import SymbolicBackend
-from ..gemm.element import (
+from ..engine import cache, jit
+from ..engine.gemm_ir import chain_rows_module, map_module
+from ..engine.kernel import _LOCK as _KERNEL_LOCK
+from ..engine.kernel import machine_code, threads
+from ..engine.kernel_ir import container
+from ..engine.loops import loop_plan
+from ..engine.tiles import run_tiles
+from ..model.params import ModelParams
+from ..spec.formats import Format
+from .element import (
     Epilogue,
     acc_format,
     canonical_nan,
@@ -30,18 +40,9 @@ from ..gemm.element import (
     mma_step,
     promote_add,
 )
-from ..gemm.outputs import Outputs
-from ..gemm.plan import Plan, Tree
-from ..gemm.schedule import Schedule
-from ..model.params import ModelParams
-from ..spec.formats import Format
-from . import cache, jit
-from .gemm_ir import chain_rows_module, map_module
-from .kernel import _LOCK as _KERNEL_LOCK
-from .kernel import machine_code, threads
-from .kernel_ir import container
-from .loops import loop_plan
-from .tiles import run_tiles
+from .outputs import Outputs
+from .plan import Plan, Tree
+from .schedule import Schedule
 
 _FUNCS: dict[tuple, Callable] = {}
 _LOCK = threading.Lock()
