@@ -83,11 +83,11 @@ study:
 HWPY := $(if $(wildcard $(BIN)/python),$(BIN)/python,PYTHONPATH=$(CURDIR) $(PY))
 
 hardware:
-	$(HWPY) -m tensorcore_smt.hardware run
+	$(HWPY) -m tensorcore_smt hardware run
 
 # Property witnesses on every probed instruction (solvers, no GPU): results/hardware/vectors.
 hardware-vectors:
-	$(HWPY) -m tensorcore_smt.hardware vectors
+	$(HWPY) -m tensorcore_smt hardware vectors
 
 lint:
 	$(BIN)/ruff check tensorcore_smt tests bench

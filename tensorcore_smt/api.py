@@ -24,9 +24,9 @@ from .bv.dtypes import UNSIGNED, unsigned_holding
 from .bv.vector import VECTOR
 from .engine import Engine, default_engine, is_ready, parse_engine, run_compiled
 from .errors import UserError
+from .formats import Format
 from .model import dot_add
 from .model.params import ModelParams
-from .spec.formats import Format
 from .spec.presets import parse_variant
 
 

@@ -211,7 +211,7 @@ def test_kernel_sources_are_what_the_generators_import():
         "gemm/element.py",
         "gemm/plan.py",
         "gemm/schedule.py",
-        "spec/formats.py",
+        "formats.py",
         "validation/rows_kernel.py",
     ):
         assert want in rel, want

@@ -226,7 +226,7 @@ def test_runner_compiles(tmp_path, instr):
 
 
 def test_campaign_without_gpu_is_one_line(monkeypatch):
-    """`tcsmt hardware run` and `python -m tensorcore_smt.hardware run` (what `make
+    """`tcsmt hardware run` and `python -m tensorcore_smt hardware run` (what `make
     hardware` runs) without a GPU: one line, exit 2."""
     monkeypatch.setenv("PATH", "/nonexistent")
     r = CliRunner().invoke(main, ["hardware", "run", "--steps", "validate"])
@@ -235,7 +235,7 @@ def test_campaign_without_gpu_is_one_line(monkeypatch):
     ]
     env = {"PATH": "/nonexistent", "PYTHONPATH": str(Path(__file__).parent.parent)}
     r = subprocess.run(
-        [sys.executable, "-m", "tensorcore_smt.hardware", "run"],
+        [sys.executable, "-m", "tensorcore_smt", "hardware", "run"],
         capture_output=True,
         text=True,
         env=env,

@@ -5,7 +5,7 @@ types, the tool version, a digest of the source kernels are generated from, llvm
 version and the CPU (name and features). That source is found, not listed: the kernel
 generators (engine/, gemm/compiled.py and validation/rows_kernel.py) and every package
 module they import, directly or through other modules, at module level or inside
-functions (model/, bv/, gemm/'s element and plan code, spec/formats.py, ...), with the
+functions (model/, bv/, gemm/'s element and plan code, formats.py, ...), with the
 `__init__.py` of each subpackage on the way; an edit to any of them changes every key.
 A hit is loaded without building the DAG or running LLVM. The folder is $TCSMT_CACHE,
 else ~/.cache/tensorcore-smt; files are written whole (rename) so concurrent processes

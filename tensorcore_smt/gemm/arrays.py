@@ -10,7 +10,7 @@ import numpy as np
 
 from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
-from ..spec.formats import Format
+from ..formats import Format
 
 DTYPE_FORMAT: dict[np.dtype, Format] = {
     np.dtype(np.float64): Format.FP64,

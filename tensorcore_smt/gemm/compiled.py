@@ -29,8 +29,8 @@ from ..engine.kernel import machine_code, threads
 from ..engine.kernel_ir import container
 from ..engine.loops import loop_plan
 from ..engine.tiles import run_tiles
+from ..formats import Format
 from ..model.params import ModelParams
-from ..spec.formats import Format
 from .element import (
     Epilogue,
     acc_format,

@@ -23,9 +23,9 @@ from ..bv.dtypes import UNSIGNED
 from ..bv.vector import VECTOR
 from ..engine.choice import Engine, default_engine, parse_engine
 from ..errors import UserError
+from ..formats import Format
 from ..model.ieee import mul
 from ..model.params import ModelParams
-from ..spec.formats import Format
 from .arrays import (
     FORMAT_DTYPE,
     bits_of,

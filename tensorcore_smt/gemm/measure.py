@@ -14,7 +14,7 @@ import numpy as np
 from ..bv.dtypes import UNSIGNED
 from ..engine.choice import Engine
 from ..errors import UserError
-from ..spec.formats import Format
+from ..formats import Format
 from .accuracy import (
     ErrorStats,
     Exact,

@@ -25,9 +25,9 @@ import numpy as np
 
 from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
-from ..identify.oracle import Oracle, OracleError
+from ..formats import Format
 from ..model.params import Algorithm, ModelParams
-from ..spec.formats import Format
+from .oracle_base import Oracle, OracleError
 
 ARCH_NAMES = {
     "volta": "Volta",

@@ -1,0 +1,370 @@
+"""Floating-point formats: their parameters, and exact decode/encode of bit patterns.
+
+`decode` (on the BV interface) is what the model algorithms use. `value_of`,
+`encode_exact` and `round_fraction` work on Python ints and Fractions: they display
+results and serve as an independent, rational-arithmetic oracle in the tests.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from fractions import Fraction
+
+from .bv.core import BV, Bool
+
+EXP_W = 16
+"""Width of the signed exponent bit-vectors the model uses (products of any format fit)."""
+
+
+class Specials(Enum):
+    """How a format encodes non-finite values."""
+
+    IEEE = "ieee"  # all-ones exponent: Inf (mantissa 0) or NaN
+    FN = "fn"  # no Inf; all-ones exponent and mantissa is NaN (E4M3FN, UE4M3)
+    NONE = "none"  # every pattern is finite (FP6, FP4)
+    E8M0 = "e8m0"  # 0xFF is NaN; no zero, no subnormals (UE8M0)
+    FNUZ = "fnuz"  # no Inf, no -0; the pattern of -0 (0x80) is the only NaN (AMD fp8/bf8)
+
+
+class Rounding(Enum):
+    """Rounding directions (IEEE 754 names)."""
+
+    RNE = "rne"  # to nearest, ties to even
+    RZ = "rz"  # toward zero
+    RTP = "rtp"  # toward +infinity
+    RTN = "rtn"  # toward -infinity
+    RNA = "rna"  # to nearest, ties away from zero
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """Parameters of one binary floating-point format.
+
+    `storage` is the width of the bit pattern a user writes; `ignored_low` low bits of it
+    are dropped before decoding (TF32 lives in 32 bits but has a 10-bit mantissa).
+    """
+
+    name: str
+    ebits: int
+    mbits: int
+    storage: int
+    specials: Specials = Specials.IEEE
+    signed: bool = True
+    ignored_low: int = 0
+    ignored_high: int = 0
+
+    @property
+    def bias(self) -> int:
+        if self.specials == Specials.E8M0:
+            return 127
+        if self.specials == Specials.FNUZ:
+            return 1 << (self.ebits - 1)
+        return (1 << (self.ebits - 1)) - 1
+
+    @property
+    def emin(self) -> int:
+        """Exponent of the smallest normal number (and of every subnormal)."""
+        return 1 - self.bias if self.specials != Specials.E8M0 else -127
+
+    @property
+    def emax(self) -> int:
+        top = (1 << self.ebits) - 1
+        if self.specials == Specials.IEEE:
+            return top - 1 - self.bias
+        if self.specials == Specials.E8M0:
+            return top - 1 - self.bias
+        return top - self.bias
+
+    @property
+    def hex_digits(self) -> int:
+        return (self.storage + 3) // 4
+
+    @property
+    def precision(self) -> int:
+        """Significand bits including the hidden bit (p in IEEE 754)."""
+        return self.mbits + 1
+
+    @property
+    def payload_bits(self) -> int:
+        return self.storage - self.ignored_low - self.ignored_high
+
+
+class Format(Enum):
+    """Every operand format the model knows."""
+
+    FP64 = FormatSpec("fp64", 11, 52, 64)
+    FP32 = FormatSpec("fp32", 8, 23, 32)
+    TF32 = FormatSpec("tf32", 8, 10, 32, ignored_low=13)
+    FP16 = FormatSpec("fp16", 5, 10, 16)
+    BF16 = FormatSpec("bf16", 8, 7, 16)
+    E4M3 = FormatSpec("e4m3", 4, 3, 8, Specials.FN)
+    E5M2 = FormatSpec("e5m2", 5, 2, 8)
+    E3M2 = FormatSpec("e3m2", 3, 2, 6, Specials.NONE)
+    E2M3 = FormatSpec("e2m3", 2, 3, 6, Specials.NONE)
+    E2M1 = FormatSpec("e2m1", 2, 1, 4, Specials.NONE)
+    UE8M0 = FormatSpec("ue8m0", 8, 0, 8, Specials.E8M0, signed=False)
+    UE4M3 = FormatSpec("ue4m3", 4, 3, 8, Specials.FN, signed=False, ignored_high=1)
+    E4M3FNUZ = FormatSpec("e4m3fnuz", 4, 3, 8, Specials.FNUZ)
+    E5M2FNUZ = FormatSpec("e5m2fnuz", 5, 2, 8, Specials.FNUZ)
+    E8M13 = FormatSpec("e8m13", 8, 13, 32, ignored_low=10)
+    E8M31 = FormatSpec("e8m31", 8, 31, 40)
+
+    @property
+    def spec(self) -> FormatSpec:
+        return self.value
+
+    @classmethod
+    def parse(cls, name: str) -> Format:
+        for f in cls:
+            if f.spec.name == name.lower():
+                return f
+        raise ValueError(f"unknown format {name!r}; known: {', '.join(f.spec.name for f in cls)}")
+
+
+@dataclass
+class Unpacked:
+    """A decoded operand: value = (-1)^sign * sig * 2^(exp - mbits), plus its class."""
+
+    sign: Bool
+    exp: BV  # signed, EXP_W bits; emin for subnormals and zero
+    sig: BV  # mbits + 1 bits, hidden bit included
+    mbits: int
+    is_zero: Bool
+    is_inf: Bool
+    is_nan: Bool
+
+
+def payload(bits: BV, fmt: Format) -> BV:
+    """The bits of `bits` the format actually reads (TF32 drops its 13 low bits)."""
+    s = fmt.spec
+    return bits.extract(s.storage - 1 - s.ignored_high, s.ignored_low)
+
+
+def decode(bits: BV, fmt: Format) -> Unpacked:
+    """Split a bit pattern into sign, exponent, significand and class flags."""
+    s = fmt.spec
+    b = bits.b
+    p = payload(bits, fmt)
+    m = s.mbits
+    mant = p.extract(m - 1, 0) if m else None
+    e_field = p.extract(m + s.ebits - 1, m)
+    sign = p.bit(m + s.ebits) if s.signed else Bool.const(b, False)
+    e_all_ones = e_field.eq((1 << s.ebits) - 1)
+    mant_zero = mant.eq(0) if mant is not None else Bool.const(b, True)
+    if s.specials == Specials.E8M0:
+        is_nan = e_all_ones
+        is_inf = Bool.const(b, False)
+        is_zero = Bool.const(b, False)
+        sig = BV.const(b, 1, 1)
+        exp = e_field.zext(EXP_W - s.ebits) - s.bias
+        return Unpacked(sign, exp, sig, 0, is_zero, is_inf, is_nan)
+    e_zero = e_field.eq(0)
+    hidden = (~e_zero).to_bv(1)
+    sig = hidden.concat(mant) if mant is not None else hidden
+    exp = e_zero.ite(BV.const(b, s.emin, EXP_W), e_field.zext(EXP_W - s.ebits) - s.bias)
+    if s.specials == Specials.IEEE:
+        is_inf = e_all_ones & mant_zero
+        is_nan = e_all_ones & ~mant_zero
+    elif s.specials == Specials.FN:
+        is_inf = Bool.const(b, False)
+        is_nan = e_all_ones & (mant.eq((1 << m) - 1) if m else Bool.const(b, True))
+    elif s.specials == Specials.FNUZ:
+        is_inf = Bool.const(b, False)
+        is_nan = sign & e_zero & mant_zero
+    else:
+        is_inf = Bool.const(b, False)
+        is_nan = Bool.const(b, False)
+    is_zero = e_zero & mant_zero & ~is_nan
+    return Unpacked(sign, exp, sig, m, is_zero, is_inf, is_nan)
+
+
+def flush_subnormal(u: Unpacked, fmt: Format, keep_sign: bool) -> Unpacked:
+    """Replace a subnormal operand by zero (+0, or with its sign when `keep_sign`)."""
+    b = u.sig.b
+    subnormal = ~u.sig.bit(u.mbits) & ~u.is_zero & ~u.is_nan & ~u.is_inf
+    sig = subnormal.ite(BV.const(b, 0, u.sig.w), u.sig)
+    sign = u.sign if keep_sign else subnormal.ite(Bool.const(b, False), u.sign)
+    return Unpacked(sign, u.exp, sig, u.mbits, u.is_zero | subnormal, u.is_inf, u.is_nan)
+
+
+def inf_bits(fmt: Format, negative: bool = False) -> int:
+    s = fmt.spec
+    mag = ((1 << s.ebits) - 1) << s.mbits
+    return ((int(negative) << (s.ebits + s.mbits)) | mag) << s.ignored_low
+
+
+def max_finite_bits(fmt: Format, negative: bool = False) -> int:
+    s = fmt.spec
+    if s.specials == Specials.IEEE:
+        mag = (((1 << s.ebits) - 2) << s.mbits) | ((1 << s.mbits) - 1)
+    elif s.specials == Specials.FN:
+        mag = (((1 << s.ebits) - 1) << s.mbits) | ((1 << s.mbits) - 2)
+    else:
+        mag = (1 << (s.ebits + s.mbits)) - 1
+    return ((int(negative) << (s.ebits + s.mbits)) | mag) << s.ignored_low
+
+
+def default_nan_bits(fmt: Format) -> int:
+    """The IEEE default quiet NaN of a format (0x7FC00000 for fp32)."""
+    s = fmt.spec
+    if s.specials == Specials.IEEE:
+        return ((((1 << s.ebits) - 1) << s.mbits) | (1 << (s.mbits - 1))) << s.ignored_low
+    if s.specials in (Specials.FN, Specials.E8M0):
+        return ((1 << (s.ebits + s.mbits)) - 1) << s.ignored_low
+    if s.specials == Specials.FNUZ:
+        return 1 << (s.storage - 1)
+    raise ValueError(f"{s.name} has no NaN")
+
+
+# --- concrete helpers (display and rational oracle) ------------------------------------
+
+
+def check_bits(value: int, fmt: Format) -> None:
+    if not 0 <= value < (1 << fmt.spec.storage):
+        raise ValueError(f"{value:#x} does not fit in {fmt.spec.storage}-bit {fmt.spec.name}")
+
+
+def classify(bits: int, fmt: Format) -> str:
+    """'nan', 'inf', 'zero' or 'finite' for a concrete pattern."""
+    from .bv.concrete import CONCRETE
+
+    u = decode(BV(CONCRETE, bits, fmt.spec.storage), fmt)
+    if u.is_nan.v:
+        return "nan"
+    if u.is_inf.v:
+        return "inf"
+    if u.is_zero.v:
+        return "zero"
+    return "finite"
+
+
+def value_of(bits: int, fmt: Format) -> Fraction | float:
+    """Exact value of a pattern: a Fraction for finite values, else +-inf or nan floats."""
+    from .bv.concrete import CONCRETE
+
+    u = decode(BV(CONCRETE, bits, fmt.spec.storage), fmt)
+    if u.is_nan.v:
+        return math.nan
+    neg = bool(u.sign.v)
+    if u.is_inf.v:
+        return -math.inf if neg else math.inf
+    e = u.exp.v - (1 << EXP_W) if u.exp.v >> (EXP_W - 1) else u.exp.v
+    val = Fraction(u.sig.v) * Fraction(2) ** (e - u.mbits)
+    return -val if neg else val
+
+
+def is_negative(bits: int, fmt: Format) -> bool:
+    s = fmt.spec
+    return s.signed and bool((bits >> (s.storage - 1 - s.ignored_high)) & 1)
+
+
+def to_float(bits: int, fmt: Format) -> float:
+    """The pattern as a Python float (exact for every format up to fp64; -0.0 kept)."""
+    v = value_of(bits, fmt)
+    if isinstance(v, float):
+        return v
+    if v == 0:
+        return -0.0 if is_negative(bits, fmt) else 0.0
+    return float(v)
+
+
+def round_fraction(
+    value: Fraction,
+    fmt: Format,
+    mode: Rounding = Rounding.RNE,
+    negative_zero: bool = False,
+    overflow_to_inf: bool | None = None,
+) -> int:
+    """Correctly round an exact rational to `fmt` (rational-arithmetic test oracle)."""
+    s = fmt.spec
+    neg = value < 0 or (value == 0 and negative_zero)
+    a = abs(value)
+    sign_bit = (int(neg) << (s.ebits + s.mbits)) if s.signed else 0
+    if a == 0:
+        return sign_bit << s.ignored_low
+    # floor(log2(a)) from the bit lengths (exact for every magnitude, unlike math.log2,
+    # which converts to a float and overflows or underflows outside the float range).
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    while Fraction(2) ** e > a:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= a:
+        e += 1
+    e = max(e, s.emin)
+    ulp = Fraction(2) ** (e - s.mbits)
+    q, r = divmod(a, ulp)
+    q = int(q)
+    up = False
+    if r:
+        if mode == Rounding.RNE:
+            up = r > ulp / 2 or (r == ulp / 2 and q % 2 == 1)
+        elif mode == Rounding.RNA:
+            up = r >= ulp / 2
+        elif mode == Rounding.RTP:
+            up = not neg
+        elif mode == Rounding.RTN:
+            up = neg
+    q += int(up)
+    if q >= (1 << (s.mbits + 1)):
+        q >>= 1
+        e += 1
+    biased = (e + s.bias) if q >= (1 << s.mbits) else 0
+    mag = (biased << s.mbits) | (q & ((1 << s.mbits) - 1))
+    max_mag = (max_finite_bits(fmt) >> s.ignored_low) & ((1 << (s.ebits + s.mbits)) - 1)
+    if mag > max_mag:
+        to_inf = overflow_to_inf
+        if to_inf is None:
+            to_inf = (
+                mode in (Rounding.RNE, Rounding.RNA)
+                or (mode == Rounding.RTP and not neg)
+                or (mode == Rounding.RTN and neg)
+            )
+        if to_inf and s.specials == Specials.IEEE:
+            return (sign_bit | (((1 << s.ebits) - 1) << s.mbits)) << s.ignored_low
+        return max_finite_bits(fmt, neg)
+    return (sign_bit | mag) << s.ignored_low
+
+
+def parse_hex(text: str, fmt: Format, field_name: str) -> int:
+    """Parse a hex pattern for `fmt`; raises ValueError naming the field on bad input."""
+    t = text.strip().lower()
+    if t.startswith("0x"):
+        t = t[2:]
+    if not t or any(ch not in "0123456789abcdef" for ch in t):
+        raise ValueError(f"{field_name}: {text!r} is not a hex bit pattern")
+    v = int(t, 16)
+    if v >= (1 << fmt.spec.storage):
+        raise ValueError(
+            f"{field_name}: {text!r} does not fit in {fmt.spec.storage}-bit {fmt.spec.name}"
+            f" (at most {fmt.spec.hex_digits} hex digits)"
+        )
+    return v
+
+
+def format_hex(bits: int, fmt: Format) -> str:
+    return f"0x{bits:0{fmt.spec.hex_digits}x}"
+
+
+__all__ = [
+    "EXP_W",
+    "Format",
+    "FormatSpec",
+    "Rounding",
+    "Specials",
+    "Unpacked",
+    "check_bits",
+    "classify",
+    "decode",
+    "default_nan_bits",
+    "flush_subnormal",
+    "format_hex",
+    "inf_bits",
+    "is_negative",
+    "max_finite_bits",
+    "parse_hex",
+    "payload",
+    "round_fraction",
+    "to_float",
+    "value_of",
+]
