@@ -25,6 +25,7 @@ from tensorcore_smt.certify.analytic import Analytic, gemm_analytic, instruction
 from tensorcore_smt.certify.bound import default_class
 from tensorcore_smt.certify.classes import parse_where
 from tensorcore_smt.certify.exact import exactness
+from tensorcore_smt.certify.exact_gemm import gemm_exactness
 from tensorcore_smt.certify.gemm import gemm_certificate
 from tensorcore_smt.certify.report import status
 from tensorcore_smt.certify.sweep import TOP, sweep
@@ -117,6 +118,8 @@ def verdict(a: Analytic, lower, upper, sampled=None) -> str:
         return "-"
     if upper is not None and upper <= a.bound:
         return "proved"
+    if isinstance(lower, float) and lower > a.bound:
+        return "refuted (unbounded)"
     if lower is not None and lower > a.bound:
         return f"refuted ({float(lower / a.bound):.3g}x)"
     if sampled is not None and not isinstance(sampled, float) and sampled > a.bound:
@@ -227,6 +230,79 @@ def plot_gemm(series, path: Path) -> bool:
     return True
 
 
+GEMM_EXACT_ROWS = [
+    ("hopper/serial", "m16n8k16.f32.bf16.bf16.f32", 7),
+    ("hopper/serial[split_k=4]", "m16n8k16.f32.bf16.bf16.f32", 7),
+    ("ampere/serial", "m16n8k16.f32.bf16.bf16.f32", 7),
+    ("cdna3/serial", "v_mfma_f32_32x32x8_bf16", 7),
+    ("hopper/fast-accum", FP8, 3),
+    ("hopper/cublas-fp8", FP8, 3),
+]
+"""GEMM schedules of the exactness table: serial chains, split-K, FP8 fast accumulation
+against cuBLAS's promotion every 128."""
+
+
+def exact_section(args) -> list[str]:
+    """The exactness tables: instruction lemmas with the serial chain, then schedules."""
+    lines = [
+        "## Exact accumulation of integer slices (the Ozaki question)",
+        "",
+        "`tcsmt exact`: the largest running accumulator B the instruction provably adds "
+        "P-bit integer slices into exactly (by the composed argument of certify/exact.py, "
+        "or by a solver where the argument does not apply), whether |c| = B + 1 is "
+        "refuted by a witness re-run on the model (tight), the chain length the induction "
+        "proves exact, and a chain one instruction longer that tc.matmul shows inexact; "
+        f"solver budget {args.exact_timeout:g} s where one is asked.",
+        "",
+        "| instruction | P | exact for abs(c) <= B | by | tight | chain exact up to K | "
+        "chain witness K (error) | seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for arch, instr, P in exact_rows():
+        r = exactness(arch, P, instr=instr, timeout=args.exact_timeout)
+        how = (
+            "argument"
+            if r.argued_B is not None and r.bound_B == r.argued_B
+            else "solver"
+            if r.c_bits is not None
+            else "-"
+        )
+        tight = "yes" if r.above_witness is not None and how == "argument" else "-"
+        cw = (
+            f"{r.chain_witness_K} ({r.chain_witness_error})"
+            if r.chain_witness_K is not None
+            else "-"
+        )
+        lines.append(
+            f"| {arch} {r.instruction} | {P} | "
+            f"{'undecided' if r.bound_B is None else r.bound_B} | {how} | {tight} | "
+            f"{r.chain_K if r.chain_K is not None else '-'} | {cw} | {r.seconds:.0f} |"
+        )
+        print(lines[-1], flush=True)
+    lines += [
+        "",
+        "GEMM schedules (`tcsmt exact ARCH/SCHEDULE`, certify/exact_gemm.py), C = 0: every "
+        "chain of the plan starts from +0 and is exact while (J - 1) L m^2 <= B; "
+        "promotions, split partials, their combination and the epilogue are fp32 "
+        "operations on integers of magnitude at most K m^2, exact while K m^2 <= 2^24. "
+        "The witness at the next K the schedule runs is a row through tc.matmul, measured "
+        "exactly.",
+        "",
+        "| schedule | instruction | P | exact up to K | next K (error) | what stops it | seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for hyp, instr, P in GEMM_EXACT_ROWS:
+        t0 = time.monotonic()
+        g = gemm_exactness(hyp, P, instr=instr)
+        nxt = "-" if g.witness_K is None else f"{g.witness_K} ({g.witness_error})"
+        lines.append(
+            f"| {g.hypothesis} | {g.instruction} | {P} | {g.K if g.K else '-'} | {nxt} | "
+            f"{g.binding} | {time.monotonic() - t0:.0f} |"
+        )
+        print(lines[-1], flush=True)
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--timeout", type=float, default=120.0, help="budget per bound (s)")
@@ -257,7 +333,19 @@ def main() -> None:
         help="keep the GEMM section (and its plot) of the existing bounds.md as it is",
     )
 
+    ap.add_argument(
+        "--only-exact",
+        action="store_true",
+        help="re-measure only the exactness section of the existing bounds.md",
+    )
+
     args = ap.parse_args()
+    if args.only_exact:
+        out = Path(args.write or "results") / "bounds.md"
+        head = out.read_text().split("## Exact accumulation", 1)[0]
+        out.write_text(head + "\n".join(exact_section(args)) + "\n")
+        print(f"wrote {out}", file=sys.stderr)
+        return
     if args.only_gemm:
         out = Path(args.write or "results") / "bounds.md"
         text = out.read_text()
@@ -369,42 +457,7 @@ def main() -> None:
         lines += ["## GEMM level: one output element at depth K" + kept]
     else:
         lines += gemm_section(args)
-    lines += [
-        "",
-        "## Exact accumulation of integer slices (the Ozaki question)",
-        "",
-        "`tcsmt exact`: the largest running accumulator B the instruction provably adds "
-        "P-bit integer slices into exactly (by the composed argument of certify/exact.py, "
-        "or by a solver where the argument does not apply), whether |c| = B + 1 is "
-        "refuted by a witness re-run on the model (tight), the chain length the induction "
-        "proves exact, and a chain one instruction longer that tc.matmul shows inexact; "
-        f"solver budget {args.exact_timeout:g} s where one is asked.",
-        "",
-        "| instruction | P | exact for abs(c) <= B | by | tight | chain exact up to K | "
-        "chain witness K (error) | seconds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for arch, instr, P in exact_rows():
-        r = exactness(arch, P, instr=instr, timeout=args.exact_timeout)
-        how = (
-            "argument"
-            if r.argued_B is not None and r.bound_B == r.argued_B
-            else "solver"
-            if r.c_bits is not None
-            else "-"
-        )
-        tight = "yes" if r.above_witness is not None and how == "argument" else "-"
-        cw = (
-            f"{r.chain_witness_K} ({r.chain_witness_error})"
-            if r.chain_witness_K is not None
-            else "-"
-        )
-        lines.append(
-            f"| {arch} {r.instruction} | {P} | "
-            f"{'undecided' if r.bound_B is None else r.bound_B} | {how} | {tight} | "
-            f"{r.chain_K if r.chain_K is not None else '-'} | {cw} | {r.seconds:.0f} |"
-        )
-        print(lines[-1], flush=True)
+    lines += [""] + exact_section(args)
     text = "\n".join(lines) + "\n"
     if args.write:
         out = Path(args.write) / "bounds.md"

@@ -127,7 +127,9 @@ def write_property(out: Path, prop, arch: str, answers: list[QueryAnswer], rows:
                 "variants": list(a.outcome.query.variants),
                 "answer": a.answer,
                 "as_expected": a.as_expected,
-                "solver": "construction"
+                "solver": "argument"
+                if a.outcome.argued
+                else "construction"
                 if a.outcome.by_construction
                 else (a.outcome.result.solver if a.outcome.result else ""),
                 "agreeing": a.to_json()["agreeing_solvers"],
@@ -201,7 +203,8 @@ def render(rows: dict, timeout: float) -> str:
         "Every `sat` is a witness re-checked on the concrete model (inputs, both variants'",
         "outputs: ARCH/PROPERTY.json; test vectors for `tcsmt probe`: ARCH/PROPERTY.vectors.json).",
         "Every `unsat` names the solvers that agreed; `construction` means both variants build",
-        "the same term on this instruction; `search` means the witness came from the concrete",
+        "the same term on this instruction; `argument` means a stated argument proved it, no",
+        "solver asked (model/integer_sums.py, model/monotone.py); `search` means the witness came from the concrete",
         "search before the solvers (tensorcore_smt/smt/search.py; re-checked the same way, no",
         "solver run). `UNEXPECTED` marks an answer that differs from the one the property expects.",
         "",

@@ -22,10 +22,11 @@ from tensorcore_smt.certify.compose import (
     rounds_up_midway,
     small_steps,
 )
+from tensorcore_smt.certify.compose_ieee import normal_sums
 from tensorcore_smt.certify.overflow_rows import overflow_witness
 from tensorcore_smt.certify.sample import sample_best
 from tensorcore_smt.model.measure import Measure, exact_value
-from tensorcore_smt.spec.formats import value_of
+from tensorcore_smt.spec.formats import Format, value_of
 from tensorcore_smt.spec.presets import parse_variant
 
 NORMAL = default_class() + (parse_where("normal-only"),)
@@ -93,12 +94,20 @@ def test_ieee_trees_bound_random_rows(arch, instr, cons):
     _sampled_below(arch, instr, cons, arg.upper)
 
 
-def test_gps_bound_is_attained_within_the_flush_allowance():
-    # no flush can act on fp16 products; a flushed subnormal sum costs 2^e_min at most:
-    # U counts one such allowance per flushing addition, L is a real row
-    cert = bound("cdna2", constraints=NORMAL, timeout=30, sample_rows=300)
-    assert cert.upper is not None and cert.upper_method == "composed"
-    assert 0 < cert.lower <= cert.upper
+def test_gps_sums_stay_normal_so_no_flush_acts():
+    # fp16 products are multiples of 2^-48: with c normal no sum CDNA2 forms is
+    # subnormal, so its flushes never act and U is four roundings on the deepest path
+    # (two pairwise levels, c, the next group); bf16 products reach 2^-266: no such claim
+    fp16 = parse_variant("cdna2").params("v_mfma_f32_32x32x8f16")
+    bf16 = parse_variant("cdna2").params("v_mfma_f32_32x32x8bf16_1k")
+    assert normal_sums(fp16, Format.FP32, True) and not normal_sums(fp16, Format.FP32, False)
+    assert not normal_sums(bf16, Format.FP32, True)
+    arg = instruction_bound(fp16, NORMAL)
+    assert isinstance(arg, Argument)
+    assert (1 + U24) ** 4 - 1 <= arg.upper < 4 * U24 * (1 + 2**-20)
+    cert = bound("cdna2", constraints=NORMAL, timeout=20, sample_rows=300)
+    assert cert.upper == arg.upper and 0 < cert.lower <= cert.upper
+    _sampled_below("cdna2", "v_mfma_f32_32x32x8f16", NORMAL, arg.upper, rows=1500)
 
 
 def test_small_steps_refuses_wide_products():

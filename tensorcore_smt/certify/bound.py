@@ -28,6 +28,7 @@ from ..smt.query import EXACT, Constraint, ConstraintKind, Goal, Query, make_que
 from ..smt.solve import Limits, Outcome, Verdict, answer
 from ..solvers.result import Answer
 from ..spec.formats import value_of
+from .nodes import up
 
 DEFAULT_RESOLUTION = Fraction(1, 16)
 GROWTH = 4
@@ -297,28 +298,57 @@ def bound(
     return cert
 
 
+def one_sign(cons) -> bool:
+    """Whether the class keeps every input nonnegative (--where positive on a, b and c):
+    then every term has one sign and |e| = |c| + sum |a_k b_k| = M."""
+    covered = set()
+    for c in cons:
+        if c.kind == ConstraintKind.POSITIVE:
+            covered |= set(c.operands)
+    return set("abc") <= covered
+
+
 def _compose_upper(cert: Certificate, q: Query, against: str | None, cons) -> None:
-    """The composed upper bound (certify/compose.py) of a normwise question, when its
-    preconditions hold: U_X against the exact result, U_X + U_Y between two variants
-    (|d_X - d_Y| <= |d_X - e| + |e - d_Y|)."""
+    """The composed upper bound (certify/compose.py) when its preconditions hold: the
+    normwise U_X against the exact result, U_X + U_Y between two variants (|d_X - d_Y|
+    <= |d_X - e| + |e - d_Y|). Over a class of one sign (one_sign: |e| = M) it also
+    bounds rel and ulp: rel = normwise against e; against Y, |d_Y| >= M (1 - U_Y); and
+    ulp(r) > 2^-p |r| (p: d's precision; r in its binade [2^E, 2^(E+1)), ulp 2^(E-p+1)),
+    so ulp <= 2^p rel."""
     from .compose import Argument, instruction_bound
 
-    if cert.measure != Measure.NORMWISE:
+    scaled = cert.measure in (Measure.REL, Measure.ULP)
+    if cert.measure != Measure.NORMWISE and not (scaled and one_sign(cons)):
         return
     parts = [(cert.hypothesis, q.params[0])]
     if against is not None:
         parts.append((against, q.params[1]))
     total = Fraction(0)
     lines: list[str] = []
+    uppers = []
     for name, p in parts:
         arg = instruction_bound(p, cons)
         if not isinstance(arg, Argument):
             cert.argument = [f"no composed bound for {name}: {arg.reason}"]
             return
         total += arg.upper
+        uppers.append(arg.upper)
         lines += [f"{name}: {x}" for x in arg.lines]
     if len(parts) == 2:
         lines.append("drift: U_X + U_Y (triangle inequality through the exact result)")
+    if scaled:
+        if against is not None:
+            if uppers[1] >= 1:
+                cert.argument = lines + ["rel/ulp: U_Y >= 1 leaves |d_Y| unbounded below"]
+                return
+            total = up(total / (1 - uppers[1]))
+            lines.append("rel: (U_X + U_Y) / (1 - U_Y), since |d_Y| >= M (1 - U_Y)")
+        else:
+            lines.append("rel: the normwise U, since one sign makes |e| = M")
+        if cert.measure == Measure.ULP:
+            prec = q.p.d_fmt.spec.precision
+            total = total * 2**prec
+            lines.append(f"ulp: 2^{prec} rel, since ulp(r) > 2^-{prec} |r|")
     cert.upper = total
     cert.upper_method = "composed"
     cert.argument = lines

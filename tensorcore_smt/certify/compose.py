@@ -325,7 +325,7 @@ def instruction(
     if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
         return fdrda_instruction(p, constraints, root)
     if p.algorithm in IEEE_TREES:
-        tree, lines = IEEE_TREES[p.algorithm](p, root)
+        tree, lines = IEEE_TREES[p.algorithm](p, root, _forced_normal("c", p.c_fmt, constraints))
         return as_node(tree), lines
     lines = []
     if p.algorithm == Algorithm.SFMA:

@@ -28,13 +28,38 @@ from ..spec.formats import Format, Rounding
 from .nodes import LEAF, Composed, NodeBound, up
 
 
-def rounding_node(fmt: Format, rounding: Rounding, flush: bool, root: bool) -> NodeBound:
-    """(N) of one IEEE rounding into `fmt` (module docstring)."""
+def rounding_node(
+    fmt: Format, rounding: Rounding, flush: bool, root: bool, normal: bool = False
+) -> NodeBound:
+    """(N) of one IEEE rounding into `fmt` (module docstring); `normal`: the value
+    rounded is 0 or at least 2^e_min (normal_sums), so neither a subnormal part nor a
+    flush applies."""
     p = fmt.spec.precision
     u = Fraction(1, 2**p) if rounding in (Rounding.RNE, Rounding.RNA) else Fraction(2, 2**p)
+    if normal:
+        return NodeBound(up(u), Fraction(0), fmt.spec.emin)
     tiny = Fraction(2) ** fmt.spec.emin
     b = tiny if flush else Fraction(0) if root else u * tiny
     return NodeBound(up(u), up(b), None if flush else fmt.spec.emin)
+
+
+def normal_sums(p: ModelParams, acc: Format, c_normal: bool) -> bool:
+    """Whether every sum the unit rounds into `acc` is 0 or at least 2^e_min(acc) in
+    magnitude, so that no subnormal part arises and no flush acts. Sufficient: c normal
+    in the class and already in acc; every product exact in acc with its lowest bit at
+    2^L, L = (e_min - m)_a + (e_min - m)_b, and L >= e_min(acc) + m(acc) + 2. Then every
+    sum of products is a multiple of 2^L (a rounding keeps a multiple of 2^L one, or
+    makes it a multiple of its own ulp above 2^L), so 0 or at least 2^L; a c at least
+    T = 2^(e_min + m) (acc's) is a multiple of 2^e_min and so is every later sum; a
+    smaller c stays alone (normal) until a nonzero sum of products g arrives, and then
+    |c + g| >= 2^L - T >= 2^(e_min + m + 1), whose rounding is a multiple of 2^e_min
+    again. fp16 and FP8 products in fp32 (L = -48, -18) pass; bf16 ones (L = -266) do
+    not."""
+    fa, fb = p.unpack or p.a_fmt, p.unpack or p.b_fmt
+    if not c_normal or _conversion(p.c_fmt, acc) or not ieee.products_exact_in(fa, fb, acc):
+        return False
+    L = (fa.spec.emin - fa.spec.mbits) + (fb.spec.emin - fb.spec.mbits)
+    return L >= acc.spec.emin + acc.spec.mbits + 2
 
 
 def _conversion(src: Format, dst: Format) -> bool:
@@ -45,10 +70,11 @@ def _conversion(src: Format, dst: Format) -> bool:
     )
 
 
-def _product(p: ModelParams, acc: Format, rounding: Rounding) -> Composed:
-    """A product of a and b as the child of an addition: exact, or rounded into acc."""
+def _product(p: ModelParams, acc: Format, rounding: Rounding, normal: bool) -> Composed:
+    """A product of a and b as the child of an addition: exact, or rounded into acc
+    (`normal`: no nonzero product is below 2^e_min(acc), so no flush acts on one)."""
     fa, fb = p.unpack or p.a_fmt, p.unpack or p.b_fmt
-    if ieee.products_exact_in(fa, fb, acc) and not p.flush_products:
+    if ieee.products_exact_in(fa, fb, acc) and (normal or not p.flush_products):
         return LEAF
     return LEAF.node([LEAF], rounding_node(acc, rounding, p.flush_products, False))
 
@@ -60,17 +86,18 @@ def _pairwise(vals: list[Composed], add) -> Composed:
     return add(_pairwise(vals[:mid], add), _pairwise(vals[mid:], add))
 
 
-def sequential_tree(p: ModelParams, root: bool) -> tuple[Composed, list[str]]:
+def sequential_tree(p: ModelParams, root: bool, c_normal: bool) -> tuple[Composed, list[str]]:
     """SEQUENTIAL: the IEEE sum of c and the K products in p.order (fused products: a
-    chain of FMAs), then the conversion into d."""
+    chain of FMAs), then the conversion into d. `c_normal`: the class keeps c normal."""
     acc, mode = p.acc_fmt, p.acc_rounding
     convert = _conversion(acc, p.d_fmt)
     last_root = root and not convert
+    normal = normal_sums(p, acc, c_normal)
 
     def add(x: Composed, y: Composed, last: bool = False) -> Composed:
         flush = p.flush_sums and not last
         fl = flush or (last and p.flush_outputs and not convert)
-        return LEAF.node([x, y], rounding_node(acc, mode, fl, last and last_root))
+        return LEAF.node([x, y], rounding_node(acc, mode, fl, last and last_root, normal))
 
     c = LEAF
     if _conversion(p.c_fmt, acc):
@@ -81,7 +108,7 @@ def sequential_tree(p: ModelParams, root: bool) -> tuple[Composed, list[str]]:
             d = add(d, LEAF, last=i == p.K - 1)
         what = f"{p.K} FMAs in {acc.spec.name}"
     else:
-        prods = [_product(p, acc, mode) for _ in range(p.K)]
+        prods = [_product(p, acc, mode, normal) for _ in range(p.K)]
         if p.order in (Order.C_FIRST, Order.REVERSE):
             d = c
             for i, q in enumerate(prods):
@@ -100,17 +127,18 @@ def sequential_tree(p: ModelParams, root: bool) -> tuple[Composed, list[str]]:
     return d, [f"{what}: u = 2^-{acc.spec.precision} per operation ({mode.value})"]
 
 
-def gps_tree(p: ModelParams, root: bool) -> tuple[Composed, list[str]]:
+def gps_tree(p: ModelParams, root: bool, c_normal: bool) -> tuple[Composed, list[str]]:
     """GPS (model/sequential.gps): products rounded into fp32, each group of G summed
     pairwise and added to the running value, every operation RNE in fp32."""
     acc, mode = Format.FP32, Rounding.RNE
+    normal = normal_sums(p, acc, c_normal)
     c = LEAF
     if _conversion(p.c_fmt, acc):
         c = LEAF.node([LEAF], rounding_node(acc, mode, False, False))
-    prods = [_product(p, acc, mode) for _ in range(p.K)]
+    prods = [_product(p, acc, mode, normal) for _ in range(p.K)]
 
     def add(x: Composed, y: Composed) -> Composed:
-        return LEAF.node([x, y], rounding_node(acc, mode, p.flush_sums, False))
+        return LEAF.node([x, y], rounding_node(acc, mode, p.flush_sums, False, normal))
 
     d = c
     starts = list(range(0, p.K, p.G))
@@ -119,9 +147,12 @@ def gps_tree(p: ModelParams, root: bool) -> tuple[Composed, list[str]]:
         flush = p.flush_outputs if last else p.flush_sums
         d = LEAF.node(
             [d, _pairwise(prods[lo : lo + p.G], add)],
-            rounding_node(acc, mode, flush, root and last),
+            rounding_node(acc, mode, flush, root and last, normal),
         )
-    return d, [f"{len(starts)} groups of G = {p.G} products, pairwise sums in fp32 (RNE)"]
+    lines = [f"{len(starts)} groups of G = {p.G} products, pairwise sums in fp32 (RNE)"]
+    if normal:
+        lines.append("every sum is 0, c or at least 2^e_min: no subnormal part, no flush acts")
+    return d, lines
 
 
 IEEE_TREES = {Algorithm.SEQUENTIAL: sequential_tree, Algorithm.GPS: gps_tree}
@@ -140,4 +171,11 @@ def largest_step(p: ModelParams) -> int:
     return 1
 
 
-__all__ = ["IEEE_TREES", "gps_tree", "largest_step", "rounding_node", "sequential_tree"]
+__all__ = [
+    "IEEE_TREES",
+    "gps_tree",
+    "largest_step",
+    "normal_sums",
+    "rounding_node",
+    "sequential_tree",
+]

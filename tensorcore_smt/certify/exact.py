@@ -244,7 +244,7 @@ def chain_length(c_bits: int, L: int, slice_bits: int) -> int:
     return (((1 << c_bits) - 1) // (L * m2) + 1) * L
 
 
-MAX_CHAIN_WITNESS_K = 1 << 16
+MAX_CHAIN_WITNESS_K = 1 << 20
 """Longest chain built to show a lemma witness at the end of a GEMM chain."""
 
 
@@ -306,7 +306,7 @@ def _chain_witness(res: Exactness, q0, m2: int) -> None:
         [[round_fraction(Fraction(v), p.b_fmt)] for v in b_vals], dtype=bits_dtype(p.b_fmt)
     )
     hyp = res.hypothesis if "/" in res.hypothesis else f"{res.hypothesis}/serial"
-    D = np.asarray(matmul(hyp, A, B, instr=res.instruction)).reshape(-1)
+    D = np.asarray(matmul(hyp, A, B, instr=res.instruction, engine="compiled")).reshape(-1)
     if D.dtype.kind != "u":  # matmul returns values in d's dtype: read their bits
         D = D.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[D.dtype.itemsize])
     d = value_of(int(D[0]), p.d_fmt)

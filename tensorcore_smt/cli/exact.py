@@ -1,4 +1,5 @@
-"""`tcsmt exact`: up to which K a unit and its serial chain sum integer slices exactly.
+"""`tcsmt exact`: up to which K a unit, its serial chain and a GEMM schedule
+(`ARCH/SCHEDULE`: promotions, split-K) sum integer slices exactly.
 
 Exit codes: 0 a range was proved (and the report states the chain it implies); 3 the
 solvers did not decide within the budget; 2 bad input; 130 Ctrl-C.
@@ -49,7 +50,10 @@ def exact_cmd(
     """The largest running accumulator an instruction adds P-bit integer slices into
     exactly (proved), the witness just above it, and the K up to which a serial chain
     of the instruction is exact (by induction, stated in the report), with a chain
-    witness re-run through tc.matmul.
+    witness re-run through tc.matmul. HYPOTHESIS may name a GEMM schedule
+    (ARCH[...]/SCHEDULE[...], e.g. hopper/cublas-fp8): the K up to which that schedule
+    (its chains, fp32 promotions, split-K partials, epilogue) is exact with C = 0, and a
+    witness at the next K.
 
     Exit 0: a range was proved; 3: undecided within the budget.
     """
@@ -67,8 +71,12 @@ def exact_cmd(
         def progress(s) -> None:
             click.echo(f"  |c| < 2^{s.c_bits}: {s.verdict.value} [{s.seconds:.1f} s]", err=True)
 
+    from ..certify.exact_gemm import gemm_exactness
+    from ..gemm.hypothesis import split_gemm_text
+
+    variant, schedule = split_gemm_text(hypothesis)
     r = exactness(
-        hypothesis,
+        variant,
         slice_bits,
         instr=instr,
         timeout=timeout,
@@ -79,7 +87,7 @@ def exact_cmd(
     if r.lemma_witness is not None:
         from ..api import resolve
 
-        q_fmt = resolve(hypothesis.split("/")[0], r.instruction)
+        q_fmt = resolve(variant, r.instruction)
     wit = None
     if r.lemma_witness is not None:
         w = r.lemma_witness
@@ -120,6 +128,19 @@ def exact_cmd(
         if r.chain_witness_error is None
         else f"{r.chain_witness_error.numerator}/{r.chain_witness_error.denominator}",
         "argument": r.argument(),
+    }
+    g = gemm_exactness(
+        f"{variant}/{schedule or 'serial'}", slice_bits, instr=r.instruction, B=r.bound_B
+    )
+    data |= {
+        "schedule": g.hypothesis,
+        "gemm_exact_K": g.K,
+        "gemm_binding": g.binding,
+        "gemm_witness_K": g.witness_K,
+        "gemm_witness_error": None
+        if g.witness_error is None
+        else f"{g.witness_error.numerator}/{g.witness_error.denominator}",
+        "gemm_argument": g.lines,
         "seconds": round(r.seconds, 3),
     }
     if as_json:
@@ -155,6 +176,19 @@ def exact_cmd(
             click.echo(
                 f"chain witness: K = {r.chain_witness_K}, |error| = "
                 f"{data['chain_witness_error']} (tc.matmul, exact arithmetic)"
+            )
+        if g.K is not None:
+            click.echo(
+                f"schedule:  {g.hypothesis} with C = 0 exact up to K = {g.K} (argument); "
+                f"next: {g.binding}"
+            )
+        else:
+            click.echo(f"schedule:  {g.hypothesis}: nothing proved ({'; '.join(g.lines)})")
+        if g.witness_K is not None:
+            err = data["gemm_witness_error"] or "non-finite"
+            click.echo(
+                f"schedule witness: K = {g.witness_K}, |error| = {err} (tc.matmul, exact "
+                "arithmetic)"
             )
         click.echo(f"seconds:   {r.seconds:.1f}")
     sys.exit(int(ExitCode.OK if r.bound_B is not None else ExitCode.INCOMPLETE))

@@ -1,5 +1,9 @@
 """Solver questions a stated argument answers before any solver runs.
 
+Monotonicity in c (properties/monotonicity.toml, "c-grows": every input nonnegative,
+c alone grows): model/monotone.py proves it for CDNA3's FDRDA units under conditions
+on the formats it checks; the query is then unsat for every input of the class.
+
 An error-exceeds query with threshold 0 against the exact result asks whether the unit
 is ever inexact on its class. When the class is P-bit integer slices (a and b) with an
 integer accumulator c of at most b bits, model/integer_sums.py proves the unit exact for
@@ -22,10 +26,33 @@ def _integer_bits(q: Query, group: str) -> int | None:
     return min(bits) if bits else None
 
 
+def _nonnegative(q: Query, group: str) -> bool:
+    """Whether a constraint of the class keeps every input of `group` nonnegative."""
+    return any(c.kind == ConstraintKind.POSITIVE and group in c.operands for c in q.constraints)
+
+
+def argued_monotone(q: Query) -> str | None:
+    """Why `q` ("raising c never lowers d", nonnegative inputs) is unsat by the
+    monotonicity argument (model/monotone.py), or None."""
+    from ..model.monotone import monotone_in_c
+
+    if q.goal != Goal.NON_MONOTONE or q.grows != "c":
+        return None
+    if not all(_nonnegative(q, g) for g in "abc"):
+        return None
+    why = monotone_in_c(q.p)
+    if why is None:
+        return None
+    return f"proved by the monotonicity argument, no solver asked: {why}"
+
+
 def argued_unsat(q: Query) -> str | None:
-    """Why the argument proves `q` unsat (the note of the answer), or None."""
+    """Why an argument proves `q` unsat (the note of the answer), or None."""
     from ..model.integer_sums import argued_bound
 
+    monotone = argued_monotone(q)
+    if monotone is not None:
+        return monotone
     if q.goal != Goal.ERROR_EXCEEDS or q.variants[1] != EXACT:
         return None
     if q.threshold is None or q.threshold != 0:
@@ -46,4 +73,4 @@ def argued_unsat(q: Query) -> str | None:
     )
 
 
-__all__ = ["argued_unsat"]
+__all__ = ["argued_monotone", "argued_unsat"]

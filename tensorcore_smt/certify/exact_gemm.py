@@ -1,0 +1,196 @@
+"""Exact accumulation at the GEMM level: up to which K a schedule (chains, fp32
+promotions, split-K partials and their combination, the epilogue) sums P-bit integer
+slices exactly, with C = 0 (what Ozaki-scheme emulation computes: each slice product
+A_i B_j on its own, the exact integer results added afterwards).
+
+The argument, for one output element at depth K (the plan of gemm/plan.py):
+ 1. Instruction lemma (model/integer_sums.py): the instruction adds P-bit slices into an
+    integer accumulator |acc| <= B exactly.
+ 2. A chain of J instructions from +0: the accumulator entering instruction j is at most
+    j L m^2 (m = 2^P - 1, L products each); while (J - 1) L m^2 <= B every step is exact
+    (induction, as certify/exact.py states for the serial chain).
+ 3. Every value outside the chains (a chain's result, a promotion into fp32, a split's
+    partial, their fp32 combination, the epilogue's alpha * x + beta * C with alpha = 1 and
+    C = 0, the conversion into the output format) is an integer of magnitude at most
+    K m^2: each fp32 operation (and the output conversion, precision p_out) is exact when
+    K m^2 <= 2^24 (2^p_out).
+So K is proved exact when the plan's longest chain J_max satisfies (J_max - 1) L m^2 <= B
+and, where the plan has fp32 operations or converts its output, K m^2 <= 2^p. Both sides
+only grow with K for every schedule make_plan builds (its chains get longer or more
+numerous as k-blocks are added, never shorter), so the largest such K is found by
+bisection; tests/test_exact_gemm.py checks that the predicate is monotone on every K of
+a range. Depths the schedule cannot cut (make_plan refuses them) claim nothing and are
+skipped: the reported K and the witness's K are depths it runs. The witness at the next K is a row run through tc.matmul and measured exactly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import UserError
+from ..model.integer_sums import argued_bound
+from ..spec.formats import Format, round_fraction, value_of
+
+K_LIMIT = 1 << 22
+"""The deepest K the search considers."""
+
+
+@dataclass
+class GemmExactness:
+    """What the argument proves about one GEMM hypothesis and slice width."""
+
+    hypothesis: str
+    instruction: str
+    slice_bits: int
+    B: int | None  # the instruction lemma's accumulator bound (None: no argument)
+    K: int | None = None  # every K <= this is proved exact (None: not even one block)
+    binding: str = ""  # which condition stops the next K
+    witness_K: int | None = None
+    witness_error: Fraction | None = None
+    lines: list[str] = field(default_factory=list)
+
+
+def _gemm(hypothesis: str, instr: str | None):
+    from ..gemm.hypothesis import parse_gemm
+
+    hyp = parse_gemm(hypothesis if "/" in hypothesis else f"{hypothesis}/serial", instr)
+    return hyp, hyp.params(), hyp.instruction().name
+
+
+def _runnable(hyp, p, K: int) -> bool:
+    """Whether the schedule can cut depth K (make_plan refuses, e.g., a contiguous split
+    that would leave a split without a k-tile)."""
+    from ..gemm.plan import make_plan
+
+    try:
+        make_plan(hyp.schedule, K, p.K)
+    except UserError:
+        return False
+    return True
+
+
+def _exact_at(hyp, p, K: int, m2: int, B: int) -> tuple[bool, str]:
+    """Whether the argument proves depth K exact, and which condition fails if not."""
+    from ..gemm.plan import make_plan
+
+    try:
+        plan = make_plan(hyp.schedule, K, p.K)
+    except UserError:
+        return True, ""  # the schedule cannot cut this K: nothing to run, nothing claimed
+    longest = max(len(c) for s in plan.splits for c in s.chains)
+    if (longest - 1) * p.K * m2 > B:
+        return False, f"a chain of {longest} instructions reaches (J - 1) L m^2 > B"
+    out = hyp.schedule.out or p.d_fmt
+    limits = []
+    if plan.fp32_acc:
+        limits.append(Format.FP32.spec.precision)
+    if out != p.d_fmt:
+        limits.append(out.spec.precision)
+    for prec in limits:
+        if K * m2 > 1 << prec:
+            return False, f"K m^2 = {K * m2} > 2^{prec}: an fp32 operation or the output rounds"
+    return True, ""
+
+
+def gemm_exactness(
+    hypothesis: str,
+    slice_bits: int,
+    *,
+    instr: str | None = None,
+    witness: bool = True,
+    B: int | None = None,
+) -> GemmExactness:
+    """The largest K the argument (module docstring) proves exact for P-bit slices with
+    C = 0, and a witness at the next K run through tc.matmul. `B`: an accumulator bound
+    proved otherwise (by a solver, certify/exact.py) where it exceeds the argument's."""
+    if slice_bits < 1:
+        raise UserError(f"slice bits {slice_bits}: at least 1")
+    hyp, p, name = _gemm(hypothesis, instr)
+    if hyp.schedule.alpha != 1.0:
+        raise UserError("exactness takes alpha = 1 (the result is then A*B exactly)")
+    res = GemmExactness(hyp.describe(), name, slice_bits, None)
+    got = argued_bound(p, slice_bits)
+    if isinstance(got, str) and B is None:
+        res.lines = [f"no instruction lemma: {got}"]
+        return res
+    if isinstance(got, str) or (B is not None and B > got[0]):
+        res.B = B
+        res.lines = [f"instruction: exact for |acc| <= B = {B} (proved by a solver)"]
+    else:
+        res.B, lemma = got
+        res.lines = [f"instruction: {x}" for x in lemma]
+    m2 = ((1 << slice_bits) - 1) ** 2
+    kb = p.K
+    lo, hi = 0, K_LIMIT // kb  # blocks: lo proved (0: none yet), hi an upper end
+    if _exact_at(hyp, p, hi * kb, m2, res.B)[0]:
+        res.K = hi * kb
+        res.binding = f"none up to K = {res.K} (the search's limit)"
+        return res
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _exact_at(hyp, p, mid * kb, m2, res.B)[0]:
+            lo = mid
+        else:
+            hi = mid
+    # report depths the schedule runs: the proved end and the first failing one
+    while lo and not _runnable(hyp, p, lo * kb):
+        lo -= 1
+    while hi < K_LIMIT // kb and not _runnable(hyp, p, hi * kb):
+        hi += 1
+    res.K = lo * kb if lo else None
+    res.binding = _exact_at(hyp, p, hi * kb, m2, res.B)[1]
+    res.lines.append(
+        f"chains exact while (J - 1) L m^2 <= B = {res.B}; fp32 operations and the output "
+        f"exact while K m^2 <= 2^p; at K = {hi * kb}: {res.binding}"
+    )
+    if witness:
+        _witness(res, hyp, p, hi * kb, slice_bits)
+    return res
+
+
+def _candidates(K: int, m: int, L: int, B: int):
+    """Integer rows (a_k, b_k) likely to be inexact at depth K: one product lowered to
+    m (m - 1) so that the largest sum is odd, every product m^2, and a chain
+    whose last instruction meets an accumulator just above B with an odd remainder."""
+    a = [m] * K
+    a[-1] = m - 1 if m > 1 else 0
+    yield a, [m] * K
+    yield [m] * K, [m] * K
+    a = [m] * K
+    b = [m] * K
+    b[0] = 1
+    yield a, b
+    # blocks from +0 to just above B, then products of 1 (bits below a coarse grid)
+    full = (B // m**2) + 1
+    if full < K:
+        a = [m] * full + [1] * (K - full)
+        yield a, [m] * full + [1] * (K - full)
+
+
+def _witness(res: GemmExactness, hyp, p, K: int, slice_bits: int) -> None:
+    from ..api import bits_dtype
+    from ..gemm.emulate import matmul
+
+    m = (1 << slice_bits) - 1
+    for a_vals, b_vals in _candidates(K, m, p.K, res.B):
+        A = np.array(
+            [[round_fraction(Fraction(v), p.a_fmt) for v in a_vals]], dtype=bits_dtype(p.a_fmt)
+        )
+        Bm = np.array(
+            [[round_fraction(Fraction(v), p.b_fmt)] for v in b_vals], dtype=bits_dtype(p.b_fmt)
+        )
+        D = np.asarray(matmul(hyp, A, Bm, instr=res.instruction, engine="compiled")).reshape(-1)
+        if D.dtype.kind != "u":
+            D = D.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[D.dtype.itemsize])
+        out = hyp.schedule.out or p.d_fmt
+        d = value_of(int(D[0]), out)
+        exact = sum(x * y for x, y in zip(a_vals, b_vals))
+        if not isinstance(d, Fraction) or d != exact:
+            res.witness_K = K
+            res.witness_error = abs(d - exact) if isinstance(d, Fraction) else None
+            return
+
+
+__all__ = ["K_LIMIT", "GemmExactness", "gemm_exactness"]
