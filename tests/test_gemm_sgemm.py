@@ -2,7 +2,7 @@
 archs/nvidia.toml family ffma) along K, and BLAS's alpha = 0 rule (A and B not read).
 
 The chain is checked against an independent reference: exact rationals, rounded to fp32
-to nearest even after every fused multiply-add (spec.formats.round_fraction); the
+to nearest even after every fused multiply-add (formats.round_fraction); the
 compiled engine against the numpy engine bit for bit.
 """
 
@@ -16,8 +16,8 @@ import pytest
 
 import tensorcore_smt as tc
 from tensorcore_smt.engine import Engine
+from tensorcore_smt.formats import Format, Rounding, round_fraction
 from tensorcore_smt.gemm.hypothesis import default_instruction, full_fp32_instruction
-from tensorcore_smt.spec.formats import Format, Rounding, round_fraction
 from tensorcore_smt.spec.presets import PRESETS
 
 FMA = "fma.rn.f32"

@@ -21,10 +21,10 @@ from click.testing import CliRunner
 
 from tensorcore_smt import api
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format, Specials
 from tensorcore_smt.hardware.gpu import Gpu, sass_excerpt, sass_ops
 from tensorcore_smt.hardware.validation import recheck
 from tensorcore_smt.probe.runner import generate_runner, runner_target
-from tensorcore_smt.spec.formats import Format, Specials
 from tensorcore_smt.spec.presets import PRESETS, parse_variant
 from tensorcore_smt.validation.rows import KINDS, RowKind, random_rows
 from tensorcore_smt.validation.validate import chunk_seed as _chunk_seed

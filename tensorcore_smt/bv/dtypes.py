@@ -15,3 +15,9 @@ def unsigned_holding(bits: int) -> np.dtype:
         if bits <= w:
             return dt
     raise ValueError(f"no unsigned dtype holds {bits} bits")
+
+
+def bit_view(a: np.ndarray) -> np.ndarray:
+    """The bit patterns of `a`: `a` itself when it is unsigned, else a view of it as the
+    unsigned dtype of its width (float16, bfloat16, float32 values as their bits)."""
+    return a if a.dtype.kind == "u" else a.view(UNSIGNED[8 * a.dtype.itemsize])
