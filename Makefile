@@ -5,13 +5,17 @@ BIN := $(VENV)/bin
 
 .PHONY: install test test-slow test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors
 
+# torch 2.13.0 is the CPU build (a wheel on this project's machines; a plain `torch`
+# would fetch a CUDA build of several GB): with MMA-Sim, the independent cross-check runs
+# in every `make test`.
 install:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test]' 'torch==2.13.0' 'mmasim>=2.1'
 
+# two workers (pytest-xdist): the machines have two cores
 test:
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow
@@ -83,11 +87,11 @@ study:
 HWPY := $(if $(wildcard $(BIN)/python),$(BIN)/python,PYTHONPATH=$(CURDIR) $(PY))
 
 hardware:
-	$(HWPY) -m tensorcore_smt.hardware run
+	$(HWPY) -m tensorcore_smt hardware run
 
 # Property witnesses on every probed instruction (solvers, no GPU): results/hardware/vectors.
 hardware-vectors:
-	$(HWPY) -m tensorcore_smt.hardware vectors
+	$(HWPY) -m tensorcore_smt hardware vectors
 
 lint:
 	$(BIN)/ruff check tensorcore_smt tests bench

@@ -8,7 +8,7 @@ results/gemm_bench.md). Two GEMMs, on the same random matrices for every engine:
   wgmma.m64n8k32).
 
 Each runs on the numpy engine (the vector interpreter), and on the compiled engine when
-tensorcore_smt.engine.gemm provides its GEMM runner (its D must equal numpy's bit for bit,
+tensorcore_smt.gemm.compiled provides its GEMM runner (its D must equal numpy's bit for bit,
 checked here); beside them the native anchor, an fp64 numpy matmul of the same matrices, and
 MMA-Sim's chained call where the `mmasim` extra is installed. Goals (issue 23): the 1024^3
 fp16 GEMM in under 2 s and the e4m3 GEMM at >= 10^9 MAC/s on a 2-core machine. With the
@@ -79,7 +79,7 @@ def _compiled() -> str | None:
     from tensorcore_smt.gemm.emulate import compiled_runner
 
     try:
-        runner = compiled_runner("compiled", 0)
+        runner = compiled_runner()
     except UserError:
         return None
     return f"{runner.__module__}.{runner.__name__}"
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"({fig['compiled_s']:.2f} s; bits equal numpy: {fig['same_bits']})"
             )
         else:
-            print("  compiled engine  not available (no tensorcore_smt.engine)")
+            print("  compiled engine  not available (tensorcore_smt.gemm.compiled does not load)")
         print(f"  fp64 numpy @     {macs / t64:12.4g} MAC/s  ({t64:.4f} s; native anchor)")
         if fig["mmasim"] is not None:
             print(f"  MMA-Sim chained  {fig['mmasim']:12.4g} MAC/s  ({MMASIM_OUTPUTS} outputs)")

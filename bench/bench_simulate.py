@@ -118,8 +118,8 @@ def device_runner(p, a, b, c, device: str):
     try:
         import torch
 
-        from tensorcore_smt.api import array_backend
         from tensorcore_smt.bv.core import BV
+        from tensorcore_smt.bv.devices import array_backend
         from tensorcore_smt.model import dot_add
     except ImportError:
         return None

@@ -38,9 +38,9 @@ import study_sun
 
 from tensorcore_smt import __version__, matmul
 from tensorcore_smt.errors import UserError
+from tensorcore_smt.formats import Format
 from tensorcore_smt.gemm.accuracy import Exact, exact_matmul, grid_values, measure
 from tensorcore_smt.gemm.hypothesis import default_instruction
-from tensorcore_smt.spec.formats import Format
 from tensorcore_smt.spec.presets import PRESETS, parse_variant
 
 SEED = 20221130

@@ -4,10 +4,10 @@ bit-exactly and usable by SMT solvers to find inputs that tell hypotheses apart.
 from .api import mma, resolve, simulate, simulate_one, simulate_params
 from .certify.bound import bound
 from .errors import UserError
+from .formats import Format, Rounding
 from .gemm.emulate import matmul
 from .gemm.torchmode import emulate
 from .order import reveal
-from .spec.formats import Format, Rounding
 from .spec.presets import PRESETS, parse_variant
 from .version import __version__
 

@@ -19,12 +19,14 @@ import numpy as np
 
 from .bv.concrete import CONCRETE
 from .bv.core import BV
+from .bv.devices import array_backend
+from .bv.dtypes import UNSIGNED, unsigned_holding
 from .bv.vector import VECTOR
 from .engine import Engine, default_engine, is_ready, parse_engine, run_compiled
 from .errors import UserError
+from .formats import Format
 from .model import dot_add
 from .model.params import ModelParams
-from .spec.formats import Format
 from .spec.presets import parse_variant
 
 
@@ -40,8 +42,6 @@ def resolve(arch: str, instr: str | None = None) -> ModelParams:
 CHUNK_ROWS = 32768
 """Rows per vector-interpreter pass: keeps arrays cache-sized (measured optimum here)."""
 
-
-_BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 FORMAT_DTYPES: dict[Format, np.dtype] = {
     Format.FP64: np.dtype(np.float64),
@@ -147,7 +147,7 @@ def as_bits(x, fmt: Format, what: str) -> np.ndarray:
             )
         a = conv
     size = a.dtype.itemsize * 8
-    return a.view(_BITS_DTYPE[size]).astype(np.uint64)
+    return a.view(UNSIGNED[size]).astype(np.uint64)
 
 
 def _check(arr, fmt: Format, what: str) -> np.ndarray:
@@ -245,42 +245,6 @@ DEVICE_CHUNK_ROWS = 1 << 21
 """Rows per pass on a GPU, where larger arrays keep the device busy."""
 
 
-DEVICE_NAMES = "numpy, cpu, cuda, cuda:N"
-"""The devices `device=` / --device name (cpu and cuda are torch's)."""
-
-
-def check_device(device: str) -> None:
-    """UserError unless `device` is a device name this program knows (before asking
-    whether torch is installed: a misspelt name is the first thing to say)."""
-    import re
-
-    if not isinstance(device, str) or not re.fullmatch(r"numpy|cpu|cuda(:\d+)?", device):
-        raise UserError(f"unknown device {device!r}; expected one of: {DEVICE_NAMES}")
-
-
-def array_backend(device: str):
-    """The array-API interpreter for `device` (UserError if the name is unknown, or torch
-    or the device is absent)."""
-    from .bv.xp import backend_for
-
-    check_device(device)
-    try:
-        be = backend_for(device)
-    except ImportError:
-        raise UserError(
-            f"device {device!r} needs torch: pip install 'tensorcore-smt[torch]'"
-        ) from None
-    except (RuntimeError, ValueError) as e:
-        raise UserError(f"device {device!r}: {e}") from None
-    dev = getattr(be.device, "type", None)
-    if dev == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise UserError(f"device {device!r}: torch sees no CUDA device")
-    return be
-
-
 def _simulate_on(p: ModelParams, a, b, c, device: str, sa=None, sb=None) -> np.ndarray:
     be = array_backend(device)
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
@@ -327,10 +291,9 @@ def simulate(
 
 def bits_dtype(fmt: Format) -> np.dtype:
     """The narrowest unsigned dtype that holds a bit pattern of `fmt`."""
-    for w in sorted(_BITS_DTYPE):
-        if fmt.spec.storage <= w:
-            return np.dtype(_BITS_DTYPE[w])
-    return np.dtype(object)
+    if fmt.spec.storage > 64:
+        return np.dtype(object)
+    return unsigned_holding(fmt.spec.storage)
 
 
 def _params(model: str | ModelParams, instr: str | None) -> ModelParams:
@@ -408,9 +371,7 @@ def to_bits(x, fmt: Format, what: str = "array") -> np.ndarray:
 def from_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:
     """View output bits as a float array of the format (fp64/fp32/fp16), else uint."""
     dt = {Format.FP64: np.float64, Format.FP32: np.float32, Format.FP16: np.float16}.get(fmt)
-    raw = bits.astype(
-        _BITS_DTYPE[fmt.spec.storage] if fmt.spec.storage in _BITS_DTYPE else np.uint64
-    )
+    raw = bits.astype(UNSIGNED.get(fmt.spec.storage, UNSIGNED[64]))
     return raw.view(dt) if dt is not None else raw
 
 

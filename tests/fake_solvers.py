@@ -7,6 +7,7 @@ import os
 import time
 
 from tensorcore_smt.solvers.backends import Backend
+from tensorcore_smt.solvers.result import Answer
 
 
 def _crash(text, names, timeout, seed):
@@ -25,17 +26,17 @@ def _oom(text, names, timeout, seed):
 
 
 def _liar(text, names, timeout, seed):
-    # "sat" with all-zero inputs: both variants give the same bits there.
-    return "sat", {n: 0 for n in names}, ""
+    # sat with all-zero inputs: both variants give the same bits there.
+    return Answer.SAT, {n: 0 for n in names}, ""
 
 
 def _unsat(text, names, timeout, seed):
-    return "unsat", {}, ""
+    return Answer.UNSAT, {}, ""
 
 
 def _late_unsat(text, names, timeout, seed):
     time.sleep(LATE_S)  # a slower solver that agrees
-    return "unsat", {}, ""
+    return Answer.UNSAT, {}, ""
 
 
 LATE_S = 3.0

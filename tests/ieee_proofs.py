@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from tensorcore_smt.bv.core import BV
 from tensorcore_smt.bv.smtlib import to_smtlib
 from tensorcore_smt.bv.symbolic import SymbolicBackend
+from tensorcore_smt.formats import Format, Rounding
 from tensorcore_smt.model import fpref, ieee
-from tensorcore_smt.spec.formats import Format, Rounding
 
 ARITY = {"add": 2, "mul": 2, "fma": 3, "convert": 1}
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from tensorcore_smt.formats import Format
 from tensorcore_smt.model.params import Algorithm, ModelParams
-from tensorcore_smt.spec.formats import Format
 
 # The bridge itself (names, operand coding, running an operation) is the package's, which
 # the `mmasim` oracle of `tcsmt validate` and the benchmark use too.
@@ -43,7 +43,7 @@ def mismatches(
 def _nonfinite(bits: np.ndarray, fmt: Format) -> np.ndarray:
     from tensorcore_smt.bv.core import BV
     from tensorcore_smt.bv.vector import VECTOR
-    from tensorcore_smt.spec.formats import decode
+    from tensorcore_smt.formats import decode
 
     u = decode(BV(VECTOR, np.asarray(bits, dtype=np.uint64), fmt.spec.storage), fmt)
     return np.broadcast_to(np.logical_or(u.is_nan.v, u.is_inf.v), np.shape(bits))

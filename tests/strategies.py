@@ -26,8 +26,8 @@ from collections.abc import Iterable
 import numpy as np
 from hypothesis import strategies as st
 
+from tensorcore_smt.formats import Format, FormatSpec, Specials
 from tensorcore_smt.model.params import ModelParams
-from tensorcore_smt.spec.formats import Format, FormatSpec, Specials
 from tensorcore_smt.spec.presets import PRESETS
 from tensorcore_smt.validation.kinds import TESTS, RowKind
 

@@ -23,8 +23,8 @@ from tensorcore_smt.certify.classes import parse_where
 from tensorcore_smt.certify.compose import class_normal, instruction_bound
 from tensorcore_smt.certify.sample import best_of, fixed_inputs
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format, round_fraction, value_of
 from tensorcore_smt.model.measure import Measure, exact_value, measure_value
-from tensorcore_smt.spec.formats import Format, round_fraction, value_of
 
 NORMAL = default_class() + (parse_where("normal-only"),)
 

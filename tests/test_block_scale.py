@@ -20,9 +20,9 @@ from tensorcore_smt.api import simulate, simulate_one, simulate_params
 from tensorcore_smt.bv.symbolic import SymbolicBackend
 from tensorcore_smt.bv.to_z3 import to_z3
 from tensorcore_smt.errors import UserError
+from tensorcore_smt.formats import Format
 from tensorcore_smt.model import dot_add
 from tensorcore_smt.model.params import Algorithm
-from tensorcore_smt.spec.formats import Format
 from tensorcore_smt.spec.presets import PRESETS
 
 ARCH = "rtx-blackwell"

@@ -16,6 +16,7 @@ import pytest
 import tensorcore_smt as tc
 from tensorcore_smt.certify.bound import default_class, dyadic_between, witness_measure
 from tensorcore_smt.certify.classes import parse_where
+from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.model.measure import Measure, exact_value, measure_value, ulp_of
 from tensorcore_smt.smt.query import (
     EXACT,
@@ -27,14 +28,13 @@ from tensorcore_smt.smt.query import (
     parse_integer,
     recheck,
 )
-from tensorcore_smt.spec.formats import Format, value_of
 
 TCSMT = [sys.executable, "-c", "from tensorcore_smt.cli import main; main()"]
 
 
 def _random_inputs(q, rng: random.Random, integer_bits: int | None = None) -> dict[str, int]:
     """Random bit patterns (a third zero); with `integer_bits`, random small integers."""
-    from tensorcore_smt.spec.formats import round_fraction
+    from tensorcore_smt.formats import round_fraction
 
     vals = {}
     for o in q.operands:
@@ -139,7 +139,7 @@ def test_integer_constraint() -> None:
         measure=Measure.ABS,
         threshold=Fraction(0),
     )
-    from tensorcore_smt.spec.formats import round_fraction
+    from tensorcore_smt.formats import round_fraction
 
     for v, ok in [
         (0, True),

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from tensorcore_smt.api import simulate_one
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.model.fda import least_carry_bits
 from tensorcore_smt.model.params import CAddend, ModelParams
-from tensorcore_smt.spec.formats import Format, value_of
 from tensorcore_smt.spec.presets import PRESETS
 
 

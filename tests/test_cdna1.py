@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from tensorcore_smt.api import simulate_params
+from tensorcore_smt.formats import Format
 from tensorcore_smt.model.params import Algorithm, ZeroSign
 from tensorcore_smt.model.terms import AlignMode
-from tensorcore_smt.spec.formats import Format
 from tensorcore_smt.spec.presets import PRESETS
 
 CDNA1 = PRESETS["cdna1"].instructions

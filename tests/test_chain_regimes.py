@@ -105,8 +105,8 @@ def test_tf32_chain_closes_in_the_default_class_by_mass():
     import numpy as np
 
     import tensorcore_smt as tc
+    from tensorcore_smt.formats import value_of
     from tensorcore_smt.model.measure import exact_value, measure_value
-    from tensorcore_smt.spec.formats import value_of
 
     cert = bound("ampere", instr=TF32, timeout=30, sample_rows=100)
     assert cert.closed and cert.upper <= cert.lower * Fraction(17, 16)

@@ -66,8 +66,8 @@ def test_exhaustive_class_stays_below_the_composed_bound():
     import numpy as np
 
     from tensorcore_smt.api import simulate
+    from tensorcore_smt.formats import Format, value_of
     from tensorcore_smt.model.measure import exact_value, measure_value
-    from tensorcore_smt.spec.formats import Format, value_of
 
     p = parse_variant("volta").params(None)
     U = instruction_bound(p, default_class()).upper
@@ -243,9 +243,9 @@ def _random_rows_within_bound(arch: str, instr: str, n: int, seed: int) -> int:
     import numpy as np
 
     from tensorcore_smt.api import simulate_params
+    from tensorcore_smt.formats import value_of
     from tensorcore_smt.gemm.measure import _as_f64
     from tensorcore_smt.model.measure import exact_value, measure_value
-    from tensorcore_smt.spec.formats import value_of
     from tensorcore_smt.validation.rows import random_rows
 
     p = parse_variant(arch).params(instr)

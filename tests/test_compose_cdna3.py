@@ -18,8 +18,8 @@ from tensorcore_smt.certify.compose import Argument, Refusal, instruction_bound
 from tensorcore_smt.certify.extremal import structured_best
 from tensorcore_smt.certify.extremal_cdna3 import fdrda_rows
 from tensorcore_smt.certify.sample import best_of, sample_best
+from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.model.measure import Measure, exact_value, measure_value
-from tensorcore_smt.spec.formats import Format, value_of
 from tensorcore_smt.spec.presets import parse_variant
 
 NORMAL = default_class() + (parse_where("normal-only"),)

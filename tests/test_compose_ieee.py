@@ -25,8 +25,8 @@ from tensorcore_smt.certify.compose import (
 from tensorcore_smt.certify.compose_ieee import normal_sums
 from tensorcore_smt.certify.overflow_rows import overflow_witness
 from tensorcore_smt.certify.sample import sample_best
+from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.model.measure import Measure, exact_value
-from tensorcore_smt.spec.formats import Format, value_of
 from tensorcore_smt.spec.presets import parse_variant
 
 NORMAL = default_class() + (parse_where("normal-only"),)

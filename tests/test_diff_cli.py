@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.solvers.backends import PLUGIN_ENV
-from tensorcore_smt.spec.formats import Format, value_of
 
 TESTS = Path(__file__).parent
 

@@ -1,4 +1,4 @@
-"""The compiled GEMM runner (engine/gemm.py) equals gemm/element.py on numpy bit for bit.
+"""The compiled GEMM runner (gemm/compiled.py) equals gemm/element.py on numpy bit for bit.
 
 matmul with engine="compiled" hands the runner the operand tables; engine="numpy" runs
 element.py vectorised on the numpy interpreter. Schedules cover every Plan shape: one
@@ -80,7 +80,7 @@ def test_outputs_in_any_order_equal_numpy(monkeypatch):
     """The chain kernel groups outputs into runs that share a row of A and have
     consecutive columns of B; outputs handed over in a shuffled order (runs of one,
     broken runs) give the same bits."""
-    from tensorcore_smt.engine import gemm as engine_gemm
+    from tensorcore_smt.gemm import compiled as engine_gemm
     from tensorcore_smt.gemm import emulate
     from tensorcore_smt.gemm.outputs import OutputList
 
@@ -101,7 +101,7 @@ def test_outputs_in_any_order_equal_numpy(monkeypatch):
     A, B = _operands(40, 64, 80, np.float16)
     C = RNG.standard_normal((40, 80)).astype(np.float32)
     want = tc.matmul("hopper/serial[promote=32]", A, B, C, engine="numpy")
-    monkeypatch.setattr(emulate, "compiled_runner", lambda engine, steps: shuffled)
+    monkeypatch.setattr(emulate, "compiled_runner", lambda: shuffled)
     got = tc.matmul("hopper/serial[promote=32]", A, B, C, engine="compiled")
     assert calls == [40 * 80]
     assert _u(got).tolist() == _u(want).tolist()
@@ -110,7 +110,7 @@ def test_outputs_in_any_order_equal_numpy(monkeypatch):
 def test_many_small_tiles_on_threads_equal_numpy(monkeypatch):
     """Tiles that cut rows of D anywhere (runs broken at tile edges), split K and C in
     the epilogue, on two worker threads: the numpy engine's bits."""
-    from tensorcore_smt.engine import gemm as engine_gemm
+    from tensorcore_smt.gemm import compiled as engine_gemm
 
     monkeypatch.setattr(engine_gemm, "MAX_TILE", 77)
     monkeypatch.setattr(engine_gemm, "MIN_OUTPUTS_PER_THREAD", 64)

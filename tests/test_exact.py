@@ -141,7 +141,7 @@ def test_argued_bound_is_tight_and_holds_on_random_integer_rows(arch, instr, P, 
 
     from tensorcore_smt.api import simulate_params
     from tensorcore_smt.certify.exact import above_witness, argued_bound, chain_length_B
-    from tensorcore_smt.spec.formats import round_fraction, value_of
+    from tensorcore_smt.formats import round_fraction, value_of
     from tensorcore_smt.spec.presets import parse_variant
 
     p = parse_variant(arch).params(instr)

@@ -17,10 +17,10 @@ from strategies import ROW_KINDS, distinct_models, model_id, random_rows
 from tensorcore_smt.api import simulate_one, simulate_params
 from tensorcore_smt.bv.core import BV
 from tensorcore_smt.bv.symbolic import SymbolicBackend, evaluate
+from tensorcore_smt.formats import Rounding
 from tensorcore_smt.model import dot_add
 from tensorcore_smt.model.params import Algorithm, Split
 from tensorcore_smt.model.terms import AlignMode
-from tensorcore_smt.spec.formats import Rounding
 
 
 def _ideal(p):

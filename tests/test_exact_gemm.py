@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from tensorcore_smt.api import bits_dtype
 from tensorcore_smt.certify.exact_gemm import _exact_at, _gemm, gemm_exactness
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import round_fraction, value_of
 from tensorcore_smt.gemm.emulate import matmul
-from tensorcore_smt.spec.formats import round_fraction, value_of
 
 BF16 = "m16n8k16.f32.bf16.bf16.f32"
 FP8 = "wgmma.m64n8k32.f32.e4m3.e4m3"

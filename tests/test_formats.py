@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tensorcore_smt.spec.formats import Format, Rounding, classify, round_fraction, to_float
+from tensorcore_smt.formats import Format, Rounding, classify, round_fraction, to_float
 
 # Every pattern of each small format, compared with the dtype that implements it.
 EXHAUSTIVE = [

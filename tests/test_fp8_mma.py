@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from tensorcore_smt.api import simulate_params
+from tensorcore_smt.formats import Format
 from tensorcore_smt.model.params import CAddend, GroupMap
-from tensorcore_smt.spec.formats import Format
 from tensorcore_smt.spec.presets import PRESETS, parse_variant
 
 F8 = ("e5m2", "e4m3")

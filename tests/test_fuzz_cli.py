@@ -484,6 +484,12 @@ def _tagged(tag: str) -> list[tuple[int, str]]:
     return out
 
 
+def default_sigint() -> None:
+    """In the child before exec: SIGINT to its default action (a test runner's worker may
+    run with it ignored, and exec keeps an ignored signal), so Ctrl-C reaches tcsmt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Run:
     """`tcsmt ARGS` as a real process in its own session, tagged through its environment."""
 
@@ -497,6 +503,7 @@ class Run:
             stderr=subprocess.PIPE,
             start_new_session=True,
             cwd=ROOT,
+            preexec_fn=default_sigint,
         )
 
     def wait_for(self, word: str, limit: float = 40.0) -> bool:

@@ -14,6 +14,7 @@ from tensorcore_smt import UserError
 from tensorcore_smt.api import simulate_one
 from tensorcore_smt.bv.concrete import CONCRETE
 from tensorcore_smt.bv.core import BV
+from tensorcore_smt.formats import Format, Rounding, round_fraction, value_of
 from tensorcore_smt.gemm.element import element
 from tensorcore_smt.gemm.emulate import matmul
 from tensorcore_smt.gemm.hypothesis import default_instruction, parse_gemm
@@ -36,7 +37,6 @@ from tensorcore_smt.gemm.schedule import (
     parse_schedule,
 )
 from tensorcore_smt.model import ieee
-from tensorcore_smt.spec.formats import Format, Rounding, round_fraction, value_of
 
 RNG = np.random.default_rng(23)
 

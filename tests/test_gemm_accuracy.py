@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from tensorcore_smt.formats import Format, default_nan_bits, round_fraction, value_of
 from tensorcore_smt.gemm.accuracy import exact_matmul, measure
-from tensorcore_smt.spec.formats import Format, default_nan_bits, round_fraction, value_of
 
 
 def finite_patterns(rng, fmt: Format, shape) -> np.ndarray:

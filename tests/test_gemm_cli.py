@@ -52,8 +52,8 @@ def test_json_compare_and_out(tmp_path):
     assert first["exact"]["max_ulps"] >= first["exact"]["median_ulps"] >= 0
     # --out holds the first hypothesis' D, as tc.matmul computes it on the same matrices
     rng = np.random.default_rng(3)
+    from tensorcore_smt.formats import Format
     from tensorcore_smt.gemm.measure import Dist, random_matrix
-    from tensorcore_smt.spec.formats import Format
 
     A = random_matrix((16, 256), Format.E4M3, Dist.NORMAL, rng)
     B = random_matrix((256, 16), Format.E4M3, Dist.NORMAL, rng)

@@ -44,10 +44,10 @@ def test_diff_of_two_architectures_runs_each_on_its_library_instruction():
 
 
 def test_gemm_diff_and_identify_use_the_instruction_of_gemm():
+    from tensorcore_smt.formats import Format
     from tensorcore_smt.gemm.hypothesis import parse_gemm
     from tensorcore_smt.identify.gemm import load_gemm_space
     from tensorcore_smt.smt.gemm_query import make_gemm_query
-    from tensorcore_smt.spec.formats import Format
 
     for fmt in (None, Format.E4M3):
         want = parse_gemm("hopper").instruction(fmt).name

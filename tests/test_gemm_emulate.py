@@ -11,6 +11,8 @@ import tensorcore_smt as tc
 from tensorcore_smt import UserError
 from tensorcore_smt.bv.concrete import CONCRETE
 from tensorcore_smt.bv.core import BV
+from tensorcore_smt.engine import Engine
+from tensorcore_smt.engine.choice import COMPILE_ROWS
 from tensorcore_smt.gemm.element import element
 
 RNG = np.random.default_rng(2323)
@@ -234,14 +236,14 @@ def test_every_schedule_field_changes_some_output(field, dt, K, base, changed, w
 
 
 def test_compiled_engine_hook(monkeypatch):
-    """matmul hands the compiled engine's runner (tensorcore_smt.engine.gemm.run_gemm)
+    """matmul hands the compiled GEMM runner (tensorcore_smt.gemm.compiled.run_gemm)
     the operand tables and the outputs' indices: a runner that runs element() per
     output on the concrete interpreter reproduces the numpy engine; engine="compiled"
-    without a runner (the module missing, or without run_gemm) is one UserError."""
+    without a runner (the module missing, or without run_gemm) is one UserError.
+    engine=None takes engine/choice.py's default: $TCSMT_ENGINE when set, else numpy
+    below COMPILE_ROWS instruction steps."""
     import sys
     import types
-
-    from tensorcore_smt.gemm import emulate as em
 
     calls = []
 
@@ -255,12 +257,12 @@ def test_compiled_engine_hook(monkeypatch):
             c = None if c_bits is None else BV(CONCRETE, int(c_bits[o]), c_fmt.spec.storage)
             out[o] = int(element(a, b, c, p, plan, schedule, c_fmt).v)
 
-    name = "tensorcore_smt.engine.gemm"
+    name = "tensorcore_smt.gemm.compiled"
     A1, B1 = np.ones((2, 16), np.float16), np.ones((16, 2), np.float16)
     monkeypatch.setitem(sys.modules, name, None)  # the module cannot be imported
     with pytest.raises(UserError, match="engine='compiled' is not available here"):
         tc.matmul("hopper", A1, B1, engine="compiled")
-    assert calls == [] and em.compiled_runner(None, 10**9) is None  # None: numpy instead
+    assert calls == []
     monkeypatch.setitem(sys.modules, name, types.SimpleNamespace())  # no run_gemm
     with pytest.raises(UserError, match="engine='compiled' is not available here"):
         tc.matmul("hopper", A1, B1, engine="compiled")
@@ -273,8 +275,17 @@ def test_compiled_engine_hook(monkeypatch):
         got = tc.matmul(hyp, A, B, C, engine="compiled")
         assert _u(got).tolist() == _u(want).tolist()
     assert calls == [12, 12]
-    tc.matmul("hopper", A, B)  # engine=None: small GEMMs stay on numpy
-    assert calls == [12, 12] and em.AUTO_COMPILED_STEPS > 12 * 3
+    monkeypatch.delenv("TCSMT_ENGINE", raising=False)
+    info: list = []
+    tc.matmul("hopper", A, B, run_info=info)  # engine=None: small GEMMs stay on numpy
+    assert calls == [12, 12] and COMPILE_ROWS > 12 * 3 and info[-1].engine == Engine.NUMPY
+    monkeypatch.setenv("TCSMT_ENGINE", "compiled")  # the default replaced
+    tc.matmul("hopper", A, B, run_info=info)
+    assert calls == [12, 12, 12] and info[-1].engine == Engine.COMPILED
+    tc.matmul("hopper", A, B, engine=Engine.NUMPY, run_info=info)  # asked for: no default
+    assert calls == [12, 12, 12] and info[-1].engine == Engine.NUMPY
+    with pytest.raises(UserError, match="unknown engine 'llvm'"):
+        tc.matmul("hopper", A, B, engine="llvm")
 
 
 COMPILED = [

@@ -107,8 +107,8 @@ def test_identify_gemm_split_k_2_promote_128_ends_proved():
     _established(doc)
     assert doc["survivors"][0]["params"]["schedule.promote"] == "128"
     sp = load_gemm_space("hopper", 256, FP8, SMALL)
+    from tensorcore_smt.gemm.model import resolve_model, run_rows
     from tensorcore_smt.identify.pool import make_pool
-    from tensorcore_smt.smt.gemm_models import resolve_model, run_rows
 
     pool = make_pool(sp.base, 4096, 3)
     want = run_rows(resolve_model(SPLIT2, 256, FP8), pool.a, pool.b, pool.c)

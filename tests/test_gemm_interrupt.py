@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import tensorcore_smt as tc
-from tensorcore_smt.engine import gemm as engine_gemm
 from tensorcore_smt.engine.tiles import THREAD_NAME
+from tensorcore_smt.gemm import compiled as engine_gemm
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # starts its tiles, so the test can interrupt a GEMM that is computing.
 WRAPPER = """
 import sys
-from tensorcore_smt.engine import gemm
+from tensorcore_smt.gemm import compiled as gemm
 marker, args = sys.argv[1], sys.argv[2:]
 run = gemm.run_tiles
 def marked(*a, **k):
@@ -40,6 +40,13 @@ main()
 """
 
 
+def default_sigint() -> None:
+    """In the child before exec: SIGINT to its default action, so that the child's Python
+    installs its KeyboardInterrupt handler whatever the test process inherited (a test
+    runner's worker may run with SIGINT ignored, and exec keeps an ignored signal)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_cli(tmp_path: Path, args: list[str], starts: int, delay: float):
     """Run the CLI, send SIGINT `delay` s after the runner's `starts`-th tile start;
     (exit status, stdout, stderr)."""
@@ -51,6 +58,7 @@ def _interrupt_cli(tmp_path: Path, args: list[str], starts: int, delay: float):
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 120
@@ -96,6 +104,15 @@ def test_keyboard_interrupt_in_matmul_leaves_no_worker_running(monkeypatch):
     """A KeyboardInterrupt raised in tc.matmul while the tiles run: once it reaches the
     caller no worker thread is alive and the process stops using the CPU."""
     monkeypatch.setenv("TCSMT_THREADS", "2")
+    # Python's own handler, whatever the test process was started with (restored after)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_matmul(monkeypatch)
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _interrupt_matmul(monkeypatch) -> None:
     rng = np.random.default_rng(0)
     A = rng.standard_normal((1024, 2048)).astype(np.float16)
     B = rng.standard_normal((2048, 1024)).astype(np.float16)

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from tensorcore_smt.errors import UserError
+from tensorcore_smt.formats import Format
 from tensorcore_smt.probe import torch_rules as rules
 from tensorcore_smt.probe.torch_gemm import generate, parse_gemm_output
-from tensorcore_smt.spec.formats import Format
 from tensorcore_smt.validation.gemm_vectors import GemmVector, GemmVectorFile
 
 torch = pytest.importorskip("torch")

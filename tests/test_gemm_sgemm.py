@@ -2,7 +2,7 @@
 archs/nvidia.toml family ffma) along K, and BLAS's alpha = 0 rule (A and B not read).
 
 The chain is checked against an independent reference: exact rationals, rounded to fp32
-to nearest even after every fused multiply-add (spec.formats.round_fraction); the
+to nearest even after every fused multiply-add (formats.round_fraction); the
 compiled engine against the numpy engine bit for bit.
 """
 
@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import tensorcore_smt as tc
+from tensorcore_smt.engine import Engine
+from tensorcore_smt.formats import Format, Rounding, round_fraction
 from tensorcore_smt.gemm.hypothesis import default_instruction, full_fp32_instruction
-from tensorcore_smt.spec.formats import Format, Rounding, round_fraction
 from tensorcore_smt.spec.presets import PRESETS
 
 FMA = "fma.rn.f32"
@@ -128,7 +129,7 @@ def test_compiled_fma_chain_equals_numpy(sched):
     want = tc.matmul(h, A, B, C, instr=FMA, engine="numpy")
     info: list = []
     got = tc.matmul(h, A, B, C, instr=FMA, engine="compiled", run_info=info)
-    assert info[0].engine == "compiled"
+    assert info[0].engine == Engine.COMPILED
     assert got.dtype == want.dtype
     w = {2: np.uint16, 4: np.uint32}[want.dtype.itemsize]
     assert np.array_equal(got.view(w), want.view(w)), sched

@@ -21,10 +21,10 @@ from click.testing import CliRunner
 
 from tensorcore_smt import api
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format, Specials
 from tensorcore_smt.hardware.gpu import Gpu, sass_excerpt, sass_ops
 from tensorcore_smt.hardware.validation import recheck
 from tensorcore_smt.probe.runner import generate_runner, runner_target
-from tensorcore_smt.spec.formats import Format, Specials
 from tensorcore_smt.spec.presets import PRESETS, parse_variant
 from tensorcore_smt.validation.rows import KINDS, RowKind, random_rows
 from tensorcore_smt.validation.validate import chunk_seed as _chunk_seed
@@ -226,7 +226,7 @@ def test_runner_compiles(tmp_path, instr):
 
 
 def test_campaign_without_gpu_is_one_line(monkeypatch):
-    """`tcsmt hardware run` and `python -m tensorcore_smt.hardware run` (what `make
+    """`tcsmt hardware run` and `python -m tensorcore_smt hardware run` (what `make
     hardware` runs) without a GPU: one line, exit 2."""
     monkeypatch.setenv("PATH", "/nonexistent")
     r = CliRunner().invoke(main, ["hardware", "run", "--steps", "validate"])
@@ -235,7 +235,7 @@ def test_campaign_without_gpu_is_one_line(monkeypatch):
     ]
     env = {"PATH": "/nonexistent", "PYTHONPATH": str(Path(__file__).parent.parent)}
     r = subprocess.run(
-        [sys.executable, "-m", "tensorcore_smt.hardware", "run"],
+        [sys.executable, "-m", "tensorcore_smt", "hardware", "run"],
         capture_output=True,
         text=True,
         env=env,

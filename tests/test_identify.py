@@ -19,13 +19,13 @@ from click.testing import CliRunner
 from tensorcore_smt.api import simulate_one, simulate_params
 from tensorcore_smt.cli import main
 from tensorcore_smt.errors import ExitCode
+from tensorcore_smt.formats import parse_hex
 from tensorcore_smt.identify.loop import Identifier, identify
 from tensorcore_smt.identify.oracle import make_oracle
 from tensorcore_smt.identify.pool import make_pool
 from tensorcore_smt.identify.report import recovered, to_json, to_text
 from tensorcore_smt.identify.space import resolve_space
 from tensorcore_smt.smt.solve import Limits
-from tensorcore_smt.spec.formats import parse_hex
 from tensorcore_smt.spec.presets import PRESETS, parse_variant
 
 FAST = Limits(timeout=2.0)
@@ -333,7 +333,7 @@ def _script(tmp_path: Path, name: str, body: str) -> str:
 ANSWER = """
 from tensorcore_smt.spec.presets import parse_variant
 from tensorcore_smt.api import simulate_one, simulate_params
-from tensorcore_smt.spec.formats import format_hex
+from tensorcore_smt.formats import format_hex
 p = parse_variant("volta").params(None)
 rows = [json.loads(l) for l in sys.stdin if l.strip()]
 for r in rows:

@@ -32,8 +32,7 @@ from tensorcore_smt.bv.core import BV
 from tensorcore_smt.bv.symbolic import SymbolicBackend
 from tensorcore_smt.bv.to_z3 import to_z3
 from tensorcore_smt.bv.vector import VECTOR
-from tensorcore_smt.model import fpref, ieee
-from tensorcore_smt.spec.formats import (
+from tensorcore_smt.formats import (
     Format,
     Rounding,
     classify,
@@ -42,6 +41,7 @@ from tensorcore_smt.spec.formats import (
     round_fraction,
     value_of,
 )
+from tensorcore_smt.model import fpref, ieee
 
 MODES = [Rounding.RNE, Rounding.RZ, Rounding.RTP, Rounding.RTN]
 ARITY = {"add": 2, "mul": 2, "fma": 3, "convert": 1}

@@ -285,8 +285,8 @@ def test_smtlib_fp_theory_three_solvers(solver):
     """FP-theory terms (tensorcore_smt/model/fpref.py) print as SMT-LIB that every solver
     reads: with fixed inputs, the BV fp16 addition differs from `fp.add` nowhere (unsat),
     and `fp.add` equals the concrete result's FP value (sat)."""
+    from tensorcore_smt.formats import Format, Rounding
     from tensorcore_smt.model import fpref, ieee
-    from tensorcore_smt.spec.formats import Format, Rounding
 
     sb = SymbolicBackend()
     x, y = sb.var("x", 16), sb.var("y", 16)

@@ -23,7 +23,7 @@ import mmasim_bridge as mb  # noqa: E402
 from strategies import ROW_KINDS, random_rows, special_patterns  # noqa: E402
 
 from tensorcore_smt.api import simulate_params  # noqa: E402
-from tensorcore_smt.spec.formats import Format  # noqa: E402
+from tensorcore_smt.formats import Format  # noqa: E402
 from tensorcore_smt.spec.presets import PRESETS  # noqa: E402
 
 ROWS = 4000
@@ -97,7 +97,7 @@ def test_operand_coding_round_trips():
     import torch
     from mmasim.arithmetic.helper import decode_uint8_to_fp6_fp4
 
-    from tensorcore_smt.spec.formats import to_float
+    from tensorcore_smt.formats import to_float
 
     for fmt in (Format.FP16, Format.BF16, Format.FP32, Format.FP64):
         bits = np.array(special_patterns(fmt), dtype=np.uint64)

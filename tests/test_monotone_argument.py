@@ -12,11 +12,11 @@ from fractions import Fraction
 import numpy as np
 
 from tensorcore_smt.api import simulate_params
+from tensorcore_smt.formats import Format, round_fraction, value_of
 from tensorcore_smt.model.monotone import monotone_in_c
 from tensorcore_smt.smt.arguments import argued_monotone
 from tensorcore_smt.smt.library import get
 from tensorcore_smt.smt.solve import Limits, Verdict, answer
-from tensorcore_smt.spec.formats import Format, round_fraction, value_of
 from tensorcore_smt.spec.presets import parse_variant
 
 

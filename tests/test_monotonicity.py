@@ -16,6 +16,7 @@ from tensorcore_smt.api import resolve, simulate_one
 from tensorcore_smt.bv.concrete import CONCRETE
 from tensorcore_smt.bv.core import BV
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.smt.library import get
 from tensorcore_smt.smt.query import (
     Constraint,
@@ -28,7 +29,6 @@ from tensorcore_smt.smt.query import (
     value_lt,
 )
 from tensorcore_smt.smt.solve import Limits, Verdict, answer
-from tensorcore_smt.spec.formats import Format, value_of
 from tensorcore_smt.validation import vectors
 
 ONE_FP16 = 0x3C00  # 1

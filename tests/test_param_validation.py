@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from tensorcore_smt.cli import main
 from tensorcore_smt.cli.options import OPTION_RANGES
 from tensorcore_smt.errors import UserError
+from tensorcore_smt.formats import Format
 from tensorcore_smt.model.params import (
     PARAM_ENUMS,
     PARAM_FORMATS,
@@ -23,7 +24,6 @@ from tensorcore_smt.model.params import (
     param_names,
     parse_value,
 )
-from tensorcore_smt.spec.formats import Format
 from tensorcore_smt.spec.presets import ALIASES, PRESETS, parse_variant
 
 ZERO4 = ("--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tensorcore_smt.formats import Format
 from tensorcore_smt.model.params import ModelParams
 from tensorcore_smt.spec.catalogue import (
     TABLES_DIR,
@@ -21,7 +22,6 @@ from tensorcore_smt.spec.catalogue import (
     build_presets,
     summary_table,
 )
-from tensorcore_smt.spec.formats import Format
 from tensorcore_smt.spec.presets import ALIASES, PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -490,7 +490,7 @@ def test_check_reads_stdin(volta_file):
 
 
 def test_parse_output_ignores_order_blank_lines_and_comments():
-    from tensorcore_smt.spec.formats import Format
+    from tensorcore_smt.formats import Format
 
     text = "# header\n\nvector 1 d=0x2\n  vector 0 d=0x1  \n"
     assert parse_output(text, 2, Format.FP32) == [1, 2]

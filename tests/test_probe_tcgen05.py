@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from test_probe import random_file
 
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format
 from tensorcore_smt.probe import generate
 from tensorcore_smt.probe.cuda import choose_target, requirement
 from tensorcore_smt.probe.tmem import all_tcgen05_layouts, instruction_descriptor, tcgen05_layout
-from tensorcore_smt.spec.formats import Format
 from tensorcore_smt.spec.presets import PRESETS
 from tensorcore_smt.validation.vectors import VectorFile, save
 

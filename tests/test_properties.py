@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.smt.library import load_all
-from tensorcore_smt.spec.formats import Format, value_of
 from tensorcore_smt.spec.presets import PRESETS
 
 PROPS = load_all()

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 import tensorcore_smt as tc
 from tensorcore_smt.cli import main
 from tensorcore_smt.errors import UserError
+from tensorcore_smt.formats import Format
 from tensorcore_smt.gemm.plan import make_plan
 from tensorcore_smt.gemm.schedule import parse_schedule
 from tensorcore_smt.order.evaluate import evaluate
@@ -35,7 +36,6 @@ from tensorcore_smt.order.tree import (
     size_matrix,
     to_lists,
 )
-from tensorcore_smt.spec.formats import Format
 
 
 def chain(items):

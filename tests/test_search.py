@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from tensorcore_smt.api import simulate_one
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.smt.library import get
 from tensorcore_smt.smt.query import (
     SECOND,
@@ -26,7 +27,6 @@ from tensorcore_smt.smt.query import (
 from tensorcore_smt.smt.report import exact_result
 from tensorcore_smt.smt.search import candidates, evaluate, search
 from tensorcore_smt.smt.solve import Limits, Verdict, answer
-from tensorcore_smt.spec.formats import Format, value_of
 
 
 def _query(prop: str, arch: str, qid: str):

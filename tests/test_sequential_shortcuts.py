@@ -16,10 +16,10 @@ from tensorcore_smt.bv.core import BV
 from tensorcore_smt.bv.smtlib import to_smtlib
 from tensorcore_smt.bv.symbolic import SymbolicBackend, evaluate
 from tensorcore_smt.bv.vector import VECTOR
+from tensorcore_smt.formats import Format, Rounding, decode
 from tensorcore_smt.model import dot_add
 from tensorcore_smt.model.ieee import add_known_zero, add_unpacked, products_exact_in
 from tensorcore_smt.model.params import Algorithm, Order
-from tensorcore_smt.spec.formats import Format, Rounding, decode
 from tensorcore_smt.spec.presets import PRESETS
 
 # the module (the package exports a function of the same name)

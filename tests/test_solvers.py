@@ -219,7 +219,7 @@ def test_bitwuzla_reads_scripts_with_or_without_a_logic(head):
 
     text = head + "(declare-fun x () (_ BitVec 4))\n(assert (= (bvadd x #x1) #x4))\n"
     answer, model, _, query_s = _bitwuzla_solve(text, ["x"], 10.0, 0)
-    assert (answer, model) == ("sat", {"x": 3})
+    assert (answer, model) == (Answer.SAT, {"x": 3})
     assert query_s > 0
 
 
@@ -231,7 +231,7 @@ def test_cvc5_reads_bit_vector_scripts_with_or_without_a_logic(head):
 
     text = head + "(declare-fun x () (_ BitVec 4))\n(assert (= (bvadd x #x1) #x4))\n"
     answer, model, _, _ = _cvc5_solve(text, ["x"], 10.0, 0)
-    assert (answer, model) == ("sat", {"x": 3})
+    assert (answer, model) == (Answer.SAT, {"x": 3})
 
 
 @pytest.mark.parametrize("solver", ["z3", "cvc5", "bitwuzla"])

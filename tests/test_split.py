@@ -21,12 +21,12 @@ from tensorcore_smt.bv.concrete import CONCRETE
 from tensorcore_smt.bv.core import BV
 from tensorcore_smt.bv.symbolic import SymbolicBackend, evaluate
 from tensorcore_smt.errors import UserError
+from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.model import dot_add
 from tensorcore_smt.model.params import Split
 from tensorcore_smt.model.split import power_of_two, split_operand
 from tensorcore_smt.smt.query import Goal, make_query, parse_fix, parse_window, recheck
 from tensorcore_smt.smt.solve import Limits, Verdict, answer
-from tensorcore_smt.spec.formats import Format, value_of
 
 MARKIDIS = "volta[split=markidis]"
 OOTOMO = "volta[split=ootomo-yokota]"

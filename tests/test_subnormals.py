@@ -22,9 +22,9 @@ from test_interpreters import _assert_rows_agree, _check_symbolic
 
 from tensorcore_smt.api import simulate_one, simulate_params
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format
 from tensorcore_smt.model.params import Algorithm
 from tensorcore_smt.smt.library import get
-from tensorcore_smt.spec.formats import Format
 from tensorcore_smt.spec.presets import PRESETS, parse_variant
 
 FLUSHES = ("flush_inputs", "flush_products", "flush_sums", "flush_outputs")

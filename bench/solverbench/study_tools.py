@@ -12,10 +12,10 @@ from tensorcore_smt.bv.concrete import CONCRETE
 from tensorcore_smt.bv.core import BV, Bool
 from tensorcore_smt.bv.smtlib import to_smtlib
 from tensorcore_smt.bv.symbolic import SymbolicBackend, Term
+from tensorcore_smt.formats import Format, decode, to_float
 from tensorcore_smt.model import dot_add
 from tensorcore_smt.smt.query import Query, build, make_query
 from tensorcore_smt.solvers import Answer
-from tensorcore_smt.spec.formats import Format, decode, to_float
 
 from .cells import Run, fmt_s, run_text
 from .run import run_solver

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .core import Backend
+from .dtypes import UNSIGNED
 
 _OBJ = np.dtype(object)
 _F64 = np.dtype(np.float64)
@@ -31,14 +32,12 @@ def _lane(w: int) -> int:
     return 8 if w <= 8 else 16 if w <= 16 else 32 if w <= 32 else 64
 
 
-_UNSIGNED = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32)}
-_UNSIGNED[64] = np.dtype(np.uint64)
 _SIGNED = {8: np.dtype(np.int8), 16: np.dtype(np.int16), 32: np.dtype(np.int32)}
 _SIGNED[64] = np.dtype(np.int64)
 
 # Indexed by width 1..64: lane bits, unsigned and signed lane dtypes, value mask.
 _BITS = [0] + [_lane(w) for w in range(1, 65)]
-_DT = [None] + [_UNSIGNED[_BITS[w]] for w in range(1, 65)]
+_DT = [None] + [UNSIGNED[_BITS[w]] for w in range(1, 65)]
 _SDT = [None] + [_SIGNED[_BITS[w]] for w in range(1, 65)]
 _MASK = [(1 << w) - 1 for w in range(65)]
 

@@ -14,10 +14,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..formats import Format, round_fraction, value_of
 from ..model.params import Algorithm, ModelParams
 from ..model.terms import AlignMode, ProductExponent
 from ..smt.query import Query
-from ..spec.formats import Format, round_fraction, value_of
 from .alignment import Entry, Worst, operand_entries, worst_configs
 
 

@@ -54,9 +54,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from ..formats import Format, Rounding
 from ..model.params import ModelParams
 from ..model.terms import ProductExponent
-from ..spec.formats import Format, Rounding
 
 
 @dataclass(frozen=True, order=True)

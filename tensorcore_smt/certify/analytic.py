@@ -79,10 +79,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..formats import Format, Rounding
 from ..model.fda import least_carry_bits
 from ..model.params import Algorithm, ModelParams, Split
 from ..model.terms import AlignMode
-from ..spec.formats import Format, Rounding
 
 BLANCHARD = (
     "Blanchard, Higham, Lopez, Mary, Pranesh, SIAM J. Sci. Comput. 42(3) 2020, "

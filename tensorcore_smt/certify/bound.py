@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..errors import UserError
+from ..formats import value_of
 from ..model.measure import Measure, exact_value, measure_value
 from ..smt.query import EXACT, Constraint, ConstraintKind, Goal, Query, make_query
 from ..smt.solve import Limits, Outcome, Verdict, answer
 from ..solvers.result import Answer
-from ..spec.formats import value_of
 from .nodes import up
 
 DEFAULT_RESOLUTION = Fraction(1, 16)

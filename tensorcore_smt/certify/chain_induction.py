@@ -35,8 +35,8 @@ from __future__ import annotations
 from enum import Enum
 from fractions import Fraction
 
+from ..formats import Rounding
 from ..model.params import ModelParams
-from ..spec.formats import Rounding
 from .alignment import _worst_at, group_setting
 from .chain_mass import _smallest_at
 from .chain_regimes import chain_groups, max_loss

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..formats import Rounding
 from ..model.params import ModelParams
-from ..spec.formats import Rounding
 from .alignment import Slot, _worst_at, group_setting
 from .chain_regimes import chain_groups, max_loss
 from .nodes import up

@@ -58,11 +58,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from ..formats import Format, Rounding
 from ..model.fda import least_carry_bits
 from ..model.params import Algorithm, CAddend, ModelParams, Split
 from ..model.terms import AlignMode
 from ..smt.query import Constraint, ConstraintKind
-from ..spec.formats import Format, Rounding
 from . import compose_cdna3
 from .alignment import group_bound
 from .chain_induction import chain_induction_upper
@@ -296,7 +296,7 @@ def small_steps(p: ModelParams, constraints) -> bool:
 def _largest(fmt: Format, op: str, constraints) -> Fraction:
     """The largest magnitude of operand group `op` in the class (its format's largest
     finite value, or below 2^(hi+1) for an exponent window)."""
-    from ..spec.formats import max_finite_bits, value_of
+    from ..formats import max_finite_bits, value_of
 
     top = value_of(max_finite_bits(fmt), fmt)
     for c in constraints:
@@ -309,7 +309,7 @@ def far_from_overflow(p: ModelParams, K: int, constraints) -> bool:
     """Whether every sum of the class stays below half the output's largest finite
     value, |c| + K max|a| max|b| <= max/2: then no running sum, however rounded (each
     within a factor 1 + U < 2 of the exact terms' sum), can reach the overflow threshold."""
-    from ..spec.formats import max_finite_bits, value_of
+    from ..formats import max_finite_bits, value_of
 
     top = _largest(p.c_fmt, "c", constraints) + K * _largest(p.a_fmt, "a", constraints) * (
         _largest(p.b_fmt, "b", constraints)

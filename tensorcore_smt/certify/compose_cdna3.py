@@ -63,9 +63,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..formats import Format
 from ..model.params import Algorithm, ModelParams, Split
 from ..model.sequential import _fmt
-from ..spec.formats import Format
 
 MID = Format.E8M31
 """The format of the round-down step (model/cdna3.py: the sum floored to E8M31)."""

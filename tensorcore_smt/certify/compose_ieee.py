@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..formats import Format, Rounding
 from ..model import ieee
 from ..model.params import Algorithm, ModelParams, Order
-from ..spec.formats import Format, Rounding
 from .nodes import LEAF, Composed, NodeBound, up
 
 

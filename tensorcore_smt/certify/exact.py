@@ -35,13 +35,14 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..bv.dtypes import bit_view
 from ..errors import UserError
+from ..formats import round_fraction, value_of
 from ..model.integer_sums import argued_bound
 from ..model.measure import Measure
 from ..smt.query import Constraint, ConstraintKind, Goal, make_query, parse_integer
 from ..smt.solve import Limits, Verdict, answer
 from ..solvers import Answer
-from ..spec.formats import round_fraction, value_of
 
 
 @dataclass
@@ -307,8 +308,7 @@ def _chain_witness(res: Exactness, q0, m2: int) -> None:
     )
     hyp = res.hypothesis if "/" in res.hypothesis else f"{res.hypothesis}/serial"
     D = np.asarray(matmul(hyp, A, B, instr=res.instruction, engine="compiled")).reshape(-1)
-    if D.dtype.kind != "u":  # matmul returns values in d's dtype: read their bits
-        D = D.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[D.dtype.itemsize])
+    D = bit_view(D)  # matmul returns values in d's dtype: read their bits
     d = value_of(int(D[0]), p.d_fmt)
     exact = sum(x * y for x, y in zip(a_vals, b_vals))
     if isinstance(d, Fraction) and d != exact:

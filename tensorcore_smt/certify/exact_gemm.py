@@ -29,9 +29,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..bv.dtypes import bit_view
 from ..errors import UserError
+from ..formats import Format, round_fraction, value_of
 from ..model.integer_sums import argued_bound
-from ..spec.formats import Format, round_fraction, value_of
 
 K_LIMIT = 1 << 22
 """The deepest K the search considers."""
@@ -182,8 +183,7 @@ def _witness(res: GemmExactness, hyp, p, K: int, slice_bits: int) -> None:
             [[round_fraction(Fraction(v), p.b_fmt)] for v in b_vals], dtype=bits_dtype(p.b_fmt)
         )
         D = np.asarray(matmul(hyp, A, Bm, instr=res.instruction, engine="compiled")).reshape(-1)
-        if D.dtype.kind != "u":
-            D = D.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[D.dtype.itemsize])
+        D = bit_view(D)
         out = hyp.schedule.out or p.d_fmt
         d = value_of(int(D[0]), out)
         exact = sum(x * y for x, y in zip(a_vals, b_vals))

@@ -19,9 +19,9 @@ import random
 import time
 from fractions import Fraction
 
+from ..formats import Format, round_fraction
 from ..model.params import Algorithm
 from ..smt.query import Query
-from ..spec.formats import Format, round_fraction
 from .aligned_rows import aligned_rows
 from .compose import class_normal
 from .extremal_cdna3 import fdrda_rows

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..formats import Format, round_fraction
 from ..model.params import Algorithm
 from ..smt.query import Query
-from ..spec.formats import Format, round_fraction
 from .compose import _fdrda_rho
 from .compose_cdna3 import group_alpha, smallest_products, unit_formats
 

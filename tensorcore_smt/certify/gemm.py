@@ -19,10 +19,11 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..bv.dtypes import bit_view
 from ..errors import UserError
+from ..formats import Format, value_of
 from ..model.measure import Measure, exact_value, measure_value
 from ..smt.query import Constraint
-from ..spec.formats import Format, value_of
 from .compose import Argument, gemm_bound
 
 SPREADS = (0, 4, 12)
@@ -123,11 +124,10 @@ def _measure(hyps, K: int, a_cols, b_cols, c_vals, fmts) -> list[Fraction]:
     n = len(c_vals)
     C = np.zeros((n, n), dtype=np.uint64)
     C[np.arange(n), np.arange(n)] = c_vals
-    unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
     outs = []
     for h in hyps:
         d = np.asarray(tc.matmul(h, A, B, C, instr=h.instr or h.instruction().name))
-        outs.append(d if d.dtype.kind == "u" else d.view(unsigned[d.dtype.itemsize]))
+        outs.append(bit_view(d))
     res = []
     for i in range(n):
         e, den = exact_value(list(a_cols[i]), list(b_cols[i]), int(c_vals[i]), (fa, fb, fc))

@@ -20,8 +20,8 @@ from __future__ import annotations
 from fractions import Fraction
 from itertools import permutations
 
+from ..formats import Format, max_finite_bits, round_fraction, value_of
 from ..smt.query import Query
-from ..spec.formats import Format, max_finite_bits, round_fraction, value_of
 from .sample import Sampled, best_of, fixed_inputs
 
 MAX_PLACEMENTS = 4096

@@ -7,9 +7,9 @@ import shlex
 from enum import Enum
 from fractions import Fraction
 
+from ..formats import format_hex, to_float
 from ..model.measure import exact_value
 from ..smt.query import EXACT
-from ..spec.formats import format_hex, to_float
 from .bound import Certificate, fmt_fraction, fmt_value
 
 

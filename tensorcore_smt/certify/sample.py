@@ -20,9 +20,9 @@ import numpy as np
 
 from ..bv.core import BV
 from ..bv.vector import VECTOR
+from ..formats import Format, round_fraction, value_of
 from ..model.measure import exact_value, measure_value
 from ..smt.query import ConstraintKind, Query, constraint_terms
-from ..spec.formats import Format, round_fraction, value_of
 
 
 @dataclass

@@ -32,9 +32,9 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import UserError
+from ..formats import Format
 from ..model.measure import Measure
 from ..smt.query import Constraint, ConstraintKind
-from ..spec.formats import Format
 
 CHUNK = 1 << 18
 """Rows per block (memory stays near 100 MB at K = 32)."""

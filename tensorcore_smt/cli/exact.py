@@ -14,8 +14,8 @@ import click
 
 from ..certify.exact import exactness
 from ..errors import ExitCode
+from ..formats import format_hex
 from ..smt.solve import Limits
-from ..spec.formats import format_hex
 from .base import main
 from .options import Ranged
 

@@ -40,7 +40,7 @@ def _stats_json(m: Measured) -> dict:
         "k_block": r.params.K,
         "steps_per_output": r.plan.steps(),
         "out": m.out_fmt.spec.name,
-        "engine": r.engine,
+        "engine": r.engine.value,
         "seconds": m.seconds,
         "macs_per_s": m.macs_per_s,
         "error_seconds": m.error_seconds,
@@ -66,7 +66,7 @@ def _print(m: Measured, first: Measured | None) -> None:
     click.echo(f"hypothesis   {r.hypothesis.describe()}")
     click.echo(f"instruction  {r.instr} (K={r.params.K}, {r.plan.steps()} steps per output)")
     click.echo(f"schedule     {r.schedule.text()}")
-    click.echo(f"engine       {r.engine}")
+    click.echo(f"engine       {r.engine.value}")
     click.echo(f"seconds      {m.seconds:.3f}")
     click.echo(f"MAC/s        {m.macs_per_s:.3g}")
     if m.exact is None and m.fp64 is None and m.why_exact == NOT_MEASURED:

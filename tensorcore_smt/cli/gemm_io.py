@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
-from ..gemm.arrays import DTYPE_FORMAT, FORMAT_DTYPE, UINT
-from ..spec.formats import Format
+from ..formats import Format
+from ..gemm.arrays import DTYPE_FORMAT, FORMAT_DTYPE
 from .base import check_out
 
 DTYPE_HELP = "the input format, which picks the instruction libraries run (default fp16)"
@@ -67,7 +68,7 @@ def load_matrix(path: str | None, what: str, fmt: Format | None) -> np.ndarray |
         w = fmt.spec.storage
         if x.dtype.itemsize * 8 != w:
             raise UserError(f"{option}: {x.dtype} patterns are not {w}-bit {fmt.spec.name}")
-        x = np.ascontiguousarray(x).view(UINT[w]).view(FORMAT_DTYPE[fmt])
+        x = np.ascontiguousarray(x).view(UNSIGNED[w]).view(FORMAT_DTYPE[fmt])
     elif x.dtype not in DTYPE_FORMAT:
         raise UserError(f"{option}: dtype {x.dtype} is not a GEMM input")
     elif fmt is not None and FORMAT_DTYPE[fmt] != x.dtype:

@@ -1,6 +1,6 @@
 """`tcsmt hardware`: the GPU campaign's commands (tensorcore_smt.hardware): property vectors
 (no GPU), the run on a GPU machine, the recheck of a past run, and its report.
-`python -m tensorcore_smt.hardware ...` and `make hardware` / `make hardware-vectors`
+`python -m tensorcore_smt hardware ...` and `make hardware` / `make hardware-vectors`
 run these commands."""
 
 from __future__ import annotations

@@ -13,13 +13,13 @@ import sys
 import click
 
 from ..errors import ExitCode, UserError
+from ..formats import Format
 from ..identify.loop import Identifier, Result
 from ..identify.oracle import make_oracle
 from ..identify.report import to_json, to_text
 from ..identify.search import RESTART_SECONDS
 from ..identify.space import resolve_space
 from ..smt.solve import PORTFOLIO, Limits, solvers_for
-from ..spec.formats import Format
 from .base import fail, main
 from .gemm_io import DTYPE_HELP, input_format
 from .options import Ranged, oracle_timeout_option

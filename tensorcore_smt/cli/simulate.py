@@ -11,9 +11,9 @@ import numpy as np
 from ..api import simulate_params
 from ..engine import Engine
 from ..errors import UserError
+from ..formats import Format, format_hex, parse_hex, to_float
 from ..model.params import ModelParams
 from ..smt.answers import describe
-from ..spec.formats import Format, format_hex, parse_hex, to_float
 from ..spec.presets import parse_variant
 from .base import check_out, main, write_or_print
 from .options import engine_option

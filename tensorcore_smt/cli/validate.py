@@ -158,7 +158,7 @@ def validate_cmd(
 
         check_gpu(device.strip())  # binding, driver and GPU present: exit 2 here, not per chunk
     elif device is not None and engine in (None, Engine.TORCH):
-        from ..api import array_backend
+        from ..bv.devices import array_backend
 
         array_backend(device)  # torch and the device present: exit 2 here, not per chunk
     oracle = _oracle(oracle_spec, p, arch, inst.name, oracle_timeout)

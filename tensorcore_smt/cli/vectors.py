@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 
 from ..errors import ExitCode, UserError
+from ..formats import format_hex
 from ..smt.answers import describe
-from ..spec.formats import format_hex
 from ..spec.presets import PRESETS, parse_variant
 from ..validation import vectors as vec
 from .base import check_out, main, write_or_print

@@ -11,7 +11,7 @@ A fourth interpreter of the one algorithm (docs/engine.md). Modules, one job eac
   ptx.py        PTX text for sm_90 from the same IR
   cuda.py       the GPU launch through the CUDA driver (optional `cuda` extra)
   gemm_ir.py    the GEMM runner's kernels: chains with lanes across N, elementwise maps
-  gemm.py       the GEMM runner: the Plan walked, the kernels called
+                (the runner itself, which walks a GEMM plan, is gemm/compiled.py)
   choice.py     the Engine enum and the default engine per batch
   run.py        the API's entry point
 """

@@ -3,13 +3,13 @@
 A key covers the model parameters (their full record), the kernel kind and argument
 types, the tool version, a digest of the source kernels are generated from, llvmlite's
 version and the CPU (name and features). That source is found, not listed: the kernel
-generators (engine/ and validation/rows_kernel.py) and every package module they import,
-directly or through other modules, at module level or inside functions (model/, bv/,
-gemm/'s element and plan code, spec/formats.py, ...), with the `__init__.py` of each
-subpackage on the way; an edit to any of them changes every key. A hit is loaded without
-building the DAG or running LLVM. The folder is $TCSMT_CACHE, else
-~/.cache/tensorcore-smt; files are written whole (rename) so concurrent processes never
-read half a kernel.
+generators (engine/, gemm/compiled.py and validation/rows_kernel.py) and every package
+module they import, directly or through other modules, at module level or inside
+functions (model/, bv/, gemm/'s element and plan code, formats.py, ...), with the
+`__init__.py` of each subpackage on the way; an edit to any of them changes every key.
+A hit is loaded without building the DAG or running LLVM. The folder is $TCSMT_CACHE,
+else ~/.cache/tensorcore-smt; files are written whole (rename) so concurrent processes
+never read half a kernel.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from ..version import __version__
 
 _ROOT = Path(__file__).resolve().parent.parent
-_GENERATORS = ("engine", "validation/rows_kernel.py")
+_GENERATORS = ("engine", "gemm/compiled.py", "validation/rows_kernel.py")
 """Where kernels are generated (relative to the package): the closure of their imports is
 the source a kernel depends on."""
 

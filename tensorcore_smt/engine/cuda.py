@@ -14,6 +14,7 @@ import threading
 
 import numpy as np
 
+from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
 from ..model.params import ModelParams
 from .dag import operands
@@ -23,7 +24,6 @@ from .ptx import ptx_for
 BLOCK = 256
 """Threads per block (one row per thread)."""
 
-_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 _LOCK = threading.Lock()
 _FUNCS: dict[tuple, object] = {}
 
@@ -117,7 +117,7 @@ def run_rows_gpu(p: ModelParams, arrays: list, device: str) -> np.ndarray:
         if _is_cuda_tensor(x):
             host.append(x.contiguous())
         else:
-            host.append(np.ascontiguousarray(x, dtype=_UINT[container(o.width)]))
+            host.append(np.ascontiguousarray(x, dtype=UNSIGNED[container(o.width)]))
     containers = tuple(
         x.element_size() * 8 if _is_cuda_tensor(x) else x.dtype.itemsize * 8 for x in host
     )

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bv.dtypes import UNSIGNED
 from ..model.params import ModelParams
 from . import cache, jit
 from .dag import Operand, instruction_dag, operands
 from .kernel_ir import KERNEL, container, cpu_module, cpu_tiled_module
 from .loops import loop_plan
 
-_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 MIN_ROWS_PER_THREAD = 4096
 """Below this many rows per thread, the calling thread runs the rows alone."""
 
@@ -117,7 +117,7 @@ def _as_container(x: np.ndarray, width: int) -> np.ndarray:
     array itself when its type already holds `width` bits (no copy; signed arrays, whose
     values the API has checked to be non-negative, are viewed as unsigned), else a copy."""
     x = np.asarray(x)
-    dt = _UINT[_element_bits(x, width)]
+    dt = UNSIGNED[_element_bits(x, width)]
     if x.dtype.itemsize == np.dtype(dt).itemsize and x.dtype.kind in "ui":
         return np.ascontiguousarray(x).view(dt)
     return np.ascontiguousarray(x, dtype=dt)
@@ -127,7 +127,7 @@ def _element_bits(x: np.ndarray, width: int) -> int:
     """Bits per element of the array `_as_container` makes of `x`."""
     dt = np.asarray(x).dtype
     bits = dt.itemsize * 8
-    if dt.kind in "ui" and bits >= width and bits in _UINT:
+    if dt.kind in "ui" and bits >= width and bits in UNSIGNED:
         return bits
     return container(width)
 

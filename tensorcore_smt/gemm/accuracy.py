@@ -25,7 +25,7 @@ import numpy as np
 
 from ..bv.core import BV
 from ..bv.vector import VECTOR
-from ..spec.formats import EXP_W, Format, decode
+from ..formats import EXP_W, Format, decode
 from .wide import LIMB, Wide
 
 INT64_BITS = 62

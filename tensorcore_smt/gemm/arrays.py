@@ -8,8 +8,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
-from ..spec.formats import Format
+from ..formats import Format
 
 DTYPE_FORMAT: dict[np.dtype, Format] = {
     np.dtype(np.float64): Format.FP64,
@@ -26,8 +27,6 @@ operands: a TF32 instruction reads their top 19 bits)."""
 
 FORMAT_DTYPE: dict[Format, np.dtype] = {f: d for d, f in DTYPE_FORMAT.items()}
 FORMAT_DTYPE[Format.TF32] = np.dtype(np.float32)
-
-UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def is_torch(x: Any) -> bool:
@@ -99,7 +98,7 @@ def bits_of(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
     """Bit patterns (unsigned, of the format's storage width) of a float array in `fmt`
     or of an unsigned array (range-checked)."""
     w = fmt.spec.storage
-    dt = UINT.get(w)
+    dt = UNSIGNED.get(w)
     if dt is None:
         raise UserError(f"{what}: {fmt.spec.name} operands are not supported by matmul")
     if a.dtype.kind == "u":
@@ -126,5 +125,5 @@ def to_format(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
 def from_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:
     """Output bit patterns as an array of the format's float dtype."""
     dt = FORMAT_DTYPE.get(fmt)
-    raw = bits.astype(UINT[fmt.spec.storage], copy=False)
+    raw = bits.astype(UNSIGNED[fmt.spec.storage], copy=False)
     return raw.view(dt) if dt is not None else raw

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 from ..bv.concrete import CONCRETE
 from ..bv.core import BV
+from ..formats import Format, Rounding, Specials, decode, default_nan_bits
 from ..model import dot_add
 from ..model.ieee import add_unpacked, convert_unpacked, fma_unpacked, mul_unpacked
 from ..model.params import ModelParams
 from ..model.rounding import Overflow
-from ..spec.formats import Format, Rounding, Specials, decode, default_nan_bits
 from .plan import Plan, Tree
 from .schedule import EpilogueOp, Schedule
 

@@ -10,7 +10,6 @@ multiple of the instruction's K, as kernels zero-fill a partial k-tile.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,14 +18,16 @@ import numpy as np
 
 from ..bv.concrete import CONCRETE
 from ..bv.core import BV
+from ..bv.devices import array_backend
+from ..bv.dtypes import UNSIGNED
 from ..bv.vector import VECTOR
+from ..engine.choice import Engine, default_engine, parse_engine
 from ..errors import UserError
+from ..formats import Format
 from ..model.ieee import mul
 from ..model.params import ModelParams
-from ..spec.formats import Format
 from .arrays import (
     FORMAT_DTYPE,
-    UINT,
     bits_of,
     fits,
     format_of,
@@ -73,7 +74,7 @@ class GemmRun:
     plan: Plan
     schedule: Schedule
     K: int
-    engine: str = "numpy"  # the engine that ran it: numpy, torch or compiled
+    engine: Engine = Engine.NUMPY  # the engine that ran it
 
 
 def _arrays(x: Any) -> tuple[np.ndarray, Any]:
@@ -214,7 +215,7 @@ def matmul(
     beta: float | None = None,
     out_dtype: Any = None,
     device: str | None = None,
-    engine: str | None = None,
+    engine: str | Engine | None = None,
     run_info: list | None = None,
 ) -> Any:
     """D = alpha * A @ B + beta * C, bit for bit as the GEMM hypothesis computes it.
@@ -229,15 +230,20 @@ def matmul(
     joins the chain only when the schedule says so and alpha = beta = 1
     (Schedule.c_in_chain), else the epilogue. `out_dtype` None: the
     schedule's `out`, else the instruction's d format. `device`: None (numpy) or a torch
-    device ("cpu", "cuda"); `engine`: "numpy" (the vector interpreter), "compiled" (the
-    compiled engine's GEMM runner, `compiled_runner`) or None (compiled for large GEMMs
-    when the runner exists, else numpy). Returns D as the output dtype (a torch
+    device ("cpu", "cuda"); `engine` (an Engine or its name): numpy (the vector
+    interpreter), compiled (the compiled GEMM runner, `compiled_runner`), torch (the
+    vector interpreter on torch, device "cpu" unless given) or None: with a device torch,
+    else engine/choice.py's default for a batch of the GEMM's instruction steps
+    ($TCSMT_ENGINE when set, else compiled from COMPILE_ROWS steps on). Returns D as the output dtype (a torch
     tensor on A's device when A is one); `run_info`, when a list, receives the GemmRun."""
     hyp = resolve_hypothesis(arch, instr, schedule)
-    if engine not in ENGINES:
-        raise UserError(f"engine={engine!r} is not an engine; allowed: numpy, compiled or none")
-    if engine == "compiled" and device is not None:
+    eng = parse_engine(engine)
+    if eng == Engine.COMPILED and device is not None:
         raise UserError("engine='compiled' runs on the CPU; leave device out")
+    if eng == Engine.NUMPY and device is not None:
+        raise UserError(f"engine numpy runs on this machine's CPU; device {device!r} needs torch")
+    if eng == Engine.TORCH and device is None:
+        device = "cpu"
     a, dev = _arrays(A)
     b, _ = _arrays(B)
     if a.ndim < 2 or b.ndim < 2:
@@ -265,16 +271,19 @@ def matmul(
     b_t = _table(np.swapaxes(np.broadcast_to(b_bits, batch + (K, N)), -1, -2).reshape(-1, K), Kp)
     c_bits, c_fmt = _c_bits(C, run, out_fmt, batch, M, N)
     n_out = int(np.prod(batch, dtype=np.int64)) * M * N
-    runner = None if device is not None else compiled_runner(engine, n_out * plan.steps())
+    if device is not None:
+        eng = Engine.TORCH
+    elif eng is None:
+        eng = default_engine(False, n_out * plan.steps())
+    runner = compiled_runner() if eng == Engine.COMPILED else None
     if run_info is not None:
-        used = "compiled" if runner is not None else ("numpy" if device is None else "torch")
-        run_info.append(dataclasses.replace(run, engine=used))
+        run_info.append(dataclasses.replace(run, engine=eng))
     grid = OutputGrid(int(np.prod(batch, dtype=np.int64)), M, N)
     if runner is not None:
-        out = np.empty(n_out, dtype=UINT[out_fmt.spec.storage])
+        out = np.empty(n_out, dtype=UNSIGNED[out_fmt.spec.storage])
         runner(p, plan, sched, a_t, b_t, grid, c_bits, c_fmt, out)
         return _result(out, out_fmt, batch + (M, N), dev)
-    be = VECTOR if device is None else _device_backend(device)
+    be = VECTOR if device is None else array_backend(device)
     out = np.empty(n_out, dtype=np.uint64)
     wa, wb = p.a_fmt.spec.storage, p.b_fmt.spec.storage
     for lo in range(0, n_out, CHUNK):
@@ -296,31 +305,21 @@ def _result(out: np.ndarray, out_fmt: Format, shape: tuple, dev: Any) -> Any:
     return res if dev is None else numpy_to_torch(res, dev)
 
 
-ENGINES = (None, "numpy", "compiled")
-AUTO_COMPILED_STEPS = 1 << 20
-"""engine=None runs the compiled engine (when it has a GEMM runner) from this many
-instruction steps (outputs x steps per output) on; below, compiling costs more than it saves."""
-
-
-def compiled_runner(engine: str | None, steps: int):
-    """The compiled GEMM runner for `engine` ("compiled", or None from
-    AUTO_COMPILED_STEPS instruction steps on), else None (the numpy engine runs).
+def compiled_runner():
+    """The compiled GEMM runner (gemm/compiled.py run_gemm); UserError when the compiled
+    engine cannot be loaded here.
 
     A runner, `run_gemm(p, plan, schedule, a_table, b_table, outputs, c_bits, c_fmt,
     out)`, fills `out` ((n_out,) unsigned, the output format's width) with the output
     bits: output o is element.py on the operands a_table[:, ia[o]] and b_table[:, ib[o]]
     ((K_padded, rows) bit tables, zero rows past K; `outputs.rows(lo, hi)` gives ia, ib
     of a range of outputs, gemm/outputs.py) and c_bits[o] (in c_fmt; None: no C), equal
-    to the numpy engine bit for bit: the compiled engine's GEMM runner,
-    tensorcore_smt.engine.gemm.run_gemm."""
-    if engine == "numpy" or (engine is None and steps < AUTO_COMPILED_STEPS):
-        return None
+    to the numpy engine bit for bit."""
     try:
-        return importlib.import_module("tensorcore_smt.engine.gemm").run_gemm
-    except (ImportError, AttributeError) as e:
-        if engine == "compiled":
-            raise UserError(f"engine='compiled' is not available here ({e})") from None
-        return None
+        from .compiled import run_gemm
+    except ImportError as e:  # llvmlite missing or unloadable
+        raise UserError(f"engine='compiled' is not available here ({e})") from None
+    return run_gemm
 
 
 def _table(rows: np.ndarray, Kp: int) -> np.ndarray:
@@ -350,12 +349,6 @@ def _c_bits(C: Any, run: GemmRun, out_fmt: Format, batch, M: int, N: int):
     if fmt == Format.TF32 or fmt not in FORMAT_DTYPE:
         fmt = out_fmt
     return bits_of(c, fmt, "C").reshape(-1), fmt
-
-
-def _device_backend(device: str):
-    from ..api import array_backend
-
-    return array_backend(device)
 
 
 def _host(be, d: BV, n: int) -> np.ndarray:

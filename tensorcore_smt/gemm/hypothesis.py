@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from functools import cache
 
 from ..errors import UserError
+from ..formats import Format
 from ..model.params import ModelParams
 from ..spec.datadirs import data_dir
-from ..spec.formats import Format
 from ..spec.presets import Instruction, Variant, parse_variant
 from .schedule import Schedule, parse_schedule
 

@@ -11,8 +11,10 @@ from enum import Enum
 import ml_dtypes
 import numpy as np
 
+from ..bv.dtypes import UNSIGNED
+from ..engine.choice import Engine
 from ..errors import UserError
-from ..spec.formats import Format
+from ..formats import Format
 from .accuracy import (
     ErrorStats,
     Exact,
@@ -24,7 +26,7 @@ from .accuracy import (
     rows_per_block,
     tiles,
 )
-from .arrays import FORMAT_DTYPE, UINT, bits_of, format_of
+from .arrays import FORMAT_DTYPE, bits_of, format_of
 from .element import c_format
 from .emulate import GemmRun, matmul
 
@@ -92,7 +94,7 @@ class Measured:
 
 
 def _bits(x: np.ndarray, fmt: Format) -> np.ndarray:
-    return bits_of(x, fmt, "D").astype(UINT[fmt.spec.storage])
+    return bits_of(x, fmt, "D").astype(UNSIGNED[fmt.spec.storage])
 
 
 def run_measured(
@@ -102,11 +104,11 @@ def run_measured(
     C: np.ndarray | None = None,
     instr: str | None = None,
     errors: bool = True,
-    engine: str | None = None,
+    engine: str | Engine | None = None,
 ) -> Measured:
     """Run `hyp` on 2-D A, B (and C); time it; with `errors`, measure D against the exact
-    product A*B (+ C) and against A*B (+ C) in fp64. `engine`: as for `matmul` (numpy,
-    compiled, or None to choose by size)."""
+    product A*B (+ C) and against A*B (+ C) in fp64. `engine`: as for `matmul` (an Engine
+    or its name, or None for engine/choice.py's default)."""
     info: list[GemmRun] = []
     t0 = time.perf_counter()
     D = matmul(hyp, A, B, C, instr=instr, run_info=info, engine=engine)
@@ -207,7 +209,7 @@ def _as_f64(x: np.ndarray, fmt: Format) -> np.ndarray:
     """Values of an operand array as fp64 (a TF32 operand: its top 19 bits, as the
     instruction reads it)."""
     if x.dtype.kind == "u":
-        x = x.astype(UINT[fmt.spec.storage]).view(FORMAT_DTYPE[fmt])
+        x = x.astype(UNSIGNED[fmt.spec.storage]).view(FORMAT_DTYPE[fmt])
     if fmt == Format.TF32:
         x = (x.astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
     return x.astype(np.float64)
@@ -218,7 +220,7 @@ def differ(x: np.ndarray, y: np.ndarray) -> int:
     equal to NaN)."""
     if x.dtype == y.dtype:
         w = x.dtype.itemsize * 8
-        return int((x.view(UINT[w]) != y.view(UINT[w])).sum())
+        return int((x.view(UNSIGNED[w]) != y.view(UNSIGNED[w])).sum())
     a, b = x.astype(np.float64), y.astype(np.float64)
     same = (a == b) | (np.isnan(a) & np.isnan(b))
     return int((~same).sum())

@@ -38,8 +38,8 @@ from functools import cache
 from typing import Any
 
 from ..errors import UserError
+from ..formats import Format
 from ..spec.datadirs import data_dir
-from ..spec.formats import Format
 
 if sys.version_info >= (3, 11):
     import tomllib

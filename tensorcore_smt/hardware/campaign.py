@@ -2,7 +2,7 @@
 with everything the silicon returned written under results/hardware/<gpu>/.
 
 Two halves, so that GPU time is spent on runs only (`tcsmt hardware ...`, cli/hardware.py;
-`python -m tensorcore_smt.hardware ...` runs the same commands):
+`python -m tensorcore_smt hardware ...` runs the same commands):
 
 - ``tcsmt hardware vectors`` (no GPU; `make hardware-vectors`): every property of the
   library on every probed instruction of the architecture, answered by the solvers here;

@@ -38,10 +38,10 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import UserError
+from ..formats import Format
 from ..gemm.emulate import matmul, prepare
 from ..gemm.hypothesis import GemmHypothesis, full_fp32_instruction, parse_gemm
 from ..spec.datadirs import data_dir
-from ..spec.formats import Format
 from .recordings import CALLS, Call, Kind, inputs
 
 try:

@@ -31,7 +31,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import UserError
-from ..spec.formats import Format
+from ..formats import Format
 
 
 class Kind(str, Enum):

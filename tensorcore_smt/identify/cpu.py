@@ -20,9 +20,9 @@ from functools import cache
 
 import numpy as np
 
+from ..formats import Format
 from ..model.params import ModelParams
-from ..spec.formats import Format
-from .oracle_base import Oracle, OracleError
+from ..validation.oracle_base import Oracle, OracleError
 
 LANES = 16
 """fp32 lanes of the 512-bit VDPBF16PS: rows per call of the intrinsic."""

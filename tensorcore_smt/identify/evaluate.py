@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..spec.formats import Format
+from ..formats import Format
 from .pool import Rows
 from .space import Hypothesis, Space
 

@@ -26,11 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
+from ..formats import Format
+from ..gemm.model import GemmModel
 from ..model.params import ModelParams
-from ..smt.gemm_models import GemmModel
 from ..spec.datadirs import data_dir
-from ..spec.formats import Format
 from .oracle import CMD_TIMEOUT, ORACLES, Oracle
 from .space import _INERT, Family, Hypothesis, Space, inert, resolve_space, value_text
 
@@ -221,7 +222,7 @@ class GemmSpace(Space):
         return self.params(h).model(self.variant, self.instr, h.expr(self.arch))
 
     def run(self, h: Hypothesis, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        from ..smt.gemm_models import run_rows
+        from ..gemm.model import run_rows
 
         return run_rows(self.model(h), a, b, c)
 
@@ -320,7 +321,7 @@ class GemmVariantOracle(Oracle):
     hidden: GemmModel | None = None
 
     def _answer(self, a, b, c) -> np.ndarray:
-        from ..smt.gemm_models import run_rows
+        from ..gemm.model import run_rows
 
         return run_rows(self.hidden, a, b, c)
 
@@ -352,12 +353,11 @@ class TorchOracle(Oracle):
         p = self.p
         dt = {f: getattr(torch, n) for f, n in TORCH_DTYPES.items()}
         ints = {8: torch.uint8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
-        uints = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
         signed = {8: np.uint8, 16: np.int16, 32: np.int32, 64: np.int64}
 
         def tensor(bits: np.ndarray, fmt: Format):
             w = fmt.spec.storage
-            raw = np.ascontiguousarray(bits.astype(uints[w]).view(signed[w]))
+            raw = np.ascontiguousarray(bits.astype(UNSIGNED[w]).view(signed[w]))
             return torch.from_numpy(raw).view(ints[w]).view(dt[fmt]).to("cuda")
 
         A = tensor(np.asarray(a), p.a_fmt)
@@ -388,11 +388,11 @@ class TorchOracle(Oracle):
         torch.cuda.synchronize()
         w = p.d_fmt.spec.storage
         d = torch.diagonal(D).contiguous().view(ints[w]).cpu().numpy()
-        return d.view(uints[w]).astype(np.uint64)
+        return d.view(UNSIGNED[w]).astype(np.uint64)
 
 
 def _gemm_variant(spec: str, arg: str, space: GemmSpace) -> Oracle:
-    from ..smt.gemm_models import resolve_model
+    from ..gemm.model import resolve_model
 
     if not arg:
         raise UserError(
@@ -438,7 +438,7 @@ def make_gemm_oracle(spec: str, space: GemmSpace, timeout: float = CMD_TIMEOUT) 
 def recovered_gemm(space: GemmSpace, res, hidden: str, rows: int = 4096, seed: int = 99) -> bool:
     """Whether identify recovered a hidden GEMM hypothesis: one class left, every member
     of which predicts the hidden hypothesis's bits on every row of a fresh pool."""
-    from ..smt.gemm_models import resolve_model, run_rows
+    from ..gemm.model import resolve_model, run_rows
     from .pool import make_pool
 
     if len(res.classes) != 1:

@@ -639,7 +639,7 @@ def standing_text(res: Result) -> str:
 def next_probe(ident: Identifier, cls: list[list[Hypothesis]]) -> dict | None:
     """The input to run next: a pool row that splits the classes, else a solver witness
     between two members of the class that the rows leave together."""
-    from ..spec.formats import format_hex
+    from ..formats import format_hex
 
     p = ident.space.base
     arch = ident.space.arch

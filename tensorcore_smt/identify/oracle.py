@@ -33,10 +33,10 @@ import numpy as np
 from .. import children
 from ..api import simulate_params
 from ..errors import UserError
+from ..formats import format_hex, parse_hex
 from ..model.params import ModelParams
-from ..spec.formats import format_hex, parse_hex
 from ..spec.presets import parse_variant
-from .oracle_base import Oracle, OracleError
+from ..validation.oracle_base import Oracle, OracleError
 
 CMD_TIMEOUT = 60.0
 """Seconds a `cmd:` or `cuda` oracle may take to answer one batch by default

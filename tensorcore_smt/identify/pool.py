@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..formats import Format, Specials
 from ..model.params import ModelParams
-from ..spec.formats import Format, Specials
 from ..validation.kinds import MIX, TARGETED, RowKind
 from ..validation.rows import random_rows
 

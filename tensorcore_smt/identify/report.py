@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..api import simulate_params
+from ..formats import format_hex
 from ..model.params import ModelParams
 from ..smt.solve import Verdict
-from ..spec.formats import format_hex
 from .loop import (
     PROVED,
     Kill,

@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
+from ..formats import Format
 from ..model.params import ModelParams, parse_value
 from ..smt.library import _eval
 from ..spec.datadirs import data_dir
-from ..spec.formats import Format
 from ..spec.presets import parse_variant
 
 if sys.version_info >= (3, 11):

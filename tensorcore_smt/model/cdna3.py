@@ -16,7 +16,7 @@ subnormals, so the presets set none of them.
 from __future__ import annotations
 
 from ..bv.core import BV, Bool, any_of
-from ..spec.formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
+from ..formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
 from . import ieee
 from .params import ModelParams
 from .rounding import Exact, Overflow, round_to_format, special_bits

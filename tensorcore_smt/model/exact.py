@@ -9,7 +9,7 @@ errors needs no rounding at all.
 from __future__ import annotations
 
 from ..bv.core import BV, Bool
-from ..spec.formats import Format, decode
+from ..formats import Format, decode
 from .terms import Addend, ProductExponent, operand_addend, product_addend
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..bv.core import BV, Bool, any_of
-from ..spec.formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
+from ..formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
 from . import ieee
 from .ieee import exact_sum
 from .params import CAddend, CarryOverflow, ModelParams, Tf32Input, ZeroSign

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..bv.core import BV, Bool
 from ..bv.symbolic import SymbolicBackend, Term
-from ..spec.formats import Format, Rounding, Specials
+from ..formats import Format, Rounding, Specials
 
 RM_NAMES = {
     Rounding.RNE: "RNE",

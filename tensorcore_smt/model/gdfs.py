@@ -20,7 +20,7 @@ d's format. Without scale factors every scale is 1.
 from __future__ import annotations
 
 from ..bv.core import BV, all_of
-from ..spec.formats import EXP_W, Format, Unpacked, decode
+from ..formats import EXP_W, Format, Unpacked, decode
 from .fda import _operand_fmt, decode_operands, fused_sum, special_values
 from .params import ModelParams
 from .terms import Addend, operand_addend, scale_term

@@ -10,7 +10,7 @@ p+3 bits below the larger operand plus a sticky bit, which is enough for correct
 from __future__ import annotations
 
 from ..bv.core import BV, Bool
-from ..spec.formats import EXP_W, Format, Rounding, Specials, Unpacked, decode, default_nan_bits
+from ..formats import EXP_W, Format, Rounding, Specials, Unpacked, decode, default_nan_bits
 from .rounding import Exact, Overflow, round_to_format, special_bits
 from .terms import (
     EXP_MIN,

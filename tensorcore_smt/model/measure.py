@@ -28,7 +28,7 @@ from enum import Enum
 from fractions import Fraction
 
 from ..bv.core import BV, Bool
-from ..spec.formats import Format, decode, value_of
+from ..formats import Format, decode, value_of
 from .exact import on_grid_checked
 from .terms import ProductExponent, operand_addend, product_addend
 

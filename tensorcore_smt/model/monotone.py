@@ -25,7 +25,7 @@ c, each under the same condition for fp32. The argument needs the truncation or 
 
 from __future__ import annotations
 
-from ..spec.formats import Format
+from ..formats import Format
 from .params import Algorithm, ModelParams
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
 
-from ..spec.formats import Format, Rounding
+from ..formats import Format, Rounding
 from .rounding import Overflow
 from .terms import AlignMode, ProductExponent
 

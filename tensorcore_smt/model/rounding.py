@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..bv.core import BV, Bool
-from ..spec.formats import EXP_W, Format, Rounding, Specials
+from ..formats import EXP_W, Format, Rounding, Specials
 
 
 class Overflow(Enum):

@@ -18,7 +18,7 @@ GPS applies exactly the flushes its parameters ask for; the CDNA2 presets set al
 from __future__ import annotations
 
 from ..bv.core import BV, Bool
-from ..spec.formats import Format, Rounding, Unpacked, decode, flush_subnormal
+from ..formats import Format, Rounding, Unpacked, decode, flush_subnormal
 from . import ieee
 from .params import FlushSign, ModelParams, NanRule, Order, Tf32Input
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..bv.core import BV
-from ..spec.formats import Format, Rounding
+from ..formats import Format, Rounding
 from . import ieee
 from .params import ModelParams, Split
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..bv.core import BV, Bool
-from ..spec.formats import EXP_W, Unpacked
+from ..formats import EXP_W, Unpacked
 
 EXP_MIN = -(1 << (EXP_W - 1)) + 1
 """Exponent given to terms that must never win a maximum (ignored zeros)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import UserError
-from ..spec.formats import Format
+from ..formats import Format
 from .evaluate import ROUNDINGS, evaluate
 from .hypothesis import find
 from .oracles import make_oracle, np_dtype

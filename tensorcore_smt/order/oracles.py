@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..formats import Format
 from ..spec.datadirs import data_dir
-from ..spec.formats import Format
 from .probes import PairValues, check_counts_exact, counts_to_sizes, pair_inputs, pair_values
 from .tree import NotATree
 

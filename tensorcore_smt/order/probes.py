@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UserError
-from ..spec.formats import Format
+from ..formats import Format
 
 
 @dataclass(frozen=True)

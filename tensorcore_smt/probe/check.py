@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import UserError
-from ..spec.formats import Format, format_hex, parse_hex, to_float
+from ..formats import Format, format_hex, parse_hex, to_float
 from ..validation.vectors import VectorFile, predict
 
 _LINE = re.compile(r"^vector\s+(\d+)\s+d=(\S+)\s*$")

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import UserError
-from ..spec.formats import Format
+from ..formats import Format
 from ..spec.presets import Instruction
 
 _BITS = {

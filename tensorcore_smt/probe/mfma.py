@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..spec.formats import Format
+from ..formats import Format
 from ..spec.presets import Instruction
 
 WAVE = 64

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UserError
-from ..spec.formats import Format
+from ..formats import Format
 from ..spec.presets import Instruction
 
 CORE_ROWS = 8

@@ -36,8 +36,8 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import UserError
+from ..formats import Format, format_hex, parse_hex
 from ..gemm.arrays import holds
-from ..spec.formats import Format, format_hex, parse_hex
 from ..validation.gemm_vectors import GemmVectorFile, predict
 from ..version import __version__
 from .check import output_lines

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec.formats import Format
+from ..formats import Format
 
 FP8_DTYPES = ("torch.float8_e4m3fn", "torch.float8_e5m2")
 SCALED_MM_OUT = ("torch.float32", "torch.bfloat16", "torch.float16") + FP8_DTYPES

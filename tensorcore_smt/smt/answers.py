@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..formats import Format, format_hex, to_float, value_of
 from ..solvers.result import Answer
-from ..spec.formats import Format, format_hex, to_float, value_of
 from .query import Goal
 from .solve import SEARCH, Outcome, Verdict
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 
 from ..bv.core import BV, Bool, all_of
 from ..errors import UserError
+from ..formats import Format
+from ..gemm import model as adapter
+from ..gemm.model import GemmModel
 from ..model.params import ModelParams
-from ..spec.formats import Format
 from ..version import __version__
-from . import gemm_models as adapter
-from .gemm_models import GemmModel
 from .query import Built, Constraint, ConstraintKind, Goal, Operand, _safe
 
 LEVEL = "gemm"
@@ -148,8 +148,8 @@ class GemmQuery:
         fx, fy = self.d_formats
         if fx == fy:
             return x.ne(y)
+        from ..formats import Rounding, decode
         from ..model.ieee import convert
-        from ..spec.formats import Rounding, decode
 
         wx = convert(x, fx, Format.FP64, Rounding.RNE)
         wy = convert(y, fy, Format.FP64, Rounding.RNE)

@@ -5,7 +5,7 @@ as text and as JSON. The solver lines, verdict words and decimal renderings are 
 
 from __future__ import annotations
 
-from ..spec.formats import format_hex
+from ..formats import format_hex
 from .answers import answer_json, answer_lines, decimal, describe, verdict_words
 from .gemm_query import GemmQuery
 from .query import Goal

@@ -37,11 +37,11 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..errors import UserError
+from ..formats import Format
 from ..model.measure import Measure
 from ..model.params import ModelParams
 from ..solvers.result import Answer
 from ..spec.datadirs import data_dir
-from ..spec.formats import Format
 from ..spec.presets import PRESETS, Instruction, Preset
 from .query import Constraint, ConstraintKind, Goal, Query, make_query
 

@@ -24,12 +24,7 @@ from ..bv.core import BV, Bool, all_of
 from ..bv.smtlib import to_smtlib
 from ..bv.symbolic import SymbolicBackend
 from ..errors import UserError
-from ..model import dot_add
-from ..model.exact import exact_dot, grid, on_grid_checked, value_on_grid
-from ..model.measure import Measure, exceeds, reference_terms
-from ..model.params import ModelParams
-from ..model.terms import operand_addend
-from ..spec.formats import (
+from ..formats import (
     EXP_W,
     Format,
     Unpacked,
@@ -40,6 +35,11 @@ from ..spec.formats import (
     payload,
     value_of,
 )
+from ..model import dot_add
+from ..model.exact import exact_dot, grid, on_grid_checked, value_on_grid
+from ..model.measure import Measure, exceeds, reference_terms
+from ..model.params import ModelParams
+from ..model.terms import operand_addend
 from ..spec.presets import parse_variant
 from ..version import __version__
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from fractions import Fraction
 
-from ..spec.formats import format_hex, value_of
+from ..formats import format_hex, value_of
 from ..spec.presets import parse_variant
 from .answers import (
     answer_json,

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..bv.core import BV
 from ..bv.vector import VECTOR
-from ..spec.formats import Format, Specials
+from ..formats import Format, Specials
 from .query import SECOND, ConstraintKind, Goal, Query, Recheck, recheck
 
 SEARCH_S = 2.0

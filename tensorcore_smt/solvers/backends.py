@@ -24,9 +24,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-Outcome = tuple[str, dict[str, int], str, float]  # (answer, model, reason, query seconds)
+from .result import Answer
+
+Outcome = tuple[Answer, dict[str, int], str, float]  # (answer, model, reason, query seconds)
 """A back end may also return (answer, model, reason) without the query time; the worker
-then reports the time of the whole `solve` call in its place."""
+then reports the time of the whole `solve` call in its place. A plugin's back end may give
+the answer as its text ("sat", "unsat", "unknown"); the worker reads it as an Answer."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class Backend:
     module: str
     distribution: str
     version: Callable[[], str]
-    solve: Callable[[str, list[str], float, int], Outcome | tuple[str, dict[str, int], str]]
+    solve: Callable[[str, list[str], float, int], Outcome | tuple[Answer, dict[str, int], str]]
 
 
 def _z3_version() -> str:
@@ -65,10 +68,10 @@ def _z3_solve(text: str, names: list[str], timeout: float, seed: int) -> Outcome
         for n in names:
             if n in decls:
                 model[n] = m[decls[n]].as_long()
-        return "sat", model, "", query_s
+        return Answer.SAT, model, "", query_s
     if r == z3.unsat:
-        return "unsat", {}, "", query_s
-    return "unknown", {}, s.reason_unknown(), query_s
+        return Answer.UNSAT, {}, "", query_s
+    return Answer.UNKNOWN, {}, s.reason_unknown(), query_s
 
 
 _SOLVE_COMMANDS = {"check-sat", "get-value", "get-model", "exit"}
@@ -123,10 +126,10 @@ def _cvc5_solve(
         for n in names:
             if n in terms:
                 model[n] = int(s.getValue(terms[n]).getBitVectorValue(10))
-        return "sat", model, "", query_s
+        return Answer.SAT, model, "", query_s
     if r.isUnsat():
-        return "unsat", {}, "", query_s
-    return "unknown", {}, str(r.getUnknownExplanation()).lower().replace("_", " "), query_s
+        return Answer.UNSAT, {}, "", query_s
+    return Answer.UNKNOWN, {}, str(r.getUnknownExplanation()).lower().replace("_", " "), query_s
 
 
 def _bitwuzla_version() -> str:
@@ -212,10 +215,10 @@ def _bitwuzla_solve(
         if r == bz.Result.SAT:
             funs = {f.symbol(): f for f in parser.get_declared_funs()}
             model = {n: int(s.get_value(funs[n]).value(10)) for n in names if n in funs}
-            return "sat", model, "", query_s
+            return Answer.SAT, model, "", query_s
         if r == bz.Result.UNSAT:
-            return "unsat", {}, "", query_s
-    return "unknown", {}, "time limit reached in the solver", query_s
+            return Answer.UNSAT, {}, "", query_s
+    return Answer.UNKNOWN, {}, "time limit reached in the solver", query_s
 
 
 BACKENDS: dict[str, Backend] = {

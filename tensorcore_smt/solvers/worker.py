@@ -22,6 +22,8 @@ import os
 import sys
 import time
 
+from .result import Answer
+
 
 def main(argv: list[str]) -> int:
     solver, path, timeout, seed, names = argv
@@ -40,17 +42,20 @@ def main(argv: list[str]) -> int:
         answer, model, reason = outcome[:3]
         solver_s = outcome[3] if len(outcome) > 3 and outcome[3] is not None else call_s
         out.update(
-            answer=answer,
+            answer=Answer(answer).value,  # an Answer, or a plugin's "sat"/"unsat"/"unknown"
             model={k: str(v) for k, v in model.items()},
             reason=reason,
             solver_s=solver_s,
         )
     except MemoryError:
-        out.update(answer="unknown", reason="out of memory")
+        out.update(answer=Answer.UNKNOWN.value, reason="out of memory")
     except Exception as e:  # noqa: BLE001 - every failure becomes an `unknown` with its reason
         msg = str(e).strip().splitlines()
         kind = "out of memory" if "bad_alloc" in str(e) or "memory" in str(e).lower() else "error"
-        out.update(answer="unknown", reason=f"{kind}: {type(e).__name__}: {msg[0] if msg else ''}")
+        out.update(
+            answer=Answer.UNKNOWN.value,
+            reason=f"{kind}: {type(e).__name__}: {msg[0] if msg else ''}",
+        )
     out["seconds"] = time.monotonic() - t0
     try:
         sys.stdout.write(json.dumps(out, default=str) + "\n")

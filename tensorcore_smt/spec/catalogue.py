@@ -30,10 +30,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..formats import Format
 from ..model.fda import least_carry_bits
 from ..model.params import ModelParams, parse_value
 from .datadirs import data_dir
-from .formats import Format
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
-from ..spec.formats import Format, format_hex, parse_hex
+from ..formats import Format, format_hex, parse_hex
 from ..version import __version__
 from .vectors import GEMM_SCHEMA, check_formats, json_object, load_file, vector_rows
 
@@ -87,7 +87,7 @@ class GemmVectorFile:
         architecture without it, on the one libraries run there for the same inputs
         (UserError naming the hypothesis when one does not parse or takes other formats)."""
         from ..gemm.hypothesis import parse_gemm
-        from ..smt.gemm_models import resolve_model
+        from ..gemm.model import resolve_model
 
         out = []
         for i, h in enumerate(self.hypotheses):
@@ -278,7 +278,7 @@ def save(gf: GemmVectorFile, path: str | Path) -> None:
 def predict(gf: GemmVectorFile, *, only_missing: bool = False) -> GemmVectorFile:
     """A copy with every hypothesis's prediction computed by the GEMM element code on
     the numpy interpreter (`only_missing` keeps the predictions already there)."""
-    from ..smt.gemm_models import run_rows
+    from ..gemm.model import run_rows
 
     gf.validate()
     out = [replace(v, predicted=dict(v.predicted) if only_missing else {}) for v in gf.vectors]

@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
-from ..identify.oracle import Oracle, OracleError
+from ..formats import Format
 from ..model.params import Algorithm, ModelParams
-from ..spec.formats import Format
+from .oracle_base import Oracle, OracleError
 
 ARCH_NAMES = {
     "volta": "Volta",
@@ -40,8 +41,6 @@ ARCH_NAMES = {
     "cdna2": "CDNA2",
     "cdna3": "CDNA3",
 }
-
-_UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def torch_formats() -> dict[Format, tuple[Any, Any, int]]:
@@ -112,7 +111,7 @@ def to_torch(bits: np.ndarray, fmt: Format) -> Any:
 
     int_dt, float_dt, shift = torch_formats()[fmt]
     w = fmt.spec.storage
-    raw = (np.asarray(bits, dtype=np.uint64) << np.uint64(shift)).astype(_UNSIGNED[max(w, 8)])
+    raw = (np.asarray(bits, dtype=np.uint64) << np.uint64(shift)).astype(UNSIGNED[max(w, 8)])
     t = torch.from_numpy(np.ascontiguousarray(raw.view(int_dt)))
     return t if float_dt is None else t.view(float_dt)
 
@@ -125,7 +124,7 @@ def from_torch(d: Any, fmt: Format) -> np.ndarray:
     w = fmt.spec.storage
     torch_int = {np.int64: torch.int64, np.int32: torch.int32, np.int16: torch.int16}[int_dt]
     raw = d.contiguous().view(torch_int).numpy()
-    return raw.view(_UNSIGNED[w]).astype(np.uint64)
+    return raw.view(UNSIGNED[w]).astype(np.uint64)
 
 
 def scales_to_torch(bits: np.ndarray, fmt: Format) -> Any:

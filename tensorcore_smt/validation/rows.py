@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spec.formats import Format, FormatSpec, Specials
+from ..formats import Format, FormatSpec, Specials
 from .kinds import MIX, RowKind
 
 STREAM = 2

@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from ..spec.formats import FormatSpec, Specials
+from ..formats import FormatSpec, Specials
 
 PARAMS = 8
 """int32 fields per row: base, span, sub_at, zero_at, first, second (-1: none), special

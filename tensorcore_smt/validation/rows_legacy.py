@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spec.formats import Format, Specials
+from ..formats import Format, Specials
 from .kinds import MIX, RowKind
 
 KINDS: tuple[RowKind, ...] = MIX

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..engine import Engine
+from ..formats import format_hex
 from ..model.params import ModelParams
-from ..spec.formats import format_hex
 from .rows import random_rows
 
 CHUNK_ROWS = 100_000

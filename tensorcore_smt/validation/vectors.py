@@ -31,8 +31,8 @@ from typing import Any, TypeVar
 
 from ..api import simulate_one
 from ..errors import UserError
+from ..formats import Format, format_hex, parse_hex
 from ..model.params import ModelParams
-from ..spec.formats import Format, format_hex, parse_hex
 from ..spec.presets import PRESETS, Instruction, parse_variant
 from ..version import __version__
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from tensorcore_smt.gemm.arrays import bits_of, from_bits
 from tensorcore_smt.gemm.emulate import matmul
-from tensorcore_smt.smt.gemm_models import resolve_model
+from tensorcore_smt.gemm.model import resolve_model
 
 
 def main() -> None:

@@ -2,7 +2,8 @@
 
 Every oracle kind (identify/oracle.py: variants, files, programs, the GPU; identify/cpu.py:
 the CPU's dot-product instruction; validation/mmasim.py) implements it; the kinds import
-this module, and identify/oracle.py chooses among them.
+this module, and identify/oracle.py chooses among them. It lives in the validation layer,
+below identify, so that an oracle implemented here (MMA-Sim) needs nothing above it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
 
-from ..bv.core import BV, Bool
+from .bv.core import BV, Bool
 
 EXP_W = 16
 """Width of the signed exponent bit-vectors the model uses (products of any format fit)."""
@@ -228,7 +228,7 @@ def check_bits(value: int, fmt: Format) -> None:
 
 def classify(bits: int, fmt: Format) -> str:
     """'nan', 'inf', 'zero' or 'finite' for a concrete pattern."""
-    from ..bv.concrete import CONCRETE
+    from .bv.concrete import CONCRETE
 
     u = decode(BV(CONCRETE, bits, fmt.spec.storage), fmt)
     if u.is_nan.v:
@@ -242,7 +242,7 @@ def classify(bits: int, fmt: Format) -> str:
 
 def value_of(bits: int, fmt: Format) -> Fraction | float:
     """Exact value of a pattern: a Fraction for finite values, else +-inf or nan floats."""
-    from ..bv.concrete import CONCRETE
+    from .bv.concrete import CONCRETE
 
     u = decode(BV(CONCRETE, bits, fmt.spec.storage), fmt)
     if u.is_nan.v:
@@ -344,3 +344,27 @@ def parse_hex(text: str, fmt: Format, field_name: str) -> int:
 
 def format_hex(bits: int, fmt: Format) -> str:
     return f"0x{bits:0{fmt.spec.hex_digits}x}"
+
+
+__all__ = [
+    "EXP_W",
+    "Format",
+    "FormatSpec",
+    "Rounding",
+    "Specials",
+    "Unpacked",
+    "check_bits",
+    "classify",
+    "decode",
+    "default_nan_bits",
+    "flush_subnormal",
+    "format_hex",
+    "inf_bits",
+    "is_negative",
+    "max_finite_bits",
+    "parse_hex",
+    "payload",
+    "round_fraction",
+    "to_float",
+    "value_of",
+]

@@ -1,6 +1,7 @@
-"""The compiled GEMM runner: element.py's step functions compiled, the Plan driven.
+"""The compiled GEMM runner: element.py's step functions compiled by the engine
+(tensorcore_smt/engine), the Plan driven.
 
-`run_gemm` is the hook gemm/emulate.py calls (its `compiled_runner` documents the
+`run_gemm` is the runner gemm/emulate.py calls (its `compiled_runner` documents the
 contract). Each step function of gemm/element.py is run once on the symbolic interpreter
 and compiled: the instruction step (mma_step) as a chain kernel that loops over a chain's
 k-blocks, lanes across N (gemm_ir.chain_rows_module), the fp32 promotion,
@@ -19,32 +20,30 @@ from collections.abc import Callable
 import numpy as np
 
 from ..bv.core import BV
+from ..bv.dtypes import UNSIGNED
 from ..bv.symbolic import SymbolicBackend
-from ..gemm.element import (
+from ..engine import cache, jit
+from ..engine.gemm_ir import chain_rows_module, map_module
+from ..engine.kernel import _LOCK as _KERNEL_LOCK
+from ..engine.kernel import machine_code, threads
+from ..engine.kernel_ir import container
+from ..engine.loops import loop_plan
+from ..engine.tiles import run_tiles
+from ..formats import Format
+from ..model.params import ModelParams
+from .element import (
     Epilogue,
     acc_format,
-    c_format,
     canonical_nan,
     combine,
-    element,
     epilogue,
     mma_step,
     promote_add,
 )
-from ..gemm.outputs import Outputs
-from ..gemm.plan import Plan, Tree
-from ..gemm.schedule import Schedule
-from ..model.params import ModelParams
-from ..spec.formats import Format
-from . import cache, jit
-from .gemm_ir import chain_rows_module, map_module
-from .kernel import _LOCK as _KERNEL_LOCK
-from .kernel import machine_code, threads
-from .kernel_ir import container
-from .loops import loop_plan
-from .tiles import run_tiles
+from .outputs import Outputs
+from .plan import Plan, Tree
+from .schedule import Schedule
 
-_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 _FUNCS: dict[tuple, Callable] = {}
 _LOCK = threading.Lock()
 MIN_OUTPUTS_PER_THREAD = 2048
@@ -135,8 +134,8 @@ class _Tables:
 
     def __init__(self, p: ModelParams, a_table, b_table) -> None:
         self.Kp, self.NB = b_table.shape
-        self.A = np.ascontiguousarray(a_table.T, dtype=_UINT[container(p.a_fmt.spec.storage)])
-        self.B = np.ascontiguousarray(b_table, dtype=_UINT[container(p.b_fmt.spec.storage)])
+        self.A = np.ascontiguousarray(a_table.T, dtype=UNSIGNED[container(p.a_fmt.spec.storage)])
+        self.B = np.ascontiguousarray(b_table, dtype=UNSIGNED[container(p.b_fmt.spec.storage)])
         self.bits = (self.A.dtype.itemsize * 8, self.B.dtype.itemsize * 8)
 
     def run(self, fn, chains: tuple[np.ndarray, np.ndarray], ia, ib, acc0) -> np.ndarray:
@@ -173,10 +172,11 @@ def run_gemm(
     element.element on a_table[:, ia[o]], b_table[:, ib[o]], c_bits[o] (see
     gemm/emulate.py compiled_runner). The outputs are computed in tiles on worker
     threads (engine/tiles.py): memory beyond the operands, C and `out` is a few arrays
-    per tile, and a Ctrl-C stops the workers after their current tile."""
-    if p.scale_fmt is not None or p.c_fmt.spec.storage != p.d_fmt.spec.storage:
-        _run_numpy(p, plan, schedule, a_table, b_table, outputs, c_bits, c_fmt, out)
-        return
+    per tile, and a Ctrl-C stops the workers after their current tile. `p` is what
+    GemmHypothesis.params gives: not block-scaled, c and d in one format."""
+    if p.scale_fmt is not None or p.c_fmt != p.d_fmt:
+        # GemmHypothesis.params refuses both before a plan is made: never reached by matmul
+        raise ValueError("run_gemm: a block-scaled unit, or c in another format than d")
     t = _Tables(p, a_table, b_table)
     d_fmt, af = p.d_fmt, acc_format(p)
     nan = canonical_nan(af, p)
@@ -247,22 +247,3 @@ def run_gemm(
     n = len(outputs)
     n_threads = min(threads(), max(1, n // MIN_OUTPUTS_PER_THREAD))
     run_tiles(n, tile_outputs(n, plan.steps(), n_threads), work, n_threads)
-
-
-def _run_numpy(p, plan, schedule, a_table, b_table, outputs, c_bits, c_fmt, out):
-    """element.element on the numpy interpreter, for the forms the chain kernel does not
-    take (block-scaled units, a c format of another width than d)."""
-    from ..bv.vector import VECTOR
-
-    wa, wb = p.a_fmt.spec.storage, p.b_fmt.spec.storage
-    for lo in range(0, len(outputs), 1 << 15):
-        hi = min(len(outputs), lo + (1 << 15))
-        ia, ib = outputs.rows(lo, hi)
-        a = [BV(VECTOR, VECTOR.lanes(a_table[k][ia], wa), wa) for k in range(len(a_table))]
-        b = [BV(VECTOR, VECTOR.lanes(b_table[k][ib], wb), wb) for k in range(len(b_table))]
-        c = None
-        if c_bits is not None:
-            w = (c_fmt or c_format(p, schedule)).spec.storage
-            c = BV(VECTOR, VECTOR.lanes(c_bits[lo:hi], w), w)
-        d = element(a, b, c, p, plan, schedule, c_fmt)
-        out[lo:hi] = np.broadcast_to(np.asarray(d.v, dtype=np.uint64), (hi - lo,))

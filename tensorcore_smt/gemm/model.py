@@ -13,8 +13,8 @@ import numpy as np
 from ..bv.core import BV
 from ..bv.vector import VECTOR
 from ..errors import UserError
+from ..formats import Format
 from ..model.params import ModelParams
-from ..spec.formats import Format
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class GemmModel:
     def run(self, a: list[BV], b: list[BV], c: BV) -> BV:
         """The output element on the interpreter of the inputs (K entries of a and b;
         the padding to the instruction's K is +0 constants)."""
-        from ..gemm.element import element
+        from .element import element
 
         pad = self.K_padded - self.K
         if pad:
@@ -52,9 +52,9 @@ def resolve_model(
     """`ARCH[...]/SCHEDULE[...]` for a depth-K GEMM on `instr` (default: the instruction
     libraries use on that architecture for inputs in `fmt`, else in the default input
     format; an instruction-level text gets `serial`)."""
-    from ..gemm.element import c_format
-    from ..gemm.hypothesis import parse_gemm
-    from ..gemm.plan import make_plan, padded_k
+    from .element import c_format
+    from .hypothesis import parse_gemm
+    from .plan import make_plan, padded_k
 
     h = parse_gemm(text, instr)
     inst = h.instruction(fmt)
@@ -104,8 +104,8 @@ def run_rows(m: GemmModel, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.nd
 def emulate_rows(models, a, b, c) -> list[list[int]]:
     """Each model's output for each row through the emulator's `matmul` (a 1×K row of A
     by a K×1 column of B, plus c): the path a user calls, checked against the solver's."""
-    from ..gemm.arrays import bits_of, from_bits
-    from ..gemm.emulate import matmul
+    from .arrays import bits_of, from_bits
+    from .emulate import matmul
 
     out = []
     for m in models:
