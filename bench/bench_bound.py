@@ -33,13 +33,17 @@ def main() -> None:
         t0 = time.monotonic()
         cert = tc.bound(name, timeout=args.timeout)
         s = time.monotonic() - t0
+        unbounded = isinstance(cert.lower, float)  # an overflow row: L = inf, attained
         ratio = (
-            "-" if cert.upper is None or not cert.lower else f"{float(cert.upper / cert.lower):.4g}"
+            "-"
+            if unbounded or cert.upper is None or not cert.lower
+            else f"{float(cert.upper / cert.lower):.4g}"
         )
         status = "closed" if cert.closed else "open"
-        rows.append((name, cert.instruction, status, ratio, cert.upper_method or "-", s))
+        how = "overflow row (unbounded)" if unbounded else cert.upper_method or "-"
+        rows.append((name, cert.instruction, status, ratio, how, s))
         print(
-            f"{name:16s} {status:6s} U/L {ratio:>8s} {cert.upper_method or '-':9s} {s:7.1f} s",
+            f"{name:16s} {status:6s} U/L {ratio:>8s} {how:9s} {s:7.1f} s",
             flush=True,
         )
     secs = [r[5] for r in rows]
