@@ -104,3 +104,13 @@ def test_cli_reports_the_schedule():
     assert "2^24" in data["gemm_binding"]
     assert data["chain_exact_K"] == 1040  # the serial chain of the same instruction
     assert data["gemm_witness_K"] == 1056 and data["gemm_witness_error"] == "1/1"
+
+
+def test_cli_refuses_a_bad_schedule_in_one_line_before_any_search():
+    for hyp, words in [
+        ("hopper/bogus", "unknown schedule"),
+        ("hopper/serial[alpha=2]", "alpha = 1"),
+    ]:
+        r = CliRunner().invoke(main, ["exact", hyp, "--slices", "7", "--instr", BF16])
+        assert r.exit_code == 2, r.output
+        assert words in r.output and len(r.output.strip().splitlines()) == 1

@@ -65,10 +65,11 @@ from ..model.terms import AlignMode
 from ..smt.query import Constraint, ConstraintKind
 from . import compose_cdna3
 from .alignment import group_bound
+from .analytic import unit_roundoff
 from .chain_induction import chain_induction_upper
 from .chain_mass import chain_mass_upper
 from .chain_regimes import chain_upper
-from .compose_ieee import IEEE_TREES, largest_step
+from .compose_ieee import IEEE_TREES, largest_step, rounding_node
 from .nodes import LEAF, Composed, NodeBound, up
 
 
@@ -85,12 +86,6 @@ class Argument:
 
     upper: Fraction
     lines: list[str] = field(default_factory=list)
-
-
-def unit_roundoff(fmt: Format, rounding: Rounding) -> Fraction:
-    """u of a rounding into `fmt`: 2^-p to nearest, 2^(1-p) for directed roundings."""
-    p = fmt.spec.precision
-    return Fraction(1, 2**p) if rounding in (Rounding.RNE, Rounding.RNA) else Fraction(2, 2**p)
 
 
 def _forced_normal(op: str, fmt: Format, constraints: tuple[Constraint, ...]) -> bool:
@@ -208,9 +203,7 @@ def fda_group(
 def ieee_add(fmt: Format, root: bool = False) -> NodeBound:
     """(N) for one IEEE addition (or FMA) into `fmt`, round to nearest (`root`: the
     result of the whole computation, see fda_group)."""
-    u = unit_roundoff(fmt, Rounding.RNE)
-    b = Fraction(0) if root else up(u * Fraction(2) ** fmt.spec.emin)
-    return NodeBound(u, b, fmt.spec.emin)
+    return rounding_node(fmt, Rounding.RNE, False, root)
 
 
 def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusal | None:

@@ -25,6 +25,7 @@ from fractions import Fraction
 from ..formats import Format, Rounding
 from ..model import ieee
 from ..model.params import Algorithm, ModelParams, Order
+from .analytic import unit_roundoff
 from .nodes import LEAF, Composed, NodeBound, up
 
 
@@ -34,8 +35,7 @@ def rounding_node(
     """(N) of one IEEE rounding into `fmt` (module docstring); `normal`: the value
     rounded is 0 or at least 2^e_min (normal_sums), so neither a subnormal part nor a
     flush applies."""
-    p = fmt.spec.precision
-    u = Fraction(1, 2**p) if rounding in (Rounding.RNE, Rounding.RNA) else Fraction(2, 2**p)
+    u = unit_roundoff(fmt, rounding)
     if normal:
         return NodeBound(up(u), Fraction(0), fmt.spec.emin)
     tiny = Fraction(2) ** fmt.spec.emin

@@ -60,6 +60,15 @@ def _gemm(hypothesis: str, instr: str | None):
     return hyp, hyp.params(), hyp.instruction().name
 
 
+def checked_gemm(hypothesis: str, instr: str | None):
+    """(GemmHypothesis, its instruction's params, the instruction's name) of a hypothesis
+    the exactness argument takes; UserError for a bad one or alpha other than 1."""
+    hyp, p, name = _gemm(hypothesis, instr)
+    if hyp.schedule.alpha != 1.0:
+        raise UserError("exactness takes alpha = 1 (the result is then A*B exactly)")
+    return hyp, p, name
+
+
 def _runnable(hyp, p, K: int) -> bool:
     """Whether the schedule can cut depth K (make_plan refuses, e.g., a contiguous split
     that would leave a split without a k-tile)."""
@@ -108,9 +117,7 @@ def gemm_exactness(
     proved otherwise (by a solver, certify/exact.py) where it exceeds the argument's."""
     if slice_bits < 1:
         raise UserError(f"slice bits {slice_bits}: at least 1")
-    hyp, p, name = _gemm(hypothesis, instr)
-    if hyp.schedule.alpha != 1.0:
-        raise UserError("exactness takes alpha = 1 (the result is then A*B exactly)")
+    hyp, p, name = checked_gemm(hypothesis, instr)
     res = GemmExactness(hyp.describe(), name, slice_bits, None)
     got = argued_bound(p, slice_bits)
     if isinstance(got, str) and B is None:
@@ -193,4 +200,4 @@ def _witness(res: GemmExactness, hyp, p, K: int, slice_bits: int) -> None:
             return
 
 
-__all__ = ["K_LIMIT", "GemmExactness", "gemm_exactness"]
+__all__ = ["K_LIMIT", "GemmExactness", "checked_gemm", "gemm_exactness"]

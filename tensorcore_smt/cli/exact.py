@@ -71,10 +71,12 @@ def exact_cmd(
         def progress(s) -> None:
             click.echo(f"  |c| < 2^{s.c_bits}: {s.verdict.value} [{s.seconds:.1f} s]", err=True)
 
-    from ..certify.exact_gemm import gemm_exactness
+    from ..certify.exact_gemm import checked_gemm, gemm_exactness
     from ..gemm.hypothesis import split_gemm_text
 
     variant, schedule = split_gemm_text(hypothesis)
+    if schedule is not None:  # a bad schedule is reported before any solver runs
+        checked_gemm(hypothesis, instr)
     r = exactness(
         variant,
         slice_bits,
