@@ -197,3 +197,47 @@ def test_identify_gemm_with_a_cmd_oracle_in_the_documented_format():
     )  # fmt: skip
     assert r.exit_code == ExitCode.OK, r.output
     assert json.loads(r.output)["survivors"][0]["variant"] == hidden
+
+
+# A witness bitwuzla gave for hopper/serial[promote=128] vs hopper[unpack=fp16]/serial[...]
+# at K = 256 (nonzero inputs; the rest +0). Its two outputs differ on the element code; the
+# emulator (tc.matmul) must run the same two hypotheses, else the re-check calls a true
+# witness bad.
+UNPACK_WITNESS = {
+    "a95": 0x5, "a125": 0x83, "a126": 0x95, "a127": 0x82, "a223": 0xC9, "a252": 0x83,
+    "a255": 0x2, "b122": 0x3, "b123": 0x5, "b124": 0x1, "b126": 0x37, "b127": 0x79,
+    "b255": 0x9, "c": 0x80BA6AB1,
+}  # fmt: skip
+
+
+def test_gemm_space_query_runs_each_hypothesis_on_both_paths():
+    """The solver question between two members of a GEMM space names, for the emulator,
+    each member's own instruction model (not the space's base): the witness re-runs alike
+    on the element code and through tc.matmul, and both outputs differ."""
+    from tensorcore_smt.formats import Format
+    from tensorcore_smt.smt.query import recheck
+
+    sp = load_gemm_space("hopper", 256, FP8)
+    fam = sp.families[0].name
+    a = sp.make(fam, {"schedule.promote": 128})
+    b = sp.make(fam, {"schedule.promote": 128, "unpack": Format.FP16})
+    q = sp.query(a, b)
+    assert [m.variant for m in q.models] == ["hopper", "hopper[unpack=fp16]"]
+    w = recheck(q, UNPACK_WITNESS)
+    assert w.outputs[0] != w.outputs[1]
+    assert tuple(w.emulated) == w.outputs and w.reproduces
+
+
+def test_gemm_space_over_a_variant_keeps_its_overrides():
+    """A space built on `ARCH[...]` writes its members over that variant: a member's
+    expression, the model the solvers get and the emulator's variant all keep the base's
+    overrides unless the member sets the same parameter."""
+    sp = load_gemm_space("hopper[carry_bits=6]/serial[promote=128]", 256, FP8)
+    fam = sp.families[0].name
+    h = sp.make(fam, {"e_zero": None})
+    m = sp.model(h)
+    assert sp.expr(h) == "hopper[carry_bits=6,e_zero=none]/serial[promote=128]"
+    assert m.variant == "hopper[carry_bits=6,e_zero=none]"
+    assert m.p.carry_bits == 6 and m.p.e_zero is None
+    h5 = sp.make(fam, {"carry_bits": 5})
+    assert sp.model(h5).variant == "hopper[carry_bits=5]" and sp.model(h5).p.carry_bits == 5

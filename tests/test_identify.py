@@ -652,3 +652,16 @@ def test_json_document_of_identify_is_serialisable():
     res = Identifier(space, oracle, 12, FAST).run()
     js = json.loads(json.dumps(to_json(res)))
     assert js["oracle_vectors"] == 12 and js["oracle_calls"] == 1
+
+
+def test_space_over_a_variant_asks_the_solvers_about_its_members():
+    """`--arch ARCH[...]`: members are written over that variant (their overrides are
+    relative to it), so the solver question between two members is about those two models,
+    not about the preset with the members' changes."""
+    s = resolve_space("hopper[carry_bits=6]", "wgmma.m64n8k32.f32.e4m3.e4m3", None)
+    fam = s.families[0].name
+    a, b = s.make(fam, {}), s.make(fam, {"e_zero": None})
+    q = s.query(a, b)
+    assert q.variants == ("hopper[carry_bits=6]", "hopper[carry_bits=6,e_zero=none]")
+    for text, h in zip(q.variants, (a, b)):
+        assert parse_variant(text).params(s.instr) == s.params(h)

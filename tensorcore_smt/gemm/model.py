@@ -107,8 +107,15 @@ def emulate_rows(models, a, b, c) -> list[list[int]]:
     from .arrays import bits_of, from_bits
     from .emulate import matmul
 
+    from ..spec.presets import parse_variant
+
     out = []
     for m in models:
+        if parse_variant(m.variant).params(m.instruction) != m.p:
+            raise ValueError(
+                f"GemmModel {m.text!r}: its variant {m.variant!r} names another model than "
+                "it holds; the emulator would run a different hypothesis"
+            )
         ds = []
         for ra, rb, rc in zip(a, b, c):
             A = from_bits(np.asarray([ra], dtype=np.uint64), m.p.a_fmt)

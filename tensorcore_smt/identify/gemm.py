@@ -32,6 +32,7 @@ from ..formats import Format
 from ..gemm.model import GemmModel
 from ..model.params import ModelParams
 from ..spec.datadirs import data_dir
+from ..spec.variants import with_overrides
 from .oracle import CMD_TIMEOUT, ORACLES, Oracle
 from .space import _INERT, Family, Hypothesis, Space, inert, resolve_space, value_text
 
@@ -114,12 +115,15 @@ class GemmPoint(Hypothesis):
 
     base_schedule: Any = field(default=None, compare=False)
 
+    def variant_expr(self, arch: str) -> str:
+        """The instruction-level part over the base variant `arch` (`ARCH[...]`)."""
+        inst = [(k, value_text(v)) for k, v in self.overrides if not is_sched(k)]
+        return with_overrides(arch, inst)
+
     def expr(self, arch: str) -> str:
-        inst = [(k, v) for k, v in self.overrides if not is_sched(k)]
         changes = {k[len(SCHED) :]: v for k, v in self.overrides if is_sched(k)}
         s = self.base_schedule.with_(**changes) if changes else self.base_schedule
-        body = ",".join(f"{k}={value_text(v)}" for k, v in inst)
-        return (f"{arch}[{body}]" if body else arch) + "/" + s.text()
+        return self.variant_expr(arch) + "/" + s.text()
 
 
 PLAN_FIELDS = ("split", "split_tile", "promote", "reduce", "split_k", "order")
@@ -147,7 +151,6 @@ class GemmSpace(Space):
     """The instruction's default space with the GEMM schedule fields added."""
 
     schedule_dims: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-    variant: str = ""
 
     def dims(self, family: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
         return super().dims(family) + self.schedule_dims
@@ -219,7 +222,8 @@ class GemmSpace(Space):
         )
 
     def model(self, h: Hypothesis) -> GemmModel:
-        return self.params(h).model(self.variant, self.instr, h.expr(self.arch))
+        base = self.variant or self.arch
+        return self.params(h).model(h.variant_expr(base), self.instr, h.expr(base))
 
     def run(self, h: Hypothesis, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         from ..gemm.model import run_rows

@@ -243,7 +243,7 @@ class Identifier:
             for pos in step.vectors:
                 v = self.res.vectors[pos]
                 if int(pred[v.row]) != v.d:
-                    step.killed.append(Kill(h.expr(self.space.arch), pos, int(pred[v.row]), v.d))
+                    step.killed.append(Kill(self.space.expr(h), pos, int(pred[v.row]), v.d))
                     break
         self.alive = [h for h in self.alive if survives(self.ev, self.evidence, h)]
         step.survivors = len(self.alive)
@@ -502,7 +502,7 @@ class Identifier:
                 break
 
     def _short(self, h: Hypothesis) -> str:
-        return h.expr(self.space.arch)
+        return self.space.expr(h)
 
     def _diff(
         self, a: Hypothesis, b: Hypothesis, limits: Limits | None = None
@@ -618,7 +618,7 @@ def standing(res: Result) -> dict:
 def standing_text(res: Result) -> str:
     """The survivors counted for the stop line (see `standing`)."""
     s = res.standing or standing(res)
-    arch = res.space.arch
+    arch = res.space.variant or res.space.arch
     n, m = s["classes"], s["members"]
     if s["established"]:
         if m == 1:
@@ -642,7 +642,7 @@ def next_probe(ident: Identifier, cls: list[list[Hypothesis]]) -> dict | None:
     from ..formats import format_hex
 
     p = ident.space.base
-    arch = ident.space.arch
+    arch = ident.space.variant or ident.space.arch
     reps = [c[0] for c in cls]
     rows = splitting_rows(ident.ev, reps, set(ident.evidence.index), 1)
     source = "pool"

@@ -69,7 +69,7 @@ def is_preset(space: Space, h: Hypothesis) -> bool:
 def hypothesis_json(res: Result, h: Hypothesis, cls: int | None = None) -> dict[str, Any]:
     sp = res.space
     out: dict[str, Any] = {
-        "variant": h.expr(sp.arch),
+        "variant": sp.expr(h),
         "params": params_json(sp, h),
         "matches": hypothesis_row_counts(res, h),
         "is_preset": is_preset(sp, h),
@@ -101,7 +101,7 @@ def kill_json(res: Result, k: Kill) -> dict[str, Any]:
 
 
 def proof_json(res: Result, pr: Proof) -> dict[str, Any]:
-    arch = res.space.arch
+    arch = res.space.variant or res.space.arch
     return {
         "a": pr.a.expr(arch),
         "b": pr.b.expr(arch),
@@ -250,7 +250,7 @@ def equality_note(res: Result, rep: Hypothesis, h: Hypothesis) -> str:
 def to_text(res: Result) -> str:
     """The report a person reads (see the module docstring)."""
     sp = res.space
-    arch = sp.arch
+    arch = sp.variant or sp.arch
     fmt = sp.base.d_fmt
     what = (
         f"fit {res.oracle.removeprefix('file:')} ({res.rows_read} rows)"

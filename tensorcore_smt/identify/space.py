@@ -36,6 +36,7 @@ from ..model.params import ModelParams, parse_value
 from ..smt.library import _eval
 from ..spec.datadirs import data_dir
 from ..spec.presets import parse_variant
+from ..spec.variants import with_overrides
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -84,11 +85,10 @@ class Hypothesis:
         return dict(self.overrides).get(name, getattr(base, name))
 
     def expr(self, arch: str) -> str:
-        """The hypothesis as a variant expression (`hopper[F=24,carry_bits=3]`)."""
-        if not self.overrides:
-            return arch
-        body = ",".join(f"{k}={value_text(v)}" for k, v in self.overrides)
-        return f"{arch}[{body}]"
+        """The hypothesis as a variant expression (`hopper[F=24,carry_bits=3]`) over the
+        base variant `arch` (`ARCH` or `ARCH[...]`: its own overrides are kept unless the
+        hypothesis sets the same parameter)."""
+        return with_overrides(arch, [(k, value_text(v)) for k, v in self.overrides])
 
 
 @dataclass
@@ -104,6 +104,12 @@ class Space:
     shared: tuple[tuple[str, tuple[Any, ...]], ...]
     path: Path | None = None
     _params: dict = field(default_factory=dict, repr=False)
+    variant: str = ""  # the base variant as given (`ARCH[...]`); "" : the preset `arch`
+
+    def expr(self, h: Hypothesis) -> str:
+        """`h` as a variant expression over the space's base variant (its overrides are
+        relative to that base, not to the preset)."""
+        return h.expr(self.variant or self.arch)
 
     # --- hypotheses ----------------------------------------------------------------
 
@@ -168,7 +174,7 @@ class Space:
         """The solver question "do `a` and `b` ever differ?" on this space's unit."""
         from ..smt.query import Goal, make_query
 
-        return make_query(a.expr(self.arch), b.expr(self.arch), self.instr, Goal.DIFFER)
+        return make_query(self.expr(a), self.expr(b), self.instr, Goal.DIFFER)
 
     def neighbours(self, h: Hypothesis) -> list[Hypothesis]:
         """Every hypothesis of the space one parameter away from `h`, and the seeds of the
@@ -363,6 +369,7 @@ def load_space(path: Path, arch: str, instr: str | None = None) -> Space:
         families,
         shared,
         path,
+        variant=variant.text,
     )
     for fam in families:  # every family must run on this instruction's operands
         try:

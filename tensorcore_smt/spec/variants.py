@@ -124,6 +124,22 @@ def _normalise_instr(name: str) -> str:
     return n
 
 
+def with_overrides(text: str, changes: list[tuple[str, str]]) -> str:
+    """The variant `text` (`ARCH` or `ARCH[name=value,...]`) with `changes` (names and
+    their spelled values) applied: a name `text` already sets takes the new value, the
+    others are appended. The one way to write a hypothesis relative to a base variant, so
+    that the base's own overrides are never dropped."""
+    if not changes:
+        return text.strip()
+    m = _VARIANT_RE.match(text)
+    if not m:
+        raise UserError(f"malformed variant {text!r}; expected ARCH or ARCH[param=value,...]")
+    items = [i.split("=", 1) for i in (m.group(2) or "").split(",") if i.strip()]
+    body = {k.strip(): v.strip() for k, v in items}
+    body.update(changes)
+    return f"{m.group(1)}[{','.join(f'{k}={v}' for k, v in body.items())}]"
+
+
 def parse_variant(text: str) -> Variant:
     """Parse `arch` or `arch[name=value,...]` (or a named alias); UserError if bad, or
     if a parameter is given twice. An alias's own overrides may be overridden
