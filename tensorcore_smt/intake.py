@@ -52,9 +52,7 @@ FORMAT_DTYPE: dict[Format, np.dtype] = {
 """The numpy / ml_dtypes dtype whose values are exactly the values of each format
 (formats without one, e.g. ue4m3, take bit patterns only)."""
 
-DTYPE_FORMAT: dict[np.dtype, Format] = {
-    d: f for f, d in FORMAT_DTYPE.items() if f != Format.TF32
-}
+DTYPE_FORMAT: dict[np.dtype, Format] = {d: f for f, d in FORMAT_DTYPE.items() if f != Format.TF32}
 """The format a float array's dtype carries (float32 is fp32; a TF32 operand reads it)."""
 
 _TORCH_VIEWS = (
