@@ -30,7 +30,6 @@ import os
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +38,9 @@ import tensorcore_smt as tc
 from tensorcore_smt import intake
 from tensorcore_smt.engine import kernel
 from tensorcore_smt.validation.rows import random_rows
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_engine import best  # noqa: E402
 
 CASES = [
     # arch, instruction, MMA-Sim arch (None: no MMA-Sim form), goal over numpy
@@ -57,27 +59,16 @@ def user_arrays(arch: str, instr: str, n: int, seed: int = 1):
     """(params, bit arrays, user arrays): rows of the mix as bits of each format's width
     and as the float arrays a user holds (views of the same memory)."""
     p = tc.resolve(arch, instr)
-    rows = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, n, seed)[:3]
+    bits = list(random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, n, seed)[:3])
     fmts = (p.a_fmt, p.b_fmt, p.c_fmt)
-    bits = [x.astype(intake.bits_dtype(f)) for x, f in zip(rows, fmts)]
     user = [x.view(intake.FORMAT_DTYPE[f]) for x, f in zip(bits, fmts)]
     return p, bits, user
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def mmasim_rate(mm_arch, instr: str, bits, want, repeat: int):
     """MMA-Sim's rows/s on the same bits and whether its bits equal ours; None without it."""
     if mm_arch is None or importlib.util.find_spec("mmasim") is None:
         return None
-    sys.path.insert(0, str(Path(__file__).parent))
     from bench_simulate import Case, mmasim_runner
 
     made = mmasim_runner(Case("", mm_arch, instr), *bits)

@@ -166,7 +166,8 @@ def test_narrow_and_wide_arrays_give_the_same_bits(monkeypatch):
         assert built[-1] == (bits, bits, 32), dt
         assert got.dtype == np.uint64
         assert np.array_equal(got, want), dt
-    assert np.array_equal(api.simulate_params(p, a, b, c, engine="compiled"), want)
+    a64, b64, c64 = a.astype(np.uint64), b.astype(np.uint64), c.astype(np.uint64)
+    assert np.array_equal(api.simulate_params(p, a64, b64, c64, engine="compiled"), want)
     assert built[-1] == (64, 64, 64)  # uint64 arrays as given
     a16, b16, c32 = a.astype(np.uint16), b.astype(np.uint16), c.astype(np.uint32)
     assert np.array_equal(api.simulate_params(p, a16, b16, c32, engine="compiled"), want)

@@ -25,12 +25,36 @@ def container(width: int) -> int:
     return unsigned_holding(width).itemsize * 8
 
 
-def _d_out(body: Body, dag: InstrDag, out_bits: int) -> str:
-    """Lower the DAG into `body` and return d widened to the i`out_bits` of the output."""
-    (d,) = body.lower([dag.root])
-    if dag.width > out_bits:
-        raise ValueError(f"d of {dag.width} bits does not fit a {out_bits}-bit output")
-    return body.emit(f"zext i{dag.width} {d} to i{out_bits}") if dag.width < out_bits else d
+def store_d(body: Body, d: str, width: int, out_bits: int, row: str = "%row") -> None:
+    """Emit the store of the `width`-bit result `d` into element `row` of the output array
+    %out of `out_bits`-bit elements (zero-extended)."""
+    if width > out_bits:
+        raise ValueError(f"d of {width} bits does not fit a {out_bits}-bit output")
+    if width < out_bits:
+        d = body.emit(f"zext i{width} {d} to i{out_bits}")
+    ptr = body.emit(f"getelementptr inbounds i{out_bits}, ptr %out, i64 {row}")
+    body.lines.append(f"  store i{out_bits} {d}, ptr {ptr}, align {out_bits // 8}")
+
+
+def row_loop(params: str, body: list[str]) -> str:
+    """`void tcsmt_kernel(i64 lo, i64 hi, <params>, ptr out)`: the `body` lines (which
+    read and write row %row) run for every row in [lo, hi)."""
+    lines = [
+        f"define void @{KERNEL}(i64 %lo, i64 %hi, {params}, ptr noalias %out) {{",
+        "entry:",
+        "  %empty = icmp uge i64 %lo, %hi",
+        "  br i1 %empty, label %exit, label %loop",
+        "loop:",
+        "  %row = phi i64 [ %lo, %entry ], [ %next, %loop ]",
+        *body,
+        "  %next = add nuw i64 %row, 1",
+        "  %done = icmp eq i64 %next, %hi",
+        "  br i1 %done, label %exit, label %loop",
+        "exit:",
+        "  ret void",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _body(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64) -> list[str]:
@@ -49,9 +73,8 @@ def _body(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64) -> lis
         return body.emit(f"trunc i{c} {v} to i{o.width}") if o.width < c else v
 
     body = Body(load)
-    d = _d_out(body, dag, out_bits)
-    out = body.emit(f"getelementptr inbounds i{out_bits}, ptr %out, i64 %row")
-    body.lines.append(f"  store i{out_bits} {d}, ptr {out}, align {out_bits // 8}")
+    (d,) = body.lower([dag.root])
+    store_d(body, d, dag.width, out_bits)
     return body.lines
 
 
@@ -68,22 +91,7 @@ def cpu_module(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64) -
     """`void tcsmt_kernel(i64 lo, i64 hi, ptr a, ptr b, ptr c[, ptr sa, ptr sb], ptr out)`;
     `containers`: bits of each operand array's elements (8, 16, 32 or 64); `out_bits`:
     bits of the output array's elements."""
-    lines = [
-        f"define void @{KERNEL}(i64 %lo, i64 %hi, {_params(dag)}, ptr noalias %out) {{",
-        "entry:",
-        "  %empty = icmp uge i64 %lo, %hi",
-        "  br i1 %empty, label %exit, label %loop",
-        "loop:",
-        "  %row = phi i64 [ %lo, %entry ], [ %next, %loop ]",
-        *_body(dag, containers, out_bits),
-        "  %next = add nuw i64 %row, 1",
-        "  %done = icmp eq i64 %next, %hi",
-        "  br i1 %done, label %exit, label %loop",
-        "exit:",
-        "  ret void",
-        "}",
-    ]
-    return "\n".join(lines) + "\n"
+    return row_loop(_params(dag), _body(dag, containers, out_bits))
 
 
 TILE = 64
@@ -141,7 +149,8 @@ def cpu_tiled_module(
         return body.emit(f"trunc i{bt} {v} to i{o.width}") if o.width < bt else v
 
     body = Body(load)
-    d = _d_out(body, dag, out_bits)
+    (d,) = body.lower([dag.root])
+    store_d(body, d, dag.width, out_bits, "%orow")
     back, metadata = loop_metadata(plan, "br i1 %cdone, label %tileend, label %compute")
     lines = [
         f"define void @{KERNEL}(i64 %lo, i64 %hi, {_params(dag)}, ptr noalias %out) {{",
@@ -164,10 +173,8 @@ def cpu_tiled_module(
         "  br i1 %fdone, label %compute, label %fill",
         "compute:",
         "  %ci = phi i64 [ 0, %fill ], [ %cinext, %compute ]",
-        *body.lines,
         "  %orow = add i64 %r0, %ci",
-        f"  %op = getelementptr inbounds i{out_bits}, ptr %out, i64 %orow",
-        f"  store i{out_bits} {d}, ptr %op, align {out_bits // 8}",
+        *body.lines,
         "  %cinext = add nuw i64 %ci, 1",
         "  %cdone = icmp eq i64 %cinext, %nt",
         f"  {back}",
