@@ -17,8 +17,9 @@ the later ones, and the memory a call takes beyond its inputs (tracemalloc's pea
 the call) over the inputs' bytes. Last, 10^8 rows through `simulate_stream` (batches of
 10^6 rows from a generator): the most memory allocated at once while it runs, and the
 resident memory before and after.
-Every figure is the best of --repeat runs; the machine is shared, so the load average is
-printed beside them.
+Every figure is the best of --repeat runs, the API's, the kernel's and numpy's
+interleaved (a change of load on the shared machine touches all three alike); the load
+average is printed beside them.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from tensorcore_smt.validation.rows import random_rows
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_engine import best  # noqa: E402
+from bench_simulate import best_times  # noqa: E402
 
 CASES = [
     # arch, instruction, MMA-Sim arch (None: no MMA-Sim form), goal over numpy
@@ -147,9 +149,14 @@ def bench_case(arch, instr, mm_arch, goal, n, n_np, repeat) -> dict:
     d = tc.simulate(arch, instr, *user, engine="compiled")  # compiled once, cached on disk
     want = tc.simulate(arch, instr, *(x[:n_np] for x in bits), engine="numpy")
     out = np.empty(n, dtype=intake.bits_dtype(p.d_fmt))
-    t_api = best(lambda: tc.simulate(arch, instr, *user, engine="compiled"), repeat)
-    t_ker = best(lambda: kernel.run_rows(p, bits, out=out), repeat)
-    t_np = best(lambda: tc.simulate(arch, instr, *(x[:n_np] for x in user), engine="numpy"), 2)
+    (t_api, t_ker, t_np), _ = best_times(
+        [
+            lambda: tc.simulate(arch, instr, *user, engine="compiled"),
+            lambda: kernel.run_rows(p, bits, out=out),
+            lambda: tc.simulate(arch, instr, *(x[:n_np] for x in user), engine="numpy"),
+        ],
+        repeat,
+    )
     fresh = child(FRESH, arch, instr, n, repeat)
     mm = mmasim_rate(mm_arch, instr, [x[:n_np] for x in bits], want, 2)
     r = {
@@ -250,7 +257,8 @@ def main(argv=None) -> int:
         f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other processes, "
         f"load average {load} at the start; tensorcore_smt {tc.__version__}, numpy "
         f"{np.__version__}. {args.rows:,} rows per call (numpy and MMA-Sim on the first "
-        f"{args.numpy_rows:,}), best of {args.repeat}; kernels in the disk cache."
+        f"{args.numpy_rows:,}), best of {args.repeat} interleaved runs; kernels in the disk "
+        "cache."
     )
     print(head)
     results = []
