@@ -28,6 +28,7 @@ test-torch:
 	$(BIN)/python -m pytest -q -m torch tests/test_torch.py tests/test_gemm_torch.py
 
 bench:
+	$(BIN)/python bench/bench_api.py --write results
 	$(BIN)/python bench/bench_simulate.py
 	$(BIN)/python bench/bench_rows.py
 	$(BIN)/python bench/bench_validate.py --write results

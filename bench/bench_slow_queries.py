@@ -33,7 +33,7 @@ from tensorcore_smt.smt.find import QueryAnswer
 from tensorcore_smt.smt.gemm_solve import answer_query
 from tensorcore_smt.smt.library import get
 from tensorcore_smt.smt.search import SEARCH_S
-from tensorcore_smt.smt.solve import Limits
+from tensorcore_smt.smt.solve import Limits, Verdict
 from tensorcore_smt.solvers import available
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,7 +182,7 @@ def render(rep: dict, over: float) -> str:
         b, n = r["before"], r["now"]
         who_b = ", ".join(b["agreeing"]) or b["solver"]
         who_n = ", ".join(n["agreeing"]) or n["solver"]
-        if n["verdict"] == "unsat" and len(n["agreeing"]) < 2:
+        if Verdict(n["verdict"]) == Verdict.UNSAT and len(n["agreeing"]) < 2:
             who_n += " only (not confirmed within the budget)"
         lines.append(
             f"| {r['arch']} | {r['property']} | {r['id']} | {b['seconds']:.1f} s | "
@@ -203,9 +203,10 @@ def render(rep: dict, over: float) -> str:
 def _weaker(old: dict, new: dict) -> str:
     """Why the new answer of a query says less than the recorded one ('' if it does not):
     no definite answer where there was one, or an unsat that fewer solvers agree on."""
-    if old["verdict"] in ("witness", "unsat") and new["verdict"] != old["verdict"]:
-        return f"{old['verdict']} before, {new['verdict']} now"
-    if old["verdict"] == "unsat" and not old.get("by_construction"):
+    was, now = Verdict(old["verdict"]), Verdict(new["verdict"])
+    if was in (Verdict.WITNESS, Verdict.UNSAT) and now != was:
+        return f"{was.value} before, {now.value} now"
+    if was == Verdict.UNSAT and not old.get("by_construction"):
         a, b = len(old["agreeing_solvers"]), len(new["agreeing_solvers"])
         if b < a:
             return f"unsat confirmed by {a} solvers before, {b} now"

@@ -1,7 +1,7 @@
 """tensorcore-smt: a parametric formal model of GPU matrix-unit arithmetic, executable
 bit-exactly and usable by SMT solvers to find inputs that tell hypotheses apart."""
 
-from .api import mma, resolve, simulate, simulate_one, simulate_params
+from .api import mma, resolve, simulate, simulate_one, simulate_params, simulate_stream
 from .certify.bound import bound
 from .errors import UserError
 from .formats import Format, Rounding
@@ -27,4 +27,5 @@ __all__ = [
     "simulate",
     "simulate_one",
     "simulate_params",
+    "simulate_stream",
 ]

@@ -1,33 +1,53 @@
 """Python API: simulate dot products and whole matrix instructions bit-exactly.
 
 Inputs are bit patterns (unsigned or signed integer arrays, each value within the
-format's width) or floats. A float array of the operand format's own dtype (float16 for
-fp16, ml_dtypes.bfloat16 for bf16, float8_e4m3fn for e4m3, float32 for fp32 and tf32,
-...; `FORMAT_DTYPES`) is read bit for bit. A float array of another dtype is converted
-by value when every element is exactly representable in the operand format (a float32
-array of 2.0 for an fp16 operand is 2.0 in fp16), and refused naming the expected dtype
-otherwise; a float dtype of the same width but another format (bfloat16 for fp16) is
-always refused, as a likely mix-up. torch tensors are read the same way (on the CPU).
+format's width) or floats, read by the one rule of tensorcore_smt/intake.py: a float
+array of the operand format's own dtype (float16 for fp16, ml_dtypes.bfloat16 for bf16,
+float8_e4m3fn for e4m3, float32 for fp32 and tf32, ...; `FORMAT_DTYPES`) is read bit for
+bit; a float array of another dtype is converted by value when every element is exactly
+representable in the operand format, and refused naming the expected dtype otherwise; a
+float dtype of the same width but another format (bfloat16 for fp16) is always refused,
+as a likely mix-up. torch tensors are read the same way (on the CPU). The compiled
+engine reads the caller's arrays as they are (no copy: its kernels are generated for
+each element width) and writes d straight into an array of the narrowest dtype;
+`simulate_stream` runs batches one at a time, so that any number of rows fits in memory.
 """
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Iterable, Iterator
 
-import ml_dtypes
 import numpy as np
 
+from .bv.chunks import CHUNK_ROWS, run_rows_on
 from .bv.concrete import CONCRETE
 from .bv.core import BV
 from .bv.devices import array_backend
-from .bv.dtypes import UNSIGNED, unsigned_holding
 from .bv.vector import VECTOR
 from .engine import Engine, default_engine, is_ready, parse_engine, run_compiled
 from .errors import UserError
 from .formats import Format
+from .intake import FORMAT_DTYPE, bits_dtype, from_bits, operand_bits
 from .model import dot_add
 from .model.params import ModelParams
 from .spec.presets import parse_variant
+
+FORMAT_DTYPES = FORMAT_DTYPE
+"""The float dtype of each operand format (intake.FORMAT_DTYPE)."""
+__all__ = [
+    "CHUNK_ROWS",
+    "FORMAT_DTYPES",
+    "as_bits",
+    "bits_dtype",
+    "from_bits",
+    "mma",
+    "resolve",
+    "simulate",
+    "simulate_one",
+    "simulate_params",
+    "simulate_stream",
+    "to_bits",
+]
 
 
 def resolve(arch: str, instr: str | None = None) -> ModelParams:
@@ -39,121 +59,6 @@ def resolve(arch: str, instr: str | None = None) -> ModelParams:
     return parse_variant(arch).params(instr)
 
 
-CHUNK_ROWS = 32768
-"""Rows per vector-interpreter pass: keeps arrays cache-sized (measured optimum here)."""
-
-
-FORMAT_DTYPES: dict[Format, np.dtype] = {
-    Format.FP64: np.dtype(np.float64),
-    Format.FP32: np.dtype(np.float32),
-    Format.TF32: np.dtype(np.float32),  # tf32 lives in 32 bits, low 13 ignored (PTX ISA)
-    Format.FP16: np.dtype(np.float16),
-    Format.BF16: np.dtype(ml_dtypes.bfloat16),
-    Format.E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
-    Format.E5M2: np.dtype(ml_dtypes.float8_e5m2),
-    Format.E3M2: np.dtype(ml_dtypes.float6_e3m2fn),
-    Format.E2M3: np.dtype(ml_dtypes.float6_e2m3fn),
-    Format.E2M1: np.dtype(ml_dtypes.float4_e2m1fn),
-    Format.UE8M0: np.dtype(ml_dtypes.float8_e8m0fnu),
-    Format.E4M3FNUZ: np.dtype(ml_dtypes.float8_e4m3fnuz),
-    Format.E5M2FNUZ: np.dtype(ml_dtypes.float8_e5m2fnuz),
-}
-"""The numpy / ml_dtypes dtype whose values are exactly the values of each operand
-format (formats without one, e.g. ue4m3, take bit patterns only)."""
-
-_FLOAT_DTYPES = {np.dtype(t) for t in (np.float16, np.float32, np.float64)} | set(
-    FORMAT_DTYPES.values()
-)
-
-
-def _is_float(dt: np.dtype) -> bool:
-    return dt.kind == "f" or dt in _FLOAT_DTYPES
-
-
-def _expected(fmt: Format) -> str:
-    dt = FORMAT_DTYPES.get(fmt)
-    floats = f"{dt.name} values or " if dt is not None else ""
-    return f"{floats}unsigned integer bit patterns of {fmt.spec.name}"
-
-
-def _from_torch(x):
-    """A torch tensor as a numpy array of the same dtype (bfloat16 and float8 through
-    ml_dtypes); anything else unchanged. torch is never imported here: a tensor can only
-    come from a program that has imported it."""
-    torch = sys.modules.get("torch")
-    if torch is None or not isinstance(x, torch.Tensor):
-        return x
-    t = x.detach().cpu()
-    special = {
-        torch.bfloat16: (torch.int16, ml_dtypes.bfloat16),
-        getattr(torch, "float8_e4m3fn", None): (torch.uint8, ml_dtypes.float8_e4m3fn),
-        getattr(torch, "float8_e5m2", None): (torch.uint8, ml_dtypes.float8_e5m2),
-    }
-    if t.dtype in special:
-        raw, dt = special[t.dtype]
-        return t.view(raw).numpy().view(dt)
-    try:
-        return t.numpy()
-    except (TypeError, RuntimeError) as e:
-        raise UserError(f"cannot read a torch tensor of dtype {t.dtype}: {e}") from None
-
-
-def _python_ints(x, a: np.ndarray) -> np.ndarray:
-    """Nested lists of Python ints as a uint64 array (`a`, numpy's own reading, when
-    they are not all ints, or some do not fit in 64 unsigned bits)."""
-    o = np.array(x, dtype=object)
-    flat = o.reshape(-1)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
-        return a
-    if any(v < 0 or v >> 64 for v in flat):
-        return a
-    return o.astype(np.uint64)
-
-
-def as_bits(x, fmt: Format, what: str) -> np.ndarray:
-    """Bit patterns of the operand `what` in format `fmt` (uint64 array), from bit patterns
-    or floats (module docstring); UserError naming the dtype expected otherwise."""
-    a = np.asarray(_from_torch(x))
-    if a.dtype.kind in "fO" and isinstance(x, (list, tuple)):
-        a = _python_ints(x, a)  # 64-bit patterns >= 2^63 make numpy choose float64
-    want = FORMAT_DTYPES.get(fmt)
-    if a.dtype.kind in "ui":
-        if a.size and (int(a.max()) >> fmt.spec.storage or int(a.min()) < 0):
-            raise UserError(
-                f"{what}: a value does not fit in {fmt.spec.storage}-bit {fmt.spec.name}"
-            )
-        return a.astype(np.uint64)
-    if not _is_float(a.dtype):
-        raise UserError(f"{what}: got dtype {a.dtype}; expected {_expected(fmt)}")
-    if want is None:
-        raise UserError(
-            f"{what}: {fmt.spec.name} has no float dtype; expected unsigned integer bit patterns"
-        )
-    if a.dtype != want:
-        if a.dtype.itemsize == want.itemsize and a.dtype.itemsize < 4:
-            raise UserError(
-                f"{what}: got a {a.dtype.name} array for a {fmt.spec.name} operand; "
-                f"expected {want.name} (convert it first if that is meant)"
-            )
-        with np.errstate(all="ignore"):
-            conv = a.astype(want)
-            back = conv.astype(a.dtype)
-        same = (back == a) | (np.isnan(back.astype(np.float64)) & np.isnan(a.astype(np.float64)))
-        if not bool(np.all(same)):
-            bad = a.reshape(-1)[int(np.argmin(same.reshape(-1)))]
-            raise UserError(
-                f"{what}: {a.dtype.name} value {float(bad)!r} is not exactly a {fmt.spec.name} number; "
-                f"expected {want.name} (or values it holds exactly)"
-            )
-        a = conv
-    size = a.dtype.itemsize * 8
-    return a.view(UNSIGNED[size]).astype(np.uint64)
-
-
-def _check(arr, fmt: Format, what: str) -> np.ndarray:
-    return as_bits(arr, fmt, what)
-
-
 def _check_scales(p: ModelParams, sa_bits, sb_bits, n: int):
     """The scale-factor arrays, (N, n_scales) each, or (None, None) when none are given
     (a block-scaled unit then runs with scales of 1)."""
@@ -163,20 +68,12 @@ def _check_scales(p: ModelParams, sa_bits, sb_bits, n: int):
         raise UserError("sa, sb: this instruction takes no scale factors")
     if sa_bits is None or sb_bits is None:
         raise UserError("sa, sb: give both scale-factor arrays, or neither")
-    sa = _check(sa_bits, p.scale_fmt, "sa")
-    sb = _check(sb_bits, p.scale_fmt, "sb")
+    sa = operand_bits(sa_bits, p.scale_fmt, "sa")
+    sb = operand_bits(sb_bits, p.scale_fmt, "sb")
     shape = (n, p.n_scales)
     if sa.shape != shape or sb.shape != shape:
         raise UserError(f"sa and sb must both have shape {shape}; got {sa.shape} and {sb.shape}")
     return sa, sb
-
-
-def _scale_bvs(be, p: ModelParams, s, lo: int, hi: int) -> list[BV] | None:
-    if s is None:
-        return None
-    assert p.scale_fmt is not None
-    w = p.scale_fmt.spec.storage
-    return [BV(be, x, w) for x in be.columns(s[lo:hi], w)]
 
 
 def simulate_params(
@@ -188,8 +85,10 @@ def simulate_params(
     sa_bits=None,
     sb_bits=None,
     engine: str | Engine | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Run the model `p` on (N, K), (N, K), (N,) bit patterns; returns (N,) uint64.
+    """Run the model `p` on (N, K), (N, K), (N,) operands; returns (N,) d bit patterns,
+    uint64 unless `out` is given.
 
     `engine`: "numpy" (bv/vector.py), "compiled" (the model's DAG compiled by LLVM, on
     every core; tensorcore_smt/engine) or "torch" (bv/xp.py, needs the `torch` extra);
@@ -198,38 +97,58 @@ def simulate_params(
     engine torch: "cpu"; "numpy" runs the array-API code path on numpy); the compiled
     engine takes None or "cpu" (this machine) or "cuda[:N]" (a GPU kernel).
     `sa_bits`, `sb_bits`: (N, p.n_scales) block scale factors of a block-scaled unit
-    (PTX `.block_scale`); left out, every scale factor is 1."""
-    a = _check(a_bits, p.a_fmt, "a")
-    b = _check(b_bits, p.b_fmt, "b")
-    c = _check(c_bits, p.c_fmt, "c")
+    (PTX `.block_scale`); left out, every scale factor is 1. `out`: an unsigned (N,)
+    array at least as wide as d (`bits_dtype(p.d_fmt)`) that d is written into, and
+    returned (a memmap too: the compiled engine writes it directly)."""
+    a = operand_bits(a_bits, p.a_fmt, "a")
+    b = operand_bits(b_bits, p.b_fmt, "b")
+    c = operand_bits(c_bits, p.c_fmt, "c")
     if a.ndim != 2 or b.ndim != 2 or a.shape != b.shape or a.shape[1] != p.K:
         raise UserError(f"a and b must both have shape (N, {p.K}); got {a.shape} and {b.shape}")
     if c.shape != (a.shape[0],):
         raise UserError(f"c must have shape ({a.shape[0]},); got {c.shape}")
     sa, sb = _check_scales(p, sa_bits, sb_bits, a.shape[0])
-    eng = _pick_engine(p, parse_engine(engine), device, [a, b, c, sa, sb])
+    out = _out_array(p, out, a.shape[0])
+    eng = _pick_engine(p, parse_engine(engine), device, [a, b, c, sa, sb], _out_bits(out))
     if eng == Engine.COMPILED:
-        return run_compiled(p, a, b, c, sa, sb, device)
+        if out.flags.c_contiguous and out.dtype.kind == "u":
+            return run_compiled(p, a, b, c, sa, sb, device, out)
+        out[:] = run_compiled(p, a, b, c, sa, sb, device)
+        return out
     if eng == Engine.TORCH:
-        return _simulate_on(p, a, b, c, device or "cpu", sa, sb)
-    wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
-    n = a.shape[0]
-    out = np.empty(n, dtype=np.uint64)
-    for lo in range(0, n, CHUNK_ROWS):
-        hi = min(n, lo + CHUNK_ROWS)
-        d = dot_add(
-            [BV(VECTOR, x, wa) for x in VECTOR.columns(a[lo:hi], wa)],
-            [BV(VECTOR, x, wb) for x in VECTOR.columns(b[lo:hi], wb)],
-            BV(VECTOR, VECTOR.lanes(c[lo:hi], wc), wc),
-            p,
-            _scale_bvs(VECTOR, p, sa, lo, hi),
-            _scale_bvs(VECTOR, p, sb, lo, hi),
-        )
-        out[lo:hi] = np.asarray(d.v, dtype=object if d.w > 64 else np.uint64)
+        return _simulate_on(p, a, b, c, device or "cpu", sa, sb, out)
+    return _run_vector(p, VECTOR, a, b, c, sa, sb, out, CHUNK_ROWS)
+
+
+def _out_array(p: ModelParams, out: np.ndarray | None, n: int) -> np.ndarray:
+    """`out` checked to hold n results of d, or a new uint64 array (object beyond 64 bits)."""
+    if out is None:
+        return np.empty(n, dtype=object if p.d_fmt.spec.storage > 64 else np.uint64)
+    if not isinstance(out, np.ndarray) or out.shape != (n,):
+        raise UserError(f"out: expected a numpy array of shape ({n},)")
+    want = bits_dtype(p.d_fmt)
+    if out.dtype != want and not (out.dtype.kind == "u" and out.dtype.itemsize >= want.itemsize):
+        raise UserError(f"out: got dtype {out.dtype}; d needs {want} (or a wider unsigned)")
     return out
 
 
-def _pick_engine(p: ModelParams, engine: Engine | None, device: str | None, arrays) -> Engine:
+def _out_bits(out: np.ndarray) -> int:
+    """Bits per element of the array the compiled kernel writes d into."""
+    return out.dtype.itemsize * 8 if out.dtype.kind == "u" else 64
+
+
+def _run_vector(p: ModelParams, be, a, b, c, sa, sb, out: np.ndarray, step: int) -> np.ndarray:
+    """d of every row on an array interpreter (numpy, or torch through bv/xp.py), in
+    chunks of `step` rows."""
+    ws = p.scale_fmt.spec.storage if p.scale_fmt is not None else 8
+    ops = [(a, p.a_fmt.spec.storage), (b, p.b_fmt.spec.storage), (c, p.c_fmt.spec.storage)]
+    ops += [(sa, ws), (sb, ws)]
+    return run_rows_on(be, lambda a, b, c, sa, sb: dot_add(a, b, c, p, sa, sb), ops, out, step)
+
+
+def _pick_engine(
+    p: ModelParams, engine: Engine | None, device: str | None, arrays, out_bits: int = 64
+) -> Engine:
     """The engine a run uses: the one asked for (checked against `device`), else torch
     when a torch device is named, else the faster of numpy and compiled for the batch."""
     if engine == Engine.NUMPY and device is not None:
@@ -238,31 +157,18 @@ def _pick_engine(p: ModelParams, engine: Engine | None, device: str | None, arra
         return engine
     if device is not None:
         return Engine.TORCH
-    return default_engine(is_ready(p, [x for x in arrays if x is not None]), len(arrays[0]))
+    ready = is_ready(p, [x for x in arrays if x is not None], out_bits)
+    return default_engine(ready, len(arrays[0]))
 
 
 DEVICE_CHUNK_ROWS = 1 << 21
 """Rows per pass on a GPU, where larger arrays keep the device busy."""
 
 
-def _simulate_on(p: ModelParams, a, b, c, device: str, sa=None, sb=None) -> np.ndarray:
+def _simulate_on(p: ModelParams, a, b, c, device: str, sa, sb, out: np.ndarray) -> np.ndarray:
     be = array_backend(device)
-    wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
-    n = a.shape[0]
     step = DEVICE_CHUNK_ROWS if getattr(be.device, "type", None) == "cuda" else CHUNK_ROWS
-    out = np.empty(n, dtype=np.uint64)
-    for lo in range(0, n, step):
-        hi = min(n, lo + step)
-        d = dot_add(
-            [BV(be, x, wa) for x in be.columns(a[lo:hi], wa)],
-            [BV(be, x, wb) for x in be.columns(b[lo:hi], wb)],
-            BV(be, be.lanes(c[lo:hi], wc), wc),
-            p,
-            _scale_bvs(be, p, sa, lo, hi),
-            _scale_bvs(be, p, sb, lo, hi),
-        )
-        out[lo:hi] = be.to_host(d.v, hi - lo)
-    return out
+    return _run_vector(p, be, a, b, c, sa, sb, out, step)
 
 
 def simulate(
@@ -275,25 +181,49 @@ def simulate(
     sa_bits=None,
     sb_bits=None,
     engine: str | Engine | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """d bits for each row: `arch` is a variant expression, `instr` a PTX/MFMA name (None:
     the preset's default); `arch` may also be ModelParams (then `instr` must be None).
     Shapes (N, K), (N, K), (N,); returns (N,) bit patterns in the narrowest unsigned
-    dtype that holds d (uint16 for fp16/bf16 d, uint32 for fp32, uint64 for fp64).
+    dtype that holds d (uint16 for fp16/bf16 d, uint32 for fp32, uint64 for fp64),
+    written there directly (or into `out`, an array of that dtype, e.g. a memmap).
     `device`: None (numpy), or "cpu" / "cuda" / "cuda:N" for torch (see
     `simulate_params`); `sa_bits`, `sb_bits`: (N, n_scales) scale factors of a
     block-scaled instruction; `engine`: "numpy" | "compiled" | "torch" or None (see
     `simulate_params`)."""
     p = _params(arch, instr)
-    d = simulate_params(p, a_bits, b_bits, c_bits, device, sa_bits, sb_bits, engine)
-    return d.astype(bits_dtype(p.d_fmt))
+    if out is None:
+        n = _rows(a_bits)
+        out = np.empty(n, dtype=bits_dtype(p.d_fmt))
+    return simulate_params(p, a_bits, b_bits, c_bits, device, sa_bits, sb_bits, engine, out)
 
 
-def bits_dtype(fmt: Format) -> np.dtype:
-    """The narrowest unsigned dtype that holds a bit pattern of `fmt`."""
-    if fmt.spec.storage > 64:
-        return np.dtype(object)
-    return unsigned_holding(fmt.spec.storage)
+def _rows(x) -> int:
+    """Rows of an operand as given (its first dimension; 0 for a scalar, which the shape
+    check then refuses)."""
+    shape = np.shape(x)
+    return int(shape[0]) if shape else 0
+
+
+def simulate_stream(
+    arch: str | ModelParams,
+    instr: str | None,
+    batches: Iterable[tuple],
+    device: str | None = None,
+    engine: str | Engine | None = None,
+) -> Iterator[np.ndarray]:
+    """`simulate` on each batch of an iterable, one at a time: batches are (a, b, c) or
+    (a, b, c, sa, sb) tuples, each yielding its d (narrowest dtype). Memory holds one
+    batch and its result, so any number of rows can be run from a generator (or from
+    slices of memmapped files); the instruction is resolved once."""
+    p = _params(arch, instr)
+    for batch in batches:
+        a, b, c, *scales = batch
+        if len(scales) not in (0, 2):
+            raise UserError("simulate_stream: a batch is (a, b, c) or (a, b, c, sa, sb)")
+        sa, sb = scales if scales else (None, None)
+        yield simulate(p, None, a, b, c, device, sa, sb, engine)
 
 
 def _params(model: str | ModelParams, instr: str | None) -> ModelParams:
@@ -361,18 +291,14 @@ def simulate_one(
     return int(d.v)
 
 
-def to_bits(x, fmt: Format, what: str = "array") -> np.ndarray:
-    """Bit patterns (uint64) of an array of `fmt` operands: bit patterns pass through
-    (checked to fit), floats are read as the module docstring says (UserError naming
-    the expected dtype otherwise)."""
-    return as_bits(x, fmt, what)
+def as_bits(x, fmt: Format, what: str = "array") -> np.ndarray:
+    """Bit patterns of an array of `fmt` operands (intake.operand_bits: unsigned, at
+    least the format's width, the caller's memory wherever it can be); UserError naming
+    the expected dtype otherwise."""
+    return operand_bits(x, fmt, what)
 
 
-def from_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:
-    """View output bits as a float array of the format (fp64/fp32/fp16), else uint."""
-    dt = {Format.FP64: np.float64, Format.FP32: np.float32, Format.FP16: np.float16}.get(fmt)
-    raw = bits.astype(UNSIGNED.get(fmt.spec.storage, UNSIGNED[64]))
-    return raw.view(dt) if dt is not None else raw
+to_bits = as_bits
 
 
 def mma(arch: str, instr: str | None, A, B, C) -> np.ndarray:
@@ -395,5 +321,5 @@ def mma(arch: str, instr: str | None, A, B, C) -> np.ndarray:
         )
     rows_a = np.repeat(a, n, axis=0)
     rows_b = np.tile(b.T, (m, 1))
-    d = simulate_params(p, rows_a, rows_b, c.reshape(-1))
+    d = simulate_params(p, rows_a, rows_b, c.reshape(-1), out=np.empty(m * n, bits_dtype(p.d_fmt)))
     return from_bits(d, p.d_fmt).reshape(m, n)

@@ -28,6 +28,7 @@ from tensorcore_smt.smt.query import (
     parse_integer,
     recheck,
 )
+from tensorcore_smt.smt.solve import Verdict
 
 TCSMT = [sys.executable, "-c", "from tensorcore_smt.cli import main; main()"]
 
@@ -187,7 +188,7 @@ def test_bound_closes_and_exhaustive_search_agrees() -> None:
     cert = tc.bound("volta", measure="normwise", constraints=cons, timeout=240)
     assert cert.closed, cert.steps
     assert cert.upper is not None and cert.witness is not None
-    assert any(s.confirmed_by for s in cert.steps if s.verdict.value == "unsat")
+    assert any(s.confirmed_by for s in cert.steps if s.verdict == Verdict.UNSAT)
     q = cert.query
     w = cert.witness
     d = tc.simulate(

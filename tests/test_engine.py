@@ -146,9 +146,8 @@ def test_variants_touch_every_parameter():
 
 def test_narrow_and_wide_arrays_give_the_same_bits(monkeypatch):
     """uint64 arrays are read in place; uint16 ones by a kernel for 16-bit elements; int64
-    arrays (non-negative) are viewed as unsigned. api.simulate_params widens every integer
-    array to uint64, so the narrow kernels are run through kernel.run_rows, and the test
-    checks which element widths the kernel was built for."""
+    arrays (non-negative) are viewed as unsigned; the API hands the kernel the caller's
+    element widths (the test checks which widths each kernel was built for)."""
     p = parse_variant("volta").params(None)
     a, b, c, _, _ = _rows(p, 5000, 3)
     assert (p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage) == (16, 16, 32)
@@ -156,8 +155,8 @@ def test_narrow_and_wide_arrays_give_the_same_bits(monkeypatch):
     built = []
     real = kernel.cpu_kernel
 
-    def spy(p, containers=None):
-        k = real(p, containers)
+    def spy(p, containers=None, out_bits=64):
+        k = real(p, containers, out_bits)
         built.append(k.containers)
         return k
 
@@ -167,8 +166,12 @@ def test_narrow_and_wide_arrays_give_the_same_bits(monkeypatch):
         assert built[-1] == (bits, bits, 32), dt
         assert got.dtype == np.uint64
         assert np.array_equal(got, want), dt
-    assert np.array_equal(api.simulate_params(p, a, b, c, engine="compiled"), want)
-    assert built[-1] == (64, 64, 64)  # the API's path: every array widened to uint64
+    a64, b64, c64 = a.astype(np.uint64), b.astype(np.uint64), c.astype(np.uint64)
+    assert np.array_equal(api.simulate_params(p, a64, b64, c64, engine="compiled"), want)
+    assert built[-1] == (64, 64, 64)  # uint64 arrays as given
+    a16, b16, c32 = a.astype(np.uint16), b.astype(np.uint16), c.astype(np.uint32)
+    assert np.array_equal(api.simulate_params(p, a16, b16, c32, engine="compiled"), want)
+    assert built[-1] == (16, 16, 32)  # the API's path: the caller's widths, no widening
 
 
 def test_rows_split_across_threads_give_the_same_bits():

@@ -15,7 +15,7 @@ from tensorcore_smt.certify.exact import Exactness, _fill_blocks, chain_length, 
 from tensorcore_smt.cli import main
 from tensorcore_smt.smt.library import get
 from tensorcore_smt.smt.query import ConstraintKind
-from tensorcore_smt.smt.solve import Limits
+from tensorcore_smt.smt.solve import Limits, Verdict
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_volta_one_bit_slices_search():
     witness just above it and a chain witness that tc.matmul shows inexact."""
     r = exactness("volta", 1, timeout=1200, limits=Limits(solver="bitwuzla"))
     assert r.c_bits is not None
-    assert r.steps[-1].c_bits == r.c_bits and r.steps[-1].verdict.value == "unsat"
+    assert r.steps[-1].c_bits == r.c_bits and r.steps[-1].verdict == Verdict.UNSAT
     assert r.lemma_witness is not None
     assert r.chain_K == chain_length(r.c_bits, 4, 1)
 

@@ -165,9 +165,9 @@ def test_errors_measured_in_tiles_equal_the_whole_array(hyp, fmt, with_c):
     ulps and relative errors of each output and the normwise errors, is the same bit
     for bit as measuring all of D at once with measure(), tiles of very different
     magnitudes (inputs of every binade) included."""
-    from tensorcore_smt.gemm.arrays import FORMAT_DTYPE
     from tensorcore_smt.gemm.emulate import matmul
     from tensorcore_smt.gemm.measure import exact_of_fp64, measure_errors
+    from tensorcore_smt.intake import FORMAT_DTYPE
 
     rng = np.random.default_rng(3)
     dt = FORMAT_DTYPE[fmt]

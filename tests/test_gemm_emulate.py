@@ -151,7 +151,7 @@ def test_fp8_serial_and_promoted_differ_at_k256():
     [
         (lambda A, B: tc.matmul("hopper", A, B[:15]), "inner dimensions"),
         (lambda A, B: tc.matmul("hopper", A[0], B), "at least 2 dimensions"),
-        (lambda A, B: tc.matmul("hopper", A.astype(np.int32), B), "not a GEMM input"),
+        (lambda A, B: tc.matmul("hopper", A.astype(np.complex64), B), "not an operand dtype"),
         (lambda A, B: tc.matmul("volta", A.astype(ml_dtypes.bfloat16), B), "volta has no"),
         (lambda A, B: tc.matmul("hopper/nosuch", A, B), "unknown schedule"),
         (lambda A, B: tc.matmul("hopper/serial[split_k=99]", A, B), "split_k=99"),

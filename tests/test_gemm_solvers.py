@@ -12,8 +12,9 @@ from click.testing import CliRunner
 
 from tensorcore_smt.cli import main
 from tensorcore_smt.errors import ExitCode, UserError
-from tensorcore_smt.gemm.arrays import bits_of, from_bits
 from tensorcore_smt.gemm.emulate import matmul
+from tensorcore_smt.intake import from_bits
+from tensorcore_smt.intake import operand_bits as bits_of
 from tensorcore_smt.smt.gemm_query import focus_positions, make_gemm_query
 from tensorcore_smt.smt.gemm_solve import answer_gemm
 from tensorcore_smt.smt.query import Goal

@@ -29,6 +29,7 @@ from tensorcore_smt.smt.query import (
     value_lt,
 )
 from tensorcore_smt.smt.solve import Limits, Verdict, answer
+from tensorcore_smt.solvers.result import Answer
 from tensorcore_smt.validation import vectors
 
 ONE_FP16 = 0x3C00  # 1
@@ -161,7 +162,7 @@ def _prove_monotone(constraints: tuple[Constraint, ...]) -> None:
     assert q.grows == "c" and [o.name for o in q.operands][-1] == "c_2"
     o = answer(q, Limits(solver="bitwuzla", timeout=120))
     assert o.verdict == Verdict.UNSAT, o
-    agreeing = [r.solver for r in [o.result, *o.confirmations] if r.answer.value == "unsat"]
+    agreeing = [r.solver for r in [o.result, *o.confirmations] if r.answer == Answer.UNSAT]
     assert len(set(agreeing)) >= 2, agreeing
 
 

@@ -14,7 +14,6 @@ import click
 import numpy as np
 
 from ..errors import UserError
-from ..gemm.arrays import DTYPE_FORMAT
 from ..gemm.hypothesis import DEFAULT_INPUT, parse_gemm
 from ..gemm.measure import (
     NOT_MEASURED,
@@ -25,6 +24,7 @@ from ..gemm.measure import (
     random_matrix,
     run_measured,
 )
+from ..intake import DTYPE_FORMAT
 from .base import check_out, fail, interrupted, main
 from .gemm_io import input_format, load_matrix, plot_format, save_array
 from .gemm_plot import SweepPoint, draw

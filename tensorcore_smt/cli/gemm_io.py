@@ -11,7 +11,7 @@ import numpy as np
 from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
 from ..formats import Format
-from ..gemm.arrays import DTYPE_FORMAT, FORMAT_DTYPE
+from ..intake import DTYPE_FORMAT, FORMAT_DTYPE
 from .base import check_out
 
 DTYPE_HELP = "the input format, which picks the instruction libraries run (default fp16)"

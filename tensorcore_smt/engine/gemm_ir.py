@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..bv.symbolic import Term
 from .dag import variable_slot
-from .kernel_ir import KERNEL
+from .kernel_ir import KERNEL, row_loop, store_d
 from .loops import LoopPlan, loop_metadata
 from .lower import Body
 
@@ -246,24 +246,7 @@ def map_module(root: Term, widths: list[int]) -> str:
 
     body = Body(load)
     (d,) = body.lower([root])
-    if root.width < 64:
-        d = body.emit(f"zext i{root.width} {d} to i64")
-    params = ", ".join(f"ptr noalias readonly %x{i}" for i in range(len(widths)))
-    lines = [
-        f"define void @{KERNEL}(i64 %lo, i64 %hi, {params}, ptr noalias %out) {{",
-        "entry:",
-        "  %empty = icmp uge i64 %lo, %hi",
-        "  br i1 %empty, label %exit, label %loop",
-        "loop:",
-        "  %row = phi i64 [ %lo, %entry ], [ %next, %loop ]",
-        *body.lines,
-        "  %outp = getelementptr inbounds i64, ptr %out, i64 %row",
-        f"  store i64 {d}, ptr %outp, align 8",
-        "  %next = add nuw i64 %row, 1",
-        "  %done = icmp eq i64 %next, %hi",
-        "  br i1 %done, label %exit, label %loop",
-        "exit:",
-        "  ret void",
-        "}",
-    ]
-    return "\n".join(lines) + "\n"
+    store_d(body, d, root.width, 64)
+    return row_loop(
+        ", ".join(f"ptr noalias readonly %x{i}" for i in range(len(widths))), body.lines
+    )

@@ -36,6 +36,7 @@ class CpuKernel:
     p: ModelParams
     operands: tuple[Operand, ...]
     containers: tuple[int, ...]
+    out_bits: int
     fn: object  # ctypes function (lo, hi, *operand pointers, out pointer)
 
 
@@ -43,17 +44,17 @@ _KERNELS: dict[tuple, CpuKernel] = {}
 _LOCK = threading.Lock()
 
 
-def _disk_key(p: ModelParams, containers: tuple[int, ...]) -> str:
-    return cache.key("cpu", repr(p), repr(containers), jit.host_id())
+def _disk_key(p: ModelParams, containers: tuple[int, ...], out_bits: int) -> str:
+    return cache.key("cpu", repr(p), repr(containers), f"out{out_bits}", jit.host_id())
 
 
-def is_ready(p: ModelParams, arrays: list[np.ndarray | None]) -> bool:
-    """Whether the kernel for `p` on arrays of these element types is compiled already
-    (in this process, or in the disk cache)."""
+def is_ready(p: ModelParams, arrays: list[np.ndarray | None], out_bits: int = 64) -> bool:
+    """Whether the kernel for `p` on arrays of these element types, writing `out_bits`-bit
+    results, is compiled already (in this process, or in the disk cache)."""
     containers = _containers(p, arrays)
-    if (p, containers) in _KERNELS:
+    if (p, containers, out_bits) in _KERNELS:
         return True
-    return cache.has(_disk_key(p, containers))
+    return cache.has(_disk_key(p, containers, out_bits))
 
 
 def machine_code(disk_key: str, make: Callable[[], tuple[str, bool]]) -> int:
@@ -67,12 +68,15 @@ def machine_code(disk_key: str, make: Callable[[], tuple[str, bool]]) -> int:
     return jit.load(obj, KERNEL)
 
 
-def cpu_kernel(p: ModelParams, containers: tuple[int, ...] | None = None) -> CpuKernel:
+def cpu_kernel(
+    p: ModelParams, containers: tuple[int, ...] | None = None, out_bits: int = 64
+) -> CpuKernel:
     """The compiled kernel of `p` for operand arrays of `containers` bits per element
-    (None: the narrowest that holds each operand's bit patterns)."""
+    (None: the narrowest that holds each operand's bit patterns), writing d into an
+    array of `out_bits`-bit elements."""
     ops = operands(p)
     containers = containers or tuple(container(o.width) for o in ops)
-    mem_key = (p, containers)
+    mem_key = (p, containers, out_bits)
     with _LOCK:
         k = _KERNELS.get(mem_key)
         if k is not None:
@@ -82,14 +86,14 @@ def cpu_kernel(p: ModelParams, containers: tuple[int, ...] | None = None) -> Cpu
             dag = instruction_dag(p)
             plan = loop_plan(dag.root, dag.nodes)
             if plan.tiled:
-                return cpu_tiled_module(dag, containers, plan), True
-            return cpu_module(dag, containers), False
+                return cpu_tiled_module(dag, containers, plan, out_bits), True
+            return cpu_module(dag, containers, out_bits), False
 
-        addr = machine_code(_disk_key(p, containers), make)
+        addr = machine_code(_disk_key(p, containers, out_bits), make)
         proto = ctypes.CFUNCTYPE(
             None, ctypes.c_int64, ctypes.c_int64, *[ctypes.c_void_p] * (len(ops) + 1)
         )
-        k = CpuKernel(p, ops, containers, proto(addr))
+        k = CpuKernel(p, ops, containers, out_bits, proto(addr))
         _KERNELS[mem_key] = k
         return k
 
@@ -141,16 +145,26 @@ def _containers(p: ModelParams, arrays: list[np.ndarray | None]) -> tuple[int, .
     )
 
 
-def run_rows(p: ModelParams, arrays: list[np.ndarray], n_threads: int | None = None) -> np.ndarray:
-    """d (uint64, one per row) for operand arrays a (N, K), b (N, K), c (N,)[, sa, sb
-    (N, n_scales)] already checked for shape and range."""
+def run_rows(
+    p: ModelParams,
+    arrays: list[np.ndarray],
+    n_threads: int | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """d (one per row) for operand arrays a (N, K), b (N, K), c (N,)[, sa, sb
+    (N, n_scales)] already checked for shape and range, read as they are (no copy when
+    they are contiguous unsigned arrays). `out`: a contiguous unsigned (N,) array the
+    kernel writes d into (None: a new uint64 array); returned."""
     ops = operands(p)
     if len(arrays) != len(ops):
         raise ValueError(f"expected {len(ops)} operand arrays, got {len(arrays)}")
     arrs = [_as_container(x, o.width) for x, o in zip(arrays, ops)]
-    k = cpu_kernel(p, tuple(a.dtype.itemsize * 8 for a in arrs))
     n = arrs[0].shape[0]
-    out = np.empty(n, dtype=np.uint64)
+    if out is None:
+        out = np.empty(n, dtype=np.uint64)
+    if out.dtype.kind != "u" or out.shape != (n,) or not out.flags.c_contiguous:
+        raise ValueError(f"out: expected a contiguous unsigned ({n},) array")
+    k = cpu_kernel(p, tuple(a.dtype.itemsize * 8 for a in arrs), out.dtype.itemsize * 8)
     ptrs = [a.ctypes.data for a in arrs] + [out.ctypes.data]
     t = min(n_threads or threads(), max(1, n // MIN_ROWS_PER_THREAD))
     if t <= 1:

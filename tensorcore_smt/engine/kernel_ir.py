@@ -1,14 +1,17 @@
 """LLVM IR modules around the lowered body of one instruction's DAG.
 
 A kernel computes d for rows [lo, hi) of row arrays laid out as the numpy interpreter
-takes them: a, b (N, K), c (N,), sa, sb (N, n_scales), each of the unsigned integer type
-that holds its format's bit patterns (`container`), d into a uint64 array (N,).
+takes them: a, b (N, K), c (N,), sa, sb (N, n_scales), each of an unsigned integer type
+at least as wide as its format's bit patterns (the caller's arrays as they are: the
+element width of each is part of the kernel), d into an unsigned array (N,) of
+`out_bits` bits (the narrowest that holds d, or uint64).
 The CPU module wraps the straight-line body in a loop over rows; the GPU module
 (NVPTX) runs one row per thread. Both come from the same body text.
 """
 
 from __future__ import annotations
 
+from ..bv.dtypes import unsigned_holding
 from .dag import InstrDag, variable_slot
 from .loops import LoopPlan, loop_metadata
 from .lower import Body
@@ -17,22 +20,44 @@ KERNEL = "tcsmt_kernel"
 
 
 def container(width: int) -> int:
-    """Bits of the unsigned integer type an operand of `width` bits is stored in."""
-    for c in (8, 16, 32, 64):
-        if width <= c:
-            return c
-    raise ValueError(f"no array type holds {width}-bit operands")
+    """Bits of the narrowest unsigned integer type an operand of `width` bits fits in
+    (bv/dtypes.py; ValueError beyond 64)."""
+    return unsigned_holding(width).itemsize * 8
 
 
-def _d_as_u64(body: Body, dag: InstrDag) -> str:
-    """Lower the DAG into `body` and return d widened to the i64 of the output array."""
-    (d,) = body.lower([dag.root])
-    if dag.width > 64:
-        raise ValueError(f"d of {dag.width} bits does not fit the uint64 output")
-    return body.emit(f"zext i{dag.width} {d} to i64") if dag.width < 64 else d
+def store_d(body: Body, d: str, width: int, out_bits: int, row: str = "%row") -> None:
+    """Emit the store of the `width`-bit result `d` into element `row` of the output array
+    %out of `out_bits`-bit elements (zero-extended)."""
+    if width > out_bits:
+        raise ValueError(f"d of {width} bits does not fit a {out_bits}-bit output")
+    if width < out_bits:
+        d = body.emit(f"zext i{width} {d} to i{out_bits}")
+    ptr = body.emit(f"getelementptr inbounds i{out_bits}, ptr %out, i64 {row}")
+    body.lines.append(f"  store i{out_bits} {d}, ptr {ptr}, align {out_bits // 8}")
 
 
-def _body(dag: InstrDag, containers: tuple[int, ...]) -> list[str]:
+def row_loop(params: str, body: list[str]) -> str:
+    """`void tcsmt_kernel(i64 lo, i64 hi, <params>, ptr out)`: the `body` lines (which
+    read and write row %row) run for every row in [lo, hi)."""
+    lines = [
+        f"define void @{KERNEL}(i64 %lo, i64 %hi, {params}, ptr noalias %out) {{",
+        "entry:",
+        "  %empty = icmp uge i64 %lo, %hi",
+        "  br i1 %empty, label %exit, label %loop",
+        "loop:",
+        "  %row = phi i64 [ %lo, %entry ], [ %next, %loop ]",
+        *body,
+        "  %next = add nuw i64 %row, 1",
+        "  %done = icmp eq i64 %next, %hi",
+        "  br i1 %done, label %exit, label %loop",
+        "exit:",
+        "  ret void",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _body(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64) -> list[str]:
     """Loads of the row's operands, the DAG, and the store of d (row index %row)."""
     by_name = {o.name: (o, c) for o, c in zip(dag.operands, containers)}
 
@@ -48,9 +73,8 @@ def _body(dag: InstrDag, containers: tuple[int, ...]) -> list[str]:
         return body.emit(f"trunc i{c} {v} to i{o.width}") if o.width < c else v
 
     body = Body(load)
-    d = _d_as_u64(body, dag)
-    out = body.emit("getelementptr inbounds i64, ptr %out, i64 %row")
-    body.lines.append(f"  store i64 {d}, ptr {out}, align 8")
+    (d,) = body.lower([dag.root])
+    store_d(body, d, dag.width, out_bits)
     return body.lines
 
 
@@ -63,25 +87,11 @@ def default_containers(dag: InstrDag) -> tuple[int, ...]:
     return tuple(container(o.width) for o in dag.operands)
 
 
-def cpu_module(dag: InstrDag, containers: tuple[int, ...]) -> str:
+def cpu_module(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64) -> str:
     """`void tcsmt_kernel(i64 lo, i64 hi, ptr a, ptr b, ptr c[, ptr sa, ptr sb], ptr out)`;
-    `containers`: bits of each operand array's elements (8, 16, 32 or 64)."""
-    lines = [
-        f"define void @{KERNEL}(i64 %lo, i64 %hi, {_params(dag)}, ptr noalias %out) {{",
-        "entry:",
-        "  %empty = icmp uge i64 %lo, %hi",
-        "  br i1 %empty, label %exit, label %loop",
-        "loop:",
-        "  %row = phi i64 [ %lo, %entry ], [ %next, %loop ]",
-        *_body(dag, containers),
-        "  %next = add nuw i64 %row, 1",
-        "  %done = icmp eq i64 %next, %hi",
-        "  br i1 %done, label %exit, label %loop",
-        "exit:",
-        "  ret void",
-        "}",
-    ]
-    return "\n".join(lines) + "\n"
+    `containers`: bits of each operand array's elements (8, 16, 32 or 64); `out_bits`:
+    bits of the output array's elements."""
+    return row_loop(_params(dag), _body(dag, containers, out_bits))
 
 
 TILE = 64
@@ -89,7 +99,10 @@ TILE = 64
 
 
 def cpu_tiled_module(
-    dag: InstrDag, containers: tuple[int, ...], plan: LoopPlan = LoopPlan(tiled=True)
+    dag: InstrDag,
+    containers: tuple[int, ...],
+    plan: LoopPlan = LoopPlan(tiled=True),
+    out_bits: int = 64,
 ) -> str:
     """The CPU kernel of `cpu_module` for LLVM's loop vectoriser: rows in tiles of TILE,
     each tile's operands first copied column by column into stack buffers (one per
@@ -136,7 +149,8 @@ def cpu_tiled_module(
         return body.emit(f"trunc i{bt} {v} to i{o.width}") if o.width < bt else v
 
     body = Body(load)
-    d = _d_as_u64(body, dag)
+    (d,) = body.lower([dag.root])
+    store_d(body, d, dag.width, out_bits, "%orow")
     back, metadata = loop_metadata(plan, "br i1 %cdone, label %tileend, label %compute")
     lines = [
         f"define void @{KERNEL}(i64 %lo, i64 %hi, {_params(dag)}, ptr noalias %out) {{",
@@ -159,10 +173,8 @@ def cpu_tiled_module(
         "  br i1 %fdone, label %compute, label %fill",
         "compute:",
         "  %ci = phi i64 [ 0, %fill ], [ %cinext, %compute ]",
-        *body.lines,
         "  %orow = add i64 %r0, %ci",
-        "  %op = getelementptr inbounds i64, ptr %out, i64 %orow",
-        f"  store i64 {d}, ptr %op, align 8",
+        *body.lines,
         "  %cinext = add nuw i64 %ci, 1",
         "  %cdone = icmp eq i64 %cinext, %nt",
         f"  {back}",
@@ -185,7 +197,7 @@ def _variables(dag: InstrDag) -> list:
     return [t for t in post_order([dag.root]) if t.op == "var"]
 
 
-def nvptx_module(dag: InstrDag, containers: tuple[int, ...]) -> str:
+def nvptx_module(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64) -> str:
     """The same body as a CUDA kernel: one row per thread, rows [0, n)
     (`void tcsmt_kernel(i64 n, ptr a, ptr b, ptr c[, ptr sa, ptr sb], ptr out)`; global
     pointers, the kernel marked by `!nvvm.annotations`, NVVM IR specification)."""
@@ -207,7 +219,7 @@ def nvptx_module(dag: InstrDag, containers: tuple[int, ...]) -> str:
         "  %inside = icmp ult i64 %row, %n",
         "  br i1 %inside, label %body, label %exit",
         "body:",
-        *_body(dag, containers),
+        *_body(dag, containers, out_bits),
         "  br label %exit",
         "exit:",
         "  ret void",

@@ -21,10 +21,18 @@ def unit_scale_arrays(p: ModelParams, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_compiled(
-    p: ModelParams, a, b, c, sa=None, sb=None, device: str | None = None
+    p: ModelParams,
+    a,
+    b,
+    c,
+    sa=None,
+    sb=None,
+    device: str | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """d (N,) uint64 for checked operand arrays; `device` None or "cpu": this machine's
-    cores, "cuda" / "cuda:N": the GPU kernel (engine/cuda.py)."""
+    """d (N,) for checked operand arrays, written into `out` (a contiguous unsigned
+    array; None: a new uint64 array) and returned; `device` None or "cpu": this
+    machine's cores, "cuda" / "cuda:N": the GPU kernel (engine/cuda.py)."""
     arrays = [a, b, c]
     if p.scale_fmt is not None:
         if sa is None or sb is None:
@@ -32,9 +40,13 @@ def run_compiled(
         arrays += [sa, sb]
     dev = (device or "cpu").strip().lower()
     if dev == "cpu":
-        return run_rows(p, arrays)
+        return run_rows(p, arrays, out=out)
     if dev == "cuda" or dev.startswith("cuda:"):
         from .cuda import run_rows_gpu
 
-        return run_rows_gpu(p, arrays, dev)
+        d = run_rows_gpu(p, arrays, dev)
+        if out is None:
+            return d
+        out[:] = d
+        return out
     raise UserError(f"engine compiled: unknown device {device!r}; use cpu, cuda or cuda:N")

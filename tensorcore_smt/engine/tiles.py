@@ -15,6 +15,8 @@ import itertools
 import threading
 from collections.abc import Callable
 
+from ..bv.chunks import spans
+
 THREAD_NAME = "tcsmt-tile"
 """Name prefix of the worker threads (tests look for leftovers by it)."""
 POLL = 0.1
@@ -29,8 +31,8 @@ def run_tiles(n: int, tile: int, work: Callable[[int, int], None], n_threads: in
     tile = max(1, tile)
     n_tiles = -(-n // tile)
     if n_threads <= 1 or n_tiles <= 1:
-        for lo in range(0, n, tile):
-            work(lo, min(n, lo + tile))
+        for lo, hi in spans(n, tile):
+            work(lo, hi)
         return
     counter = itertools.count()  # next() is atomic under the GIL
     stop = threading.Event()
@@ -44,7 +46,7 @@ def run_tiles(n: int, tile: int, work: Callable[[int, int], None], n_threads: in
                 j = next(counter)
                 if j >= n_tiles:
                     return
-                work(j * tile, min(n, (j + 1) * tile))
+                work(j * tile, min(n, (j + 1) * tile))  # tile j of spans(n, tile)
         except BaseException as e:  # noqa: BLE001 - handed to the caller
             errors.append(e)
             stop.set()

@@ -5,9 +5,9 @@
 contract). Each step function of gemm/element.py is run once on the symbolic interpreter
 and compiled: the instruction step (mma_step) as a chain kernel that loops over a chain's
 k-blocks, lanes across N (gemm_ir.chain_rows_module), the fp32 promotion,
-split-K combination and epilogue as elementwise kernels. This module only walks the
-Plan (which chains, which promotions, which combination tree, where C joins) the way
-element.accumulate and element.element do; all arithmetic is the compiled model code,
+split-K combination and epilogue as elementwise kernels. The Plan is walked by
+element.fold_plan, the walk element.accumulate uses too, with C joining where
+element.c_joins and element.c_format say; all arithmetic is the compiled model code,
 and tests check the result against element.py on numpy bit for bit.
 """
 
@@ -34,14 +34,17 @@ from ..model.params import ModelParams
 from .element import (
     Epilogue,
     acc_format,
+    c_format,
+    c_joins,
     canonical_nan,
     combine,
     epilogue,
+    fold_plan,
     mma_step,
     promote_add,
 )
 from .outputs import Outputs
-from .plan import Plan, Tree
+from .plan import Plan
 from .schedule import Schedule
 
 _FUNCS: dict[tuple, Callable] = {}
@@ -183,38 +186,29 @@ def run_gemm(
     ep = Epilogue.of(schedule, p, plan, c_bits is not None)
     # every kernel made (compiled or loaded) before any tile runs; alpha = 0 reads
     # neither A nor B (element.element): no chain kernel at all
-    plain = promo = None
-    if ep.reads_ab and any(not sp.promoted for sp in plan.splits):
-        plain = _chain_fn(p, *t.bits)
-    if ep.reads_ab and any(sp.promoted for sp in plan.splits):
-        promo = _chain_fn(p, *t.bits, promote=(d_fmt, af, nan))
-    splits = [
-        (promo, _chains(sp.chains), af) if sp.promoted else (plain, _chains(sp.chains[:1]), d_fmt)
-        for sp in plan.splits
-    ]
+    fns = {}  # promoted -> chain kernel
+    if ep.reads_ab:
+        for promoted in sorted({sp.promoted for sp in plan.splits}):
+            prom = (d_fmt, af, nan) if promoted else None
+            fns[promoted] = _chain_fn(p, *t.bits, promote=prom)
+    chains = [_chains(sp.chains if sp.promoted else sp.chains[:1]) for sp in plan.splits]
 
-    def prepare(tree: Tree) -> tuple[object, Format]:
-        """The combination tree with its kernels: a split's index or (fn, left, right)."""
-        if isinstance(tree, int):
-            return tree, splits[tree][2]
-        (x, fx), (y, fy) = prepare(tree[0]), prepare(tree[1])
-        fn = _map_fn(
+    def combine_fn(fx: Format, fy: Format):
+        return _map_fn(
             ("combine", fx, fy, af, nan),
             [fx.spec.storage, fy.spec.storage],
             lambda v: combine(v[0], v[1], fx, fy, af, nan),
         )
-        return (fn, x, y), af
 
-    if not ep.reads_ab:
-        splits, tree, acc_fmt = [], 0, af
-    elif len(splits) > 1:
-        tree, acc_fmt = prepare(plan.combine)
-    else:
-        tree, acc_fmt = 0, splits[0][2]
+    def made(x, fx: Format, y, fy: Format) -> None:
+        combine_fn(fx, fy)  # compiled (or loaded) now, before any tile runs
+        return None
+
+    acc_fmt = fold_plan(plan, p, lambda s, sp: None, made)[1] if ep.reads_ab else af
     c_term = ep.beta is not None
     ep_fn = None
     if not ep.identity(acc_fmt):
-        cf = c_fmt or ep.out_fmt
+        cf = c_fmt or c_format(p, schedule)
         widths = [acc_fmt.spec.storage] + ([cf.spec.storage] if c_term else [])
         ep_fn = _map_fn(
             ("epilogue", p, acc_fmt, cf if c_term else None, ep),
@@ -222,22 +216,19 @@ def run_gemm(
             lambda v: epilogue(v[0], acc_fmt, v[1] if c_term else None, cf, ep, p),
         )
 
-    def reduce(node, partials: list[np.ndarray]) -> np.ndarray:
-        if isinstance(node, int):
-            return partials[node]
-        fn, x, y = node
-        return _map(fn, [reduce(x, partials), reduce(y, partials)])
-
     def work(lo: int, hi: int) -> None:
         zero = np.zeros(hi - lo, dtype=np.uint64)
         c = None if c_bits is None else np.ascontiguousarray(c_bits[lo:hi], dtype=np.uint64)
-        if splits:
+        if ep.reads_ab:
             ia, ib = outputs.rows(lo, hi)
-            partials = []
-            for s, (fn, chains, _) in enumerate(splits):
-                in_chain = fn is plain and plan.c_in_chain and s == 0 and c is not None
-                partials.append(t.run(fn, chains, ia, ib, c if in_chain else zero))
-            acc = reduce(tree, partials)
+
+            def split(s: int, sp) -> np.ndarray:
+                acc0 = c if c_joins(plan, s, c is not None) else zero
+                return t.run(fns[sp.promoted], chains[s], ia, ib, acc0)
+
+            acc, _ = fold_plan(
+                plan, p, split, lambda x, fx, y, fy: _map(combine_fn(fx, fy), [x, y])
+            )
         else:
             acc = zero
         if ep_fn is not None:

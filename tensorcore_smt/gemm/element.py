@@ -19,8 +19,9 @@ output elements at once, the symbolic DAG for the solvers, the compiled engine.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..bv.concrete import CONCRETE
 from ..bv.core import BV
@@ -29,10 +30,11 @@ from ..model import dot_add
 from ..model.ieee import add_unpacked, convert_unpacked, fma_unpacked, mul_unpacked
 from ..model.params import ModelParams
 from ..model.rounding import Overflow
-from .plan import Plan, Tree
+from .plan import Plan, SplitPlan, Tree
 from .schedule import EpilogueOp, Schedule
 
 RN = Rounding.RNE
+T = TypeVar("T")
 
 
 def acc_format(p: ModelParams) -> Format:
@@ -166,11 +168,22 @@ def epilogue(
     )
 
 
-def c_format(p: ModelParams, schedule: Schedule) -> Format:
-    """The format C is read in where it joins (Schedule.c_in_chain): the instruction's c
-    format in the chain, else the output format (a C of its own float format keeps it in
-    the epilogue: matmul's `c_fmt`)."""
-    return p.c_fmt if schedule.c_in_chain else (schedule.out or p.d_fmt)
+def c_format(p: ModelParams, schedule: Schedule, given: Format | None = None) -> Format:
+    """The format C is read in where it joins (Schedule.c_in_chain), the one rule every
+    runner follows: the instruction's c format in the chain; in the epilogue C's own
+    float format when it has one (`given`: the format of a float C array; tf32 is no
+    storage format and reads as the output format), else the output format."""
+    if schedule.c_in_chain:
+        return p.c_fmt
+    if given is not None and given != Format.TF32:
+        return given
+    return schedule.out or p.d_fmt
+
+
+def c_joins(plan: Plan, s: int, has_c: bool) -> bool:
+    """Whether C is acc_0 of split `s`'s chain: a C is given, it joins the chain
+    (`plan.c_in_chain`) and `s` is split 0 (unpromoted whenever C joins a chain)."""
+    return has_c and plan.c_in_chain and s == 0 and not plan.splits[s].promoted
 
 
 def _zero(like: BV, fmt: Format) -> BV:
@@ -187,6 +200,30 @@ def run_chain(
     return acc
 
 
+def fold_plan(
+    plan: Plan,
+    p: ModelParams,
+    split: Callable[[int, SplitPlan], T],
+    add: Callable[[T, Format, T, Format], T],
+) -> tuple[T, Format]:
+    """The walk of a plan every runner shares: `split(s, sp)` the partial of each split
+    (the chain's d in the instruction's d format, or the fp32 sum of promoted chains),
+    then the partials added pairwise along `plan.combine` by `add(x, fx, y, fy)` (in the
+    accumulator format); returns the accumulator and its format."""
+    af = acc_format(p)
+    partials = [(split(s, sp), af if sp.promoted else p.d_fmt) for s, sp in enumerate(plan.splits)]
+    if len(partials) == 1:
+        return partials[0]
+
+    def reduce(t: Tree) -> tuple[T, Format]:
+        if isinstance(t, int):
+            return partials[t]
+        (x, fx), (y, fy) = reduce(t[0]), reduce(t[1])
+        return add(x, fx, y, fy), af
+
+    return reduce(plan.combine)
+
+
 def accumulate(
     a: Sequence[BV],
     b: Sequence[BV],
@@ -196,33 +233,23 @@ def accumulate(
 ) -> tuple[BV, Format]:
     """The element's accumulator before the epilogue and its format: the chain's d, or
     the fp32 sum of promoted chains and combined splits. `c` enters here only when
-    `plan.c_in_chain` (as acc_0 of split 0's first chain, in the instruction's c
-    format)."""
+    `c_joins` (as acc_0 of split 0's chain, in the instruction's c format)."""
     like = a[0]
     d_fmt = p.d_fmt
     af = acc_format(p)
     nan = canonical_nan(af, p)
-    partials: list[tuple[BV, Format]] = []
-    for s, sp in enumerate(plan.splits):
+
+    def split(s: int, sp: SplitPlan) -> BV:
         if not sp.promoted:
-            acc0 = c if (plan.c_in_chain and s == 0 and c is not None) else _zero(like, d_fmt)
-            partials.append((run_chain(p, a, b, sp.chains[0], acc0), d_fmt))
-            continue
+            acc0 = c if c_joins(plan, s, c is not None) else _zero(like, d_fmt)
+            return run_chain(p, a, b, sp.chains[0], acc0)
         acc32 = _zero(like, af)
         for blocks in sp.chains:
             d = run_chain(p, a, b, blocks, _zero(like, d_fmt))
             acc32 = promote_add(acc32, d, d_fmt, af, nan)
-        partials.append((acc32, af))
-    if len(partials) == 1:
-        return partials[0]
+        return acc32
 
-    def reduce(t: Tree) -> tuple[BV, Format]:
-        if isinstance(t, int):
-            return partials[t]
-        (x, fx), (y, fy) = reduce(t[0]), reduce(t[1])
-        return combine(x, y, fx, fy, af, nan), af
-
-    return reduce(plan.combine)
+    return fold_plan(plan, p, split, lambda x, fx, y, fy: combine(x, y, fx, fy, af, nan))
 
 
 def element(
@@ -237,8 +264,7 @@ def element(
     """One output element d = alpha * sum_k a_k b_k + beta * c as the kernel computes it:
     `a`, `b` the zero-padded row of A and column of B (plan.n_blocks * p.K entries, any
     indexable sequence, read block by block), `c` the element of C or None. `c_fmt`: the
-    format of c when it joins in the epilogue (default: the output format; in the chain
-    it is the instruction's c format)."""
+    format of c as given (`c_format`; default: the rule's format of a C of bit patterns)."""
     n = plan.n_blocks * p.K
     if len(a) != n or len(b) != n:
         raise ValueError(f"expected {n} a and b entries, got {len(a)} and {len(b)}")
@@ -250,4 +276,5 @@ def element(
         acc = _zero(a[0], acc_fmt)
     if ep.identity(acc_fmt):
         return acc
-    return epilogue(acc, acc_fmt, c if ep.beta is not None else None, c_fmt or ep.out_fmt, ep, p)
+    cf = c_fmt or c_format(p, schedule)
+    return epilogue(acc, acc_fmt, c if ep.beta is not None else None, cf, ep, p)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..bv.chunks import CHUNK_ROWS, host_bits, spans
 from ..bv.concrete import CONCRETE
 from ..bv.core import BV
 from ..bv.devices import array_backend
@@ -24,27 +25,18 @@ from ..bv.vector import VECTOR
 from ..engine.choice import Engine, default_engine, parse_engine
 from ..errors import UserError
 from ..formats import Format
+from ..intake import format_of, from_bits, from_torch, is_torch, operand_bits, to_torch
 from ..model.ieee import mul
 from ..model.params import ModelParams
-from .arrays import (
-    FORMAT_DTYPE,
-    bits_of,
-    fits,
-    format_of,
-    from_bits,
-    is_torch,
-    numpy_to_torch,
-    to_format,
-    torch_to_numpy,
-)
+from .arrays import fits
 from .element import RN, acc_format, c_format, element, float_bits
 from .hypothesis import GemmHypothesis, parse_gemm
 from .outputs import OutputGrid
 from .plan import Plan, make_plan, padded_k
 from .schedule import SCALAR_LIMIT, Schedule, parse_schedule
 
-CHUNK = 32768
-"""Output elements per vector pass (the instruction-level optimum of api.CHUNK_ROWS)."""
+CHUNK = CHUNK_ROWS
+"""Output elements per vector pass (the instruction-level optimum, bv/chunks.py)."""
 
 
 class _Columns(Sequence):
@@ -80,7 +72,7 @@ class GemmRun:
 def _arrays(x: Any) -> tuple[np.ndarray, Any]:
     """A numpy view of an operand and its torch device (None for numpy input)."""
     if is_torch(x):
-        return torch_to_numpy(x), x.device
+        return np.asarray(from_torch(x)), x.device
     return np.asarray(x), None
 
 
@@ -94,7 +86,7 @@ def scaled_alpha(alpha: float, p: ModelParams, scale_a: Any, scale_b: Any) -> fl
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
         if s is None:
             s = 1.0
-        arr = torch_to_numpy(s) if is_torch(s) else np.asarray(s)
+        arr = np.asarray(from_torch(s))
         if arr.size != 1:
             raise UserError(f"{name}: only a per-tensor (one-element) scale is modelled")
         v = float(arr.reshape(()).astype(np.float64))
@@ -191,7 +183,7 @@ def _out_format(out_dtype: Any) -> Format | None:
     if is_torch(out_dtype) or type(out_dtype).__module__ == "torch":
         import torch
 
-        out_dtype = torch_to_numpy(torch.zeros(1, dtype=out_dtype)).dtype
+        out_dtype = from_torch(torch.zeros(1, dtype=out_dtype)).dtype
     try:
         f = format_of(np.zeros(1, dtype=out_dtype), "out_dtype")
     except TypeError:
@@ -264,12 +256,12 @@ def matmul(
     sched = run.schedule
     out_fmt = sched.out or p.d_fmt
     Kp = plan.n_blocks * p.K
-    a_bits = bits_of(a, p.a_fmt, "A")
-    b_bits = bits_of(b, p.b_fmt, "B")
+    a_bits = operand_bits(a, p.a_fmt, "A")
+    b_bits = operand_bits(b, p.b_fmt, "B")
     # (K_padded, rows) operand tables: column k of every row of A, every column of B
     a_t = _table(np.broadcast_to(a_bits, batch + (M, K)).reshape(-1, K), Kp)
     b_t = _table(np.swapaxes(np.broadcast_to(b_bits, batch + (K, N)), -1, -2).reshape(-1, K), Kp)
-    c_bits, c_fmt = _c_bits(C, run, out_fmt, batch, M, N)
+    c_bits, c_fmt = _c_bits(C, run, batch, M, N)
     n_out = int(np.prod(batch, dtype=np.int64)) * M * N
     if device is not None:
         eng = Engine.TORCH
@@ -284,10 +276,9 @@ def matmul(
         runner(p, plan, sched, a_t, b_t, grid, c_bits, c_fmt, out)
         return _result(out, out_fmt, batch + (M, N), dev)
     be = VECTOR if device is None else array_backend(device)
-    out = np.empty(n_out, dtype=np.uint64)
+    out = np.empty(n_out, dtype=UNSIGNED[out_fmt.spec.storage])
     wa, wb = p.a_fmt.spec.storage, p.b_fmt.spec.storage
-    for lo in range(0, n_out, CHUNK):
-        hi = min(n_out, lo + CHUNK)
+    for lo, hi in spans(n_out, CHUNK):
         ia, ib = grid.rows(lo, hi)
         ca = _Columns(be, a_t, ia, wa)
         cb = _Columns(be, b_t, ib, wb)
@@ -296,13 +287,13 @@ def matmul(
             w = c_fmt.spec.storage
             cbv = BV(be, be.lanes(c_bits[lo:hi], w), w)
         d = element(ca, cb, cbv, p, plan, sched, c_fmt)
-        out[lo:hi] = _host(be, d, hi - lo)
+        out[lo:hi] = host_bits(be, d, hi - lo)
     return _result(out, out_fmt, batch + (M, N), dev)
 
 
 def _result(out: np.ndarray, out_fmt: Format, shape: tuple, dev: Any) -> Any:
     res = from_bits(out, out_fmt).reshape(shape)
-    return res if dev is None else numpy_to_torch(res, dev)
+    return res if dev is None else to_torch(res, dev)
 
 
 def compiled_runner():
@@ -330,10 +321,9 @@ def _table(rows: np.ndarray, Kp: int) -> np.ndarray:
     return t
 
 
-def _c_bits(C: Any, run: GemmRun, out_fmt: Format, batch, M: int, N: int):
-    """C flattened to one entry per output element, in the format where it joins: the
-    instruction's c format in the chain, its own format (else the output format) in the
-    epilogue."""
+def _c_bits(C: Any, run: GemmRun, batch, M: int, N: int):
+    """C flattened to one entry per output element, and the format it is read in where
+    it joins (element.c_format)."""
     if C is None:
         return None, None
     c, _ = _arrays(C)
@@ -341,20 +331,5 @@ def _c_bits(C: Any, run: GemmRun, out_fmt: Format, batch, M: int, N: int):
         c = np.broadcast_to(c, batch + (M, N))
     except ValueError:
         raise UserError(f"C {c.shape} does not broadcast to {batch + (M, N)}") from None
-    if run.plan.c_in_chain:
-        fmt = c_format(run.params, run.schedule)
-        return to_format(c, fmt, "C").reshape(-1), fmt
-    f = format_of(c, "C")
-    fmt = out_fmt if f is None else f
-    if fmt == Format.TF32 or fmt not in FORMAT_DTYPE:
-        fmt = out_fmt
-    return bits_of(c, fmt, "C").reshape(-1), fmt
-
-
-def _host(be, d: BV, n: int) -> np.ndarray:
-    if be is VECTOR:
-        v = d.v
-        if isinstance(v, np.ndarray) and v.ndim == 1:
-            return v.astype(np.uint64)
-        return np.full(n, int(v), dtype=np.uint64)
-    return be.to_host(d.v, n)
+    fmt = c_format(run.params, run.schedule, format_of(c, "C"))
+    return operand_bits(c, fmt, "C").reshape(-1), fmt

@@ -15,6 +15,8 @@ from ..bv.dtypes import UNSIGNED
 from ..engine.choice import Engine
 from ..errors import UserError
 from ..formats import Format
+from ..intake import FORMAT_DTYPE, format_of
+from ..intake import operand_bits as bits_of
 from .accuracy import (
     ErrorStats,
     Exact,
@@ -26,7 +28,6 @@ from .accuracy import (
     rows_per_block,
     tiles,
 )
-from .arrays import FORMAT_DTYPE, bits_of, format_of
 from .element import c_format
 from .emulate import GemmRun, matmul
 
@@ -148,7 +149,7 @@ def measure_errors(
     a_bits, b_bits = bits_of(A, p.a_fmt, "A"), bits_of(B, p.b_fmt, "B")
     c_bits = c_fmt = None
     if C is not None:
-        c_fmt = format_of(C, "C") or c_format(p, run.schedule)
+        c_fmt = c_format(p, run.schedule, format_of(C, "C"))
         c_bits = bits_of(np.broadcast_to(C, D.shape), c_fmt, "C")
     exact = fp64 = None
     why_exact = why_fp64 = ""

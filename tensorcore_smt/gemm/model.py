@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bv.chunks import run_rows_on
 from ..bv.core import BV
 from ..bv.vector import VECTOR
 from ..errors import UserError
@@ -89,22 +90,17 @@ def run_rows(m: GemmModel, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.nd
         )
     wa, wb, wc = m.p.a_fmt.spec.storage, m.p.b_fmt.spec.storage, m.c_fmt.spec.storage
     out = np.empty(len(c), dtype=np.uint64)
-    step = 4096
-    for lo in range(0, len(c), step):
-        hi = min(len(c), lo + step)
-        d = m.run(
-            [BV(VECTOR, x, wa) for x in VECTOR.columns(a[lo:hi], wa)],
-            [BV(VECTOR, x, wb) for x in VECTOR.columns(b[lo:hi], wb)],
-            BV(VECTOR, VECTOR.lanes(c[lo:hi], wc), wc),
-        )
-        out[lo:hi] = np.asarray(d.v, dtype=np.uint64)
-    return out
+    return run_rows_on(VECTOR, m.run, [(a, wa), (b, wb), (c, wc)], out, ROWS_PER_PASS)
+
+
+ROWS_PER_PASS = 4096
+"""Rows per vector pass of `run_rows` (a GEMM element is many instruction steps)."""
 
 
 def emulate_rows(models, a, b, c) -> list[list[int]]:
     """Each model's output for each row through the emulator's `matmul` (a 1×K row of A
     by a K×1 column of B, plus c): the path a user calls, checked against the solver's."""
-    from .arrays import bits_of, from_bits
+    from ..intake import from_bits, operand_bits
     from .emulate import matmul
 
     from ..spec.presets import parse_variant
@@ -122,6 +118,6 @@ def emulate_rows(models, a, b, c) -> list[list[int]]:
             B = from_bits(np.asarray(rb, dtype=np.uint64).reshape(-1, 1), m.p.b_fmt)
             C = from_bits(np.asarray([[rc]], dtype=np.uint64), m.c_fmt)
             D = matmul(m.variant, A, B, C, schedule=m.schedule, instr=m.instruction)
-            ds.append(int(np.asarray(bits_of(D, m.d_fmt, "D")).reshape(-1)[0]))
+            ds.append(int(np.asarray(operand_bits(D, m.d_fmt, "D")).reshape(-1)[0]))
         out.append(ds)
     return out

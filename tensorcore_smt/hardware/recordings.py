@@ -149,7 +149,8 @@ def run_call(call: Call, a: np.ndarray, b: np.ndarray, device: str) -> np.ndarra
     """D = A·B as torch computes it for `call` on `device`, as a numpy array."""
     import torch
 
-    from ..gemm.arrays import numpy_to_torch, torch_to_numpy
+    from ..intake import from_torch as torch_to_numpy
+    from ..intake import to_torch as numpy_to_torch
 
     A = numpy_to_torch(a, device)
     B = numpy_to_torch(b, device)

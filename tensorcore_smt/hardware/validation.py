@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..api import bits_dtype, simulate_params
+from ..bv.chunks import spans
 from ..errors import UserError
 from ..spec.presets import PRESETS, parse_variant
 from ..validation.rows import STREAM
@@ -219,8 +220,8 @@ def _run_rows(entry: dict, p):
         from ..validation.rows_legacy import random_rows
 
         a, b, c, _ = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, rows, seed)
-        for lo in range(0, rows, CHUNK_ROWS):
-            yield lo, a[lo : lo + CHUNK_ROWS], b[lo : lo + CHUNK_ROWS], c[lo : lo + CHUNK_ROWS]
+        for lo, hi in spans(rows, CHUNK_ROWS):
+            yield lo, a[lo:hi], b[lo:hi], c[lo:hi]
         return
     if entry["stream"] != STREAM:
         raise UserError(f"{entry['instruction']}: rows of stream {entry['stream']} unknown")

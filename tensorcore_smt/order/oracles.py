@@ -295,7 +295,8 @@ class TorchGemm(Gemm):
                 self.instr = full_fp32_instruction(self.arch) if self.arch else None
 
     def run(self, a, b):
-        from ..gemm.arrays import numpy_to_torch, torch_to_numpy
+        from ..intake import from_torch as torch_to_numpy
+        from ..intake import to_torch as numpy_to_torch
 
         torch = self.torch
         A = numpy_to_torch(a, self.device)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..bv.dtypes import unsigned_holding
 from ..formats import Format, FormatSpec, Specials
 from .kinds import MIX, RowKind
 
@@ -123,7 +124,7 @@ def _operand(
         out = compose(s, raw, ctl, par, (_OFF_SHIFT, _OFF_BITS, _COIN_SHIFT, int(_COIN2)))
         if out is not None:
             return out
-    out = np.empty((n, k), dtype=np.uint64)
+    out = np.empty((n, k), dtype=unsigned_holding(s.storage))
     step = max(1, BLOCK_OPERANDS // k)
     for b in range(0, n, step):
         blk = slice(b, b + step)
@@ -201,7 +202,8 @@ def random_rows(
     seed: int,
     compiled: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """`n` random rows: a (n, K), b (n, K), c (n,) as uint64 bit patterns, and each row's
+    """`n` random rows: a (n, K), b (n, K), c (n,) as bit patterns in the narrowest
+    unsigned dtype of each format (uint16 for fp16, ...), and each row's
     kind index into `KINDS`. The same arguments give the same rows. `compiled`: compose
     the operands with the LLVM kernel of `rows_kernel` (the same bits; numpy where it
     cannot be built), else with numpy."""
@@ -213,12 +215,12 @@ def random_rows(
     if K >= 2 and len(cancel):
         h = K // 2
         sb = b_fmt.spec
-        sign_b = np.uint64(1) << np.uint64(sb.storage - 1 - sb.ignored_high)
+        sign_b = b.dtype.type(1 << (sb.storage - 1 - sb.ignored_high))
         noise = (rng.bit_generator.random_raw(size=(len(cancel), h)) & np.uint64(1)) << np.uint64(
             sb.ignored_low
         )
         a[cancel, h : 2 * h] = a[cancel, :h]
-        b[cancel, h : 2 * h] = (b[cancel, :h] ^ sign_b) ^ noise
+        b[cancel, h : 2 * h] = (b[cancel, :h] ^ sign_b) ^ noise.astype(b.dtype)
     c = _operand(c_fmt, kind, rng, 1, compiled)[:, 0]
     return a, b, c, kind
 

@@ -16,6 +16,7 @@ import threading
 
 import numpy as np
 
+from ..bv.dtypes import unsigned_holding
 from ..formats import FormatSpec, Specials
 
 PARAMS = 8
@@ -28,7 +29,8 @@ _LOCK = threading.Lock()
 
 def _ir(s: FormatSpec, off_shift: int, off_bits: int, coin_shift: int, coin2: int) -> str:
     """`void KERNEL(i64 lo, i64 hi, i64 k, ptr raw, ptr ctl, ptr par, ptr out)`: rows
-    lo..hi-1 of k operands each, composed as rows._block does."""
+    lo..hi-1 of k operands each, composed as rows._block does, stored in the narrowest
+    unsigned type of the format."""
     from ..engine.kernel_ir import KERNEL
 
     P = "i64" if s.storage > 32 else "i32"
@@ -137,8 +139,13 @@ def _ir(s: FormatSpec, off_shift: int, off_bits: int, coin_shift: int, coin2: in
     e("  %wz = zext i32 %w to i64" if P == "i32" else "  %wz = or i64 %w, 0")
     e(f"  %wm = and i64 %wz, {smask_txt}")
     e("  %o = select i1 %bits1, i64 %wm, i64 %b3")
-    e("  %op = getelementptr inbounds i64, ptr %out, i64 %ei")
-    e("  store i64 %o, ptr %op, align 8")
+    ob = _out_bits(s)
+    if ob < 64:
+        e(f"  %ot = trunc i64 %o to i{ob}")
+    else:
+        e("  %ot = or i64 %o, 0")
+    e(f"  %op = getelementptr inbounds i{ob}, ptr %out, i64 %ei")
+    e(f"  store i{ob} %ot, ptr %op, align {ob // 8}")
     e("  %jnext = add i64 %j, 1")
     e("  %jdone = icmp eq i64 %jnext, %k")
     e("  br i1 %jdone, label %rowend, label %col")
@@ -150,6 +157,11 @@ def _ir(s: FormatSpec, off_shift: int, off_bits: int, coin_shift: int, coin2: in
     e("  ret void")
     e("}")
     return "\n".join(L) + "\n"
+
+
+def _out_bits(s: FormatSpec) -> int:
+    """Bits per element of the output array: the narrowest unsigned type of the format."""
+    return unsigned_holding(s.storage).itemsize * 8
 
 
 def _function(s: FormatSpec, layout: tuple[int, int, int, int]):
@@ -172,8 +184,9 @@ def _function(s: FormatSpec, layout: tuple[int, int, int, int]):
 
 
 def compose(s: FormatSpec, raw, ctl, par: np.ndarray, layout) -> np.ndarray | None:
-    """The (n, k) uint64 patterns of random words `raw`, `ctl` (n, k) with per-row
-    parameters `par` (n, PARAMS) int32; None where no kernel can be built."""
+    """The (n, k) bit patterns (the narrowest unsigned dtype of the format) of random
+    words `raw`, `ctl` (n, k) with per-row parameters `par` (n, PARAMS) int32; None where
+    no kernel can be built."""
     try:
         fn = _function(s, layout)
     except ImportError:  # no llvmlite: rows.py composes with numpy
@@ -181,7 +194,7 @@ def compose(s: FormatSpec, raw, ctl, par: np.ndarray, layout) -> np.ndarray | No
     n, k = raw.shape
     raw, ctl = np.ascontiguousarray(raw), np.ascontiguousarray(ctl)
     par = np.ascontiguousarray(par, dtype=np.int32)
-    out = np.empty((n, k), dtype=np.uint64)
+    out = np.empty((n, k), dtype=unsigned_holding(s.storage))
     if n:
         fn(0, n, k, raw.ctypes.data, ctl.ctypes.data, par.ctypes.data, out.ctypes.data)
     return out

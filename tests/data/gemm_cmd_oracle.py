@@ -7,9 +7,10 @@ import sys
 
 import numpy as np
 
-from tensorcore_smt.gemm.arrays import bits_of, from_bits
 from tensorcore_smt.gemm.emulate import matmul
 from tensorcore_smt.gemm.model import resolve_model
+from tensorcore_smt.intake import from_bits
+from tensorcore_smt.intake import operand_bits as bits_of
 
 
 def main() -> None:
