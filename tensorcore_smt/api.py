@@ -114,6 +114,8 @@ def as_bits(x, fmt: Format, what: str) -> np.ndarray:
     """Bit patterns of the operand `what` in format `fmt` (uint64 array), from bit patterns
     or floats (module docstring); UserError naming the dtype expected otherwise."""
     a = np.asarray(_from_torch(x))
+    if fmt.spec.is_integer:
+        return integer_bits(a, fmt, what)
     if a.dtype.kind in "fO" and isinstance(x, (list, tuple)):
         a = _python_ints(x, a)  # 64-bit patterns >= 2^63 make numpy choose float64
     want = FORMAT_DTYPES.get(fmt)
@@ -148,6 +150,28 @@ def as_bits(x, fmt: Format, what: str) -> np.ndarray:
         a = conv
     size = a.dtype.itemsize * 8
     return a.view(UNSIGNED[size]).astype(np.uint64)
+
+
+def integer_bits(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
+    """Bit patterns of an integer operand: an unsigned-dtype array holds the patterns
+    (0x80 is -128 in s8), a signed-dtype array (or Python ints) the values, each within
+    the format's range; floats are refused (UserError), as integer operands given as
+    floats are a likely mix-up."""
+    s = fmt.spec
+    if a.dtype.kind not in "ui":
+        raise UserError(
+            f"{what}: got dtype {a.dtype}; {s.name} operands are integers (a signed integer "
+            f"array of values {s.int_range[0]}..{s.int_range[1]}, or unsigned bit patterns)"
+        )
+    if a.dtype.kind == "u":
+        if a.size and int(a.max()) >> s.storage:
+            raise UserError(f"{what}: a pattern does not fit in {s.storage}-bit {s.name}")
+        return a.astype(np.uint64)
+    lo, hi = s.int_range
+    if a.size and (int(a.min()) < lo or int(a.max()) > hi):
+        bad = int(a.min()) if int(a.min()) < lo else int(a.max())
+        raise UserError(f"{what}: {bad} is outside {s.name}'s range {lo}..{hi}")
+    return (a.astype(np.int64) & ((1 << s.storage) - 1)).astype(np.uint64)
 
 
 def _check(arr, fmt: Format, what: str) -> np.ndarray:

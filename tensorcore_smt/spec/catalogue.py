@@ -149,6 +149,11 @@ class Tables:
                     self.arch(quirk["like"])
 
 
+_SHARED_SECTIONS = {"types"}
+"""Sections several files may extend name by name ([types.ptx] in models.toml and in
+integer.toml), each name still defined once."""
+
+
 def load_tables(directory: Path | None = None) -> Tables:
     """Read every *.toml of the tables folder (archs/) into one Tables."""
     folder = directory or TABLES_DIR
@@ -161,9 +166,15 @@ def load_tables(directory: Path | None = None) -> Tables:
                 continue
             section = merged.setdefault(key, {})
             for name in value:
+                if key in _SHARED_SECTIONS and name in section:
+                    for leaf in value[name]:
+                        if leaf in section[name]:
+                            raise TableError(f"{path.name}: {key}.{name}.{leaf} is defined twice")
+                    section[name] = {**section[name], **value[name]}
+                    continue
                 if name in section:
                     raise TableError(f"{path.name}: [{key}.{name}] is defined twice")
-            section.update(value)
+                section[name] = value[name]
     return Tables(
         archs=merged.get("arch", []),
         families=merged.get("family", {}),
