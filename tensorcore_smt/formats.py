@@ -8,6 +8,7 @@ results and serve as an independent, rational-arithmetic oracle in the tests.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
@@ -380,9 +381,34 @@ def round_fraction(
     return (sign_bit | mag) << s.ignored_low
 
 
+def number(bits: int, fmt: Format) -> int | float:
+    """The value of a pattern for display and JSON: an int for an integer format, else
+    the float of `to_float`."""
+    if fmt.spec.is_integer:
+        return int_value(bits, fmt)
+    return to_float(bits, fmt)
+
+
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+_FLOATLIKE = re.compile(r"[+-]?([0-9]*\.[0-9]*([eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|inf|nan)")
+
+
 def parse_hex(text: str, fmt: Format, field_name: str) -> int:
-    """Parse a hex pattern for `fmt`; raises ValueError naming the field on bad input."""
+    """Parse a hex pattern for `fmt`; raises ValueError naming the field on bad input.
+    An integer format also takes a decimal value (`-128`, `7`: without `0x` a number is
+    a value, with it a pattern), range-checked; a float is refused."""
     t = text.strip().lower()
+    if fmt.spec.is_integer and not t.startswith("0x"):
+        if _DECIMAL.fullmatch(t):
+            try:
+                return int_bits(int(t), fmt)
+            except ValueError as e:
+                raise ValueError(f"{field_name}: {e}") from None
+        if _FLOATLIKE.fullmatch(t):
+            raise ValueError(
+                f"{field_name}: {text!r} is not an integer; {fmt.spec.name} operands are "
+                "integers (a decimal value or a 0x bit pattern)"
+            )
     if t.startswith("0x"):
         t = t[2:]
     if not t or any(ch not in "0123456789abcdef" for ch in t):
@@ -418,6 +444,7 @@ __all__ = [
     "int_value",
     "is_negative",
     "max_finite_bits",
+    "number",
     "parse_hex",
     "payload",
     "round_fraction",

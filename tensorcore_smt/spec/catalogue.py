@@ -53,6 +53,7 @@ class Instruction:
     sm: int | None = None
     note: str = ""
     unit: str = ""  # the hardware unit that runs it (instructions with one unit share it)
+    source: str = ""  # the document its form and arithmetic come from (the family's `source`)
 
     @property
     def K(self) -> int:
@@ -85,7 +86,7 @@ CUDA cores; AMD v_mfma; a CPU's SIMD dot product, one lane (x86 VDPBF16PS)."""
 VENDORS = ("nvidia", "amd", "x86")
 """GPU vendors, and `x86` for instructions of the x86 ISA (Intel and AMD CPUs)."""
 
-_FAMILY_META = {"kind", "syntax", "unit", "note", "model", "names", "each"}
+_FAMILY_META = {"kind", "syntax", "unit", "note", "model", "names", "each", "source"}
 _QUIRK_META = {"unit", "note", "like", "use"}
 _DERIVED = {"L_bytes", "groups"}
 _ARCH_KEYS = {
@@ -335,6 +336,7 @@ def build_instruction(
         sm=arch.get("sm"),
         note=quirk.get("note") or shared.get("note") or family.get("note", ""),
         unit=quirk.get("unit") or shared.get("unit") or family["unit"],
+        source=family.get("source", ""),
     )
 
 
