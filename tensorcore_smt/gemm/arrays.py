@@ -21,9 +21,12 @@ DTYPE_FORMAT: dict[np.dtype, Format] = {
     np.dtype(ml_dtypes.float8_e5m2): Format.E5M2,
     np.dtype(ml_dtypes.float8_e4m3fnuz): Format.E4M3FNUZ,
     np.dtype(ml_dtypes.float8_e5m2fnuz): Format.E5M2FNUZ,
+    np.dtype(np.int8): Format.S8,
+    np.dtype(np.int32): Format.S32,
 }
-"""The float dtype of each format a GEMM reads or writes (float32 arrays also carry TF32
-operands: a TF32 instruction reads their top 19 bits)."""
+"""The dtype of each format a GEMM reads or writes (float32 arrays also carry TF32
+operands: a TF32 instruction reads their top 19 bits; int8 and int32 arrays the s8 and
+s32 integers; u8, u4 and s4 operands come as unsigned bit patterns)."""
 
 FORMAT_DTYPE: dict[Format, np.dtype] = {f: d for d, f in DTYPE_FORMAT.items()}
 FORMAT_DTYPE[Format.TF32] = np.dtype(np.float32)
