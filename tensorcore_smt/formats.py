@@ -211,12 +211,15 @@ def decode(bits: BV, fmt: Format) -> Unpacked:
 
 def _decode_integer(bits: BV, s: FormatSpec) -> Unpacked:
     """An integer pattern as sign and magnitude (the magnitude of the least signed value,
-    2^(w-1), fits the w bits unsigned)."""
+    2^(w-1), fits the w bits unsigned), read as a significand of w bits whose top bit
+    has weight 2^(w-1): exponent w - 1 and w - 1 fraction bits, so that value = sig
+    2^(exp - mbits) and the leading one sits at exp - clz(sig), as for a float."""
     b = bits.b
     no = Bool.const(b, False)
     sign = bits.msb() if s.signed else no
     mag = sign.ite(-bits, bits) if s.signed else bits
-    return Unpacked(sign, BV.const(b, 0, EXP_W), mag, 0, bits.eq(0), no, no)
+    w = s.storage
+    return Unpacked(sign, BV.const(b, w - 1, EXP_W), mag, w - 1, bits.eq(0), no, no)
 
 
 def int_value(bits: int, fmt: Format) -> int:

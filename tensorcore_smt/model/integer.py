@@ -92,6 +92,41 @@ def integer_dot(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) 
     return _clamp(acc).extract(31, 0)
 
 
+def term_range(p: ModelParams) -> tuple[int, int]:
+    """The least and the largest term a_k b_k (or bit operation) the formats allow: a
+    product of two intervals takes its extremes at their ends (-128 x -128 = 16384 is
+    the largest s8 product, -128 x 127 the least)."""
+    if p.bit_op != BitOp.MUL:
+        return 0, 1
+    (a0, a1), (b0, b1) = p.a_fmt.spec.int_range, p.b_fmt.spec.int_range
+    corners = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
+    return min(corners), max(corners)
+
+
+def chain_bound(tmin: int, tmax: int) -> int:
+    """The largest K for which no sum of K terms in [tmin, tmax] leaves the s32 range:
+    K tmax <= 2^31 - 1 and K tmin >= -2^31 (every partial sum of fewer terms lies
+    between K tmin and K tmax when tmin <= 0 <= tmax)."""
+    up = S32_MAX // tmax if tmax > 0 else None
+    down = (-S32_MIN) // (-tmin) if tmin < 0 else None
+    return min(k for k in (up, down) if k is not None)
+
+
+def no_clamp_bound(p: ModelParams) -> tuple[int, list[str]]:
+    """The largest B for which the stated argument proves that no sum the unit forms
+    leaves the s32 range when |c| <= B, so that wrap-around, every clamp (any L, either
+    order) and the exact sum agree: every partial sum is c (or 0, c last) plus a sum of
+    at most K terms in [tmin, tmax] (tmin <= 0 <= tmax), hence within
+    [-B + K tmin, B + K tmax]; B = min(2^31 - 1 - K tmax, 2^31 + K tmin)."""
+    tmin, tmax = term_range(p)
+    B = min(S32_MAX - p.K * tmax, -S32_MIN + p.K * tmin)
+    return B, [
+        f"each term a_k b_k lies in [{tmin}, {tmax}] ({p.a_fmt.spec.name} x {p.b_fmt.spec.name})",
+        f"every partial sum lies in [c + {p.K} * {tmin}, c + {p.K} * {tmax}] (K = {p.K})",
+        f"B = min(2^31 - 1 - K tmax, 2^31 + K tmin) = {B}: no clamp, no wrap, the exact sum",
+    ]
+
+
 def exact_value(a: list[int], b: list[int], c: int, p: ModelParams) -> int:
     """c + sum a_k b_k on the integers (values, not patterns), with no clamp or wrap:
     the reference the unit's result is compared with."""
@@ -102,4 +137,14 @@ def exact_value(a: list[int], b: list[int], c: int, p: ModelParams) -> int:
     return c + sum(x * y for x, y in zip(a, b))
 
 
-__all__ = ["S32_MAX", "S32_MIN", "acc_width", "exact_value", "integer_dot", "term_width"]
+__all__ = [
+    "S32_MAX",
+    "S32_MIN",
+    "acc_width",
+    "chain_bound",
+    "exact_value",
+    "integer_dot",
+    "no_clamp_bound",
+    "term_range",
+    "term_width",
+]
