@@ -102,6 +102,8 @@ def bits_of(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
     or of an unsigned array (range-checked)."""
     w = fmt.spec.storage
     dt = UNSIGNED.get(w)
+    if dt is None and fmt.spec.is_integer:  # s4, u4, b1: patterns in a byte
+        dt = UNSIGNED[8]
     if dt is None:
         raise UserError(f"{what}: {fmt.spec.name} operands are not supported by matmul")
     if a.dtype.kind == "u":
