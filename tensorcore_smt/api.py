@@ -152,25 +152,35 @@ def as_bits(x, fmt: Format, what: str) -> np.ndarray:
     return a.view(UNSIGNED[size]).astype(np.uint64)
 
 
+INTEGER_DTYPES: dict[Format, np.dtype] = {
+    Format.S8: np.dtype(np.int8),
+    Format.U8: np.dtype(np.uint8),
+    Format.S32: np.dtype(np.int32),
+}
+"""The numpy dtype whose values are exactly the values of an integer format."""
+
+
 def integer_bits(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
-    """Bit patterns of an integer operand: an unsigned-dtype array holds the patterns
-    (0x80 is -128 in s8), a signed-dtype array (or Python ints) the values, each within
-    the format's range; floats are refused (UserError), as integer operands given as
+    """Bit patterns of an integer operand: an array of the format's own dtype (int8 for
+    s8, int32 for s32) read bit for bit; other integer arrays hold bit patterns within the
+    format's width, where a negative entry of a signed format is its value (-1 is 0xff
+    in s8), range-checked; floats are refused (UserError): integer operands given as
     floats are a likely mix-up."""
     s = fmt.spec
+    lo, hi = s.int_range
     if a.dtype.kind not in "ui":
         raise UserError(
-            f"{what}: got dtype {a.dtype}; {s.name} operands are integers (a signed integer "
-            f"array of values {s.int_range[0]}..{s.int_range[1]}, or unsigned bit patterns)"
+            f"{what}: got dtype {a.dtype}; {s.name} operands are integers (values "
+            f"{lo}..{hi} or {s.storage}-bit patterns), not floats"
         )
-    if a.dtype.kind == "u":
-        if a.size and int(a.max()) >> s.storage:
-            raise UserError(f"{what}: a pattern does not fit in {s.storage}-bit {s.name}")
-        return a.astype(np.uint64)
-    lo, hi = s.int_range
-    if a.size and (int(a.min()) < lo or int(a.max()) > hi):
-        bad = int(a.min()) if int(a.min()) < lo else int(a.max())
-        raise UserError(f"{what}: {bad} is outside {s.name}'s range {lo}..{hi}")
+    if a.dtype == INTEGER_DTYPES.get(fmt):
+        return a.view(UNSIGNED[a.dtype.itemsize * 8]).astype(np.uint64)
+    if a.size:
+        top, least = int(a.max()), int(a.min())
+        if top >> s.storage:
+            raise UserError(f"{what}: {top} does not fit in {s.storage}-bit {s.name}")
+        if least < 0 and (not s.signed or least < lo):
+            raise UserError(f"{what}: {least} is outside {s.name}'s range {lo}..{hi}")
     return (a.astype(np.int64) & ((1 << s.storage) - 1)).astype(np.uint64)
 
 
