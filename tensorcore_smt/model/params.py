@@ -340,7 +340,7 @@ PARAM_FORMATS: dict[str, frozenset[Format]] = {
     "d_fmt": _ACCUMULATORS | _SMALL_IEEE,
     "rounding_fmt": (_ACCUMULATORS - {Format.S32}) | {Format.E8M13},
     "acc_fmt": (_ACCUMULATORS - {Format.S32}) | _SMALL_IEEE,
-    "split_fmt": _OPERANDS,
+    "split_fmt": _OPERANDS - _INT_OPERANDS,
     "unpack": frozenset((Format.FP16, Format.BF16, Format.FP32)),
     "scale_fmt": frozenset((Format.UE8M0, Format.UE4M3)),
 }
