@@ -177,7 +177,7 @@ def integer_bits(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
         return a.view(UNSIGNED[a.dtype.itemsize * 8]).astype(np.uint64)
     if a.size:
         top, least = int(a.max()), int(a.min())
-        if top >> s.storage:
+        if top >= 1 << s.storage:
             raise UserError(f"{what}: {top} does not fit in {s.storage}-bit {s.name}")
         if least < 0 and (not s.signed or least < lo):
             raise UserError(f"{what}: {least} is outside {s.name}'s range {lo}..{hi}")
