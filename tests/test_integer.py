@@ -136,11 +136,11 @@ def test_solver_witness_wrap_against_satfinite_is_rerun_on_the_model():
     w = out.witness.inputs
     a = [w[f"a{i}"] for i in range(4)]
     b = [w[f"b{i}"] for i in range(4)]
-    dw = int(api.simulate("cdna3", "v_mfma_i32_4x4x4_16b_i8", [a], [b], [w["c"]], engine="numpy")[0])
+    dw = int(
+        api.simulate("cdna3", "v_mfma_i32_4x4x4_16b_i8", [a], [b], [w["c"]], engine="numpy")[0]
+    )
     ds = int(
-        api.simulate(
-            "cdna3[int_clamp=satfinite]", "v_mfma_i32_4x4x4_16b_i8", [a], [b], [w["c"]]
-        )[0]
+        api.simulate("cdna3[int_clamp=satfinite]", "v_mfma_i32_4x4x4_16b_i8", [a], [b], [w["c"]])[0]
     )
     exact = int_value(w["c"], Format.S32) + sum(
         int_value(x, Format.S8) * int_value(y, Format.S8) for x, y in zip(a, b)
@@ -210,7 +210,9 @@ def test_gemm_chain_numpy_and_compiled_agree():
         if "satfinite" in name:  # each k32 step clamps: compare with a clamped chain
             acc = C.astype(np.int64)
             for k in range(0, 96, 32):
-                acc = np.clip(acc + A[:, k : k + 32].astype(np.int64) @ B[k : k + 32], S32_MIN, S32_MAX)
+                acc = np.clip(
+                    acc + A[:, k : k + 32].astype(np.int64) @ B[k : k + 32], S32_MIN, S32_MAX
+                )
             assert np.array_equal(d_np, acc.astype(np.int32))
         else:
             assert np.array_equal(d_np, exact.astype(np.int32))  # wraps modulo 2^32

@@ -506,7 +506,7 @@ NO_PROBE = {"wgmma.m64n8k256.s32.b1.b1.and.popc"}
 
 
 def test_forms_without_a_probe_say_so():
-    for arch, preset in PRESETS.items():
+    for preset in PRESETS.values():
         for name, ins in preset.instructions.items():
             if ins.kind not in ("mma", "wgmma"):
                 continue

@@ -148,7 +148,11 @@ def check_runs(r: OverflowFree) -> list[str]:
         ok = k.wrap == wrapped and k.satfinite == clamped and k.wrap != k.satfinite
         out.append(
             f"at K + 1 = {k.K}: exact {k.exact}; wrap {k.wrap}, satfinite {k.satfinite}: "
-            + ("they differ, as wrap-around and the clamp of the exact sum say" if ok else "UNEXPECTED")
+            + (
+                "they differ, as wrap-around and the clamp of the exact sum say"
+                if ok
+                else "UNEXPECTED"
+            )
         )
     return out
 

@@ -459,9 +459,7 @@ def _check_integer(p: ModelParams) -> None:
     if p.bit_op != BitOp.MUL and not all(single):
         raise ValueError(f"bit_op={p.bit_op.value} needs b1 a and b; allowed: mul")
     if p.order not in (Order.C_FIRST, Order.C_LAST):
-        raise ValueError(
-            f"order={p.order.value} with algorithm=integer; allowed: c-first, c-last"
-        )
+        raise ValueError(f"order={p.order.value} with algorithm=integer; allowed: c-first, c-last")
     if p.scale_fmt is not None or p.split != Split.NONE:
         raise ValueError("algorithm=integer takes no scale_fmt and no split; allowed: none")
 

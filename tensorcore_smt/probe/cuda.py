@@ -91,7 +91,9 @@ def _int_requirement(f) -> Requirement:
     later), .u4/.s4 at m8n8k32 and .b1 .xor.popc at m8n8k128 from sm_75, the m16n8 shapes
     and .and.popc from sm_80."""
     if f.bit_op == "and" or f.shape.startswith("m16n8"):
-        return Requirement(80, why=f"mma.{f.shape} .{f.a} .{f.bit_op or 'int'} needs sm_80 or later")
+        return Requirement(
+            80, why=f"mma.{f.shape} .{f.a} .{f.bit_op or 'int'} needs sm_80 or later"
+        )
     return Requirement(75, why=f"mma.{f.shape} .{f.a} needs sm_75 or later")
 
 
