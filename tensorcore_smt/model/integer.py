@@ -13,7 +13,7 @@ AMD CDNA ISA v_mfma_i32_*i8).
     and c added to the accumulator in `order` (c first, or c last);
  4. `int_clamp`: wrap keeps the sum modulo 2^32 (order and grouping do not matter);
     satfinite clamps the accumulator to [-2^31, 2^31 - 1] after every addition of step 3.
-    The PTX ISA says the "accumulated value" is limited to MIN_INT32..MAX_INT32 without
+    The PTX ISA limits the accumulated value to MIN_INT32..MAX_INT32 (paraphrased) without
     saying whether partial sums inside one instruction are: L >= K (one group: the exact
     sum clamped once) is the plain reading, smaller L the hypotheses beside it, which
     differ only where a partial sum leaves the range and a later term brings it back.
