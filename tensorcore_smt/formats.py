@@ -8,6 +8,7 @@ results and serve as an independent, rational-arithmetic oracle in the tests.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
@@ -26,6 +27,9 @@ class Specials(Enum):
     NONE = "none"  # every pattern is finite (FP6, FP4)
     E8M0 = "e8m0"  # 0xFF is NaN; no zero, no subnormals (UE8M0)
     FNUZ = "fnuz"  # no Inf, no -0; the pattern of -0 (0x80) is the only NaN (AMD fp8/bf8)
+    # an integer: two's complement when signed, else unsigned; every pattern is a finite
+    # integer (PTX .s32/.s8/.u8/.s4/.u4/.b1, AMD i8/i32); `mbits` holds its magnitude bits
+    INTEGER = "integer"
 
 
 class Rounding(Enum):
@@ -56,7 +60,21 @@ class FormatSpec:
     ignored_high: int = 0
 
     @property
+    def is_integer(self) -> bool:
+        """An integer format (no exponent: value = the pattern read as an integer)."""
+        return self.specials == Specials.INTEGER
+
+    @property
+    def int_range(self) -> tuple[int, int]:
+        """The least and the largest value of an integer format."""
+        if self.signed:
+            return -(1 << (self.storage - 1)), (1 << (self.storage - 1)) - 1
+        return 0, (1 << self.storage) - 1
+
+    @property
     def bias(self) -> int:
+        if self.specials == Specials.INTEGER:
+            return 0
         if self.specials == Specials.E8M0:
             return 127
         if self.specials == Specials.FNUZ:
@@ -110,6 +128,14 @@ class Format(Enum):
     E5M2FNUZ = FormatSpec("e5m2fnuz", 5, 2, 8, Specials.FNUZ)
     E8M13 = FormatSpec("e8m13", 8, 13, 32, ignored_low=10)
     E8M31 = FormatSpec("e8m31", 8, 31, 40)
+    # integer formats (PTX ISA: mma integer types .s8/.u8/.s4/.u4, single bit .b1, the
+    # .s32 accumulator; AMD CDNA ISA: i8 operands, i32 accumulators)
+    S32 = FormatSpec("s32", 0, 31, 32, Specials.INTEGER)
+    S8 = FormatSpec("s8", 0, 7, 8, Specials.INTEGER)
+    U8 = FormatSpec("u8", 0, 8, 8, Specials.INTEGER, signed=False)
+    S4 = FormatSpec("s4", 0, 3, 4, Specials.INTEGER)
+    U4 = FormatSpec("u4", 0, 4, 4, Specials.INTEGER, signed=False)
+    B1 = FormatSpec("b1", 0, 1, 1, Specials.INTEGER, signed=False)
 
     @property
     def spec(self) -> FormatSpec:
@@ -143,9 +169,12 @@ def payload(bits: BV, fmt: Format) -> BV:
 
 
 def decode(bits: BV, fmt: Format) -> Unpacked:
-    """Split a bit pattern into sign, exponent, significand and class flags."""
+    """Split a bit pattern into sign, exponent, significand and class flags (an integer
+    format: its sign and magnitude, exponent 0, never special)."""
     s = fmt.spec
     b = bits.b
+    if s.specials == Specials.INTEGER:
+        return _decode_integer(bits, s)
     p = payload(bits, fmt)
     m = s.mbits
     mant = p.extract(m - 1, 0) if m else None
@@ -178,6 +207,35 @@ def decode(bits: BV, fmt: Format) -> Unpacked:
         is_nan = Bool.const(b, False)
     is_zero = e_zero & mant_zero & ~is_nan
     return Unpacked(sign, exp, sig, m, is_zero, is_inf, is_nan)
+
+
+def _decode_integer(bits: BV, s: FormatSpec) -> Unpacked:
+    """An integer pattern as sign and magnitude (the magnitude of the least signed value,
+    2^(w-1), fits the w bits unsigned), read as a significand of w bits whose top bit
+    has weight 2^(w-1): exponent w - 1 and w - 1 fraction bits, so that value = sig
+    2^(exp - mbits) and the leading one sits at exp - clz(sig), as for a float."""
+    b = bits.b
+    no = Bool.const(b, False)
+    sign = bits.msb() if s.signed else no
+    mag = sign.ite(-bits, bits) if s.signed else bits
+    w = s.storage
+    return Unpacked(sign, BV.const(b, w - 1, EXP_W), mag, w - 1, bits.eq(0), no, no)
+
+
+def int_value(bits: int, fmt: Format) -> int:
+    """The integer a pattern of an integer format holds."""
+    s = fmt.spec
+    if s.signed and bits >> (s.storage - 1):
+        return bits - (1 << s.storage)
+    return bits
+
+
+def int_bits(value: int, fmt: Format) -> int:
+    """The pattern of `value` in an integer format (ValueError outside its range)."""
+    lo, hi = fmt.spec.int_range
+    if not lo <= value <= hi:
+        raise ValueError(f"{value} is outside {fmt.spec.name}'s range {lo}..{hi}")
+    return value % (1 << fmt.spec.storage)
 
 
 def flush_subnormal(u: Unpacked, fmt: Format, keep_sign: bool) -> Unpacked:
@@ -326,9 +384,34 @@ def round_fraction(
     return (sign_bit | mag) << s.ignored_low
 
 
+def number(bits: int, fmt: Format) -> int | float:
+    """The value of a pattern for display and JSON: an int for an integer format, else
+    the float of `to_float`."""
+    if fmt.spec.is_integer:
+        return int_value(bits, fmt)
+    return to_float(bits, fmt)
+
+
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+_FLOATLIKE = re.compile(r"[+-]?([0-9]*\.[0-9]*([eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|inf|nan)")
+
+
 def parse_hex(text: str, fmt: Format, field_name: str) -> int:
-    """Parse a hex pattern for `fmt`; raises ValueError naming the field on bad input."""
+    """Parse a hex pattern for `fmt`; raises ValueError naming the field on bad input.
+    An integer format also takes a decimal value (`-128`, `7`: without `0x` a number is
+    a value, with it a pattern), range-checked; a float is refused."""
     t = text.strip().lower()
+    if fmt.spec.is_integer and not t.startswith("0x"):
+        if _DECIMAL.fullmatch(t):
+            try:
+                return int_bits(int(t), fmt)
+            except ValueError as e:
+                raise ValueError(f"{field_name}: {e}") from None
+        if _FLOATLIKE.fullmatch(t):
+            raise ValueError(
+                f"{field_name}: {text!r} is not an integer; {fmt.spec.name} operands are "
+                "integers (a decimal value or a 0x bit pattern)"
+            )
     if t.startswith("0x"):
         t = t[2:]
     if not t or any(ch not in "0123456789abcdef" for ch in t):
@@ -360,8 +443,11 @@ __all__ = [
     "flush_subnormal",
     "format_hex",
     "inf_bits",
+    "int_bits",
+    "int_value",
     "is_negative",
     "max_finite_bits",
+    "number",
     "parse_hex",
     "payload",
     "round_fraction",

@@ -106,6 +106,8 @@ def _is_float(dt: np.dtype) -> bool:
 def format_of(a: np.ndarray, what: str) -> Format | None:
     """The format a float array carries (its dtype's), None for integer bit patterns;
     UserError for any other dtype."""
+    if a.dtype in DTYPE_INTEGER:
+        return DTYPE_INTEGER[a.dtype]
     if a.dtype.kind in "ui":
         return None
     f = DTYPE_FORMAT.get(a.dtype)
@@ -148,11 +150,52 @@ def _int_bits(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
     return u
 
 
+INTEGER_DTYPE: dict[Format, np.dtype] = {
+    Format.S8: np.dtype(np.int8),
+    Format.U8: np.dtype(np.uint8),
+    Format.S32: np.dtype(np.int32),
+}
+"""The numpy dtype whose values are exactly the values of an integer format (s4, u4 and
+b1 operands come as patterns in a byte)."""
+
+DTYPE_INTEGER: dict[np.dtype, Format] = {d: f for f, d in INTEGER_DTYPE.items() if d.kind == "i"}
+"""The integer format a signed array's dtype carries in a GEMM (int8: s8, int32: s32);
+unsigned arrays are bit patterns."""
+
+
+def integer_bits(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
+    """Bit patterns of an integer operand: an array of the format's own dtype (int8 for
+    s8, int32 for s32) read bit for bit (a view); other integer arrays hold patterns
+    within the format's width, where a negative entry of a signed format is its value (-1
+    is 0xff in s8), range-checked; floats are refused (UserError): integer operands given
+    as floats are a likely mix-up."""
+    s = fmt.spec
+    lo, hi = s.int_range
+    if a.dtype.kind not in "ui":
+        raise UserError(
+            f"{what}: got dtype {a.dtype}; {s.name} operands are integers (values "
+            f"{lo}..{hi} or {s.storage}-bit patterns), not floats"
+        )
+    if a.dtype == INTEGER_DTYPE.get(fmt):
+        return bit_view(a)
+    if a.size:
+        top, least = int(a.max()), int(a.min())
+        if top >= 1 << s.storage:
+            raise UserError(f"{what}: {top} does not fit in {s.storage}-bit {s.name}")
+        if least < 0 and (not s.signed or least < lo):
+            raise UserError(f"{what}: {least} is outside {s.name}'s range {lo}..{hi}")
+    if a.dtype.kind == "u":
+        return a
+    return (a & ((1 << s.storage) - 1)).astype(bits_dtype(fmt))
+
+
 def operand_bits(x: Any, fmt: Format, what: str) -> np.ndarray:
     """The bit patterns of operand array `what` in format `fmt` (module docstring): an
     unsigned array at least `fmt.spec.storage` bits wide, the caller's memory wherever it
     can be (not necessarily contiguous); UserError naming the dtype expected otherwise."""
     a = np.asarray(from_torch(x))
+    if fmt.spec.is_integer:
+        return integer_bits(a, fmt, what)
     if a.dtype.kind in "fO" and isinstance(x, (list, tuple)):
         a = _python_ints(x, a)  # 64-bit patterns >= 2^63 make numpy choose float64
     if a.dtype.kind in "ui":
@@ -202,7 +245,7 @@ def from_bits(bits: np.ndarray, fmt: Format) -> np.ndarray:
     """Result bit patterns as an array of the format's float dtype (`FORMAT_DTYPE`), or
     unsigned of its width when it has none; a view when `bits` is already that wide."""
     raw = np.asarray(bits).astype(bits_dtype(fmt), copy=False)
-    dt = FORMAT_DTYPE.get(fmt)
+    dt = FORMAT_DTYPE.get(fmt) or INTEGER_DTYPE.get(fmt)
     if dt is None or dt.itemsize != raw.dtype.itemsize:
         return raw
     return raw.view(dt)

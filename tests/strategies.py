@@ -67,8 +67,13 @@ def _pack(s: FormatSpec, sign: int, e: int, m: int) -> int:
 
 def special_patterns(fmt: Format) -> list[int]:
     """Signed zeros, extreme subnormals and normals, one, Inf and NaNs of `fmt` (storage
-    width patterns, sorted, without duplicates)."""
+    width patterns, sorted, without duplicates); for an integer format its extremes, 0
+    and +-1."""
     s = fmt.spec
+    if s.is_integer:
+        lo, hi = s.int_range
+        vals = {lo, lo + 1, max(lo, -1), 0, min(hi, 1), hi - 1, hi}
+        return sorted({v % (1 << s.storage) for v in vals})
     top_e = (1 << s.ebits) - 1
     m_all = (1 << s.mbits) - 1
     out: set[int] = set()
@@ -177,6 +182,11 @@ def random_rows(
     a kind drawn uniformly from `kinds`."""
     kinds = list(kinds)
     K = p.K
+    if p.a_fmt.spec.is_integer:  # integer units: the validation mix read for integers
+        from tensorcore_smt.validation.int_rows import integer_rows
+
+        a, b, c, _ = integer_rows(p.a_fmt, p.b_fmt, p.c_fmt, K, n, int(rng.integers(1 << 31)))
+        return a, b, c
     sa, sb, sc = p.a_fmt.spec, p.b_fmt.spec, p.c_fmt.spec
     kind = rng.integers(0, len(kinds), size=n)
     a = rand_bits(rng, sa.storage, (n, K))

@@ -78,6 +78,9 @@ REPRESENTATIVE = [
     ("cdna3", "v_mfma_f32_32x32x16_bf8_fp8"),
     ("rtx-blackwell", "m16n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e2m1.e4m3.f32.ue8m0"),
     ("rtx-blackwell", "m16n8k64.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3"),
+    ("hopper", "m16n8k32.satfinite.s32.s8.u8.s32"),
+    ("ampere", "m16n8k256.s32.b1.b1.s32.and.popc"),
+    ("cdna3", "v_mfma_i32_16x16x32_i8"),
 ]
 
 
@@ -120,6 +123,9 @@ VARIANTS = [
     ("cdna3[F2=28]", "v_mfma_f32_32x32x4_2b_f16"),
     ("ampere[split=markidis,split_fmt=bf16]", "m16n8k4.f32.tf32.tf32.f32"),
     ("ampere[split=ootomo-yokota,split_scale=10]", "m16n8k4.f32.tf32.tf32.f32"),
+    ("hopper[int_clamp=wrap]", "m16n8k32.satfinite.s32.s8.s8.s32"),
+    ("hopper[L=1,order=c-last]", "m16n8k32.satfinite.s32.u4.s4.s32"),
+    ("ampere[bit_op=and]", "m16n8k128.s32.b1.b1.s32.xor.popc"),
 ]
 
 

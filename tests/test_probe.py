@@ -501,13 +501,29 @@ def test_parse_output_ignores_order_blank_lines_and_comments():
 # --- compiling the generated programs with nvcc ------------------------------------------
 
 
+NO_PROBE = {"wgmma.m64n8k256.s32.b1.b1.and.popc"}
+"""Forms without a probe yet (single-bit wgmma: B's bits in shared memory)."""
+
+
+def test_forms_without_a_probe_say_so():
+    for preset in PRESETS.values():
+        for name, ins in preset.instructions.items():
+            if ins.kind not in ("mma", "wgmma"):
+                continue
+            if name in NO_PROBE:
+                with pytest.raises(UserError, match="not supported yet"):
+                    layout_for(ins)
+            else:
+                layout_for(ins)
+
+
 def _forms(per_target: bool = False) -> list[tuple[str, str]]:
     """Every distinct PTX form (instruction name) of kind mma/wgmma with one arch that has
     it; with `per_target`, once per default GPU target (sm_75 … sm_120a) instead."""
     out: dict[tuple, tuple[str, str]] = {}
     for arch, preset in PRESETS.items():
         for name, ins in preset.instructions.items():
-            if ins.kind in ("mma", "wgmma"):
+            if ins.kind in ("mma", "wgmma") and name not in NO_PROBE:
                 key = (name, str(choose_target(VectorFile(arch, name, [], []))[0]))
                 out.setdefault(key if per_target else (name,), (arch, name))
     return sorted(out.values(), key=lambda x: (x[1], x[0]))

@@ -41,7 +41,7 @@ def test_shared_memory_tables_are_injective_and_inside_their_core_matrices(key):
         assert all(hi <= lo2 for (_, hi), (lo2, _) in zip(spans, spans[1:]))
         assert spans[-1][1] <= 8 * smem.size
         assert len(spans) == smem.rows * smem.cols
-        per_chunk = {"f16": 8, "tf32": 4, "f8f6f4": 16}[lay.kind]
+        per_chunk = {"f16": 8, "tf32": 4, "f8f6f4": 16, "i8": 16}[lay.kind]
         for r, row in enumerate(smem.bit):
             for k, o in enumerate(row):
                 core_row_start = 8 * ((r // 8) * smem.sbo + (k // per_chunk) * smem.lbo)

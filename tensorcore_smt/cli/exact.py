@@ -13,7 +13,7 @@ import sys
 import click
 
 from ..certify.exact import exactness
-from ..errors import ExitCode
+from ..errors import ExitCode, UserError
 from ..formats import format_hex
 from ..smt.solve import Limits
 from .base import main
@@ -26,8 +26,9 @@ from .options import Ranged
     "--slices",
     "slice_bits",
     type=Ranged("slices", int),
-    required=True,
-    help="Bits P of the integer slices: |a_k|, |b_k| <= 2^P - 1 (Ozaki scheme; 7 for bf16).",
+    default=None,
+    help="Bits P of the integer slices: |a_k|, |b_k| <= 2^P - 1 (Ozaki scheme; 7 for bf16). "
+    "Required for floating-point units; an integer instruction takes none.",
 )
 @click.option("--instr", default=None, help="Instruction (default: the preset's default).")
 @click.option(
@@ -41,7 +42,7 @@ from .options import Ranged
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
 def exact_cmd(
     hypothesis: str,
-    slice_bits: int,
+    slice_bits: int | None,
     instr: str | None,
     timeout: float,
     solver: str,
@@ -62,8 +63,6 @@ def exact_cmd(
     try:
         solvers_for(solver)
     except ValueError as e:
-        from ..errors import UserError
-
         raise UserError(f"--solver: {e}") from None
     progress = None
     if not as_json and sys.stderr.isatty():
@@ -75,6 +74,16 @@ def exact_cmd(
     from ..gemm.hypothesis import split_gemm_text
 
     variant, schedule = split_gemm_text(hypothesis)
+    if _is_integer(variant, instr):
+        if schedule is not None or slice_bits is not None:
+            raise UserError(
+                "an integer instruction: give neither --slices nor a GEMM schedule "
+                "(the report is the overflow-free serial chain)"
+            )
+        _integer_report(variant, instr, as_json)
+        return
+    if slice_bits is None:
+        raise UserError("--slices is required for a floating-point unit (7 for bf16 slices)")
     if schedule is not None:  # a bad schedule is reported before any solver runs
         checked_gemm(hypothesis, instr)
     r = exactness(
@@ -194,3 +203,59 @@ def exact_cmd(
             )
         click.echo(f"seconds:   {r.seconds:.1f}")
     sys.exit(int(ExitCode.OK if r.bound_B is not None else ExitCode.INCOMPLETE))
+
+
+def _is_integer(variant: str, instr: str | None) -> bool:
+    from ..api import resolve
+    from ..model.params import Algorithm
+
+    return resolve(variant, instr).algorithm == Algorithm.INTEGER
+
+
+def _integer_report(variant: str, instr: str | None, as_json: bool) -> None:
+    """The overflow-free chain of an integer instruction (certify/int_overflow.py)."""
+    from ..certify.int_overflow import check_runs, overflow_free
+
+    r = overflow_free(variant, instr)
+    runs = check_runs(r)
+
+    def run_json(k):
+        if k is None:
+            return None
+        return {
+            "K": k.K,
+            "a": k.a,
+            "b": k.b,
+            "exact": k.exact,
+            "wrap": k.wrap,
+            "satfinite": k.satfinite,
+        }
+
+    if as_json:
+        data = {
+            "hypothesis": variant,
+            "instr": r.instruction,
+            "term_range": [r.tmin, r.tmax],
+            "overflow_free_K": r.K,
+            "method": "argument",
+            "argument": r.lines,
+            "at_K": run_json(r.at_K),
+            "witness": run_json(r.above),
+            "checks": runs,
+            "seconds": round(r.seconds, 3),
+        }
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(f"question:  the longest overflow-free s32 chain of {variant} ({r.instruction})")
+        for x in r.lines:
+            click.echo(f"  argument: {x}")
+        click.echo(
+            f"proved:    a chain of up to K = {r.K} products from C = 0 never leaves the s32 "
+            "range: wrap-around, .satfinite and the exact sum agree (argument)"
+        )
+        for x in runs:
+            click.echo(f"  tc.matmul: {x}")
+        if r.above is None:
+            click.echo("witness:   not run (the chain is too long to run; the argument stands)")
+        click.echo(f"seconds:   {r.seconds:.1f}")
+    sys.exit(int(ExitCode.OK))

@@ -47,6 +47,9 @@ def _param_summary(p: ModelParams) -> str:
             f"{p.algorithm.name}{'x' + str(groups) if groups > 1 else ''} K={p.K} L={p.L} "
             f"F={p.F} F2={p.F2} {fmts}"
         )
+    if p.algorithm == Algorithm.INTEGER:
+        op = "" if p.bit_op.value == "mul" else f" {p.bit_op.value}.popc"
+        return f"INTEGER K={p.K} L={p.L} {p.int_clamp.value}{op} {fmts}"
     return f"{p.algorithm.name} K={p.K} {p.rounding.value} {fmts}"
 
 
@@ -68,6 +71,7 @@ def list_archs(arch: str | None, as_json: bool) -> None:
                 "sm": pr.sm,
                 "default": pr.default_instr,
                 "instructions": {k: _params_json(i.params) for k, i in pr.instructions.items()},
+                "sources": {k: i.source for k, i in pr.instructions.items() if i.source},
                 "units": _units(pr.instructions),
             }
         click.echo(
@@ -80,7 +84,10 @@ def list_archs(arch: str | None, as_json: bool) -> None:
         for k, inst in pr.instructions.items():
             mark = "*" if k == pr.default_instr else " "
             note = f": {inst.note}" if inst.note else ""
-            click.echo(f"  {mark} {k:48s} {_param_summary(inst.params)}  [{inst.unit}{note}]")
+            source = f"  ({inst.source})" if inst.source else ""
+            click.echo(
+                f"  {mark} {k:48s} {_param_summary(inst.params)}  [{inst.unit}{note}]{source}"
+            )
         shared = ", ".join(f"{u} x{len(names)}" for u, names in _units(pr.instructions).items())
         click.echo(f"    units: {shared} (the instructions of one unit run on it)")
     if not arch:

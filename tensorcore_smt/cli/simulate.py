@@ -11,7 +11,7 @@ import numpy as np
 from ..api import simulate_params
 from ..engine import Engine
 from ..errors import UserError
-from ..formats import Format, format_hex, parse_hex, to_float
+from ..formats import Format, format_hex, number, parse_hex
 from ..model.params import ModelParams
 from ..smt.answers import describe
 from ..spec.presets import parse_variant
@@ -124,7 +124,7 @@ def simulate(
                         "c": format_hex(c, p.c_fmt),
                         **_scale_json(p, sa, sb),
                         "d": format_hex(d, pm.d_fmt),
-                        "d_value": to_float(d, pm.d_fmt),
+                        "d_value": number(d, pm.d_fmt),
                     }
                 )
             )

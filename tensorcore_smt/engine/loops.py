@@ -18,7 +18,9 @@ LLVM's choice. DAGs with integers over 128 bits run best as a scalar loop: amper
 DMMA (up to 256 bits) 3.6 M/s scalar, 3.2 M/s vectorised; cdna1 f16 16x16x16 (exact
 sums of 590-1024 bits) 1.2 M/s scalar in 1.1 s of compiling, 0.6 M/s vectorised in
 8.3 s. DAGs over `MAX_VECTOR_NODES` stay scalar: vectorising them takes the compile past
-2 s (hopper FP8 mma.sync, 8,759 nodes: 3.0 s) for at most 1.6x.
+2 s (hopper FP8 mma.sync, 8,759 nodes: 3.0 s) for at most 1.6x. DAGs with one-bit
+inputs (the .b1 operands of single-bit mma, 128 or 256 of each) stay scalar: LLVM's
+vectoriser gives up on every one of them ("loop not vectorized"), and says so on stderr.
 """
 
 from __future__ import annotations
@@ -65,12 +67,16 @@ def widths(root: Term) -> tuple[float, int]:
     return sum(t.width > 64 for t in ops) / len(ops), max(t.width for t in ops)
 
 
+def _one_bit_inputs(root: Term) -> bool:
+    return any(t.op == "var" and t.width == 1 for t in post_order([root]))
+
+
 def loop_plan(root: Term, nodes: int) -> LoopPlan:
     """The loop form for a kernel whose body is the DAG `root` of `nodes` nodes."""
     if nodes > MAX_VECTOR_NODES:
         return SCALAR
     share, widest = widths(root)
-    if widest > MAX_VECTOR_WIDTH:
+    if widest > MAX_VECTOR_WIDTH or _one_bit_inputs(root):
         return SCALAR
     for bound, plan in WIDE_SHARE_RULES:
         if share <= bound:

@@ -6,6 +6,7 @@ from ..bv.core import BV
 from .cdna3 import fdrda, gfdrda
 from .fda import fda
 from .gdfs import gdfs, unit_scales
+from .integer import integer_dot
 from .params import Algorithm, ModelParams, Split
 from .sequential import gps, sequential, sfma
 from .split import split_dot
@@ -18,6 +19,7 @@ _ALGORITHMS = {
     Algorithm.GFDRDA: gfdrda,
     Algorithm.GDFS: gdfs,
     Algorithm.SEQUENTIAL: sequential,
+    Algorithm.INTEGER: integer_dot,
 }
 
 

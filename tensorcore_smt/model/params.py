@@ -24,6 +24,27 @@ class Algorithm(Enum):
     # exact sums of G products, each scaled by its block's scale factors, then one fused sum
     GDFS = "gdfs"
     SEQUENTIAL = "sequential"  # IEEE products and additions one at a time (references)
+    # integer multiply-add (PTX integer mma/wgmma/tcgen05 kind::i8, AMD v_mfma_i32_*i8):
+    # exact products, exact sums of L products, the s32 accumulator (model/integer.py)
+    INTEGER = "integer"
+
+
+class IntClamp(Enum):
+    """What an integer unit's s32 accumulator does with a sum outside its range (PTX ISA,
+    mma "Integer type": with `.satfinite` the accumulated value is limited to
+    MIN_INT32..MAX_INT32, without it the accumulated value wraps)."""
+
+    WRAP = "wrap"  # modulo 2^32 (two's complement)
+    SATFINITE = "satfinite"  # clamped to [-2^31, 2^31 - 1] after each group of L products
+
+
+class BitOp(Enum):
+    """What an integer unit does in place of a product (PTX ISA, mma "Single bit": .b1
+    operands, the bit operation then popc: the count of set bits is the sum)."""
+
+    MUL = "mul"  # the integer product a_k * b_k
+    AND = "and"  # a_k AND b_k (.and.popc)
+    XOR = "xor"  # a_k XOR b_k (.xor.popc)
 
 
 class Order(Enum):
@@ -167,6 +188,11 @@ class ModelParams:
     # and 2X with K 32 and 64; 16: 4X)
     scale_fmt: Format | None = None
     scale_block: int = 32
+    # INTEGER: wrap-around or `.satfinite` clamping of the s32 accumulator (the clamp after
+    # c and each group of L exact products in `order`: L >= K clamps the exact final sum
+    # once, L = 1 after every product), and the product or bit operation of each term
+    int_clamp: IntClamp = IntClamp.WRAP
+    bit_op: BitOp = BitOp.MUL
 
     def __post_init__(self) -> None:
         check_params(self)
@@ -202,6 +228,8 @@ class ModelParams:
             Algorithm.GDFS,
         )
         alg = self.algorithm.value
+        if self.algorithm == Algorithm.INTEGER and kind in ("products", "sums"):
+            return f"the integer unit rounds no {kind}: they are exact integers"
         if kind == "products":
             if self.algorithm == Algorithm.GPS:
                 return None
@@ -256,6 +284,8 @@ PARAM_ENUMS: dict[str, type[Enum]] = {
     "GroupMap": GroupMap,
     "CAddend": CAddend,
     "Split": Split,
+    "IntClamp": IntClamp,
+    "BitOp": BitOp,
 }
 
 
@@ -274,9 +304,12 @@ class IntRange:
 
 
 _OPERANDS = frozenset(
-    f for f in Format if f not in (Format.UE8M0, Format.UE4M3, Format.E8M13, Format.E8M31)
+    f
+    for f in Format
+    if f not in (Format.UE8M0, Format.UE4M3, Format.E8M13, Format.E8M31, Format.S32)
 )
-_ACCUMULATORS = frozenset((Format.FP64, Format.FP32, Format.FP16, Format.BF16))
+_ACCUMULATORS = frozenset((Format.FP64, Format.FP32, Format.FP16, Format.BF16, Format.S32))
+_INT_OPERANDS = frozenset((Format.S8, Format.U8, Format.S4, Format.U4, Format.B1))
 # c, d and the sequential references' accumulator may also be e5m2, the smallest IEEE
 # format, so that a tiny instance of a question stays small for the solvers
 _SMALL_IEEE = frozenset((Format.E5M2,))
@@ -305,9 +338,9 @@ PARAM_FORMATS: dict[str, frozenset[Format]] = {
     "b_fmt": _OPERANDS,
     "c_fmt": _ACCUMULATORS | _SMALL_IEEE,
     "d_fmt": _ACCUMULATORS | _SMALL_IEEE,
-    "rounding_fmt": _ACCUMULATORS | {Format.E8M13},
-    "acc_fmt": _ACCUMULATORS | _SMALL_IEEE,
-    "split_fmt": _OPERANDS,
+    "rounding_fmt": (_ACCUMULATORS - {Format.S32}) | {Format.E8M13},
+    "acc_fmt": (_ACCUMULATORS - {Format.S32}) | _SMALL_IEEE,
+    "split_fmt": _OPERANDS - _INT_OPERANDS,
     "unpack": frozenset((Format.FP16, Format.BF16, Format.FP32)),
     "scale_fmt": frozenset((Format.UE8M0, Format.UE4M3)),
 }
@@ -381,6 +414,7 @@ def check_params(p: ModelParams) -> None:
             f"by 2^-2s, a normal {d.name} only for s in 0..{-d.emin // 2}"
         )
     _check_scaling(p)
+    _check_integer(p)
     if p.unpack is not None:
         u = p.unpack.spec
         for s in (p.a_fmt.spec, p.b_fmt.spec):
@@ -392,6 +426,42 @@ def check_params(p: ModelParams) -> None:
 
 
 _SCALED = (Algorithm.FDA, Algorithm.GDFS)
+
+
+def _check_integer(p: ModelParams) -> None:
+    """Integer formats go with the integer algorithm and with nothing else: a and b of
+    s8/u8/s4/u4 (products) or b1 (and/xor), c and d s32; the clamp applies in the
+    order c first or c last."""
+    fmts = {"a_fmt": p.a_fmt, "b_fmt": p.b_fmt, "c_fmt": p.c_fmt, "d_fmt": p.d_fmt}
+    ints = {n for n, f in fmts.items() if f.spec.is_integer}
+    if p.algorithm != Algorithm.INTEGER:
+        if ints:
+            n = sorted(ints)[0]
+            raise ValueError(
+                f"{n}={fmts[n].spec.name} is an integer format; allowed with algorithm "
+                f"{p.algorithm.value}: floating-point formats (integer formats need algorithm=integer)"
+            )
+        if p.int_clamp != IntClamp.WRAP or p.bit_op != BitOp.MUL:
+            raise ValueError("int_clamp and bit_op need algorithm=integer; allowed: wrap, mul")
+        return
+    for n in ("a_fmt", "b_fmt"):
+        if fmts[n] not in _INT_OPERANDS:
+            allowed = ", ".join(sorted(f.spec.name for f in _INT_OPERANDS))
+            raise ValueError(
+                f"{n}={fmts[n].spec.name} with algorithm=integer; allowed: one of {allowed}"
+            )
+    for n in ("c_fmt", "d_fmt"):
+        if fmts[n] != Format.S32:
+            raise ValueError(f"{n}={fmts[n].spec.name} with algorithm=integer; allowed: s32")
+    single = (p.a_fmt == Format.B1, p.b_fmt == Format.B1)
+    if any(single) and (not all(single) or p.bit_op == BitOp.MUL):
+        raise ValueError("b1 operands need a and b both b1 and bit_op and or xor")
+    if p.bit_op != BitOp.MUL and not all(single):
+        raise ValueError(f"bit_op={p.bit_op.value} needs b1 a and b; allowed: mul")
+    if p.order not in (Order.C_FIRST, Order.C_LAST):
+        raise ValueError(f"order={p.order.value} with algorithm=integer; allowed: c-first, c-last")
+    if p.scale_fmt is not None or p.split != Split.NONE:
+        raise ValueError("algorithm=integer takes no scale_fmt and no split; allowed: none")
 
 
 def _check_scaling(p: ModelParams) -> None:

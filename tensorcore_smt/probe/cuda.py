@@ -59,6 +59,8 @@ def requirement(inst: Instruction) -> Requirement:
     f = form_of(inst)
     if f.kind == "wgmma":
         return Requirement(90, 90, True, "wgmma.mma_async needs sm_90a")
+    if f.d == "s32" and f.kind == "mma":
+        return _int_requirement(f)
     if f.kind == "tcgen05":
         return Requirement(100, 100, True, "tcgen05.mma needs sm_100a")
     if f.f8f6f4:
@@ -82,6 +84,17 @@ def requirement(inst: Instruction) -> Requirement:
     if f.shape == "m16n8k8" and f.a == "f16":
         return Requirement(75, why="mma.m16n8k8 .f16 needs sm_75 or later")
     return Requirement(80, why=f"mma.{f.shape} .{f.a} needs sm_80 or later")
+
+
+def _int_requirement(f) -> Requirement:
+    """PTX ISA, mma target notes: .u8/.s8 at m8n8k16 from sm_72 (nvcc 13 builds sm_75 and
+    later), .u4/.s4 at m8n8k32 and .b1 .xor.popc at m8n8k128 from sm_75, the m16n8 shapes
+    and .and.popc from sm_80."""
+    if f.bit_op == "and" or f.shape.startswith("m16n8"):
+        return Requirement(
+            80, why=f"mma.{f.shape} .{f.a} .{f.bit_op or 'int'} needs sm_80 or later"
+        )
+    return Requirement(75, why=f"mma.{f.shape} .{f.a} needs sm_75 or later")
 
 
 _SM_RE = re.compile(r"^(?:sm_)?(\d+)([af]?)$")
@@ -150,8 +163,12 @@ def ptx_mnemonic(inst: Instruction) -> str:
     if inst.kind == "tcgen05":
         return mnemonic(tcgen05_layout(inst))
     f = form_of(inst)
+    sat = ".satfinite" if f.satfinite else ""
+    popc = f".{f.bit_op}.popc" if f.bit_op else ""
     if f.kind == "wgmma":
-        return f"wgmma.mma_async.sync.aligned.{f.shape}.{f.d}.{f.a}.{f.b}"
+        return f"wgmma.mma_async.sync.aligned.{f.shape}{sat}.{f.d}.{f.a}.{f.b}{popc}"
+    if f.d == "s32":
+        return f"mma.sync.aligned.{f.shape}.row.col{sat}.{f.d}.{f.a}.{f.b}.{f.c}{popc}"
     if f.scaled:
         return f"mma.sync.aligned.{f.shape}.row.col.{f.scaled}"
     kind = ".kind::f8f6f4" if f.f8f6f4 else ""
@@ -285,6 +302,8 @@ def _asm_list(start: int, n: int) -> str:
 def _kernel_mma(inst: Instruction, lay: Layout, block_scale: bool = False) -> str:
     p = inst.params
     at, bt, ct, dt = _ab_type(lay.a), _ab_type(lay.b), _cd_type(lay.c), _cd_type(lay.d)
+    if p.d_fmt.spec.is_integer:  # .s32 accumulators live in "r" registers
+        ct = dt = _B32
     na, nb, nc, nd = lay.a.regs, lay.b.regs, lay.c.regs, lay.d.regs
     mn = block_scale_mnemonic(inst) if block_scale else ptx_mnemonic(inst)
     asm = (
@@ -363,17 +382,21 @@ def _kernel_wgmma(inst: Instruction, lay: Layout) -> str:
     f = form_of(inst)
     smem = lay.b
     at, ct = _ab_type(lay.a), _cd_type(lay.c)
+    if p.d_fmt.spec.is_integer:  # .s32 accumulators live in "r" registers
+        ct = _B32
     na, nc = lay.a.regs, lay.c.regs
     sa, sb, sc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
     ebytes = smem.elem_bytes
     btype = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t"}[ebytes]
     offsets = ", ".join(str(smem.offset[k][0]) for k in range(smem.rows))
     trans = ", 0" if f.a in ("f16", "bf16") else ""  # imm-trans-b (f16/bf16 forms only)
+    # imm-scale-a, imm-scale-b: floating-point forms only (the integer syntax ends at scale-d)
+    scale = "" if p.d_fmt.spec.is_integer else ", 1, 1"
     asm = (
         "{\\n"
         ".reg .pred p;\\n"
         f"setp.ne.b32 p, %{nc + na + 1}, 0;\\n"
-        f"{ptx_mnemonic(inst)} {_asm_list(0, nc)}, {_asm_list(nc, na)}, %{nc + na}, p, 1, 1{trans};\\n"
+        f"{ptx_mnemonic(inst)} {_asm_list(0, nc)}, {_asm_list(nc, na)}, %{nc + na}, p{scale}{trans};\\n"
         "}\\n"
     )
     inouts = ", ".join(f'"+{ct.constraint}"(fd[{i}])' for i in range(nc))

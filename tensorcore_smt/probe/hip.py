@@ -83,7 +83,7 @@ def _fill(lay: MfmaLayout, which: str, src: str, storage: int) -> list[str]:
 def kernel_hip(vf: VectorFile, lay: MfmaLayout) -> str:
     p = vf.instr().params
     sa, sb, sc, sd = (f.spec.storage for f in (p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt))
-    acc_elem = "double" if "double" in lay.acc_type else "float"
+    acc_elem = next(t for t in ("double", "int", "float") if lay.acc_type.startswith(t))
     abytes = lay.kpl * lay.elem_bytes
     body = [
         f"unsigned char buf_a[{abytes}] = {{0}};",

@@ -40,8 +40,14 @@ _BITS = {
     Format.TF32: 32,
     Format.FP16: 16,
     Format.BF16: 16,
+    Format.S32: 32,
+    Format.S4: 4,
+    Format.U4: 4,
+    Format.B1: 1,
 }
-"""Register container bits per element (8 for every fp8/fp6/fp4 type)."""
+"""Register container bits per element (8 for every fp8/fp6/fp4 type and .s8/.u8; the
+integer .s4/.u4 and .b1 are packed 8 and 32 to a register: PTX ISA, mma integer
+fragments)."""
 
 _CONTAINER_SHIFT = {Format.E2M1: 2}
 """Bit position of a sub-byte value inside its 8-bit container (PTX ISA, mma with
@@ -232,6 +238,39 @@ def _b_k64_4bit(t, i):
     return 8 * q + (i & 7) + 32 * (i >= 8), g
 
 
+def _c_m8n8(t, i):  # m8n8k16/k32/k128 .s32 accumulators: c0, c1 in row g
+    _, _, g, q = _lane(t)
+    return g, 2 * q + i
+
+
+def _int_a(per: int, k: int):
+    """A of an integer m8n8 / m16n8 form with `per` elements to a 32-bit register and K =
+    k (PTX ISA, mma .u8/.s8, .u4/.s4, .b1 fragments): per register a run of `per`
+    consecutive columns from threadID_in_group * per; registers alternate rows g and
+    g + 8 (m16n8), then move 4 * per columns on."""
+
+    def f(t, i):
+        w, _, g, q = _lane(t)
+        reg, e = divmod(i, per)
+        if k == 4 * per:  # one register along K: m8n8 (one row) or m16n8 (rows g, g + 8)
+            return 16 * w + g + 8 * reg, q * per + e
+        return 16 * w + g + 8 * (reg % 2), q * per + e + 4 * per * (reg // 2)
+
+    return f
+
+
+def _int_b(per: int):
+    """B of an integer form: register j holds rows threadID_in_group * per + 4 * per * j
+    onwards, column groupID."""
+
+    def f(t, i):
+        _, _, g, q = _lane(t)
+        reg, e = divmod(i, per)
+        return q * per + e + 4 * per * reg, g
+
+    return f
+
+
 def _qp_row(t: int) -> int:
     """m8n8k4 .f16: the row (of A) or column (of B) a lane holds within its quadpair."""
     lane = t % 32
@@ -286,6 +325,13 @@ _MMA_FORMS: dict[tuple[str, int], tuple[int, Place, int, Place]] = {
     ("m16n8k16", 8): (8, _a_k16_8bit, 4, _b_k16_8bit),
     ("m16n8k32", 8): (16, _a_k32_8bit, 8, _b_k32_8bit),
     ("m16n8k64", 4): (32, _a_k64_4bit, 16, _b_k64_4bit),
+    # integer forms (PTX ISA, mma .u8/.s8, .u4/.s4 and .b1 fragments)
+    ("m8n8k16", 8): (4, _int_a(4, 16), 4, _int_b(4)),
+    ("m8n8k32", 4): (8, _int_a(8, 32), 8, _int_b(8)),
+    ("m8n8k128", 1): (32, _int_a(32, 128), 32, _int_b(32)),
+    ("m16n8k32", 4): (16, _int_a(8, 32), 8, _int_b(8)),
+    ("m16n8k128", 1): (64, _int_a(32, 128), 32, _int_b(32)),
+    ("m16n8k256", 1): (128, _int_a(32, 256), 64, _int_b(32)),
 }
 
 _WGMMA_A: dict[int, tuple[int, Place]] = {
@@ -302,6 +348,8 @@ def _mma_layout(shape: str, ab_bits: int, c_bits: int, d_bits: int) -> Layout:
     def acc(operand: str, bits: int) -> Fragment:
         if shape == "m8n8k4":
             return _frag(operand, 8, 8, 32, 2, 64, 64, _c_m8n8k4_f64)
+        if M == 8:  # the integer m8n8 shapes: two .s32 per thread
+            return _frag(operand, 8, 8, 32, 2, 32, bits, _c_m8n8)
         return _frag(operand, M, N, 32, 4, 64 if bits == 64 else 32, bits, _c_m16n8)
 
     if shape == "m8n8k4" and ab_bits == 64:
@@ -374,6 +422,8 @@ class Form:
     b: str
     c: str
     f8f6f4: bool = False
+    satfinite: bool = False  # integer forms: `.satfinite` (PTX ISA, mma integer type)
+    bit_op: str = ""  # single-bit forms: "xor" or "and" (then .popc)
     # block-scaled forms (PTX `.block_scale`): the name's part after the shape, e.g.
     # "kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0"; "" otherwise
     scaled: str = ""
@@ -396,6 +446,12 @@ _PTX_NAME = {
     Format.E3M2: "e3m2",
     Format.E2M3: "e2m3",
     Format.E2M1: "e2m1",
+    Format.S32: "s32",
+    Format.S8: "s8",
+    Format.U8: "u8",
+    Format.S4: "s4",
+    Format.U4: "u4",
+    Format.B1: "b1",
 }
 
 
@@ -410,7 +466,17 @@ def form_of(inst: Instruction) -> Form:
     shape = re.search(r"m\d+n\d+k\d+", inst.name).group(0)
     names = [_PTX_NAME[f] for f in (p.d_fmt, p.a_fmt, p.b_fmt, p.c_fmt)]
     scaled = inst.name.split(".", 1)[1] if ".block_scale." in inst.name else ""
-    return Form(inst.kind, shape, *names, f8f6f4="kind::f8f6f4" in inst.name, scaled=scaled)
+    parts = inst.name.split(".")
+    op = next((x for x in ("xor", "and") if x in parts and "popc" in parts), "")
+    return Form(
+        inst.kind,
+        shape,
+        *names,
+        f8f6f4="kind::f8f6f4" in inst.name,
+        scaled=scaled,
+        satfinite="satfinite" in parts,
+        bit_op=op,
+    )
 
 
 def layout_for(inst: Instruction) -> Layout:
@@ -420,6 +486,11 @@ def layout_for(inst: Instruction) -> Layout:
     ab = 4 if form.packed_fp4 else elem_bits(p.a_fmt)
     cb, db = elem_bits(p.c_fmt), elem_bits(p.d_fmt)
     if form.kind == "wgmma":
+        if ab not in _WGMMA_A:
+            raise UserError(
+                f"probe generation for {inst.name} is not supported yet (wgmma with "
+                f"{ab}-bit A elements)"
+            )
         return _wgmma_layout(ab, db)
     if form.shape == "m8n8k4" and ab == 16:
         return _m8n8k4_f16(cb, db)
@@ -434,6 +505,9 @@ def all_layouts() -> dict[str, Layout]:
     for preset in PRESETS.values():
         for inst in preset.instructions.values():
             if inst.kind in ("mma", "wgmma"):
-                lay = layout_for(inst)
+                try:
+                    lay = layout_for(inst)
+                except UserError:  # a form without a probe yet (single-bit wgmma)
+                    continue
                 out.setdefault(lay.key, lay)
     return out

@@ -33,6 +33,7 @@ _KPL = {
     Format.BF16: 4,  # CDNA2 bf16 without _1k: 2
     Format.E4M3FNUZ: 8,
     Format.E5M2FNUZ: 8,
+    Format.S8: 4,  # CDNA1-2 and the k4 forms of CDNA3; CDNA3's k16/k32 forms: 8
 }
 """Elements of A (and of B) per lane."""
 
@@ -53,6 +54,7 @@ _BUILTIN_TYPE = {
     Format.BF16: "bf16",
     Format.E4M3FNUZ: "fp8",
     Format.E5M2FNUZ: "bf8",
+    Format.S8: "i8",
 }
 
 
@@ -96,6 +98,11 @@ def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
     M, N, K = (int(x) for x in m.groups())
     k1 = suffix.endswith("_1k") or (arch == "cdna3" and p.a_fmt == Format.BF16)
     kpl = 2 if (p.a_fmt == Format.BF16 and not k1) else _KPL[p.a_fmt]
+    # CDNA3's i8 forms with 16 or 32 products (V_MFMA_I32_32X32X16_I8, _16X16X32_I8) give
+    # each lane 8 bytes of A and B (a 64-bit operand), as its fp8 forms do
+    wide_i8 = p.a_fmt == Format.S8 and arch == "cdna3" and K >= 16
+    if wide_i8:
+        kpl = 8
     blocks = WAVE * kpl // (M * K)
     groups = K // kpl
     a = tuple(
@@ -110,8 +117,11 @@ def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
         )
         for lane in range(WAVE)
     )
-    out = "f64" if p.d_fmt == Format.FP64 else "f32"
-    if p.a_fmt in (Format.E4M3FNUZ, Format.E5M2FNUZ):
+    out = {Format.FP64: "f64", Format.S32: "i32"}.get(p.d_fmt, "f32")
+    if p.a_fmt == Format.S8:  # clang: int (4 x i8) or long (8 x i8) operands
+        kinds = "_i8" if wide_i8 else "i8"
+        a_type = "long" if wide_i8 else "int"
+    elif p.a_fmt in (Format.E4M3FNUZ, Format.E5M2FNUZ):
         kinds = f"_{_BUILTIN_TYPE[p.a_fmt]}_{_BUILTIN_TYPE[p.b_fmt]}"
         a_type = "long"
     else:
@@ -119,7 +129,7 @@ def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
         a_type = _vec(_OPERAND_CTYPE[p.a_fmt], kpl)
     builtin = f"__builtin_amdgcn_mfma_{out}_{M}x{N}x{K}{kinds}"
     acc = blocks * M * N // WAVE
-    acc_type = _vec("double" if out == "f64" else "float", acc)
+    acc_type = _vec({"f64": "double", "i32": "int"}.get(out, "float"), acc)
     elem_bytes = 4 if p.a_fmt == Format.TF32 else max(1, p.a_fmt.spec.storage // 8)
     return MfmaLayout(
         inst.name,

@@ -28,17 +28,21 @@ from ..spec.presets import Instruction
 CORE_ROWS = 8
 CORE_BYTES = 16  # bytes of K in one core-matrix row
 
-_PER_CHUNK = {"f16": 8, "tf32": 4, "f8f6f4": 16}
+_PER_CHUNK = {"f16": 8, "tf32": 4, "f8f6f4": 16, "i8": 16}
 """Elements of K in one 16-byte core-matrix row, per .kind."""
 
 _IDESC_TYPE: dict[str, dict[Format, int]] = {
     "f16": {Format.FP16: 0, Format.BF16: 1},
     "tf32": {Format.TF32: 2},
     "f8f6f4": {Format.E4M3: 0, Format.E5M2: 1, Format.E2M3: 3, Format.E3M2: 4, Format.E2M1: 5},
+    "i8": {Format.U8: 0, Format.S8: 1},
 }
 """atype / btype codes of the instruction descriptor (PTX ISA Table 42)."""
 
-_IDESC_DTYPE = {Format.FP16: 0, Format.FP32: 1}
+_IDESC_DTYPE = {Format.FP16: 0, Format.FP32: 1, Format.S32: 2}
+
+IDESC_SATURATE = 1 << 3
+"""Instruction descriptor bit 3: saturate, for integer types (.kind::i8)."""
 
 
 @dataclass(frozen=True)
@@ -141,8 +145,11 @@ def tcgen05_layout(inst: Instruction) -> Tcgen05Layout:
     a = packed_smem("A", M, p.K, _elem_bits(p.a_fmt), per)
     b = packed_smem("B", N, p.K, _elem_bits(p.b_fmt), per)
     idesc = instruction_descriptor(kind, M, N, p.a_fmt, p.b_fmt, p.d_fmt)
+    if p.int_clamp.value == "satfinite":
+        idesc |= IDESC_SATURATE
     return Tcgen05Layout(
-        f"tcgen05.m{M}n{N}k{p.K}.{kind}.{a.elem_bits}.{b.elem_bits}.{p.d_fmt.spec.name}",
+        f"tcgen05.m{M}n{N}k{p.K}.{kind}.{a.elem_bits}.{b.elem_bits}.{p.d_fmt.spec.name}"
+        + (".sat" if idesc & IDESC_SATURATE and kind == "i8" else ""),
         kind,
         M,
         N,

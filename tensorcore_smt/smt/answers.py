@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..formats import Format, format_hex, to_float, value_of
+from ..formats import Format, format_hex, int_value, to_float, value_of
 from ..solvers.result import Answer
 from .query import Goal
 from .solve import SEARCH, Outcome, Verdict
@@ -18,6 +18,8 @@ def describe(bits: int, fmt: Format) -> str:
 
 
 def decimal(bits: int, fmt: Format) -> str:
+    if fmt.spec.is_integer:
+        return str(int_value(bits, fmt))
     v = value_of(bits, fmt)
     if isinstance(v, float):
         return "nan" if v != v else ("-inf" if v < 0 else "inf")

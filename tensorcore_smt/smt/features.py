@@ -49,6 +49,8 @@ class Feature:
     candidates: Candidates  # label -> variant template over {arch}, from the unit's params
     source: str
     least: bool = False  # more than the least survivor is proved to change nothing: show it
+    # why the feature is no question on an instruction (None: it is one)
+    applies: Callable[[ModelParams], str | None] | None = None
 
 
 def _around(name: str, value: int, lo: int, hi: int, label=str) -> dict[str, str]:
@@ -119,7 +121,27 @@ FEATURES: tuple[Feature, ...] = (
     ),
 )
 
-_BY_KEY = {f.key: f for f in FEATURES}
+INT_FEATURES: tuple[Feature, ...] = (
+    Feature(
+        "int_overflow",
+        "s32 on overflow",
+        "integer-overflow",
+        lambda p: {"wrap": "{arch}[int_clamp=wrap]", "clamp": "{arch}[int_clamp=satfinite]"},
+        "PTX ISA, mma integer type (.satfinite); AMD CDNA ISA V_MFMA_I32_*I8",
+    ),
+    Feature(
+        "int_partial",
+        "clamped sums (.satfinite)",
+        "integer-overflow",
+        lambda p: {"final": f"{{arch}}[L={p.K}]", "every product": "{arch}[L=1]"},
+        "PTX ISA, mma integer type (silent on partial sums): a hypothesis",
+        applies=lambda p: None if p.int_clamp.value == "satfinite" else "the unit wraps",
+    ),
+)
+"""The integer units' features, read on the instruction the property integer-overflow
+chose (its .satfinite form where the architecture has one)."""
+
+_BY_KEY = {f.key: f for f in FEATURES + INT_FEATURES}
 
 # FTTN Table IV, FP16 rows (V100, A100, H100, MI250X; the MI100 row is checked against the
 # cdna1 preset in tests/test_cdna1.py).
@@ -256,7 +278,7 @@ def deduce(
     """Every feature's value on `arch` from the vectors under `results`."""
     files = _files(results, arch)
     cells: dict[str, Cell] = {}
-    for feat in FEATURES:
+    for feat in FEATURES + INT_FEATURES:
         instr = _instruction(results, arch, feat.property)
         if instr is None:
             summary = results / "summary.json"
@@ -267,6 +289,10 @@ def deduce(
             cells[feat.key] = Cell("—", why=why or f"no {feat.property} results")
             continue
         p = PRESETS[arch].instructions[instr].params
+        why = feat.applies(p) if feat.applies is not None else None
+        if why:
+            cells[feat.key] = Cell("—", instr, why=why)
+            continue
         cands = {k: expand(t, {"arch": arch}) for k, t in feat.candidates(p).items()}
         try:
             models = {k: parse_variant(v).params(instr) for k, v in cands.items()}
@@ -348,7 +374,7 @@ def to_json(matrix: dict[str, dict[str, Cell]]) -> dict:
     return {
         "features": [
             {"key": f.key, "column": f.column, "property": f.property, "source": f.source}
-            for f in FEATURES
+            for f in FEATURES + INT_FEATURES
         ],
         "matrix": {
             arch: {
@@ -387,6 +413,7 @@ def to_markdown(matrix: dict[str, dict[str, Cell]], observer: str = "the presets
     ]
     for arch, cells in matrix.items():
         lines.append(f"| {arch} | " + " | ".join(cells[f.key].value for f in FEATURES) + " |")
+    lines += _integer_rows(matrix)
     comps = compare(matrix)
     lines += [
         "",
@@ -407,6 +434,41 @@ def to_markdown(matrix: dict[str, dict[str, Cell]], observer: str = "the presets
             f"{mark} | {c.explanation} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _integer_rows(matrix: dict[str, dict[str, Cell]]) -> list[str]:
+    """The integer units' table: one row per architecture with integer instructions."""
+    from ..model.integer import chain_bound, term_range
+
+    rows = []
+    for arch, cells in matrix.items():
+        cell = cells.get("int_overflow")
+        if cell is None or not cell.instruction:
+            continue
+        p = PRESETS[arch].instructions[cell.instruction].params
+        K = chain_bound(*term_range(p))
+        vals = " | ".join(cells[f.key].value for f in INT_FEATURES)
+        rows.append(f"| {arch} | {cell.instruction} | {vals} | {K} |")
+    if not rows:
+        return []
+    return [
+        "",
+        "## Integer units",
+        "",
+        "Read on the instruction the property integer-overflow chose (the .satfinite form "
+        "where there is one): what the s32 accumulator does on overflow, and, under "
+        ".satfinite, whether only the final sum is clamped (the presets) or the sum after "
+        "every product (a hypothesis: the PTX ISA does not say); both survive a witness "
+        "set that cannot tell them apart. Overflow-free K: the longest chain of the "
+        "instruction from C = 0 that cannot leave the s32 range (model/integer.py; "
+        "`tcsmt exact ARCH --instr INSTR`).",
+        "",
+        "| arch | instruction | "
+        + " | ".join(f.column for f in INT_FEATURES)
+        + " | overflow-free K |",
+        "| --- | --- | " + " | ".join("---" for _ in INT_FEATURES) + " | --- |",
+        *rows,
+    ]
 
 
 def build(results: Path = Path("results"), archs: list[str] | None = None) -> dict:

@@ -53,6 +53,7 @@ class Instruction:
     sm: int | None = None
     note: str = ""
     unit: str = ""  # the hardware unit that runs it (instructions with one unit share it)
+    source: str = ""  # the document its form and arithmetic come from (the family's `source`)
 
     @property
     def K(self) -> int:
@@ -85,7 +86,7 @@ CUDA cores; AMD v_mfma; a CPU's SIMD dot product, one lane (x86 VDPBF16PS)."""
 VENDORS = ("nvidia", "amd", "x86")
 """GPU vendors, and `x86` for instructions of the x86 ISA (Intel and AMD CPUs)."""
 
-_FAMILY_META = {"kind", "syntax", "unit", "note", "model", "names", "each"}
+_FAMILY_META = {"kind", "syntax", "unit", "note", "model", "names", "each", "source"}
 _QUIRK_META = {"unit", "note", "like", "use"}
 _DERIVED = {"L_bytes", "groups"}
 _ARCH_KEYS = {
@@ -149,6 +150,11 @@ class Tables:
                     self.arch(quirk["like"])
 
 
+_SHARED_SECTIONS = {"types"}
+"""Sections several files may extend name by name ([types.ptx] in models.toml and in
+integer.toml), each name still defined once."""
+
+
 def load_tables(directory: Path | None = None) -> Tables:
     """Read every *.toml of the tables folder (archs/) into one Tables."""
     folder = directory or TABLES_DIR
@@ -161,9 +167,15 @@ def load_tables(directory: Path | None = None) -> Tables:
                 continue
             section = merged.setdefault(key, {})
             for name in value:
+                if key in _SHARED_SECTIONS and name in section:
+                    for leaf in value[name]:
+                        if leaf in section[name]:
+                            raise TableError(f"{path.name}: {key}.{name}.{leaf} is defined twice")
+                    section[name] = {**section[name], **value[name]}
+                    continue
                 if name in section:
                     raise TableError(f"{path.name}: [{key}.{name}] is defined twice")
-            section.update(value)
+                section[name] = value[name]
     return Tables(
         archs=merged.get("arch", []),
         families=merged.get("family", {}),
@@ -324,6 +336,7 @@ def build_instruction(
         sm=arch.get("sm"),
         note=quirk.get("note") or shared.get("note") or family.get("note", ""),
         unit=quirk.get("unit") or shared.get("unit") or family["unit"],
+        source=family.get("source", ""),
     )
 
 

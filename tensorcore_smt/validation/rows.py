@@ -207,6 +207,10 @@ def random_rows(
     kind index into `KINDS`. The same arguments give the same rows. `compiled`: compose
     the operands with the LLVM kernel of `rows_kernel` (the same bits; numpy where it
     cannot be built), else with numpy."""
+    if a_fmt.spec.is_integer:
+        from .int_rows import integer_rows
+
+        return integer_rows(a_fmt, b_fmt, c_fmt, K, n, seed)
     rng = np.random.default_rng(seed)
     kind = rng.integers(0, len(KINDS), size=n)
     a = _operand(a_fmt, kind, rng, K, compiled)
