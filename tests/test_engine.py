@@ -118,6 +118,8 @@ VARIANTS = [
     ("cdna1[acc_fmt=fp64,acc_rounding=rz]", "v_mfma_f32_4x4x1f32"),
     ("cdna2[G=1]", "v_mfma_f32_4x4x2bf16"),
     ("cdna3[F2=28]", "v_mfma_f32_32x32x4_2b_f16"),
+    ("rdna3[opposing=exact]", "v_dot2_f32_f16"),
+    ("rdna3[flush_c=true,flush_sign=keep]", "v_dot2_f32_bf16"),
     ("ampere[split=markidis,split_fmt=bf16]", "m16n8k4.f32.tf32.tf32.f32"),
     ("ampere[split=ootomo-yokota,split_scale=10]", "m16n8k4.f32.tf32.tf32.f32"),
 ]

@@ -56,6 +56,6 @@ def dot_add(
     return _ALGORITHMS[p.algorithm](a_bits, b_bits, c_bits, p)
 
 
-_SCALED = {Algorithm.FDA: fda, Algorithm.GDFS: gdfs}
+_SCALED = {Algorithm.FDA: fda, Algorithm.GDFS: gdfs, Algorithm.GFDRDA: gfdrda}
 
 __all__ = ["Algorithm", "ModelParams", "dot_add"]

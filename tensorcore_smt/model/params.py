@@ -105,6 +105,19 @@ class FlushSign(Enum):
     KEEP = "keep"
 
 
+class Opposing(Enum):
+    """How a fused adder takes the terms whose sign opposes its sign frame."""
+
+    EXACT = "exact"  # every term added with its own sign exactly (two's complement)
+    # a sign-magnitude adder whose sign frame is the sign of c (the running accumulator):
+    # a term of the other sign is negated by flipping the bits of its aligned magnitude,
+    # without the +1 (the end-around carry of a ones' complement adder dropped), and a
+    # result below zero in that frame is read back by flipping its bits. gfx1151 (RDNA3.5)
+    # V_DOT2_F32_F16/BF16 and WMMA: ROCm rocm-systems issue #12056, a model that matched
+    # the silicon on 12 M cases
+    ONES = "ones"
+
+
 class ZeroSign(Enum):
     """Sign of an exactly-zero fused result."""
 
@@ -140,6 +153,7 @@ class ModelParams:
     nan_bits: int | None = None  # None: the output format's default quiet NaN
     group_map: GroupMap = GroupMap.CONTIGUOUS  # FDA: which products share a group
     c_add: CAddend = CAddend.FUSED  # FDA: c inside the first group, or added at the end
+    opposing: Opposing = Opposing.EXACT  # FDA: how terms of the other sign than c are added
     # FDA: a and b converted (exactly) to this format before the unit multiplies them;
     # fp16: FP8 mma.sync on the f16 HMMA (F2FP.UNPACK_B), where an e4m3 subnormal
     # becomes a normal f16 and its product takes the normalised exponent
@@ -147,7 +161,10 @@ class ModelParams:
     nan_rule: NanRule = NanRule.CANONICAL  # SFMA: which NaN an FMA with a NaN operand returns
     tf32: Tf32Input = Tf32Input.TRUNCATE
     flush_inputs: bool = False  # subnormal a, b, c read as +0 (MMA-Sim §IV-B step 1)
-    flush_sign: FlushSign = FlushSign.POSITIVE  # SEQUENTIAL, SFMA: the sign of a flushed input
+    flush_sign: FlushSign = FlushSign.POSITIVE  # SEQUENTIAL, SFMA, FDA: a flushed input's sign
+    # flush_inputs reads c as well as a and b (False: a and b only; gfx1151's bf16 dot2
+    # flushes bf16 subnormal inputs, its fp32 c is not one: rocm-systems #12056)
+    flush_c: bool = True
     flush_products: bool = False  # a rounded product in the subnormal range -> signed 0
     flush_sums: bool = False  # a rounded intermediate sum in the subnormal range -> signed 0
     flush_outputs: bool = False  # a subnormal d -> signed 0 (then the unit's zero sign)
@@ -255,6 +272,7 @@ PARAM_ENUMS: dict[str, type[Enum]] = {
     "NanRule": NanRule,
     "GroupMap": GroupMap,
     "CAddend": CAddend,
+    "Opposing": Opposing,
     "Split": Split,
 }
 
@@ -381,6 +399,13 @@ def check_params(p: ModelParams) -> None:
             f"by 2^-2s, a normal {d.name} only for s in 0..{-d.emin // 2}"
         )
     _check_scaling(p)
+    if p.opposing == Opposing.ONES and (
+        p.algorithm != Algorithm.FDA or p.align != AlignMode.TRUNCATE or p.carry_bits is not None
+    ):
+        raise ValueError(
+            "opposing=ones is a sign-magnitude adder of truncated terms: it needs "
+            "algorithm=fda, align=truncate and carry_bits=none; allowed otherwise: exact"
+        )
     if p.unpack is not None:
         u = p.unpack.spec
         for s in (p.a_fmt.spec, p.b_fmt.spec):
@@ -391,7 +416,7 @@ def check_params(p: ModelParams) -> None:
                 )
 
 
-_SCALED = (Algorithm.FDA, Algorithm.GDFS)
+_SCALED = (Algorithm.FDA, Algorithm.GDFS, Algorithm.GFDRDA)
 
 
 def _check_scaling(p: ModelParams) -> None:
@@ -405,7 +430,7 @@ def _check_scaling(p: ModelParams) -> None:
         return
     if p.algorithm not in _SCALED:
         raise ValueError(
-            f"scale_fmt={p.scale_fmt.spec.name} needs algorithm fda or gdfs, "
+            f"scale_fmt={p.scale_fmt.spec.name} needs algorithm fda, gdfs or gfdrda, "
             f"not {p.algorithm.value}; allowed with {p.algorithm.value}: none"
         )
     if p.split != Split.NONE:
