@@ -159,9 +159,7 @@ def fdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams, flush: bool) -> B
     return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=False, flush=flush)
 
 
-def gfdrda_group(
-    a_bits, b_bits, c_bits, c_fmt, p: ModelParams, flush: bool, scales=None
-) -> BV:
+def gfdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams, flush: bool, scales=None) -> BV:
     b = c_bits.b
     terms, nan_terms, infs = _products(a_bits, b_bits, p, overflow=False, scales=scales)
     uc = _c_operand(c_bits, c_fmt, p)
