@@ -26,7 +26,8 @@ from .engine import Engine, default_engine, is_ready, parse_engine, run_compiled
 from .errors import UserError
 from .formats import Format
 from .model import dot_add
-from .model.params import ModelParams
+from .model import sparse
+from .model.params import ModelParams, Sparsity
 from .spec.presets import parse_variant
 
 
@@ -188,6 +189,7 @@ def simulate_params(
     sa_bits=None,
     sb_bits=None,
     engine: str | Engine | None = None,
+    meta=None,
 ) -> np.ndarray:
     """Run the model `p` on (N, K), (N, K), (N,) bit patterns; returns (N,) uint64.
 
@@ -198,10 +200,14 @@ def simulate_params(
     engine torch: "cpu"; "numpy" runs the array-API code path on numpy); the compiled
     engine takes None or "cpu" (this machine) or "cuda[:N]" (a GPU kernel).
     `sa_bits`, `sb_bits`: (N, p.n_scales) block scale factors of a block-scaled unit
-    (PTX `.block_scale`); left out, every scale factor is 1."""
+    (PTX `.block_scale`); left out, every scale factor is 1. `meta`: the metadata of a
+    structured-sparse instruction (PTX mma.sp), (p.n_a,) for every row or (N, p.n_a),
+    each entry the position of its a within its group; a is then (N, p.n_a)."""
     a = _check(a_bits, p.a_fmt, "a")
     b = _check(b_bits, p.b_fmt, "b")
     c = _check(c_bits, p.c_fmt, "c")
+    if p.sparse != Sparsity.NONE or meta is not None:
+        p, a, b = _sparse_rows(p, a, b, meta)
     if a.ndim != 2 or b.ndim != 2 or a.shape != b.shape or a.shape[1] != p.K:
         raise UserError(f"a and b must both have shape (N, {p.K}); got {a.shape} and {b.shape}")
     if c.shape != (a.shape[0],):
@@ -227,6 +233,33 @@ def simulate_params(
         )
         out[lo:hi] = np.asarray(d.v, dtype=object if d.w > 64 else np.uint64)
     return out
+
+
+def _sparse_rows(p: ModelParams, a: np.ndarray, b: np.ndarray, meta):
+    """A sparse instruction's rows as the dense unit's (model/sparse.py), the metadata
+    checked (UserError naming the first bad group)."""
+    if p.sparse == Sparsity.NONE:
+        raise UserError("meta: metadata given to a dense instruction; allowed: none")
+    if meta is None:
+        raise UserError(
+            f"meta: a sparse instruction needs its metadata ({p.n_a} indices, "
+            f"{p.sparse_keep} of every {p.sparse_group} k)"
+        )
+    n = a.shape[0] if a.ndim == 2 else 0
+    if a.ndim != 2 or b.ndim != 2 or a.shape != (n, p.n_a) or b.shape != (n, p.K):
+        raise UserError(
+            f"a and b must have shapes (N, {p.n_a}) and (N, {p.K}); got {a.shape} and {b.shape}"
+        )
+    m = np.asarray(meta)
+    if m.dtype.kind not in "iu" or m.shape not in ((p.n_a,), (n, p.n_a)):
+        raise UserError(f"meta: expected integers of shape ({p.n_a},) or ({n}, {p.n_a})")
+    try:
+        for row in np.unique(m.reshape(-1, p.n_a), axis=0):
+            sparse.check_metadata(row.tolist(), p)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    a, b = sparse.select_rows(a, b, m, p)
+    return sparse.dense_params(p), a, b
 
 
 def _pick_engine(p: ModelParams, engine: Engine | None, device: str | None, arrays) -> Engine:
@@ -275,6 +308,7 @@ def simulate(
     sa_bits=None,
     sb_bits=None,
     engine: str | Engine | None = None,
+    meta=None,
 ) -> np.ndarray:
     """d bits for each row: `arch` is a variant expression, `instr` a PTX/MFMA name (None:
     the preset's default); `arch` may also be ModelParams (then `instr` must be None).
@@ -282,10 +316,10 @@ def simulate(
     dtype that holds d (uint16 for fp16/bf16 d, uint32 for fp32, uint64 for fp64).
     `device`: None (numpy), or "cpu" / "cuda" / "cuda:N" for torch (see
     `simulate_params`); `sa_bits`, `sb_bits`: (N, n_scales) scale factors of a
-    block-scaled instruction; `engine`: "numpy" | "compiled" | "torch" or None (see
-    `simulate_params`)."""
+    block-scaled instruction; `engine`: "numpy" | "compiled" | "torch" or None, `meta`
+    a sparse instruction's metadata (see `simulate_params`)."""
     p = _params(arch, instr)
-    d = simulate_params(p, a_bits, b_bits, c_bits, device, sa_bits, sb_bits, engine)
+    d = simulate_params(p, a_bits, b_bits, c_bits, device, sa_bits, sb_bits, engine, meta)
     return d.astype(bits_dtype(p.d_fmt))
 
 
@@ -312,13 +346,14 @@ def simulate_one(
     *args,
     sa_bits: list[int] | None = None,
     sb_bits: list[int] | None = None,
+    meta: list[int] | None = None,
 ) -> int:
     """Concrete-interpreter run on one dot product (the reference interpreter), called
     as `simulate` is: `simulate_one(arch, instr, a, b, c)` with a variant expression
     (instr None: the preset's default), or `simulate_one(params, a, b, c)` with
     ModelParams; a, b: K bit patterns each, c one. `sa_bits`, `sb_bits` (also as the two
     positional arguments after c): the block scale factors of a block-scaled unit
-    (None: 1)."""
+    (None: 1). `meta`: a sparse instruction's metadata (then a has `n_a` entries)."""
     if isinstance(model, ModelParams):
         instr, rest = None, list(args)
     else:
@@ -344,10 +379,21 @@ def simulate_one(
     a_bits = [int(x) for x in as_bits(a_bits, p.a_fmt, "a").reshape(-1)]
     b_bits = [int(x) for x in as_bits(b_bits, p.b_fmt, "b").reshape(-1)]
     c_bits = int(as_bits(c_bits, p.c_fmt, "c").reshape(-1)[0])
-    if len(a_bits) != p.K or len(b_bits) != p.K:
+    if len(a_bits) != p.n_a or len(b_bits) != p.K:
         raise UserError(
-            f"a and b must have {p.K} entries each; got {len(a_bits)} and {len(b_bits)}"
+            f"a and b must have {p.n_a} and {p.K} entries; got {len(a_bits)} and {len(b_bits)}"
         )
+    if (meta is None) != (p.sparse == Sparsity.NONE):
+        raise UserError(
+            "meta: metadata given to a dense instruction"
+            if meta is not None
+            else f"meta: a sparse instruction needs its metadata ({p.n_a} indices)"
+        )
+    if meta is not None:
+        try:
+            meta = sparse.check_metadata(meta, p)
+        except ValueError as e:
+            raise UserError(str(e)) from None
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
     ws = p.scale_fmt.spec.storage if p.scale_fmt is not None else 8
     d = dot_add(
@@ -357,6 +403,7 @@ def simulate_one(
         p,
         None if sa_bits is None else [BV(CONCRETE, x, ws) for x in sa_bits],
         None if sb_bits is None else [BV(CONCRETE, x, ws) for x in sb_bits],
+        meta,
     )
     return int(d.v)
 

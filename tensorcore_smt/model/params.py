@@ -118,6 +118,20 @@ class Opposing(Enum):
     ONES = "ones"
 
 
+class Sparsity(Enum):
+    """What a structured-sparse instruction (PTX mma.sp: of every `sparse_group`
+    consecutive k of A, metadata selects `sparse_keep`) computes, as a dense unit."""
+
+    NONE = "none"  # a dense instruction
+    # the dense unit of K * keep / group products on the selected a_j and their b: the
+    # groups of L run over the selected products in order (the sparse k32 unit is the
+    # dense k16 unit on the selected elements)
+    COMPRESSED = "compressed"
+    # the dense unit of K products with a = +0 where the metadata selects nothing: the
+    # groups of L run over all K positions (zero terms count as zeros do)
+    EXPANDED = "expanded"
+
+
 class ZeroSign(Enum):
     """Sign of an exactly-zero fused result."""
 
@@ -184,6 +198,11 @@ class ModelParams:
     # and 2X with K 32 and 64; 16: 4X)
     scale_fmt: Format | None = None
     scale_block: int = 32
+    # structured sparsity (PTX mma.sp): K positions of b, K * sparse_keep / sparse_group
+    # compressed a, one metadata index per a (model/sparse.py)
+    sparse: Sparsity = Sparsity.NONE
+    sparse_group: int = 4
+    sparse_keep: int = 2
 
     def __post_init__(self) -> None:
         check_params(self)
@@ -199,6 +218,14 @@ class ModelParams:
     def scale_of(self, k: int) -> int:
         """Index of the scale factor that applies to product k."""
         return k // self.scale_block
+
+    @property
+    def n_a(self) -> int:
+        """Entries of a per dot product: K, or the selected K * keep / group of a
+        structured-sparse instruction."""
+        if self.sparse == Sparsity.NONE:
+            return self.K
+        return self.K // self.sparse_group * self.sparse_keep
 
     @property
     def out_fmt(self) -> Format:
@@ -274,6 +301,7 @@ PARAM_ENUMS: dict[str, type[Enum]] = {
     "CAddend": CAddend,
     "Opposing": Opposing,
     "Split": Split,
+    "Sparsity": Sparsity,
 }
 
 
@@ -315,6 +343,8 @@ PARAM_RANGES: dict[str, IntRange] = {
     "F2": IntRange(0, 64, "CDNA3 fraction bits when c is added; MMA-Sim §IV-D: 31"),
     "split_scale": IntRange(0, 64, "Ootomo-Yokota residual scale; paper 000 §6: 11"),
     "scale_block": IntRange(1, 256, "products per scale factor; PTX block_scale: 16 or 32"),
+    "sparse_group": IntRange(1, 8, "k per metadata group; PTX mma.sp: 4 (2:4), 2 (tf32 1:2)"),
+    "sparse_keep": IntRange(1, 8, "selected k per group; PTX mma.sp: 2, tf32 1"),
 }
 """Allowed range of every integer parameter, checked before any arithmetic."""
 
@@ -399,6 +429,13 @@ def check_params(p: ModelParams) -> None:
             f"by 2^-2s, a normal {d.name} only for s in 0..{-d.emin // 2}"
         )
     _check_scaling(p)
+    if p.sparse != Sparsity.NONE and (
+        p.sparse_keep >= p.sparse_group or p.K % p.sparse_group or p.scale_fmt is not None
+    ):
+        raise ValueError(
+            f"sparse={p.sparse.value} needs sparse_keep < sparse_group dividing K "
+            f"(K={p.K}, {p.sparse_keep} of {p.sparse_group}) and no scale_fmt"
+        )
     if p.opposing == Opposing.ONES and (
         p.algorithm != Algorithm.FDA or p.align != AlignMode.TRUNCATE or p.carry_bits is not None
     ):
