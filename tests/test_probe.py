@@ -365,8 +365,8 @@ def test_empty_vector_file_cannot_be_probed(tmp_path):
 def test_requirements_cover_every_form():
     for preset in PRESETS.values():
         for ins in preset.instructions.values():
-            if ins.kind not in ("mma", "wgmma"):
-                continue
+            if ins.kind not in ("mma", "wgmma") or ins.name.startswith("mma.sp"):
+                continue  # sparse forms have no probe yet (test_sparse.py)
             req = requirement(ins)
             assert req.min_sm <= (preset.sm if preset.sm >= 75 else 75) or req.max_sm == 75
             target, _ = choose_target(
@@ -507,7 +507,7 @@ def _forms(per_target: bool = False) -> list[tuple[str, str]]:
     out: dict[tuple, tuple[str, str]] = {}
     for arch, preset in PRESETS.items():
         for name, ins in preset.instructions.items():
-            if ins.kind in ("mma", "wgmma"):
+            if ins.kind in ("mma", "wgmma") and not name.startswith("mma.sp"):
                 key = (name, str(choose_target(VectorFile(arch, name, [], []))[0]))
                 out.setdefault(key if per_target else (name,), (arch, name))
     return sorted(out.values(), key=lambda x: (x[1], x[0]))
