@@ -25,8 +25,7 @@ from .bv.vector import VECTOR
 from .engine import Engine, default_engine, is_ready, parse_engine, run_compiled
 from .errors import UserError
 from .formats import Format
-from .model import dot_add
-from .model import sparse
+from .model import dot_add, sparse
 from .model.params import ModelParams, Sparsity
 from .spec.presets import parse_variant
 

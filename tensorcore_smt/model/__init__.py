@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..bv.core import BV
+from . import sparse
 from .cdna3 import fdrda, gfdrda
 from .fda import fda
 from .gdfs import gdfs, unit_scales
-from . import sparse
 from .params import Algorithm, ModelParams, Sparsity, Split
 from .sequential import gps, sequential, sfma
 from .split import split_dot
