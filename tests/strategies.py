@@ -51,6 +51,22 @@ def distinct_models() -> list[tuple[ModelParams, list[tuple[str, str]]]]:
     return list(seen.items())
 
 
+def fast_run_params(models: list) -> list:
+    """`models` as pytest parameters, those of CDNA4's scaled f8f6f4 family with two
+    different operand formats marked slow: the default run takes its 10 forms with
+    a = b (every format, both shapes), `-m slow` all 50."""
+    import pytest
+
+    out = []
+    for m in models:
+        p, names = m
+        arch, name = names[0]
+        mixed = name.startswith("v_mfma_scale_") and p.a_fmt != p.b_fmt
+        marks = [pytest.mark.slow] if mixed else []
+        out.append(pytest.param(m, id=model_id(m), marks=marks))
+    return out
+
+
 def model_id(entry: tuple[ModelParams, list[tuple[str, str]]]) -> str:
     """A readable pytest id: the first arch/instruction that uses the model."""
     arch, name = entry[1][0]
