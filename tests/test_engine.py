@@ -119,6 +119,8 @@ VARIANTS = [
     ("cdna2[G=1]", "v_mfma_f32_4x4x2bf16"),
     ("cdna3[F2=28]", "v_mfma_f32_32x32x4_2b_f16"),
     ("rdna3[opposing=exact]", "v_dot2_f32_f16"),
+    ("rdna3[carry_bits=2]", "v_dot2_f32_f16"),  # ones' complement in a wrapping register
+    ("rdna3[align=round-down,F=20]", "v_wmma_f32_16x16x16_bf16"),
     ("rdna3[flush_c=true,flush_sign=keep]", "v_dot2_f32_bf16"),
     ("ampere[split=markidis,split_fmt=bf16]", "m16n8k4.f32.tf32.tf32.f32"),
     ("ampere[split=ootomo-yokota,split_scale=10]", "m16n8k4.f32.tf32.tf32.f32"),

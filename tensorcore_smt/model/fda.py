@@ -161,7 +161,8 @@ def fused_sum(
     b = is_nan.b
     live = [t for t in terms if t.is_zero.known() is not True]
     fits = p.carry_bits is None or len(live) <= 1 << p.carry_bits
-    if p.align == AlignMode.EXACT and fits and 1 <= len(live) <= 2:
+    exact_two = p.align == AlignMode.EXACT and p.opposing == Opposing.EXACT
+    if exact_two and fits and 1 <= len(live) <= 2:
         # Steps 3-4 of an ideal accumulator when at most two terms can be nonzero (the
         # others are zero on every input): the sum of two addends, kept to the output's
         # precision plus guard, round and sticky bits, rounds exactly as the full exact
@@ -191,17 +192,22 @@ def fused_sum(
     limited = p.carry_bits is not None
     scale = BV.const(b, 0, EXP_W)
     ones = p.opposing == Opposing.ONES
-    if not limited and ones:
+    if ones:
         # Sign-magnitude adder in the frame of c's sign (terms[0] is c): an opposing
         # nonzero term adds the bit flip of its magnitude, -(v + 1) (no end-around
-        # carry); a sum below zero is read back by a bit flip, -(acc + 1).
+        # carry); a sum below zero is read back by a bit flip, -(acc + 1). A limited
+        # register (WRAP) keeps the sum modulo its size, as the two's complement one.
         frame = terms[0].sign
-        acc_w = max(frac + int_bits + max(0, (n - 1).bit_length()) + 3, win + 2)
+        if limited:
+            acc_w = frac + int_bits + p.carry_bits + 1
+        else:
+            acc_w = max(frac + int_bits + max(0, (n - 1).bit_length()) + 3, win + 2)
         acc = BV.const(b, 0, acc_w)
         for t, (sign, kept) in zip(terms, aligned):
             v = kept.resize(acc_w)
             opp = (sign ^ frame) & ~t.is_zero
             acc = opp.ite(acc - v - 1, acc + v)
+        acc = acc.sext(1)
         below = acc.is_neg()
         exact = Exact(frame ^ below, below.ite(-acc - 1, acc), e_max - frac + scale)
         return _finish(exact, terms, p, flush, is_nan, is_inf, neg_inf)

@@ -167,7 +167,9 @@ class ModelParams:
     nan_bits: int | None = None  # None: the output format's default quiet NaN
     group_map: GroupMap = GroupMap.CONTIGUOUS  # FDA: which products share a group
     c_add: CAddend = CAddend.FUSED  # FDA: c inside the first group, or added at the end
-    opposing: Opposing = Opposing.EXACT  # FDA: how terms of the other sign than c are added
+    # FDA and its block-scaled / GDFS steps (other algorithms take none): how terms of the
+    # other sign than c are added
+    opposing: Opposing = Opposing.EXACT
     # FDA: a and b converted (exactly) to this format before the unit multiplies them;
     # fp16: FP8 mma.sync on the f16 HMMA (F2FP.UNPACK_B), where an e4m3 subnormal
     # becomes a normal f16 and its product takes the normalised exponent
@@ -436,12 +438,14 @@ def check_params(p: ModelParams) -> None:
             f"sparse={p.sparse.value} needs sparse_keep < sparse_group dividing K "
             f"(K={p.K}, {p.sparse_keep} of {p.sparse_group}) and no scale_fmt"
         )
-    if p.opposing == Opposing.ONES and (
-        p.algorithm != Algorithm.FDA or p.align != AlignMode.TRUNCATE or p.carry_bits is not None
+    if (
+        p.opposing == Opposing.ONES
+        and p.carry_bits is not None
+        and p.carry_overflow == CarryOverflow.RENORMALIZE
     ):
         raise ValueError(
-            "opposing=ones is a sign-magnitude adder of truncated terms: it needs "
-            "algorithm=fda, align=truncate and carry_bits=none; allowed otherwise: exact"
+            "opposing=ones with carry_overflow=renormalize is not defined; allowed with "
+            "limited carry bits: carry_overflow=wrap"
         )
     if p.unpack is not None:
         u = p.unpack.spec
