@@ -179,3 +179,26 @@ def test_scale_on_an_unscaled_form_is_one_line():
     r = CliRunner().invoke(main, [*args, "--a", zeros, "--b", zeros, "--c", "0x0", "--sa", "0x7f"])
     lines = [x for x in r.output.splitlines() if x.strip()]
     assert r.exit_code == 2 and len(lines) == 1 and "no scale factors" in lines[0]
+
+
+def test_two_opposing_terms_leave_a_unit_the_exact_adder_does_not():
+    """c = 2, a0 b0 = a1 b1 = -1: each opposing product enters one unit 2^(1 - F) short and
+    the negative sum is read back by a bit flip, which returns one unit: 2 - 1 - 1 gives
+    -2^-47 at F = 48 under the report's rule, +0 with the end-around carry kept. A probe
+    on gfx1151 decides it at once."""
+    a, b = [0x3C00, 0x3C00], [0xBC00, 0xBC00]
+    assert one("rdna3", DOT_F16, a, b, 0x40000000) == 0xA8000000  # -2^-47
+    assert one("rdna3-exact-negation", DOT_F16, a, b, 0x40000000) == 0
+    assert one("rdna3", DOT_F16, [0x3C00, 0], [0xBC00, 0], 0x3F800000) == 0  # one term: +0
+
+
+def test_no_exactness_or_composed_bound_argument_for_the_ones_adder():
+    """The integer-slice and composed error arguments assume exact negation; on
+    opposing=ones they refuse (a solver or a witness has to answer instead)."""
+    from tensorcore_smt.certify.analytic import instruction_analytic
+    from tensorcore_smt.model.integer_sums import argued_bound
+
+    p = api.resolve("rdna3", DOT_F16)
+    assert isinstance(argued_bound(p, 7), str) and "opposing=ones" in argued_bound(p, 7)
+    assert not isinstance(argued_bound(p.with_(opposing=Opposing.EXACT), 7), str)
+    assert not instruction_analytic(p).applies
