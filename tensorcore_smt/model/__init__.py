@@ -38,6 +38,11 @@ def dot_add(
     Left out, a block-scaled unit runs with every scale factor 1; a unit without
     `scale_fmt` takes none. `meta`: a structured-sparse instruction's metadata, the
     position within its group of each of the `p.n_a` entries of a (model/sparse.py)."""
+    if p.sparse != Sparsity.NONE and (meta is None or len(a_bits) != p.n_a):
+        raise ValueError(
+            f"a sparse instruction (mma.sp) takes {p.n_a} a, {p.K} b and its metadata; only "
+            "`tcsmt simulate --meta` and smt.sparse.differ give them so far"
+        )
     if len(a_bits) != p.n_a or len(b_bits) != p.K:
         raise ValueError(
             f"expected {p.n_a} a and {p.K} b entries, got {len(a_bits)} and {len(b_bits)}"
