@@ -224,3 +224,26 @@ def test_no_probe_layouts_for_cdna4_is_one_line(tmp_path):
     r = CliRunner().invoke(main, ["probe", str(path), "--out", str(tmp_path / "p.hip")])
     lines = [x for x in r.output.splitlines() if x.strip()]
     assert r.exit_code == 2 and len(lines) == 1 and "no HIP probe layouts" in lines[0]
+
+
+def test_rdna_probes_compile(tmp_path):
+    """One probe per RDNA operand type where hipcc knows the target (gfx1100; gfx1201
+    needs LLVM 18 for the _gfx12 builtins)."""
+    _need_hipcc()
+    picks = [
+        ("rdna3", "v_wmma_f32_16x16x16_f16", "gfx1100"),
+        ("rdna3", "v_wmma_bf16_16x16x16_bf16", "gfx1100"),
+        ("rdna3", "v_dot2_f32_bf16", "gfx1100"),
+        ("rdna4", "v_wmma_f32_16x16x16_fp8_bf8", "gfx1201"),
+    ]
+    failures = []
+    for n, (arch, name, target) in enumerate(picks):
+        if not _builds(target):
+            continue
+        src = tmp_path / f"r{n}.hip"
+        src.write_text(generate_hip(random_file(arch, name, n=2, seed=n), arch=target))
+        cmd = [HIPCC, f"--offload-arch={target}", "-c", str(src), "-o", str(src.with_suffix(".o"))]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+        if r.returncode != 0:
+            failures.append(f"{arch} {name} ({target}): {r.stderr.strip()[-600:]}")
+    assert not failures, "\n".join(failures)
