@@ -28,8 +28,8 @@ from .engine import Engine, default_engine, is_ready, parse_engine, run_compiled
 from .errors import UserError
 from .formats import Format
 from .intake import FORMAT_DTYPE, bits_dtype, from_bits, operand_bits
-from .model import dot_add
-from .model.params import ModelParams
+from .model import dot_add, sparse
+from .model.params import ModelParams, Sparsity
 from .spec.presets import parse_variant
 
 FORMAT_DTYPES = FORMAT_DTYPE
@@ -86,6 +86,7 @@ def simulate_params(
     sb_bits=None,
     engine: str | Engine | None = None,
     out: np.ndarray | None = None,
+    meta=None,
 ) -> np.ndarray:
     """Run the model `p` on (N, K), (N, K), (N,) operands; returns (N,) d bit patterns,
     uint64 unless `out` is given.
@@ -99,10 +100,14 @@ def simulate_params(
     `sa_bits`, `sb_bits`: (N, p.n_scales) block scale factors of a block-scaled unit
     (PTX `.block_scale`); left out, every scale factor is 1. `out`: an unsigned (N,)
     array at least as wide as d (`bits_dtype(p.d_fmt)`) that d is written into, and
-    returned (a memmap too: the compiled engine writes it directly)."""
+    returned (a memmap too: the compiled engine writes it directly). `meta`: the metadata of a
+    structured-sparse instruction (PTX mma.sp), (p.n_a,) for every row or (N, p.n_a),
+    each entry the position of its a within its group; a is then (N, p.n_a)."""
     a = operand_bits(a_bits, p.a_fmt, "a")
     b = operand_bits(b_bits, p.b_fmt, "b")
     c = operand_bits(c_bits, p.c_fmt, "c")
+    if p.sparse != Sparsity.NONE or meta is not None:
+        p, a, b = _sparse_rows(p, a, b, meta)
     if a.ndim != 2 or b.ndim != 2 or a.shape != b.shape or a.shape[1] != p.K:
         raise UserError(f"a and b must both have shape (N, {p.K}); got {a.shape} and {b.shape}")
     if c.shape != (a.shape[0],):
@@ -130,6 +135,33 @@ def _out_array(p: ModelParams, out: np.ndarray | None, n: int) -> np.ndarray:
     if out.dtype != want and not (out.dtype.kind == "u" and out.dtype.itemsize >= want.itemsize):
         raise UserError(f"out: got dtype {out.dtype}; d needs {want} (or a wider unsigned)")
     return out
+
+
+def _sparse_rows(p: ModelParams, a: np.ndarray, b: np.ndarray, meta):
+    """A sparse instruction's rows as the dense unit's (model/sparse.py), the metadata
+    checked (UserError naming the first bad group)."""
+    if p.sparse == Sparsity.NONE:
+        raise UserError("meta: metadata given to a dense instruction; allowed: none")
+    if meta is None:
+        raise UserError(
+            f"meta: a sparse instruction needs its metadata ({p.n_a} indices, "
+            f"{p.sparse_keep} of every {p.sparse_group} k)"
+        )
+    n = a.shape[0] if a.ndim == 2 else 0
+    if a.ndim != 2 or b.ndim != 2 or a.shape != (n, p.n_a) or b.shape != (n, p.K):
+        raise UserError(
+            f"a and b must have shapes (N, {p.n_a}) and (N, {p.K}); got {a.shape} and {b.shape}"
+        )
+    m = np.asarray(meta)
+    if m.dtype.kind not in "iu" or m.shape not in ((p.n_a,), (n, p.n_a)):
+        raise UserError(f"meta: expected integers of shape ({p.n_a},) or ({n}, {p.n_a})")
+    try:
+        for row in np.unique(m.reshape(-1, p.n_a), axis=0):
+            sparse.check_metadata(row.tolist(), p)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    a, b = sparse.select_rows(a, b, m, p)
+    return sparse.dense_params(p), a, b
 
 
 def _out_bits(out: np.ndarray) -> int:
@@ -182,6 +214,7 @@ def simulate(
     sb_bits=None,
     engine: str | Engine | None = None,
     out: np.ndarray | None = None,
+    meta=None,
 ) -> np.ndarray:
     """d bits for each row: `arch` is a variant expression, `instr` a PTX/MFMA name (None:
     the preset's default); `arch` may also be ModelParams (then `instr` must be None).
@@ -190,13 +223,15 @@ def simulate(
     written there directly (or into `out`, an array of that dtype, e.g. a memmap).
     `device`: None (numpy), or "cpu" / "cuda" / "cuda:N" for torch (see
     `simulate_params`); `sa_bits`, `sb_bits`: (N, n_scales) scale factors of a
-    block-scaled instruction; `engine`: "numpy" | "compiled" | "torch" or None (see
-    `simulate_params`)."""
+    block-scaled instruction; `engine`: "numpy" | "compiled" | "torch" or None, `meta`
+    a sparse instruction's metadata (see `simulate_params`)."""
     p = _params(arch, instr)
     if out is None:
         n = _rows(a_bits)
         out = np.empty(n, dtype=bits_dtype(p.d_fmt))
-    return simulate_params(p, a_bits, b_bits, c_bits, device, sa_bits, sb_bits, engine, out)
+    return simulate_params(
+        p, a_bits, b_bits, c_bits, device, sa_bits, sb_bits, engine, out=out, meta=meta
+    )
 
 
 def _rows(x) -> int:
@@ -242,13 +277,14 @@ def simulate_one(
     *args,
     sa_bits: list[int] | None = None,
     sb_bits: list[int] | None = None,
+    meta: list[int] | None = None,
 ) -> int:
     """Concrete-interpreter run on one dot product (the reference interpreter), called
     as `simulate` is: `simulate_one(arch, instr, a, b, c)` with a variant expression
     (instr None: the preset's default), or `simulate_one(params, a, b, c)` with
     ModelParams; a, b: K bit patterns each, c one. `sa_bits`, `sb_bits` (also as the two
     positional arguments after c): the block scale factors of a block-scaled unit
-    (None: 1)."""
+    (None: 1). `meta`: a sparse instruction's metadata (then a has `n_a` entries)."""
     if isinstance(model, ModelParams):
         instr, rest = None, list(args)
     else:
@@ -274,10 +310,21 @@ def simulate_one(
     a_bits = [int(x) for x in as_bits(a_bits, p.a_fmt, "a").reshape(-1)]
     b_bits = [int(x) for x in as_bits(b_bits, p.b_fmt, "b").reshape(-1)]
     c_bits = int(as_bits(c_bits, p.c_fmt, "c").reshape(-1)[0])
-    if len(a_bits) != p.K or len(b_bits) != p.K:
+    if len(a_bits) != p.n_a or len(b_bits) != p.K:
         raise UserError(
-            f"a and b must have {p.K} entries each; got {len(a_bits)} and {len(b_bits)}"
+            f"a and b must have {p.n_a} and {p.K} entries; got {len(a_bits)} and {len(b_bits)}"
         )
+    if (meta is None) != (p.sparse == Sparsity.NONE):
+        raise UserError(
+            "meta: metadata given to a dense instruction"
+            if meta is not None
+            else f"meta: a sparse instruction needs its metadata ({p.n_a} indices)"
+        )
+    if meta is not None:
+        try:
+            meta = sparse.check_metadata(meta, p)
+        except ValueError as e:
+            raise UserError(str(e)) from None
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
     ws = p.scale_fmt.spec.storage if p.scale_fmt is not None else 8
     d = dot_add(
@@ -287,6 +334,7 @@ def simulate_one(
         p,
         None if sa_bits is None else [BV(CONCRETE, x, ws) for x in sa_bits],
         None if sb_bits is None else [BV(CONCRETE, x, ws) for x in sb_bits],
+        meta,
     )
     return int(d.v)
 

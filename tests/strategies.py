@@ -27,7 +27,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from tensorcore_smt.formats import Format, FormatSpec, Specials
-from tensorcore_smt.model.params import ModelParams
+from tensorcore_smt.model.params import ModelParams, Sparsity
 from tensorcore_smt.spec.presets import PRESETS
 from tensorcore_smt.validation.kinds import TESTS, RowKind
 
@@ -39,12 +39,32 @@ ROW_KINDS: tuple[RowKind, ...] = TESTS
 
 def distinct_models() -> list[tuple[ModelParams, list[tuple[str, str]]]]:
     """Every distinct ModelParams of every preset, with the (arch, instruction) names that
-    share it, in a stable order (presets and instructions in definition order)."""
+    share it, in a stable order (presets and instructions in definition order). Sparse
+    instructions (mma.sp) take metadata and fewer a than b: tests/test_sparse.py covers
+    them (their dense units are among these)."""
     seen: dict[ModelParams, list[tuple[str, str]]] = {}
     for arch, preset in PRESETS.items():
         for name, ins in preset.instructions.items():
+            if ins.params.sparse != Sparsity.NONE:
+                continue
             seen.setdefault(ins.params, []).append((arch, name))
     return list(seen.items())
+
+
+def fast_run_params(models: list) -> list:
+    """`models` as pytest parameters, those of CDNA4's scaled f8f6f4 family with two
+    different operand formats marked slow: the default run takes its 10 forms with
+    a = b (every format, both shapes), `-m slow` all 50."""
+    import pytest
+
+    out = []
+    for m in models:
+        p, names = m
+        arch, name = names[0]
+        mixed = name.startswith("v_mfma_scale_") and p.a_fmt != p.b_fmt
+        marks = [pytest.mark.slow] if mixed else []
+        out.append(pytest.param(m, id=model_id(m), marks=marks))
+    return out
 
 
 def model_id(entry: tuple[ModelParams, list[tuple[str, str]]]) -> str:

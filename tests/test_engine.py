@@ -121,6 +121,10 @@ VARIANTS = [
     ("cdna1[acc_fmt=fp64,acc_rounding=rz]", "v_mfma_f32_4x4x1f32"),
     ("cdna2[G=1]", "v_mfma_f32_4x4x2bf16"),
     ("cdna3[F2=28]", "v_mfma_f32_32x32x4_2b_f16"),
+    ("rdna3[opposing=exact]", "v_dot2_f32_f16"),
+    ("rdna3[carry_bits=2]", "v_dot2_f32_f16"),  # ones' complement in a wrapping register
+    ("rdna3[align=round-down,F=20]", "v_wmma_f32_16x16x16_bf16"),
+    ("rdna3[flush_c=true,flush_sign=keep]", "v_dot2_f32_bf16"),
     ("ampere[split=markidis,split_fmt=bf16]", "m16n8k4.f32.tf32.tf32.f32"),
     ("ampere[split=ootomo-yokota,split_scale=10]", "m16n8k4.f32.tf32.tf32.f32"),
     ("hopper[int_clamp=wrap]", "m16n8k32.satfinite.s32.s8.s8.s32"),
@@ -147,6 +151,8 @@ def test_variants_touch_every_parameter():
             f.name for f in dataclasses.fields(p) if getattr(p, f.name) != getattr(base, f.name)
         }
     by_instruction = {"a_fmt", "b_fmt", "c_fmt", "d_fmt", "K", "scale_fmt", "scale_block"}
+    # sparse instructions take metadata: test_sparse.py runs sparse=expanded on the engine
+    by_instruction |= {"sparse", "sparse_group", "sparse_keep"}
     assert {f.name for f in dataclasses.fields(ModelParams)} - touched <= by_instruction
 
 

@@ -23,7 +23,14 @@ import pytest
 import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import ROW_KINDS, distinct_models, model_id, random_rows, rows_strategy
+from strategies import (
+    ROW_KINDS,
+    distinct_models,
+    fast_run_params,
+    model_id,
+    random_rows,
+    rows_strategy,
+)
 
 from tensorcore_smt.api import simulate_one, simulate_params
 from tensorcore_smt.bv.core import BV
@@ -35,6 +42,7 @@ from tensorcore_smt.spec.presets import PRESETS
 
 MODELS = distinct_models()
 MODEL_IDS = [model_id(m) for m in MODELS]
+FAST = fast_run_params(MODELS)
 
 
 def _hex(xs) -> str:
@@ -61,7 +69,7 @@ def _assert_rows_agree(p, names, a, b, c) -> None:
 # --- concrete vs vector ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("entry", MODELS, ids=MODEL_IDS)
+@pytest.mark.parametrize("entry", FAST)
 @settings(
     max_examples=5,
     deadline=None,
@@ -74,7 +82,7 @@ def test_concrete_matches_vector_hypothesis(entry, data):
     _assert_rows_agree(p, names, a, b, c)
 
 
-@pytest.mark.parametrize("entry", MODELS, ids=MODEL_IDS)
+@pytest.mark.parametrize("entry", FAST)
 def test_concrete_matches_vector_mixture(entry):
     p, names = entry
     rng = np.random.default_rng(MODEL_IDS.index(model_id(entry)) + 1)
@@ -142,7 +150,7 @@ def _check_symbolic(p, names, a, b, c) -> None:
         assert got == want, f"DAG evaluator disagrees for {where}"
 
 
-@pytest.mark.parametrize("entry", MODELS, ids=MODEL_IDS)
+@pytest.mark.parametrize("entry", FAST)
 def test_symbolic_matches_concrete(entry):
     p, names = entry
     # One row of each kind: random bits, exponent window, cancellation, specials.

@@ -18,6 +18,7 @@ from test_probe import random_file
 from tensorcore_smt.cli import main
 from tensorcore_smt.probe.hip import generate_hip
 from tensorcore_smt.probe.mfma import all_mfma_layouts
+from tensorcore_smt.probe.wmma import all_wmma_layouts
 from tensorcore_smt.spec.presets import PRESETS
 from tensorcore_smt.validation.vectors import save
 
@@ -164,4 +165,85 @@ def test_representative_hip_probes_compile(tmp_path):
 def test_every_hip_probe_compiles(tmp_path):
     _need_hipcc()
     failures = _compile(tmp_path, sorted(LAYOUTS))
+    assert not failures, "\n".join(failures)
+
+
+# --- RDNA WMMA and V_DOT2 (wave32) --------------------------------------------------------
+
+WMMA = all_wmma_layouts()
+
+
+@pytest.mark.parametrize("key", list(WMMA), ids=[f"{a}:{n}" for a, n in WMMA])
+def test_wmma_tables_cover_every_element_copies_times(key):
+    """Each element of A and B in exactly `copies` (lane, element) slots (RDNA3: lanes l
+    and l + 16 hold the same row; RDNA4: none twice), and the accumulator holds M x N."""
+    lay = WMMA[key]
+    a = sorted(x for lane in lay.a for x in lane)
+    b = sorted(x for lane in lay.b for x in lane)
+    want_a = sorted((0, i, k) for i in range(lay.M) for k in range(lay.K)) * 1
+    want_b = sorted((0, k, j) for k in range(lay.K) for j in range(lay.N))
+    assert a == sorted(want_a * lay.copies) and b == sorted(want_b * lay.copies)
+    assert len(lay.a) == lay.wave and lay.acc * lay.wave == lay.M * lay.N
+    for k in range(lay.K):
+        assert len(lay.holders("a", k)) == lay.copies == len(lay.holders("b", k))
+
+
+def test_wmma_layouts_match_the_isa_rules():
+    """RDNA3: lane 16 + i holds row i of A with k = 0..15 (a copy of lane i); RDNA4: lane
+    16 + i holds row i with k = 8..15; builtins as clang spells them."""
+    r3 = WMMA[("rdna3", "v_wmma_f32_16x16x16_f16")]
+    assert r3.a[16 + 5][9] == (0, 5, 9) and r3.a[5][9] == (0, 5, 9)
+    assert r3.builtin == "__builtin_amdgcn_wmma_f32_16x16x16_f16_w32"
+    r4 = WMMA[("rdna4", "v_wmma_f32_16x16x16_f16")]
+    assert r4.a[16 + 5][1] == (0, 5, 9) and r4.kpl == 8
+    assert r4.builtin == "__builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12"
+    fp8 = WMMA[("rdna4", "v_wmma_f32_16x16x16_bf8_fp8")]
+    assert fp8.builtin == "__builtin_amdgcn_wmma_f32_16x16x16_bf8_fp8_w32_gfx12"
+    assert "int __attribute__((ext_vector_type(2)))" == fp8.a_type
+    assert WMMA[("rdna3", "v_wmma_bf16_16x16x16_bf16")].call_args == ", false"  # opsel
+    assert WMMA[("rdna3", "v_dot2_f32_bf16")].builtin == "__builtin_amdgcn_fdot2_f32_bf16"
+
+
+def test_every_wmma_and_dot_instruction_has_a_probe():
+    n = 0
+    for arch in ("rdna3", "rdna4"):
+        for name in PRESETS[arch].instructions:
+            src = generate_hip(random_file(arch, name, n=1))
+            lay = WMMA[(arch, name)]
+            assert lay.builtin + "(av, bv, acc" in src and "hip/hip_runtime.h" in src
+            assert f"dim3({lay.wave})" in src
+            if lay.copies == 2:  # RDNA3: a[0] goes to lanes 0 and 16
+                assert "case 16:" in src
+            n += 1
+    assert n == 16
+
+
+def test_no_probe_layouts_for_cdna4_is_one_line(tmp_path):
+    path = tmp_path / "v.json"
+    save(random_file("cdna4", "v_mfma_f32_16x16x32_f16", n=1), path)
+    r = CliRunner().invoke(main, ["probe", str(path), "--out", str(tmp_path / "p.hip")])
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and "no HIP probe layouts" in lines[0]
+
+
+def test_rdna_probes_compile(tmp_path):
+    """One probe per RDNA operand type where hipcc knows the target (gfx1100; gfx1201
+    needs LLVM 18 for the _gfx12 builtins)."""
+    _need_hipcc()
+    picks = [
+        ("rdna3", "v_wmma_f32_16x16x16_f16", "gfx1100"),
+        ("rdna3", "v_wmma_bf16_16x16x16_bf16", "gfx1100"),
+        ("rdna3", "v_dot2_f32_bf16", "gfx1100"),
+        ("rdna4", "v_wmma_f32_16x16x16_fp8_bf8", "gfx1201"),
+    ]
+    failures = []
+    for n, (arch, name, target) in enumerate(picks):
+        if not _builds(target):
+            continue
+        src = tmp_path / f"r{n}.hip"
+        src.write_text(generate_hip(random_file(arch, name, n=2, seed=n), arch=target))
+        cmd = [HIPCC, f"--offload-arch={target}", "-c", str(src), "-o", str(src.with_suffix(".o"))]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+        if r.returncode != 0:
+            failures.append(f"{arch} {name} ({target}): {r.stderr.strip()[-600:]}")
     assert not failures, "\n".join(failures)

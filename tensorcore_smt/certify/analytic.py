@@ -81,7 +81,7 @@ from fractions import Fraction
 
 from ..formats import Format, Rounding
 from ..model.fda import least_carry_bits
-from ..model.params import Algorithm, ModelParams, Split
+from ..model.params import Algorithm, ModelParams, Opposing, Split
 from ..model.terms import AlignMode
 
 BLANCHARD = (
@@ -173,6 +173,13 @@ def _refuse(reason: str) -> Analytic:
     return Analytic(None, NOT_APPLICABLE, reason)
 
 
+ONES_REFUSAL = (
+    "opposing=ones: a term of the other sign than c loses a unit of the register beyond "
+    "its truncation (no end-around carry), so an exact cancellation need not give zero "
+    "(rocm-systems #12056's adder): not a rounding of the sum in any precision"
+)
+
+
 def internal_roundoff(p: ModelParams) -> tuple[Fraction, Fraction, str, str] | Analytic:
     """(u_bar, u_FMA, hypothesis, why) of the unit: the unit roundoff of its additions,
     that of its output rounding, and whether the theorem's hypothesis holds; or a
@@ -190,6 +197,8 @@ def internal_roundoff(p: ModelParams) -> tuple[Fraction, Fraction, str, str] | A
         return _refuse(f"{p.algorithm.value}: outside the block-FMA model (products rounded)")
     if p.flush_inputs or p.flush_products:
         return _refuse("subnormal inputs or products flushed: the products are not exact")
+    if p.opposing != Opposing.EXACT:
+        return _refuse(ONES_REFUSAL)
     if p.algorithm == Algorithm.SFMA:
         u = unit_roundoff(p.d_fmt, p.rounding)
         if p.rounding in (Rounding.RNE, Rounding.RNA):

@@ -60,12 +60,12 @@ from fractions import Fraction
 
 from ..formats import Format, Rounding
 from ..model.fda import least_carry_bits
-from ..model.params import Algorithm, CAddend, ModelParams, Split
+from ..model.params import Algorithm, CAddend, ModelParams, Opposing, Split
 from ..model.terms import AlignMode
 from ..smt.query import Constraint, ConstraintKind
 from . import compose_cdna3
 from .alignment import group_bound
-from .analytic import unit_roundoff
+from .analytic import ONES_REFUSAL, unit_roundoff
 from .chain_induction import chain_induction_upper
 from .chain_mass import chain_mass_upper
 from .chain_regimes import chain_upper
@@ -221,6 +221,8 @@ def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusa
         return Refusal(f"no composed bound for the {p.algorithm.value} algorithm")
     if p.scale_fmt is not None or p.split != Split.NONE:
         return Refusal("no composed bound for block-scaled or split instructions")
+    if p.algorithm == Algorithm.FDA and p.opposing != Opposing.EXACT:
+        return Refusal(ONES_REFUSAL)
     if p.algorithm == Algorithm.FDA:
         if p.carry_bits is not None and p.carry_bits < least_carry_bits(p):
             return Refusal(

@@ -51,6 +51,13 @@ def _parse_list(text: str, fmt: Format, field: str, k: int) -> list[int]:
     help="Comma-separated hex scale factors of b (block_scale instructions; default all 1).",
 )
 @click.option(
+    "--meta",
+    "meta_text",
+    default=None,
+    help="Sparse (mma.sp) instructions: comma-separated metadata, the position (0..3; "
+    "tf32 0..1) within its group of each entry of a.",
+)
+@click.option(
     "--vectors", type=click.Path(dir_okay=False), default=None, help="JSONL file of rows {a, b, c}."
 )
 @click.option(
@@ -69,6 +76,7 @@ def simulate(
     c_text: str | None,
     sa_text: str | None,
     sb_text: str | None,
+    meta_text: str | None,
     vectors: str | None,
     out: str | None,
     as_json: bool,
@@ -80,7 +88,7 @@ def simulate(
     p = variant.params(instr)
     inst_name = variant.instruction(instr).name
     if vectors:
-        if a_text or b_text or c_text or sa_text or sb_text:
+        if a_text or b_text or c_text or sa_text or sb_text or meta_text:
             raise UserError("give either --vectors or --a/--b/--c/--sa/--sb, not both")
         if len(archs) > 1:
             raise UserError("--vectors takes one --arch")
@@ -91,13 +99,14 @@ def simulate(
     models = [(arch, p)]
     for other in archs[1:]:
         q = parse_variant(other).params(inst_name)
-        if (q.K, q.a_fmt, q.b_fmt, q.c_fmt) != (p.K, p.a_fmt, p.b_fmt, p.c_fmt):
+        if (q.K, q.n_a, q.a_fmt, q.b_fmt, q.c_fmt) != (p.K, p.n_a, p.a_fmt, p.b_fmt, p.c_fmt):
             raise UserError(f"{other!r} takes different operands than {arch!r} on {inst_name}")
         models.append((other, q))
-    a = _parse_list(a_text, p.a_fmt, "a", p.K)
+    a = _parse_list(a_text, p.a_fmt, "a", p.n_a)
     b = _parse_list(b_text, p.b_fmt, "b", p.K)
     c = parse_hex(c_text, p.c_fmt, "c")
     sa, sb = _parse_scales(p, sa_text, sb_text)
+    meta = _parse_meta(meta_text)
     for name, pm in models:
         if (pm.scale_fmt, pm.n_scales) != (p.scale_fmt, p.n_scales):
             raise UserError(f"{name!r} takes other scale factors than {arch!r} on {inst_name}")
@@ -111,6 +120,7 @@ def simulate(
                 None if sa is None else np.array([sa], dtype=np.uint64),
                 None if sb is None else np.array([sb], dtype=np.uint64),
                 engine=engine,
+                meta=meta,
             )[0]
         )
         if as_json:
@@ -123,6 +133,7 @@ def simulate(
                         "b": [format_hex(x, p.b_fmt) for x in b],
                         "c": format_hex(c, p.c_fmt),
                         **_scale_json(p, sa, sb),
+                        **({} if meta is None else {"meta": meta}),
                         "d": format_hex(d, pm.d_fmt),
                         "d_value": number(d, pm.d_fmt),
                     }
@@ -131,6 +142,17 @@ def simulate(
             continue
         click.echo(f"{name} {parse_variant(name).run_name(inst_name)}")
         click.echo(f"d = {describe(d, pm.d_fmt)}")
+
+
+def _parse_meta(text: str | None) -> list[int] | None:
+    """--meta: comma-separated small integers (checked against the instruction later)."""
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",")] if text.strip() else []
+    try:
+        return [int(t, 0) for t in items]
+    except ValueError:
+        raise UserError(f"--meta: {text!r} is not a comma-separated list of integers") from None
 
 
 def _parse_scales(

@@ -279,7 +279,7 @@ def probe(
     check_out(out)
     vpath = files[0]
     vf = vec.load(vpath)
-    amd = vf.instr().kind == "mfma"
+    amd = vf.instr().kind in ("mfma", "wmma") or vf.instr().name.startswith("v_dot")
     name = Path(out).name if out else ("probe.hip" if amd else "probe.cu")
     try:
         if amd:

@@ -101,9 +101,8 @@ def emulate_rows(models, a, b, c) -> list[list[int]]:
     """Each model's output for each row through the emulator's `matmul` (a 1×K row of A
     by a K×1 column of B, plus c): the path a user calls, checked against the solver's."""
     from ..intake import from_bits, operand_bits
-    from .emulate import matmul
-
     from ..spec.presets import parse_variant
+    from .emulate import matmul
 
     out = []
     for m in models:

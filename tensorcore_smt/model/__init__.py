@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from ..bv.core import BV
+from . import sparse
 from .cdna3 import fdrda, gfdrda
 from .fda import fda
 from .gdfs import gdfs, unit_scales
 from .integer import integer_dot
-from .params import Algorithm, ModelParams, Split
+from .params import Algorithm, ModelParams, Sparsity, Split
 from .sequential import gps, sequential, sfma
 from .split import split_dot
 
@@ -30,15 +31,33 @@ def dot_add(
     p: ModelParams,
     sa: list[BV] | None = None,
     sb: list[BV] | None = None,
+    meta: list[int] | None = None,
 ) -> BV:
     """d = c + sum_k a_k b_k as the unit described by `p` computes it (bits of d).
 
     `sa`, `sb`: the block scale factors of a and b (`p.n_scales` each, in `p.scale_fmt`;
     PTX `.block_scale`), scale i applying to products i*scale_block .. (i+1)*scale_block-1.
     Left out, a block-scaled unit runs with every scale factor 1; a unit without
-    `scale_fmt` takes none."""
-    if len(a_bits) != p.K or len(b_bits) != p.K:
-        raise ValueError(f"expected {p.K} a and b entries, got {len(a_bits)} and {len(b_bits)}")
+    `scale_fmt` takes none. `meta`: a structured-sparse instruction's metadata, the
+    position within its group of each of the `p.n_a` entries of a (model/sparse.py)."""
+    if p.sparse != Sparsity.NONE and (meta is None or len(a_bits) != p.n_a):
+        raise ValueError(
+            f"a sparse instruction (mma.sp) takes {p.n_a} a, {p.K} b and its metadata; only "
+            "`tcsmt simulate --meta` and smt.sparse.differ give them so far"
+        )
+    if len(a_bits) != p.n_a or len(b_bits) != p.K:
+        raise ValueError(
+            f"expected {p.n_a} a and {p.K} b entries, got {len(a_bits)} and {len(b_bits)}"
+        )
+    if p.sparse != Sparsity.NONE:
+        if meta is None:
+            raise ValueError("a sparse instruction needs its metadata (meta)")
+        meta = sparse.check_metadata(meta, p)
+        zero = BV.const(c_bits.b, 0, p.a_fmt.spec.storage)
+        a_dense, b_dense = sparse.select(a_bits, b_bits, meta, p, zero)
+        return dot_add(a_dense, b_dense, c_bits, sparse.dense_params(p), sa, sb)
+    if meta is not None:
+        raise ValueError("metadata given to a dense instruction")
     if (sa is None) != (sb is None):
         raise ValueError("scale factors: give both sa and sb, or neither")
     if p.scale_fmt is None:
@@ -58,6 +77,6 @@ def dot_add(
     return _ALGORITHMS[p.algorithm](a_bits, b_bits, c_bits, p)
 
 
-_SCALED = {Algorithm.FDA: fda, Algorithm.GDFS: gdfs}
+_SCALED = {Algorithm.FDA: fda, Algorithm.GDFS: gdfs, Algorithm.GFDRDA: gfdrda}
 
 __all__ = ["Algorithm", "ModelParams", "dot_add"]

@@ -5,7 +5,8 @@ ignored; the products are aligned to their maximum e_dot keeping F bits (truncat
 summed; that dot product (floored to F2+1 fraction bits) and c (floored to F bits) are
 aligned to max(e_dot, e_c) and added; the sum is floored to F2 fraction bits of its own
 leading exponent (an E8M31 value, round toward -inf) and finally rounded to fp32 (RNE).
-GFDRDA sums even and odd products separately (truncated), floors both to F bits at
+GFDRDA sums even and odd products separately (block-scaled: each product first times
+its two scale factors, MMA-Sim §IV-C's "Scale factor" rule) (truncated), floors both to F bits at
 their common maximum, and drops c entirely when e_c < e_max - F - 1.
 Products are exact and a group has no intermediate sum, so the flushes that apply are
 `flush_inputs` (a, b and c read as +0), `flush_outputs` (a subnormal fp32 result becomes a
@@ -29,6 +30,7 @@ from .terms import (
     align,
     product_addend,
     product_is_nan,
+    scale_term,
 )
 
 
@@ -109,7 +111,7 @@ def _finish(
     return special_bits(b, Format.FP32, nan_bits, nan, inf, inf_neg, out)
 
 
-def _products(a_bits, b_bits, p: ModelParams, overflow: bool):
+def _products(a_bits, b_bits, p: ModelParams, overflow: bool, scales=None):
     ua = [decode(x, _fmt(p.a_fmt, p)) for x in a_bits]
     ub = [decode(x, _fmt(p.b_fmt, p)) for x in b_bits]
     if p.flush_inputs:
@@ -117,6 +119,15 @@ def _products(a_bits, b_bits, p: ModelParams, overflow: bool):
         ub = [flush_subnormal(u, _fmt(p.b_fmt, p), keep_sign=False) for u in ub]
     terms = [product_addend(x, y, ProductExponent.UNNORMALIZED) for x, y in zip(ua, ub)]
     nan_terms = [product_is_nan(x, y) for x, y in zip(ua, ub)]
+    if scales is not None:
+        # block scales (CDNA4 scaled MFMA): each product times its two scale factors,
+        # their exponents added to its own; a NaN scale makes the product NaN
+        us = [[decode(x, p.scale_fmt) for x in xs] for xs in scales]
+        terms = [scale_term(t, s, u) for t, s, u in zip(terms, us[0], us[1])]
+        nan_terms = [
+            n | s.is_nan | u.is_nan | ((x.is_inf | y.is_inf) & (s.is_zero | u.is_zero))
+            for n, s, u, x, y in zip(nan_terms, us[0], us[1], ua, ub)
+        ]
     infs = []
     for x, y, t in zip(ua, ub, terms):
         inf = x.is_inf | y.is_inf
@@ -148,9 +159,9 @@ def fdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams, flush: bool) -> B
     return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=False, flush=flush)
 
 
-def gfdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams, flush: bool) -> BV:
+def gfdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams, flush: bool, scales=None) -> BV:
     b = c_bits.b
-    terms, nan_terms, infs = _products(a_bits, b_bits, p, overflow=False)
+    terms, nan_terms, infs = _products(a_bits, b_bits, p, overflow=False, scales=scales)
     uc = _c_operand(c_bits, c_fmt, p)
     nan, inf, inf_neg = _specials(b, terms, nan_terms, infs, uc)
     s_even, e_even = _dot(terms[0::2], p.F)
@@ -163,12 +174,19 @@ def gfdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams, flush: bool) -> 
     return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=True, flush=flush)
 
 
-def _chain(group, a_bits, b_bits, c_bits, p: ModelParams) -> BV:
+def _chain(group, a_bits, b_bits, c_bits, p: ModelParams, scales=None) -> BV:
     c, c_fmt = c_bits, p.c_fmt
     groups = p.groups()
+    per_k = None
+    if scales is not None:
+        per_k = tuple([xs[p.scale_of(k)] for k in range(p.K)] for xs in scales)
     for i, (lo, hi) in enumerate(groups):
         flush = p.flush_outputs if i == len(groups) - 1 else p.flush_sums
-        c = group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p, flush)
+        if per_k is None:
+            c = group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p, flush)
+        else:
+            sc = (per_k[0][lo:hi], per_k[1][lo:hi])
+            c = group(a_bits[lo:hi], b_bits[lo:hi], c, c_fmt, p, flush, sc)
         c_fmt = Format.FP32
     return c
 
@@ -178,6 +196,8 @@ def fdrda(a_bits, b_bits, c_bits, p: ModelParams) -> BV:
     return _chain(fdrda_group, a_bits, b_bits, c_bits, p)
 
 
-def gfdrda(a_bits, b_bits, c_bits, p: ModelParams) -> BV:
-    """GFDRDA, chained (CoGFDRDA) when K > L."""
-    return _chain(gfdrda_group, a_bits, b_bits, c_bits, p)
+def gfdrda(a_bits, b_bits, c_bits, p: ModelParams, scales=None) -> BV:
+    """GFDRDA, chained (CoGFDRDA) when K > L; `scales`: the block scale factors
+    (`p.n_scales` of a, of b) when `p.scale_fmt` is set (CDNA4's scaled MFMA, a
+    hypothesis: the ISA gives no arithmetic)."""
+    return _chain(gfdrda_group, a_bits, b_bits, c_bits, p, scales)

@@ -19,8 +19,11 @@ One group of L products and c (MMA-Sim §IV-C, paper 000 Algorithm 1):
  5. normalisation and one rounding into the output format (RZ to fp32 with overflow to
     Inf, RZ to E8M13 for FP8 on Ada/Hopper, RNE to fp16); `flush_outputs` turns a
     subnormal d into zero (+0 under the positive zero sign), `flush_inputs` reads
-    subnormal a, b, c as +0. Products are exact and the sum has no intermediate format,
-    so `flush_products` has nothing to act on.
+    subnormal a, b, c as +0. With opposing=ones the adder is sign-magnitude in the frame
+    of c's sign: a term of the other sign enters as the bit flip of its truncated
+    magnitude, one unit of 2^(e_max - F) short of its negation (rocm-systems #12056).
+    Products are exact and the sum has no intermediate format, so `flush_products` has
+    nothing to act on.
 K > L chains groups: d = g(g(c, first L), next L), the intermediate in the output format;
 the intermediate group results are the unit's only rounded sums (`flush_sums`). Which
 products share a group is `group_map` (index order, or the byte pairs of Hopper's FP8
@@ -39,7 +42,15 @@ from ..bv.core import BV, Bool, any_of
 from ..formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
 from . import ieee
 from .ieee import exact_sum
-from .params import CAddend, CarryOverflow, ModelParams, Tf32Input, ZeroSign
+from .params import (
+    CAddend,
+    CarryOverflow,
+    FlushSign,
+    ModelParams,
+    Opposing,
+    Tf32Input,
+    ZeroSign,
+)
 from .rounding import Exact, round_to_format, special_bits
 from .terms import (
     EXP_MIN,
@@ -73,16 +84,19 @@ def _exact_frac_bits(terms: list[Addend], p: ModelParams) -> int:
 def decode_operands(
     a_bits: list[BV], b_bits: list[BV], c_bits: BV, c_fmt: Format, p: ModelParams
 ) -> tuple[list, list, object]:
-    """a, b and c unpacked in the unit's operand formats, subnormals read as +0 under
-    `flush_inputs` (MMA-Sim §IV-B step 1)."""
+    """a, b and c unpacked in the unit's operand formats, subnormals read as +0 (zeros of
+    their sign under flush_sign=keep) under `flush_inputs` (MMA-Sim §IV-B step 1); c
+    only when `flush_c`."""
     fa, fb_ = _operand_fmt(p.a_fmt, p), _operand_fmt(p.b_fmt, p)
     ua = [decode(x, fa) for x in a_bits]
     ub = [decode(x, fb_) for x in b_bits]
     uc = decode(c_bits, c_fmt)
     if p.flush_inputs:
-        ua = [flush_subnormal(u, fa, keep_sign=False) for u in ua]
-        ub = [flush_subnormal(u, fb_, keep_sign=False) for u in ub]
-        uc = flush_subnormal(uc, c_fmt, keep_sign=False)
+        keep = p.flush_sign == FlushSign.KEEP
+        ua = [flush_subnormal(u, fa, keep_sign=keep) for u in ua]
+        ub = [flush_subnormal(u, fb_, keep_sign=keep) for u in ub]
+        if p.flush_c:
+            uc = flush_subnormal(uc, c_fmt, keep_sign=keep)
     return ua, ub, uc
 
 
@@ -147,7 +161,8 @@ def fused_sum(
     b = is_nan.b
     live = [t for t in terms if t.is_zero.known() is not True]
     fits = p.carry_bits is None or len(live) <= 1 << p.carry_bits
-    if p.align == AlignMode.EXACT and fits and 1 <= len(live) <= 2:
+    exact_two = p.align == AlignMode.EXACT and p.opposing == Opposing.EXACT
+    if exact_two and fits and 1 <= len(live) <= 2:
         # Steps 3-4 of an ideal accumulator when at most two terms can be nonzero (the
         # others are zero on every input): the sum of two addends, kept to the output's
         # precision plus guard, round and sticky bits, rounds exactly as the full exact
@@ -176,6 +191,26 @@ def fused_sum(
     n = len(terms)
     limited = p.carry_bits is not None
     scale = BV.const(b, 0, EXP_W)
+    ones = p.opposing == Opposing.ONES
+    if ones:
+        # Sign-magnitude adder in the frame of c's sign (terms[0] is c): an opposing
+        # nonzero term adds the bit flip of its magnitude, -(v + 1) (no end-around
+        # carry); a sum below zero is read back by a bit flip, -(acc + 1). A limited
+        # register (WRAP) keeps the sum modulo its size, as the two's complement one.
+        frame = terms[0].sign
+        if limited:
+            acc_w = frac + int_bits + p.carry_bits + 1
+        else:
+            acc_w = max(frac + int_bits + max(0, (n - 1).bit_length()) + 3, win + 2)
+        acc = BV.const(b, 0, acc_w)
+        for t, (sign, kept) in zip(terms, aligned):
+            v = kept.resize(acc_w)
+            opp = (sign ^ frame) & ~t.is_zero
+            acc = opp.ite(acc - v - 1, acc + v)
+        acc = acc.sext(1)
+        below = acc.is_neg()
+        exact = Exact(frame ^ below, below.ite(-acc - 1, acc), e_max - frac + scale)
+        return _finish(exact, terms, p, flush, is_nan, is_inf, neg_inf)
     if not limited:
         acc_w = max(frac + int_bits + max(0, (n - 1).bit_length()) + 3, win + 2)
         acc = BV.const(b, 0, acc_w)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .fda import least_carry_bits
-from .params import Algorithm, CAddend, ModelParams, Split
+from .params import Algorithm, CAddend, ModelParams, Opposing, Split
 from .terms import AlignMode
 
 Argument = tuple[int, list[str]] | str
@@ -116,6 +116,11 @@ def argued_bound(p: ModelParams, slice_bits: int) -> Argument:
     argument does not apply (block-scaled, split and GDFS units)."""
     if p.scale_fmt is not None or p.split != Split.NONE:
         return "block-scaled and split units scale or split the slices: no argument"
+    if p.opposing != Opposing.EXACT and p.algorithm == Algorithm.FDA:
+        return (
+            "opposing=ones loses a unit per opposing term (no end-around carry): an exact "
+            "cancellation of integer slices need not give zero, no argument"
+        )
     step = _ARGUMENTS.get(p.algorithm)
     if step is None:
         return f"no argument for the {p.algorithm.value} algorithm"

@@ -126,6 +126,33 @@ class FlushSign(Enum):
     KEEP = "keep"
 
 
+class Opposing(Enum):
+    """How a fused adder takes the terms whose sign opposes its sign frame."""
+
+    EXACT = "exact"  # every term added with its own sign exactly (two's complement)
+    # a sign-magnitude adder whose sign frame is the sign of c (the running accumulator):
+    # a term of the other sign is negated by flipping the bits of its aligned magnitude,
+    # without the +1 (the end-around carry of a ones' complement adder dropped), and a
+    # result below zero in that frame is read back by flipping its bits. gfx1151 (RDNA3.5)
+    # V_DOT2_F32_F16/BF16 and WMMA: ROCm rocm-systems issue #12056, a model that matched
+    # the silicon on 12 M cases
+    ONES = "ones"
+
+
+class Sparsity(Enum):
+    """What a structured-sparse instruction (PTX mma.sp: of every `sparse_group`
+    consecutive k of A, metadata selects `sparse_keep`) computes, as a dense unit."""
+
+    NONE = "none"  # a dense instruction
+    # the dense unit of K * keep / group products on the selected a_j and their b: the
+    # groups of L run over the selected products in order (the sparse k32 unit is the
+    # dense k16 unit on the selected elements)
+    COMPRESSED = "compressed"
+    # the dense unit of K products with a = +0 where the metadata selects nothing: the
+    # groups of L run over all K positions (zero terms count as zeros do)
+    EXPANDED = "expanded"
+
+
 class ZeroSign(Enum):
     """Sign of an exactly-zero fused result."""
 
@@ -161,6 +188,9 @@ class ModelParams:
     nan_bits: int | None = None  # None: the output format's default quiet NaN
     group_map: GroupMap = GroupMap.CONTIGUOUS  # FDA: which products share a group
     c_add: CAddend = CAddend.FUSED  # FDA: c inside the first group, or added at the end
+    # FDA and its block-scaled / GDFS steps (other algorithms take none): how terms of the
+    # other sign than c are added
+    opposing: Opposing = Opposing.EXACT
     # FDA: a and b converted (exactly) to this format before the unit multiplies them;
     # fp16: FP8 mma.sync on the f16 HMMA (F2FP.UNPACK_B), where an e4m3 subnormal
     # becomes a normal f16 and its product takes the normalised exponent
@@ -168,7 +198,10 @@ class ModelParams:
     nan_rule: NanRule = NanRule.CANONICAL  # SFMA: which NaN an FMA with a NaN operand returns
     tf32: Tf32Input = Tf32Input.TRUNCATE
     flush_inputs: bool = False  # subnormal a, b, c read as +0 (MMA-Sim §IV-B step 1)
-    flush_sign: FlushSign = FlushSign.POSITIVE  # SEQUENTIAL, SFMA: the sign of a flushed input
+    flush_sign: FlushSign = FlushSign.POSITIVE  # SEQUENTIAL, SFMA, FDA: a flushed input's sign
+    # flush_inputs reads c as well as a and b (False: a and b only; gfx1151's bf16 dot2
+    # flushes bf16 subnormal inputs, its fp32 c is not one: rocm-systems #12056)
+    flush_c: bool = True
     flush_products: bool = False  # a rounded product in the subnormal range -> signed 0
     flush_sums: bool = False  # a rounded intermediate sum in the subnormal range -> signed 0
     flush_outputs: bool = False  # a subnormal d -> signed 0 (then the unit's zero sign)
@@ -193,6 +226,11 @@ class ModelParams:
     # once, L = 1 after every product), and the product or bit operation of each term
     int_clamp: IntClamp = IntClamp.WRAP
     bit_op: BitOp = BitOp.MUL
+    # structured sparsity (PTX mma.sp): K positions of b, K * sparse_keep / sparse_group
+    # compressed a, one metadata index per a (model/sparse.py)
+    sparse: Sparsity = Sparsity.NONE
+    sparse_group: int = 4
+    sparse_keep: int = 2
 
     def __post_init__(self) -> None:
         check_params(self)
@@ -208,6 +246,14 @@ class ModelParams:
     def scale_of(self, k: int) -> int:
         """Index of the scale factor that applies to product k."""
         return k // self.scale_block
+
+    @property
+    def n_a(self) -> int:
+        """Entries of a per dot product: K, or the selected K * keep / group of a
+        structured-sparse instruction."""
+        if self.sparse == Sparsity.NONE:
+            return self.K
+        return self.K // self.sparse_group * self.sparse_keep
 
     @property
     def out_fmt(self) -> Format:
@@ -283,9 +329,11 @@ PARAM_ENUMS: dict[str, type[Enum]] = {
     "NanRule": NanRule,
     "GroupMap": GroupMap,
     "CAddend": CAddend,
+    "Opposing": Opposing,
     "Split": Split,
     "IntClamp": IntClamp,
     "BitOp": BitOp,
+    "Sparsity": Sparsity,
 }
 
 
@@ -330,6 +378,8 @@ PARAM_RANGES: dict[str, IntRange] = {
     "F2": IntRange(0, 64, "CDNA3 fraction bits when c is added; MMA-Sim §IV-D: 31"),
     "split_scale": IntRange(0, 64, "Ootomo-Yokota residual scale; paper 000 §6: 11"),
     "scale_block": IntRange(1, 256, "products per scale factor; PTX block_scale: 16 or 32"),
+    "sparse_group": IntRange(1, 8, "k per metadata group; PTX mma.sp: 4 (2:4), 2 (tf32 1:2)"),
+    "sparse_keep": IntRange(1, 8, "selected k per group; PTX mma.sp: 2, tf32 1"),
 }
 """Allowed range of every integer parameter, checked before any arithmetic."""
 
@@ -415,6 +465,22 @@ def check_params(p: ModelParams) -> None:
         )
     _check_scaling(p)
     _check_integer(p)
+    if p.sparse != Sparsity.NONE and (
+        p.sparse_keep >= p.sparse_group or p.K % p.sparse_group or p.scale_fmt is not None
+    ):
+        raise ValueError(
+            f"sparse={p.sparse.value} needs sparse_keep < sparse_group dividing K "
+            f"(K={p.K}, {p.sparse_keep} of {p.sparse_group}) and no scale_fmt"
+        )
+    if (
+        p.opposing == Opposing.ONES
+        and p.carry_bits is not None
+        and p.carry_overflow == CarryOverflow.RENORMALIZE
+    ):
+        raise ValueError(
+            "opposing=ones with carry_overflow=renormalize is not defined; allowed with "
+            "limited carry bits: carry_overflow=wrap"
+        )
     if p.unpack is not None:
         u = p.unpack.spec
         for s in (p.a_fmt.spec, p.b_fmt.spec):
@@ -425,7 +491,7 @@ def check_params(p: ModelParams) -> None:
                 )
 
 
-_SCALED = (Algorithm.FDA, Algorithm.GDFS)
+_SCALED = (Algorithm.FDA, Algorithm.GDFS, Algorithm.GFDRDA)
 
 
 def _check_integer(p: ModelParams) -> None:
@@ -475,7 +541,7 @@ def _check_scaling(p: ModelParams) -> None:
         return
     if p.algorithm not in _SCALED:
         raise ValueError(
-            f"scale_fmt={p.scale_fmt.spec.name} needs algorithm fda or gdfs, "
+            f"scale_fmt={p.scale_fmt.spec.name} needs algorithm fda, gdfs or gfdrda, "
             f"not {p.algorithm.value}; allowed with {p.algorithm.value}: none"
         )
     if p.split != Split.NONE:

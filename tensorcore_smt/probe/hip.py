@@ -1,14 +1,16 @@
 """Generate a self-contained HIP program that runs a vector file's vectors on an AMD GPU.
 
-One wavefront (64 lanes) per vector: the vector goes to row 0 of A and column 0 of B of
-block 0, c to C[0][0], every other element is zero; the MFMA runs once through its clang
-builtin (`__builtin_amdgcn_mfma_*`), and lane 0 stores element 0 of the accumulator,
-D[0][0]. The host prints ``vector <index> d=0x<hex>`` lines as the CUDA probes do, so
+One wavefront (64 lanes for MFMA, 32 for RDNA WMMA, one lane for V_DOT2) per vector: the
+vector goes to row 0 of A and column 0 of B of block 0 (every lane that holds a copy),
+c to C[0][0], every other element is zero; the instruction runs once through its clang
+builtin (`__builtin_amdgcn_mfma_*`, `_wmma_*`, `_fdot2*`), and lane 0 stores element 0
+of the accumulator, D[0][0]. The host prints ``vector <index> d=0x<hex>`` lines as the CUDA probes do, so
 `tcsmt probe --check` reads either.
 
 Build with ROCm's hipcc (`hipcc --offload-arch=gfx908` for CDNA1 / MI100, gfx90a for CDNA2 / MI200,
 `--offload-arch=gfx942` for CDNA3 / MI300; compilers older than LLVM 17 know CDNA3 as
-gfx940, which has the same MFMA instructions).
+gfx940, which has the same MFMA instructions; gfx1100 for RDNA3, gfx1151 for RDNA3.5,
+gfx1201 for RDNA4, whose `_gfx12` WMMA builtins need LLVM 18 or later).
 """
 
 from __future__ import annotations
@@ -19,10 +21,17 @@ from ..errors import UserError
 from ..spec.presets import PRESETS
 from ..validation.vectors import VectorFile
 from ..version import __version__
-from .mfma import MfmaLayout, mfma_layout
+from .mfma import MFMA_PROBE_ARCHS, MfmaLayout, mfma_layout
+from .wmma import WMMA_ARCHS, wmma_layout
 
-OFFLOAD_ARCH = {"cdna1": "gfx908", "cdna2": "gfx90a", "cdna3": "gfx942"}
-"""Default --offload-arch per preset (MI100 / MI200 / MI300)."""
+OFFLOAD_ARCH = {
+    "cdna1": "gfx908",
+    "cdna2": "gfx90a",
+    "cdna3": "gfx942",
+    "cdna4": "gfx950",
+    **WMMA_ARCHS,
+}
+"""Default --offload-arch per preset (MI100 / MI200 / MI300 / MI355X, RX 7900 / RX 9070)."""
 
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 
@@ -62,15 +71,14 @@ def _literal(values: list[int], per_line: int = 8) -> str:
 def _fill(lay: MfmaLayout, which: str, src: str, storage: int) -> list[str]:
     """Per-lane statements that write the vector's elements into the operand bytes."""
     by_lane: dict[int, list[str]] = {}
-    place = lay.a_lane if which == "a" else lay.b_lane
     mask = f"0x{(1 << storage) - 1:x}ull"
     for k in range(lay.K):
-        lane, e = place(k)
         where = f"A[0][{k}]" if which == "a" else f"B[{k}][0]"
-        by_lane.setdefault(lane, []).append(
-            f"put(buf_{which}, {e * lay.elem_bytes}, {lay.elem_bytes}, {src}[{k}] & {mask});"
-            f"  // {where}"
-        )
+        for lane, e in lay.holders(which, k):  # every copy (RDNA3 WMMA: lanes l, l + 16)
+            by_lane.setdefault(lane, []).append(
+                f"put(buf_{which}, {e * lay.elem_bytes}, {lay.elem_bytes}, {src}[{k}] & {mask});"
+                f"  // {where}"
+            )
     out = ["switch (t) {"]
     for lane, stmts in sorted(by_lane.items()):
         out.append(f"  case {lane}:")
@@ -83,7 +91,6 @@ def _fill(lay: MfmaLayout, which: str, src: str, storage: int) -> list[str]:
 def kernel_hip(vf: VectorFile, lay: MfmaLayout) -> str:
     p = vf.instr().params
     sa, sb, sc, sd = (f.spec.storage for f in (p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt))
-    acc_elem = next(t for t in ("double", "int", "float") if lay.acc_type.startswith(t))
     abytes = lay.kpl * lay.elem_bytes
     body = [
         f"unsigned char buf_a[{abytes}] = {{0}};",
@@ -96,12 +103,12 @@ def kernel_hip(vf: VectorFile, lay: MfmaLayout) -> str:
         "__builtin_memcpy(&av, buf_a, sizeof(AT));",
         "__builtin_memcpy(&bv, buf_b, sizeof(AT));",
         "CT acc;",
-        f"for (int i = 0; i < {lay.acc}; ++i) reinterpret_cast<{acc_elem}*>(&acc)[i] = 0;",
+        "__builtin_memset(&acc, 0, sizeof(CT));",
         "if (t == 0) {  // C[0][0] = the vector's c: element 0 of lane 0",
         f"  const unsigned long long cb = c & 0x{(1 << sc) - 1:x}ull;",
         f"  __builtin_memcpy(&acc, &cb, {sc // 8});",
         "}",
-        f"acc = {lay.builtin}(av, bv, acc, 0, 0, 0);",
+        f"acc = {lay.builtin}(av, bv, acc{lay.call_args});",
         "if (t == 0) {  // D[0][0]: element 0 of lane 0",
         "  unsigned long long db = 0;",
         f"  __builtin_memcpy(&db, &acc, {sd // 8});",
@@ -114,15 +121,21 @@ def kernel_hip(vf: VectorFile, lay: MfmaLayout) -> str:
 def generate_hip(
     vf: VectorFile, arch: str | None = None, source_name: str = "probe.hip", vectors_name: str = ""
 ) -> str:
-    """The HIP source of a probe for every vector of `vf` (an AMD MFMA instruction)."""
+    """The HIP source of a probe for every vector of `vf` (an AMD MFMA, WMMA or V_DOT2
+    instruction)."""
     vf.validate()
     inst = vf.instr()
-    if inst.kind != "mfma":
-        raise UserError(f"{inst.name} is not an AMD MFMA instruction")
+    if inst.kind not in ("mfma", "wmma", "dot"):
+        raise UserError(f"{inst.name} is not an AMD MFMA, WMMA or dot instruction")
     if not vf.vectors:
         raise UserError("vectors: the file has no vectors to probe")
     preset = _preset_name(vf)
-    lay = mfma_layout(inst, preset)
+    if preset in WMMA_ARCHS:
+        lay = wmma_layout(inst, preset)
+    elif preset in MFMA_PROBE_ARCHS:
+        lay = mfma_layout(inst, preset)
+    else:
+        raise UserError(f"arch: {preset} has no HIP probe layouts yet")
     target = hip_target(vf, arch)
     p = inst.params
     fmts = vf.formats()
@@ -178,7 +191,7 @@ __device__ inline void put(unsigned char* buf, int at, int bytes, unsigned long 
   for (int i = 0; i < bytes; ++i) buf[at + i] = (unsigned char)(v >> (8 * i));
 }}
 
-__global__ void __launch_bounds__(64) probe_kernel(const unsigned long long* __restrict__ va,
+__global__ void __launch_bounds__({lay.wave}) probe_kernel(const unsigned long long* __restrict__ va,
                                                    const unsigned long long* __restrict__ vb,
                                                    const unsigned long long* __restrict__ vc,
                                                    unsigned long long* __restrict__ vd) {{
@@ -204,7 +217,7 @@ int main() {{
   CHECK(hipMemcpy(db, VB, sizeof(VB), hipMemcpyHostToDevice));
   CHECK(hipMemcpy(dc, VC, sizeof(VC), hipMemcpyHostToDevice));
   CHECK(hipMemset(dd, 0xff, sizeof(unsigned long long) * NV));
-  hipLaunchKernelGGL(probe_kernel, dim3(NV), dim3(64), 0, 0, da, db, dc, dd);
+  hipLaunchKernelGGL(probe_kernel, dim3(NV), dim3({lay.wave}), 0, 0, da, db, dc, dd);
   CHECK(hipGetLastError());
   CHECK(hipDeviceSynchronize());
   static unsigned long long out[NV];

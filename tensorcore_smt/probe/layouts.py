@@ -463,6 +463,10 @@ def form_of(inst: Instruction) -> Form:
         raise UserError(
             f"probe generation for {what} instructions is not supported yet ({inst.name})"
         )
+    if inst.name.startswith("mma.sp"):
+        raise UserError(
+            f"probe generation for sparse mma.sp instructions is not supported yet ({inst.name})"
+        )
     shape = re.search(r"m\d+n\d+k\d+", inst.name).group(0)
     names = [_PTX_NAME[f] for f in (p.d_fmt, p.a_fmt, p.b_fmt, p.c_fmt)]
     scaled = inst.name.split(".", 1)[1] if ".block_scale." in inst.name else ""
@@ -504,7 +508,7 @@ def all_layouts() -> dict[str, Layout]:
     out: dict[str, Layout] = {}
     for preset in PRESETS.values():
         for inst in preset.instructions.values():
-            if inst.kind in ("mma", "wgmma"):
+            if inst.kind in ("mma", "wgmma") and not inst.name.startswith("mma.sp"):
                 try:
                     lay = layout_for(inst)
                 except UserError:  # a form without a probe yet (single-bit wgmma)

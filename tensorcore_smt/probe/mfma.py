@@ -76,14 +76,30 @@ class MfmaLayout:
     acc_type: str  # C type of C / D
     elem_bytes: int  # bytes of one A / B element in its operand
     source: str
+    wave: int = WAVE  # lanes of the wavefront that runs it
+    copies: int = 1  # lanes holding each element of A and B (RDNA3 WMMA: 2)
+    call_args: str = ", 0, 0, 0"  # the builtin's operands after C (MFMA: cbsz, abid, blgp)
 
     def a_lane(self, k: int) -> tuple[int, int]:
-        """(lane, element) holding A[0][0][k]."""
-        return self.M * (k // self.kpl), k % self.kpl
+        """The first (lane, element) holding A[0][0][k]."""
+        return _first(self.a, (0, 0, k))
 
     def b_lane(self, k: int) -> tuple[int, int]:
-        """(lane, element) holding B[0][k][0]."""
-        return self.N * (k // self.kpl), k % self.kpl
+        """The first (lane, element) holding B[0][k][0]."""
+        return _first(self.b, (0, k, 0))
+
+    def holders(self, which: str, k: int) -> list[tuple[int, int]]:
+        """Every (lane, element) holding A[0][0][k] (`which` "a") or B[0][k][0] ("b")."""
+        table, want = (self.a, (0, 0, k)) if which == "a" else (self.b, (0, k, 0))
+        return [(ln, e) for ln, xs in enumerate(table) for e, x in enumerate(xs) if x == want]
+
+
+def _first(table, want) -> tuple[int, int]:
+    for lane, xs in enumerate(table):
+        for e, x in enumerate(xs):
+            if x == want:
+                return lane, e
+    raise KeyError(want)
 
 
 def _vec(ctype: str, n: int) -> str:
@@ -149,13 +165,17 @@ def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
     )
 
 
+MFMA_PROBE_ARCHS = ("cdna1", "cdna2", "cdna3")
+"""Presets whose MFMA layouts these tables give (CDNA4's new shapes are not here yet)."""
+
+
 def all_mfma_layouts() -> dict[tuple[str, str], MfmaLayout]:
-    """Every MFMA instruction of the presets: (arch, name) -> layout."""
+    """Every MFMA instruction of the presets with layout tables: (arch, name) -> layout."""
     from ..spec.presets import PRESETS
 
     return {
         (arch, name): mfma_layout(inst, arch)
         for arch, preset in PRESETS.items()
         for name, inst in preset.instructions.items()
-        if inst.kind == "mfma"
+        if inst.kind == "mfma" and arch in MFMA_PROBE_ARCHS
     }

@@ -78,7 +78,7 @@ FEATURES: tuple[Feature, ...] = (
         "extra_bits",
         "extra alignment bits (F - 23)",
         "alignment-bits",
-        lambda p: _around("F", p.F, 20, 30, lambda f: str(f - 23)),
+        lambda p: _around("F", p.F, 20, 64, lambda f: str(f - 23)),
         "FTTN Table IV (extra bits); MMA-Sim Table III (F)",
     ),
     Feature(

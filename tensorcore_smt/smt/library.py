@@ -39,7 +39,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..formats import Format
 from ..model.measure import Measure
-from ..model.params import ModelParams
+from ..model.params import ModelParams, Sparsity
 from ..solvers.result import Answer
 from ..spec.datadirs import data_dir
 from ..spec.presets import PRESETS, Instruction, Preset
@@ -133,8 +133,11 @@ class Property:
     def _pick(self, preset: Preset) -> tuple[Instruction | None, list[str]]:
         if self.gemm is not None:
             return self._pick_gemm(preset)
+        # sparse instructions (mma.sp) take metadata no query gives: smt/sparse.py asks them
         order = [preset.instructions[preset.default_instr]] + [
-            i for n, i in preset.instructions.items() if n != preset.default_instr
+            i
+            for n, i in preset.instructions.items()
+            if n != preset.default_instr and i.params.sparse == Sparsity.NONE
         ]
         if self.prefer_groups == GroupPreference.SINGLE:
             order.sort(key=lambda i: len(i.params.groups()) > 1)

@@ -9,7 +9,9 @@ every instruction of every architecture by the same rules, in this order:
 
  1. the family's names, with `{var}` placeholders expanded over `each` (first key outermost);
  2. K, a, b, c, d (and a scale-factor format) read off the name by its syntax (`ptx`:
-    shape then d.a.b[.c][.scale], c = d when absent; `amd`: v_mfma_D_MxNxK<types>);
+    shape then d.a.b[.c][.scale], c = d when absent; `amd`: v_mfma_D_MxNxK<types>,
+    v_wmma_..., v_dotN_...), the type names from the family's `types` table (default:
+    the one named like the syntax);
  3. the model's parameters merged, later levels winning: the template, the
     architecture's facts the template names in `from_arch` (those of the `like`
     architecture under a quirk that says so), the family, the shared quirk an
@@ -48,7 +50,7 @@ class Instruction:
     """One matrix instruction of one architecture and the model that computes it."""
 
     name: str
-    kind: str  # mma | wgmma | tcgen05 | mfma | fma | dot
+    kind: str  # mma | wgmma | tcgen05 | mfma | wmma | fma | dot
     params: ModelParams
     sm: int | None = None
     note: str = ""
@@ -80,13 +82,14 @@ class TableError(ValueError):
     """The instruction tables are inconsistent (a bug in archs/*.toml, not user input)."""
 
 
-KINDS = ("mma", "wgmma", "tcgen05", "mfma", "fma", "dot")
+KINDS = ("mma", "wgmma", "tcgen05", "mfma", "wmma", "fma", "dot")
 """Instruction kinds: PTX mma.sync, wgmma.mma_async, tcgen05.mma, the scalar fma of the
-CUDA cores; AMD v_mfma; a CPU's SIMD dot product, one lane (x86 VDPBF16PS)."""
+CUDA cores; AMD v_mfma and v_wmma; a SIMD dot product, one lane (x86 VDPBF16PS, AMD
+v_dot2)."""
 VENDORS = ("nvidia", "amd", "x86")
 """GPU vendors, and `x86` for instructions of the x86 ISA (Intel and AMD CPUs)."""
 
-_FAMILY_META = {"kind", "syntax", "unit", "note", "model", "names", "each", "source"}
+_FAMILY_META = {"kind", "syntax", "types", "unit", "note", "model", "names", "each", "source"}
 _QUIRK_META = {"unit", "note", "like", "use"}
 _DERIVED = {"L_bytes", "groups"}
 _ARCH_KEYS = {
@@ -136,6 +139,8 @@ class Tables:
                     raise TableError(
                         f"family {fid}: {key} = {fam.get(key)!r}; known: {', '.join(known)}"
                     )
+            if fam.get("types", fam.get("syntax")) not in self.types:
+                raise TableError(f"family {fid}: no type table {fam.get('types')!r}")
             if not fam.get("unit") or not fam.get("names"):
                 raise TableError(f"family {fid}: needs a unit and names")
         for a in self.archs:
@@ -235,16 +240,29 @@ def _ptx_signature(name: str, types: dict[str, str]) -> Signature:
 
 
 def _amd_signature(name: str, types: dict[str, str]) -> Signature:
-    """AMD names: v_mfma_D_MxNxK<a>[_Nb][_a][_b][_1k] (CDNA2 and CDNA3 spellings); c = d."""
-    parts = name.removeprefix("v_mfma_").removesuffix("_1k").split("_")
+    """AMD names, c = d: v_mfma_D_MxNxK<a>[_Nb][_a][_b][_1k] (CDNA1-3 ISA spellings);
+    v_mfma_scale_D_MxNxK_f8f6f4_A_B (CDNA4 ISA: the A and B formats that the cbsz and
+    blgp fields select, appended in the ISA's type names; E8M0 block scales, one per 32
+    products); v_wmma_D_MxNxK_A[_B] (RDNA3/RDNA4 ISA); v_dotN_D_A[_B] (N products)."""
+    dot = re.fullmatch(r"v_dot(\d+)_([a-z0-9]+)_([a-z0-9]+)(?:_([a-z0-9]+))?", name)
+    if dot is not None:
+        d, a = Format.parse(types[dot.group(2)]), Format.parse(types[dot.group(3)])
+        b = Format.parse(types[dot.group(4)]) if dot.group(4) else a
+        return Signature(int(dot.group(1)), a, b, d, d)
+    scaled = name.startswith("v_mfma_scale_")
+    body = name
+    for prefix in ("v_mfma_scale_", "v_mfma_", "v_wmma_"):
+        body = body.removeprefix(prefix)
+    parts = body.removesuffix("_1k").split("_")
     m = re.match(r"(\d+)x(\d+)x(\d+)([a-z0-9]*)$", parts[1])
-    if m is None:
-        raise TableError(f"{name}: not an MFMA name")
+    if m is None or body == name:
+        raise TableError(f"{name}: not an MFMA, WMMA or dot name")
     names = ([m.group(4)] if m.group(4) else []) + [
-        t for t in parts[2:] if not re.fullmatch(r"\d+b", t)
+        t for t in parts[2:] if not re.fullmatch(r"\d+b|f8f6f4", t)
     ]
     a, b, d = (Format.parse(types[t]) for t in (names[0], names[-1], parts[0]))
-    return Signature(int(m.group(3)), a, b, d, d)
+    scale = Format.parse(types["e8m0"]) if scaled else None
+    return Signature(int(m.group(3)), a, b, d, d, scale)
 
 
 def _x86_signature(name: str, types: dict[str, str]) -> Signature:
@@ -317,7 +335,8 @@ def build_instruction(
     family = tables.families[family_id]
     quirk = dict(arch.get("quirks", {}).get(family_id, {}))
     shared = tables.quirks[quirk["use"]] if "use" in quirk else {}
-    sig = _SYNTAX[family["syntax"]](form["name"], tables.types[family["syntax"]])
+    types = tables.types[family.get("types", family["syntax"])]
+    sig = _SYNTAX[family["syntax"]](form["name"], types)
     template = tables.models[family["model"]]
     facts_of = tables.arch(quirk.get("like", arch["name"]))
     raw: dict[str, Any] = _level(template, {"from_arch"}, sig.d)
