@@ -151,7 +151,12 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
                 tuple(blocks[i : i + per_chain]) for i in range(0, len(blocks), per_chain)
             )
             splits.append(SplitPlan(chains, True))
-    tree = pairwise_tree(S) if schedule.reduce == Reduce.PAIRWISE else serial_tree(S)
+    if schedule.combine is not None:
+        tree = schedule.combine
+    elif schedule.reduce == Reduce.PAIRWISE:
+        tree = pairwise_tree(S)
+    else:
+        tree = serial_tree(S)
     return Plan(k_block, n_blocks, tuple(splits), tree, schedule.c_in_chain)
 
 
