@@ -203,16 +203,17 @@ def _contradiction(trees: list[Tree], known: list[np.ndarray], k: int) -> tuple[
 def _plan(
     pending: list, labels: np.ndarray, obs: _Obs, k: int, m: int, n: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """P and Q of the next call: columns take leaves (n mod K, shifted each call when
-    N < K); each pivot asked gets the free rows where its class holds most of the leaves
-    it waits for, until they are all held; the rows left take pivots asked least so far."""
-    shift = (len(obs.s) * n) % k if n < k else 0
-    q = (np.arange(n) + shift) % k
-    p = np.full(m, -1)
+    """P and Q of the next call: column n takes leaf (n + shift) mod K, the shift that lets
+    the columns of each waiting class hold most of the leaves it waits for; each pivot
+    asked gets the free rows where its class holds most of those leaves, until they are
+    all held; the rows left take the pivots asked least so far."""
     masks: dict[int, np.ndarray] = {}
-    for c, g, leaves in pending:
+    for c, _, _ in pending:
         if c not in masks:
             masks[c] = labels == c
+    q = (np.arange(n) + _shift(pending, masks, k, n)) % k
+    p = np.full(m, -1)
+    for c, g, leaves in pending:
         mask = masks[c]
         need = np.zeros(k, bool)
         need[leaves] = True
@@ -234,3 +235,22 @@ def _plan(
         order = np.argsort(used, kind="stable")
         p[free] = order[np.arange(len(free)) % k]
     return p, q
+
+
+def _shift(pending: list, masks: dict[int, np.ndarray], k: int, n: int) -> int:
+    """The shift s (column n holds leaf (n + s) mod K) under which the columns of the
+    waiting classes hold the most of the leaves they wait for (the smallest such s):
+    for each class, the circular correlation of the leaves it waits for with the leaves
+    its columns hold at shift 0."""
+    score = np.zeros(k)
+    for c, mask in masks.items():
+        need = np.zeros(k)
+        for cc, _, leaves in pending:
+            if cc == c:
+                need[leaves] += 1
+        held = np.zeros(k)
+        np.add.at(held, np.arange(n)[mask.any(axis=0)] % k, 1)
+        held = np.minimum(held, 1)
+        # score[s] += sum_j need[j] * held[(j - s) mod K]
+        score += np.round(np.fft.ifft(np.fft.fft(need) * np.conj(np.fft.fft(held))).real)
+    return int(np.argmax(score))

@@ -30,32 +30,26 @@ CHECK_OUTPUTS = 64
 """Random outputs checked bit for bit by default (a sample of each class's outputs)."""
 TREE_SUM_OUTPUTS = 4096
 """Outputs of each class whose fp32 tree sum (evaluate.py) is checked, at most."""
-FMA_STAND_IN = ("hopper", "fma.rn.f32")
-"""The IEEE fp32 FMA of this project's presets (a·b + c rounded once to nearest even),
-standing in for a CPU's FMA when a schedule is sought for a CPU library's tree."""
 
 
 @dataclass
 class ClassResult:
     """One class of output positions (classes.py) and what was learnt of it: the
     positions as half-open rectangles [m_lo, m_hi, n_lo, n_hi], the tree, the hypothesis
-    (None when no schedule on a modelled unit expresses it), the schedule of IEEE fp32 FMAs
-    with that tree (CPU libraries) and the checks on random inputs."""
+    (None when no schedule of the oracle's unit expresses it) and the checks on random
+    inputs."""
 
     outputs: int
     blocks: list[list[int]]
     tree: Tree
     hypothesis: str | None = None
     instr: str | None = None
-    fma_schedule: str | None = None
     reproduced: bool | None = None
-    fma_schedule_reproduced: bool | None = None
     tree_check: dict[str, bool] = field(default_factory=dict)
     checked_outputs: int = 0
     others: list[str] = field(default_factory=list)
-    """Further schedules with the same tree (hypotheses, or fp32 FMA schedules for a CPU
-    library) that round otherwise; the check on random inputs takes the first that
-    reproduces the outputs."""
+    """Further hypotheses with the same tree that round otherwise; the check on random
+    inputs takes the first that reproduces the outputs."""
 
     def to_json(self) -> dict:
         return {
@@ -65,9 +59,7 @@ class ClassResult:
             "tree_text": render(self.tree),
             "hypothesis": self.hypothesis,
             "instr": self.instr,
-            "fma_schedule": self.fma_schedule,
             "reproduced": self.reproduced,
-            "fma_schedule_reproduced": self.fma_schedule_reproduced,
             "tree_reproduced": self.tree_check or None,
             "checked_outputs": self.checked_outputs,
         }
@@ -109,10 +101,6 @@ class RevealResult:
         return self.first.instr
 
     @property
-    def fma_schedule(self) -> str | None:
-        return self.first.fma_schedule
-
-    @property
     def tree_check(self) -> dict[str, bool]:
         return self.first.tree_check
 
@@ -123,10 +111,6 @@ class RevealResult:
     @property
     def reproduced(self) -> bool | None:
         return _all(c.reproduced for c in self.classes)
-
-    @property
-    def fma_schedule_reproduced(self) -> bool | None:
-        return _all(c.fma_schedule_reproduced for c in self.classes)
 
     def to_json(self) -> dict:
         first = self.first.to_json()
@@ -146,8 +130,6 @@ class RevealResult:
             "checked_outputs": self.checked_outputs,
             "check_calls": self.check_calls,
             "check_shape": list(self.check_shape) if self.check_shape else None,
-            "fma_schedule": self.fma_schedule,
-            "fma_schedule_reproduced": self.fma_schedule_reproduced,
             "probe_shape": list(self.probe_shape) if self.probe_shape else None,
             "classes": [c.to_json() for c in self.classes],
             "note": self.note,
@@ -212,16 +194,10 @@ def reveal(
         )
     for cls in res.classes:
         _hypothesis(cls, orc, k)
-    if orc.arch is not None and any(c.hypothesis is None for c in res.classes):
-        notes.append("no GEMM schedule of this project expresses this tree")
     if orc.arch is None:
-        if any(c.fma_schedule for c in res.classes):
-            notes.append(
-                "no matrix unit: the schedule named is one of IEEE fp32 FMAs "
-                f"({FMA_STAND_IN[1]} standing in for the CPU's)"
-            )
-        else:
-            notes.append("no schedule of IEEE fp32 FMAs expresses this tree")
+        notes.append("the oracle runs on no modelled unit: no hypothesis is sought")
+    elif any(c.hypothesis is None for c in res.classes):
+        notes.append(f"no GEMM schedule of {orc.arch} expresses this tree")
     res.note = "; ".join(notes)
     if check:
         _check(res, orc, seed, labels, check_outputs)
@@ -245,28 +221,25 @@ def _probe(orc, k: int) -> tuple[np.ndarray, list[Tree], tuple[int, int] | None]
 
 
 def _hypothesis(cls: ClassResult, orc, k: int) -> None:
-    """The hypothesis of one class's tree on the oracle's unit, or for a CPU library the
-    schedule of IEEE fp32 FMAs that sums in it."""
-    if orc.arch is not None:
-        fmt = Format.FP32 if orc.fmt == Format.TF32 else orc.fmt
-        found = find(cls.tree, k, orc.arch, orc.instr, fmt, orc.label)
-        if found is not None:
-            cls.hypothesis, cls.instr = found.hypothesis, found.instr
-            cls.others = list(found.others)
+    """The hypotheses on the oracle's unit whose plan sums in the class's tree (the first,
+    and others that round otherwise), with the oracle's output format where the
+    instruction writes another (a CPU's bf16 GEMM: fp32 FMAs, then bf16)."""
+    if orc.arch is None:
         return
-    if orc.fmt not in (Format.FP32, Format.BF16):
+    fmt = Format.FP32 if orc.fmt == Format.TF32 else orc.fmt
+    found = find(cls.tree, k, orc.arch, orc.instr, fmt, orc.label)
+    if found is None:
         return
-    fma = find(cls.tree, k, FMA_STAND_IN[0], FMA_STAND_IN[1], Format.FP32)
-    if fma is None:
-        return
-    scheds = []
-    for hyp in fma.all:
-        sched = hyp.split("/", 1)[1]
-        if orc.out != Format.FP32:
+    from ..api import resolve
+
+    d_fmt = resolve(orc.arch, found.instr).d_fmt
+    hyps = []
+    for hyp in found.all:
+        if orc.out != d_fmt:
             extra = f"out={orc.out.spec.name}"
-            sched = sched[:-1] + f",{extra}]" if sched.endswith("]") else f"{sched}[{extra}]"
-        scheds.append(sched)
-    cls.fma_schedule, cls.others = scheds[0], scheds[1:]
+            hyp = hyp[:-1] + f",{extra}]" if hyp.endswith("]") else f"{hyp}[{extra}]"
+        hyps.append(hyp)
+    cls.hypothesis, cls.instr, cls.others = hyps[0], found.instr, hyps[1:]
 
 
 def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) -> None:
@@ -297,11 +270,9 @@ def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) 
             uc, ci = np.unique(cols, return_inverse=True)
             ra, rb = a[ur], b[:, uc]
             if cls.hypothesis is not None:
-                _compare(cls, "hypothesis", cls.instr, ra, rb, (ri, ci), got, np.float32)
-            if cls.fma_schedule is not None:
-                _compare(
-                    cls, "fma_schedule", FMA_STAND_IN[1], ra, rb, (ri, ci), got, np_dtype(orc.out)
-                )
+                if orc.widen:  # a CPU library reads bf16 inputs as fp32 (exact)
+                    ra, rb = ra.astype(np.float32), rb.astype(np.float32)
+                _compare(cls, ra, rb, (ri, ci), got, np_dtype(orc.out))
             room = TREE_SUM_OUTPUTS - sum(len(x[0]) for x in tree_rows[c])
             if room > 0:
                 take = slice(0, room)
@@ -330,28 +301,24 @@ def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) 
             cls.tree_check[r] = _same_bits(got, want)
 
 
-def _compare(cls: ClassResult, what: str, instr, ra, rb, at, got, dt) -> None:
+def _compare(cls: ClassResult, ra, rb, at, got, dt) -> None:
     """Compare one class's outputs `got` (at grid positions `at` of ra @ rb) with its
-    hypothesis (`what`: hypothesis or fma_schedule); on the first comparison, when it
-    fails, take the first of `cls.others` that reproduces them instead."""
-    ok_name = "reproduced" if what == "hypothesis" else "fma_schedule_reproduced"
+    hypothesis; on the first comparison, when it fails, take the first of `cls.others`
+    that reproduces them instead."""
 
-    def run(text: str) -> bool:
-        hyp = text if what == "hypothesis" else f"{FMA_STAND_IN[0]}/{text}"
-        a, b = (ra, rb) if what == "hypothesis" else (ra.astype(np.float32), rb.astype(np.float32))
-        return _same_bits(_run(hyp, instr, a, b, dt)[at], got.astype(dt))
+    def run(hyp: str) -> bool:
+        return _same_bits(_run(hyp, cls.instr, ra, rb, dt)[at], got.astype(dt))
 
-    first = getattr(cls, ok_name) is None
-    ok = run(getattr(cls, what))
+    first = cls.reproduced is None
+    ok = run(cls.hypothesis)
     if not ok and first:
         for other in cls.others:
             if run(other):
-                rest = [x for x in [getattr(cls, what), *cls.others] if x != other]
-                setattr(cls, what, other)
-                cls.others = rest
+                cls.others = [x for x in [cls.hypothesis, *cls.others] if x != other]
+                cls.hypothesis = other
                 ok = True
                 break
-    setattr(cls, ok_name, ok and getattr(cls, ok_name) is not False)
+    cls.reproduced = ok and cls.reproduced is not False
 
 
 def _pick(labels: np.ndarray, n_classes: int, room: int, seed: int) -> np.ndarray:

@@ -80,10 +80,13 @@ def unit_group(p) -> int | None:
     """Products per fused add of an instruction whose steps chain contiguous fused adds
     with the accumulator in the first (FDA with c fused, contiguous groups: L; a
     sequential FMA: 1); None for the others (their order within one step is not a plain
-    chain of fused adds: pairwise groups, c added after, interleaved byte pairs)."""
+    chain of fused adds: pairwise groups, c added after, interleaved byte pairs). A
+    sequential FMA is IEEE's fused multiply-add (SFMA, or one fused product: x86-fma)."""
     from ..model.params import Algorithm, CAddend, GroupMap
 
-    if p.algorithm == Algorithm.SFMA and p.K == 1:
+    if p.K == 1 and (
+        p.algorithm == Algorithm.SFMA or (p.algorithm == Algorithm.SEQUENTIAL and p.fused_products)
+    ):
         return 1
     if (
         p.algorithm == Algorithm.FDA

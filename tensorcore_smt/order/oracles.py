@@ -105,8 +105,9 @@ GPU_ARCH = {
 
 class Oracle:
     """A library call asked pair probes. `arch` and `instr`: the preset (and instruction,
-    None for the default) a GEMM hypothesis is sought in, None where the library runs on
-    no modelled unit (a CPU); `fmt` the input format, `out` the output format."""
+    None for the default) a GEMM hypothesis is sought in (a CPU library: x86-fma's fp32
+    FMA, the operation its SIMD lanes chain), None where the library runs on no modelled
+    unit; `fmt` the input format, `out` the output format."""
 
     name: str
     fmt: Format
@@ -116,6 +117,7 @@ class Oracle:
     instr: str | None = None
     acc_bits: int = CPU_ACC_BITS
     subnormal_inputs: bool = False
+    widen: bool = False  # inputs read as fp32 by the hypothesis (a CPU's bf16 GEMM)
 
     def __init__(self) -> None:
         self.calls = 0
@@ -170,8 +172,14 @@ DOT_BATCH = 4096
 """Dot products of one random check round (one library call each)."""
 
 
+CPU_FMA = ("x86-fma", "vfmadd231ps")
+"""The unit a CPU library's hypotheses are sought on: x86 FMA3's fp32 fused multiply-add
+(archs/x86.toml), which OpenBLAS's and torch's fp32 kernels chain in SIMD lanes."""
+
+
 class NumpyDot(Oracle):
     name, fmt, out = "numpy:dot", Format.FP32, Format.FP32
+    arch, instr = CPU_FMA
 
     def query(self, k, pivot, others):
         pv = self.values(k)
@@ -195,6 +203,7 @@ class NumpyDot(Oracle):
 
 class NumpyGemv(Oracle):
     name, fmt, out = "numpy:gemv", Format.FP32, Format.FP32
+    arch, instr = CPU_FMA
 
     def __init__(self, rows: int | None) -> None:
         super().__init__()
@@ -254,6 +263,7 @@ class Gemm(Oracle):
 
 class NumpyMatmul(Gemm):
     name, fmt, out = "numpy:matmul", Format.FP32, Format.FP32
+    arch, instr = CPU_FMA
 
     def run(self, a, b):
         return np.matmul(a, b)
@@ -269,6 +279,9 @@ class TorchGemm(Gemm):
         self.fmt = fmt
         self.name = f"torch:{device}"
         self.out = fmt if device == "cpu" else Format.FP32
+        if device == "cpu":
+            self.arch, self.instr = CPU_FMA
+            self.widen = fmt != Format.FP32
         if device == "cuda":
             major_minor = torch.cuda.get_device_capability(0)
             self.arch = GPU_ARCH.get(tuple(major_minor))
