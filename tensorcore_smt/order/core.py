@@ -266,13 +266,9 @@ def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) 
             rows, cols = np.nonzero(sel)
             cls.checked_outputs += len(rows)
             got = d[rows, cols]
-            ur, ri = np.unique(rows, return_inverse=True)
-            uc, ci = np.unique(cols, return_inverse=True)
-            ra, rb = a[ur], b[:, uc]
             if cls.hypothesis is not None:
-                if orc.widen:  # a CPU library reads bf16 inputs as fp32 (exact)
-                    ra, rb = ra.astype(np.float32), rb.astype(np.float32)
-                _compare(cls, ra, rb, (ri, ci), got, np_dtype(orc.out))
+                pieces = _pieces(sel, cls, a, b, d, orc.widen)
+                _compare(cls, pieces, np_dtype(orc.out))
             room = TREE_SUM_OUTPUTS - sum(len(x[0]) for x in tree_rows[c])
             if room > 0:
                 take = slice(0, room)
@@ -301,13 +297,34 @@ def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) 
             cls.tree_check[r] = _same_bits(got, want)
 
 
-def _compare(cls: ClassResult, ra, rb, at, got, dt) -> None:
-    """Compare one class's outputs `got` (at grid positions `at` of ra @ rb) with its
+def _pieces(sel: np.ndarray, cls: ClassResult, a, b, d, widen: bool) -> list[tuple]:
+    """The outputs `sel` of one class as (A rows, B columns, positions in their grid, the
+    oracle's outputs there): the class's blocks when every output of the call is compared
+    (no output computed twice), else one grid of the sampled rows and columns."""
+    if widen:  # a CPU library reads bf16 inputs as fp32 (exact)
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    if sel.sum() == cls.outputs and d.shape == sel.shape:
+        out = []
+        for m0, m1, n0, n1 in cls.blocks:
+            grid = np.ones((m1 - m0, n1 - n0), bool)
+            out.append((a[m0:m1], b[:, n0:n1], np.nonzero(grid), d[m0:m1, n0:n1][grid]))
+        return out
+    rows, cols = np.nonzero(sel)
+    ur, ri = np.unique(rows, return_inverse=True)
+    uc, ci = np.unique(cols, return_inverse=True)
+    return [(a[ur], b[:, uc], (ri, ci), d[rows, cols])]
+
+
+def _compare(cls: ClassResult, pieces: list[tuple], dt) -> None:
+    """Compare one class's outputs (`pieces`, as `_pieces` gives them) with its
     hypothesis; on the first comparison, when it fails, take the first of `cls.others`
     that reproduces them instead."""
 
     def run(hyp: str) -> bool:
-        return _same_bits(_run(hyp, cls.instr, ra, rb, dt)[at], got.astype(dt))
+        return all(
+            _same_bits(_run(hyp, cls.instr, ra, rb, dt)[at], np.asarray(got).astype(dt))
+            for ra, rb, at, got in pieces
+        )
 
     first = cls.reproduced is None
     ok = run(cls.hypothesis)
@@ -338,9 +355,11 @@ def _pick(labels: np.ndarray, n_classes: int, room: int, seed: int) -> np.ndarra
 
 
 def _run(hyp: str, instr: str | None, a: np.ndarray, b: np.ndarray, dt) -> np.ndarray:
+    """The hypothesis on a @ b through tc.matmul, on the compiled engine (many outputs,
+    many small blocks: the engine's default would take the interpreter for small ones)."""
     from ..gemm.emulate import matmul
 
-    return np.asarray(matmul(hyp, a, b, instr=instr)).astype(dt)
+    return np.asarray(matmul(hyp, a, b, instr=instr, engine="compiled")).astype(dt)
 
 
 def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
