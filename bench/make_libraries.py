@@ -10,7 +10,6 @@ import argparse
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +57,28 @@ def _blas() -> str:
         return f"{blas.get('name', '?')} {blas.get('version', '?')}"
     except Exception:  # an older numpy: no dict form
         return "its BLAS"
+
+
+def _random_call_schedules(r) -> list[str]:
+    """For a recorded oracle whose hypothesis did not reproduce its random call (another
+    shape than the probe's): the schedules of the same instruction that do, simplest
+    first."""
+    from tensorcore_smt.gemm.emulate import matmul
+    from tensorcore_smt.order.hypothesis import schedules
+    from tensorcore_smt.order.oracles import make_oracle
+
+    o = make_oracle(r.oracle)
+    a, b, d = o.random(r.k, 0)
+    arch = r.hypothesis.split("/", 1)[0]
+    hits = []
+    for s in schedules(r.k, tc.resolve(arch, r.instr).K):
+        try:
+            h = np.asarray(matmul(f"{arch}/{s.text()}", a, b, instr=r.instr, engine="numpy"))
+        except UserError:
+            continue
+        if (h.astype(np.float32).view(np.uint32) == d.view(np.uint32)).all():
+            hits.append(f"{arch}/{s.text()}")
+    return hits
 
 
 def main() -> None:
@@ -122,6 +143,19 @@ def main() -> None:
                 notes.append(f"- {oracle} {dtype} K = {k}: `{r.hypothesis}`")
             if r.note:
                 notes.append(f"- {oracle} {dtype} K = {k}: {r.note}")
+            if oracle.startswith("h100") and rep is False:
+                hits = _random_call_schedules(r)
+                shape = f"{r.check_shape[0]} x {r.check_shape[1]} x {k}"
+                notes.append(
+                    f"- {oracle} {dtype} K = {k}: the recorded {shape} call is reproduced "
+                    + (
+                        f"by {len(hits)} schedule(s) of the same instruction, the simplest "
+                        f"`{hits[0]}`: its tree is not the probe's, a kernel chosen for the "
+                        "smaller shape"
+                        if hits
+                        else "by no schedule of the same instruction"
+                    )
+                )
             if oracle == "numpy:matmul" and k == CALL_GOAL[0]:
                 ok = r.oracle_calls <= CALL_GOAL[1]
                 goals.append(

@@ -205,7 +205,6 @@ def test_library_oracle_answers_rows_as_the_library_at_output_0_0():
     import numpy as np
 
     from tensorcore_smt.errors import UserError
-
     from tensorcore_smt.formats import Format
 
     sp = load_gemm_space("x86-fma/serial[beta=0]", 32, None, None, Format.FP32)

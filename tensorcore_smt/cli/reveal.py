@@ -82,12 +82,13 @@ def reveal_cmd(
     check_outputs: int,
     as_json: bool,
 ) -> None:
-    """Learn the accumulation tree of one output element of a library's dot, GEMV or
-    GEMM from its outputs on cancellation probes (Xie et al., USENIX ATC 2025), name the
-    GEMM hypothesis that sums in it where a schedule expresses it, and check both on
-    random inputs, bit for bit.
+    """Learn the accumulation trees of a library's dot, GEMV or GEMM from its outputs on
+    cancellation probes (Xie et al., USENIX ATC 2025), one per class of output positions
+    that sum alike, name the GEMM hypothesis that sums in each where a schedule expresses
+    it, and check them on random inputs, bit for bit.
 
-    Exit 0: a tree was learnt; 1: the outputs are not those of one summation tree.
+    Exit 0: trees were learnt; 1: the outputs are not those of one summation tree per
+    class.
     """
     from ..order import reveal
     from ..order.tree import NotATree, deep

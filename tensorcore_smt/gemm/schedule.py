@@ -111,6 +111,28 @@ def parse_combine(text: str) -> CombineTree:
     return tree
 
 
+def serial_tree(n: int) -> CombineTree:
+    """((p0 + p1) + p2) + ... + p_{n-1}."""
+    t: CombineTree = 0
+    for i in range(1, n):
+        t = (t, i)
+    return t
+
+
+def pairwise_tree(n: int) -> CombineTree:
+    """cuBLASLt's pairwise combination of n partials: h = ceil(n/2), slot_i = p_i +
+    p_{i+h} if i + h < n - 1 else p_i, result (((p_{n-1} + slot_0) + slot_1) + ...) +
+    slot_{h-1}; n = 3: (p2 + p0) + p1. One partial is itself."""
+    if n == 1:
+        return 0
+    h = -(-n // 2)
+    slots: list[CombineTree] = [(i, i + h) if i + h < n - 1 else i for i in range(h)]
+    t: CombineTree = n - 1
+    for s in slots:
+        t = (t, s)
+    return t
+
+
 def combine_text(tree: CombineTree) -> str:
     """The tree written as parse_combine reads it (left operands of + unparenthesised)."""
     if isinstance(tree, int):
@@ -209,8 +231,6 @@ class Schedule:
                 )
             if self.reduce != Reduce.SERIAL:
                 raise UserError("combine= and reduce= both say how the splits combine; give one")
-            from .plan import pairwise_tree, serial_tree  # plan.py imports this module
-
             if self.combine == serial_tree(self.split_k):  # one schedule, one text
                 object.__setattr__(self, "combine", None)
             elif self.combine == pairwise_tree(self.split_k):
