@@ -135,7 +135,8 @@ def main() -> None:
             if len(r.classes) > 1:
                 parts = [
                     f"class {i} ({c.outputs} outputs, {len(c.blocks)} blocks): "
-                    f"{_short(t, 80)} = `{c.hypothesis}`"
+                    f"{_short(t, 80)} = "
+                    + (f"`{c.hypothesis}`" if c.hypothesis else "no hypothesis")
                     for i, (c, t) in enumerate(zip(r.classes, class_trees))
                 ]
                 notes.append(f"- {oracle} {dtype} K = {k}: " + "; ".join(parts))
