@@ -10,6 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import tensorcore_smt as tc
 from tensorcore_smt import UserError
 from tensorcore_smt.api import simulate_one
 from tensorcore_smt.bv.concrete import CONCRETE
@@ -147,6 +148,42 @@ def test_combination_trees():
     assert pairwise_tree(5) == (((4, (0, 3)), 1), 2)
     for n in range(1, 12):
         assert sorted(tree_leaves(pairwise_tree(n))) == list(range(n))
+
+
+def test_combine_tree_as_data():
+    """combine= gives the splits' tree as data: the plan combines in it, the text reads
+    back, the serial and pairwise trees are written as reduce=, and a tree that does not
+    add every split once is refused in one line."""
+    s = parse_schedule("serial[split_k=4,split=interleaved,split_tile=1,combine=0+2+(1+3)]")
+    assert make_plan(s, 8, 1).combine == ((0, 2), (1, 3))
+    assert parse_schedule(s.text()) == s
+    assert "combine=0+2+(1+3)" in s.text()
+    assert parse_schedule("serial[split_k=3,split_tile=1,combine=(0+1)+2]").text() == (
+        "serial[split_k=3,split_tile=1]"
+    )
+    assert parse_schedule("serial[split_k=3,split_tile=1,combine=2+0+1]").reduce == Reduce.PAIRWISE
+    for bad in ("0+1+1", "0+1", "0+(1", "0+x+2", "0+1+2+3"):
+        with pytest.raises(UserError, match="combine"):
+            parse_schedule(f"serial[split_k=3,split_tile=1,combine={bad}]")
+    with pytest.raises(UserError, match="give one"):
+        parse_schedule("serial[split_k=3,split_tile=1,combine=2+0+1,reduce=pairwise]")
+
+
+@pytest.mark.parametrize("engine", ["numpy", "compiled"])
+def test_combine_tree_runs_in_the_engines(engine):
+    """Four lanes combined (0+2)+(1+3) are the sum a + b of the lanes' fp32 chains, each
+    pair added by one fp32 rounding: checked against numpy's own float32 additions."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((5, 12)).astype(np.float32)
+    b = rng.standard_normal((12, 3)).astype(np.float32)
+    hyp = "hopper/serial[split_k=4,split=interleaved,split_tile=1,combine=0+2+(1+3)]"
+    got = tc.matmul(hyp, a, b, instr="fma.rn.f32", engine=engine)
+    lane = [
+        tc.matmul("hopper/serial", a[:, j::4], b[j::4], instr="fma.rn.f32", engine=engine)
+        for j in range(4)
+    ]
+    want = (lane[0] + lane[2]) + (lane[1] + lane[3])
+    assert got.dtype == np.float32 and (got.view(np.uint32) == want.view(np.uint32)).all()
 
 
 # --- the epilogue ----------------------------------------------------------------------

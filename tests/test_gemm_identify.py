@@ -241,3 +241,48 @@ def test_gemm_space_over_a_variant_keeps_its_overrides():
     assert m.p.carry_bits == 6 and m.p.e_zero is None
     h5 = sp.make(fam, {"carry_bits": 5})
     assert sp.model(h5).variant == "hopper[carry_bits=5]" and sp.model(h5).p.carry_bits == 5
+
+
+def test_library_oracle_answers_rows_as_the_library_at_output_0_0():
+    """numpy:matmul answers each row with numpy's own bits at output (0, 0) of one call;
+    it takes fp32 operands and a base that reads no C (beta=0), else one line."""
+    import numpy as np
+
+    from tensorcore_smt.errors import UserError
+    from tensorcore_smt.formats import Format
+
+    sp = load_gemm_space("x86-fma/serial[beta=0]", 32, None, None, Format.FP32)
+    orc = make_gemm_oracle("numpy:matmul", sp)
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((5, 32)).astype(np.float32)
+    b = rng.standard_normal((5, 32)).astype(np.float32)
+    d = orc.ask(a.view(np.uint32).astype(np.uint64), b.view(np.uint32).astype(np.uint64),
+                np.zeros(5, np.uint64))  # fmt: skip
+    A = np.zeros((32, 32), np.float32)
+    B = np.zeros((32, 32), np.float32)
+    for i in range(5):
+        A[0], B[:, 0] = a[i], b[i]
+        assert int(d[i]) == int(np.matmul(A, B)[0, 0].view(np.uint32))
+    with pytest.raises(UserError, match="beta=0"):
+        make_gemm_oracle("numpy:matmul", load_gemm_space("x86-fma", 32, None, None, Format.FP32))
+    with pytest.raises(UserError, match="fp32"):
+        make_gemm_oracle("numpy:matmul", load_gemm_space("hopper/serial[beta=0]", 32, FP8, None))
+
+
+@pytest.mark.slow
+def test_identify_gemm_on_torch_cpu_ends_honestly():
+    """identify --gemm against torch's CPU matmul (K = 32) ends with one class whose
+    members are all proved equal, or exit 3 naming what is undecided: never a class
+    claimed that the proofs do not back (the library may change, so no fixed answer)."""
+    pytest.importorskip("torch")
+    r = run(
+        "identify", "--gemm", "--arch", "x86-fma/serial[beta=0]", "--k", "32", "--dtype",
+        "fp32", "--oracle", "torch:cpu", "--solver", "bitwuzla", "--json",
+    )  # fmt: skip
+    data = json.loads(r.output)
+    if r.exit_code == ExitCode.OK:
+        assert data["classes"] == 1 and data["standing"]["established"] is True
+        assert data["standing"]["undecided"] == 0 and data["standing"]["never_asked"] == 0
+    else:
+        assert r.exit_code == ExitCode.INCOMPLETE, r.output
+        assert data["standing"]["undecided"] + data["standing"]["never_asked"] > 0

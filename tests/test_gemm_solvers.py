@@ -25,6 +25,7 @@ FP8 = "wgmma.m64n8k32.f32.e4m3.e4m3"
 FP16 = "m16n8k16.f32.f16.f16.f32"
 FP16_WGMMA = "wgmma.m64n8k16.f32.f16.f16"  # what libraries run on Hopper for fp16 inputs
 LIMITS = Limits(solver="bitwuzla", timeout=120.0)
+LANES = "hopper/serial[split_k=4,split=interleaved,split_tile=1]"  # 4 lanes of fp32 FMAs
 
 
 def run(*args: str):
@@ -86,6 +87,7 @@ def test_focus_keeps_the_first_and_last_block_of_every_chain():
     [
         ("hopper/serial", "hopper/serial[promote=64]", 128, FP8),
         ("hopper/serial[split_k=2,split_tile=32]", "hopper/serial[c_join=epilogue]", 64, FP8),
+        (LANES, LANES[:-1] + ",combine=0+2+(1+3)]", 4, "fma.rn.f32"),
     ],
 )
 def test_schedule_fields_change_outputs_fast(x, y, K, instr):
@@ -115,6 +117,7 @@ FIELD_PAIRS = [
      "hopper/serial[split_k=2,split_tile=64]", 192, FP8),
     ("reduce", "hopper/serial[split_k=3,split_tile=32]",
      "hopper/serial[split_k=3,split_tile=32,reduce=pairwise]", 96, FP8),
+    ("combine", LANES, LANES[:-1] + ",combine=0+2+(1+3)]", 4, "fma.rn.f32"),
     ("alpha", "hopper/serial", "hopper/serial[alpha=0.5]", 32, FP8),
     ("beta", "hopper/serial[c_join=epilogue]", "hopper/serial[c_join=epilogue,beta=2.0]", 32, FP8),
     ("epilogue", "hopper/serial[c_join=epilogue,alpha=0.3]",

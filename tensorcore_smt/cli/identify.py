@@ -166,7 +166,7 @@ def identify_cmd(
 ) -> None:
     """Learn which model of the space a unit follows, asking it the inputs that split the
     surviving hypotheses (oracles: variant:EXPR, file:ROWS, cmd:PROGRAM, cuda; with
-    --gemm: variant:ARCH/SCHEDULE, cmd:PROGRAM, torch[:fast])."""
+    --gemm: variant:ARCH/SCHEDULE, cmd:PROGRAM, torch[:fast], numpy:matmul, torch:cpu)."""
     if gemm:
         space, oracle = _gemm_space_and_oracle(
             arch, instr, k, input_format(dtype), space_name, oracle_spec, oracle_timeout

@@ -62,6 +62,15 @@ def _shape(text: str | None) -> tuple[int, int] | None:
     help="Seed of the random check.",
 )
 @click.option("--no-check", is_flag=True, help="Skip the check on random inputs.")
+@click.option(
+    "--check-outputs",
+    type=click.IntRange(1, 1 << 26),
+    default=64,
+    show_default=True,
+    metavar="N",
+    help="Random outputs compared bit for bit with the hypothesis (whole calls when N "
+    "holds them, else a sample of every class).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
 def reveal_cmd(
     oracle: str,
@@ -70,20 +79,30 @@ def reveal_cmd(
     shape: str | None,
     seed: int,
     no_check: bool,
+    check_outputs: int,
     as_json: bool,
 ) -> None:
-    """Learn the accumulation tree of one output element of a library's dot, GEMV or
-    GEMM from its outputs on cancellation probes (Xie et al., USENIX ATC 2025), name the
-    GEMM hypothesis that sums in it where a schedule expresses it, and check both on
-    random inputs, bit for bit.
+    """Learn the accumulation trees of a library's dot, GEMV or GEMM from its outputs on
+    cancellation probes (Xie et al., USENIX ATC 2025), one per class of output positions
+    that sum alike, name the GEMM hypothesis that sums in each where a schedule expresses
+    it, and check them on random inputs, bit for bit.
 
-    Exit 0: a tree was learnt; 1: the outputs are not those of one summation tree.
+    Exit 0: trees were learnt; 1: the outputs are not those of one summation tree per
+    class.
     """
     from ..order import reveal
     from ..order.tree import NotATree, deep
 
     try:
-        r = reveal(oracle, k, dtype, _shape(shape), seed=seed, check=not no_check)
+        r = reveal(
+            oracle,
+            k,
+            dtype,
+            _shape(shape),
+            seed=seed,
+            check=not no_check,
+            check_outputs=check_outputs,
+        )
     except NotATree as e:
         fail(str(e), ExitCode.REFUTED)
     except ValueError as e:
@@ -97,24 +116,31 @@ def reveal_cmd(
         sys.exit(int(ExitCode.OK))
     shape_text = f"{r.shape[0]} x {r.shape[1]}" if r.shape else "default"
     click.echo(f"oracle      {r.oracle} ({r.dtype} inputs, K={r.k}, shape {shape_text})")
-    click.echo(f"tree        {data['tree_text']}")
-    if r.hypothesis:
-        click.echo(f"hypothesis  {r.hypothesis} (instr {r.instr})")
-    else:
-        click.echo("hypothesis  none")
-    if r.fma_schedule:
-        click.echo(f"fp32 FMA    {r.fma_schedule} (the tree as a schedule of IEEE fp32 FMAs)")
+    many = len(r.classes) > 1
+    for i, (c, cj) in enumerate(zip(r.classes, data["classes"])):
+        if many:
+            click.echo(f"class {i}     {c.outputs} output(s) in {len(c.blocks)} block(s)")
+        click.echo(f"tree        {cj['tree_text']}")
+        if c.hypothesis:
+            click.echo(f"hypothesis  {c.hypothesis} (instr {c.instr})")
+        else:
+            click.echo("hypothesis  none")
+        if c.checked_outputs:
+            if c.reproduced is not None:
+                ok = "yes" if c.reproduced else "no"
+                click.echo(
+                    f"reproduced  {ok}: {c.checked_outputs} random output(s), tc.matmul, "
+                    "bit for bit"
+                )
+            for rounding, ok in c.tree_check.items():
+                click.echo(f"tree sum    {rounding}: {'agrees' if ok else 'differs'}")
     click.echo(f"calls       {r.oracle_calls} oracle call(s), {r.seconds:.3f} s")
     if r.checked_outputs:
         c = r.check_shape
-        click.echo(f"checked     {r.checked_outputs} output(s) of random {c[0]} x {c[1]} x {c[2]}")
-        if r.reproduced is not None:
-            click.echo(f"reproduced  {'yes' if r.reproduced else 'no'} (tc.matmul, bit for bit)")
-        if r.fma_schedule_reproduced is not None:
-            ok = "yes" if r.fma_schedule_reproduced else "no"
-            click.echo(f"fp32 FMA    reproduced: {ok} (tc.matmul with fma.rn.f32, bit for bit)")
-        for rounding, ok in r.tree_check.items():
-            click.echo(f"tree sum    {rounding}: {'agrees' if ok else 'differs'}")
+        calls = f"{r.check_calls} random call(s)" if r.check_calls else "the recorded random call"
+        click.echo(
+            f"checked     {r.checked_outputs} output(s) of {calls} of {c[0]} x {c[1]} x {c[2]}"
+        )
     if r.note:
         click.echo(f"note        {r.note}")
     sys.exit(int(ExitCode.OK))

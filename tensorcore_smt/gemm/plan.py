@@ -15,10 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UserError
-from .schedule import KOrder, Reduce, Schedule, SplitMode
+from .schedule import KOrder, Reduce, Schedule, SplitMode, pairwise_tree, serial_tree
 
 Tree = int | tuple["Tree", "Tree"]
 """A combination order: a split index, or (left, right) = left + right in fp32."""
+
+__all__ = ["pairwise_tree", "serial_tree"]  # the combination orders, from schedule.py
 
 
 @dataclass(frozen=True)
@@ -50,28 +52,6 @@ class Plan:
     def steps(self) -> int:
         """Instruction steps per output element."""
         return sum(len(c) for s in self.splits for c in s.chains)
-
-
-def serial_tree(n: int) -> Tree:
-    """((p0 + p1) + p2) + ... + p_{n-1}."""
-    t: Tree = 0
-    for i in range(1, n):
-        t = (t, i)
-    return t
-
-
-def pairwise_tree(n: int) -> Tree:
-    """cuBLASLt's pairwise combination of n partials: h = ceil(n/2), slot_i = p_i +
-    p_{i+h} if i + h < n - 1 else p_i, result (((p_{n-1} + slot_0) + slot_1) + ...) +
-    slot_{h-1}; n = 3: (p2 + p0) + p1. One partial is itself."""
-    if n == 1:
-        return 0
-    h = -(-n // 2)
-    slots: list[Tree] = [(i, i + h) if i + h < n - 1 else i for i in range(h)]
-    t: Tree = n - 1
-    for s in slots:
-        t = (t, s)
-    return t
 
 
 def tree_leaves(t: Tree) -> list[int]:
@@ -151,7 +131,12 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
                 tuple(blocks[i : i + per_chain]) for i in range(0, len(blocks), per_chain)
             )
             splits.append(SplitPlan(chains, True))
-    tree = pairwise_tree(S) if schedule.reduce == Reduce.PAIRWISE else serial_tree(S)
+    if schedule.combine is not None:
+        tree = schedule.combine
+    elif schedule.reduce == Reduce.PAIRWISE:
+        tree = pairwise_tree(S)
+    else:
+        tree = serial_tree(S)
     return Plan(k_block, n_blocks, tuple(splits), tree, schedule.c_in_chain)
 
 

@@ -14,7 +14,9 @@ Facts (PTX ISA; cuBLAS, cuBLASLt and CUTLASS documentation; DeepSeek-V3 report):
   CUBLASLT_MATMUL_DESC_FAST_ACCUM; CUTLASS `mma_promotion_interval`, counted in
   instructions; DeepSeek-V3 technical report §3.3.2: every 128 elements, N_C = 128);
 - split-K: S parts (contiguous k-tiles or interleaved k-tiles of width T), combined in
-  fp32 serially or pairwise (cuBLASLt reduction schemes);
+  fp32 serially or pairwise (cuBLASLt reduction schemes), or in any binary tree given as
+  data (`combine`): a SIMD kernel's lanes (k mod L, interleaved 1-wide tiles) added by its
+  horizontal reduction, a blocked or pairwise sum (contiguous tiles);
 - epilogue (cuBLASLt, torch._scaled_mm): D = alpha*acc + beta*C as one fp32 FMA, then one
   round-to-nearest conversion to the output type; FP8 outputs saturate; beta = 0 does not
   read C (BLAS, cuBLAS, torch.addmm: NaN and Inf in C do not propagate); alpha = 0 does not
@@ -68,6 +70,85 @@ class Reduce(Enum):
     PAIRWISE = "pairwise"  # cuBLASLt's pairwise scheme (plan.combine_tree)
 
 
+CombineTree = int | tuple["CombineTree", "CombineTree"]
+"""An explicit combination of split partials: a split index, or (left, right), the fp32
+sum left + right (the same shape as plan.Tree)."""
+
+
+def parse_combine(text: str) -> CombineTree:
+    """`0+4+(1+5)` -> ((0, 4), (1, 5)): split indices added with `+`, left to right,
+    parentheses grouping. UserError naming what is wrong."""
+    toks = re.findall(r"\d+|[()+]|\S", text)
+    pos = 0
+
+    def atom() -> CombineTree:
+        nonlocal pos
+        if pos >= len(toks):
+            raise UserError(f"combine={text!r}: ends early; expected a split index or (")
+        t = toks[pos]
+        pos += 1
+        if t == "(":
+            inner = expr()
+            if pos >= len(toks) or toks[pos] != ")":
+                raise UserError(f"combine={text!r}: a ( is not closed")
+            pos += 1
+            return inner
+        if t.isdigit():
+            return int(t)
+        raise UserError(f"combine={text!r}: {t!r} is not a split index, +, ( or )")
+
+    def expr() -> CombineTree:
+        nonlocal pos
+        left = atom()
+        while pos < len(toks) and toks[pos] == "+":
+            pos += 1
+            left = (left, atom())
+        return left
+
+    tree = expr()
+    if pos != len(toks):
+        raise UserError(f"combine={text!r}: unexpected {toks[pos]!r}")
+    return tree
+
+
+def serial_tree(n: int) -> CombineTree:
+    """((p0 + p1) + p2) + ... + p_{n-1}."""
+    t: CombineTree = 0
+    for i in range(1, n):
+        t = (t, i)
+    return t
+
+
+def pairwise_tree(n: int) -> CombineTree:
+    """cuBLASLt's pairwise combination of n partials: h = ceil(n/2), slot_i = p_i +
+    p_{i+h} if i + h < n - 1 else p_i, result (((p_{n-1} + slot_0) + slot_1) + ...) +
+    slot_{h-1}; n = 3: (p2 + p0) + p1. One partial is itself."""
+    if n == 1:
+        return 0
+    h = -(-n // 2)
+    slots: list[CombineTree] = [(i, i + h) if i + h < n - 1 else i for i in range(h)]
+    t: CombineTree = n - 1
+    for s in slots:
+        t = (t, s)
+    return t
+
+
+def combine_text(tree: CombineTree) -> str:
+    """The tree written as parse_combine reads it (left operands of + unparenthesised)."""
+    if isinstance(tree, int):
+        return str(tree)
+    right = combine_text(tree[1])
+    if not isinstance(tree[1], int):
+        right = f"({right})"
+    return f"{combine_text(tree[0])}+{right}"
+
+
+def combine_leaves(tree: CombineTree) -> list[int]:
+    if isinstance(tree, int):
+        return [tree]
+    return combine_leaves(tree[0]) + combine_leaves(tree[1])
+
+
 class EpilogueOp(Enum):
     """How alpha*acc + beta*C is formed in fp32."""
 
@@ -113,7 +194,8 @@ class Schedule:
 
     order: k-block order of each chain; promote: K elements per chain before its result is
     added into an fp32 accumulator (None: one chain per split); split_k (S), split and
-    split_tile (T): the split-K layout; reduce: how the S partials combine; c_join: where C
+    split_tile (T): the split-K layout; reduce: how the S partials combine, or combine: the
+    tree they combine in, as data (each split index once; written `0+2+(1+3)`); c_join: where C
     enters (see `c_in_chain`); alpha, beta, epilogue, out, saturate: the epilogue (beta
     None: 1; out None: the instruction's d format; saturate None: FP8 outputs saturate,
     others do not).
@@ -129,6 +211,7 @@ class Schedule:
     split: SplitMode = SplitMode.CONTIGUOUS
     split_tile: int = 128
     reduce: Reduce = Reduce.SERIAL
+    combine: CombineTree | None = None
     c_join: CJoin | None = None
     alpha: float = 1.0
     beta: float | None = None
@@ -139,6 +222,20 @@ class Schedule:
     def __post_init__(self) -> None:
         for f in fields(self):
             check_field(f.name, getattr(self, f.name))
+        if self.combine is not None:
+            got = sorted(combine_leaves(self.combine))
+            if got != list(range(self.split_k)):
+                raise UserError(
+                    f"combine={combine_text(self.combine)}: it must add each split index "
+                    f"0..{self.split_k - 1} once (split_k={self.split_k})"
+                )
+            if self.reduce != Reduce.SERIAL:
+                raise UserError("combine= and reduce= both say how the splits combine; give one")
+            if self.combine == serial_tree(self.split_k):  # one schedule, one text
+                object.__setattr__(self, "combine", None)
+            elif self.combine == pairwise_tree(self.split_k):
+                object.__setattr__(self, "combine", None)
+                object.__setattr__(self, "reduce", Reduce.PAIRWISE)
         if self.c_join == CJoin.CHAIN and (self.split_k > 1 or self.promote is not None):
             raise UserError(
                 "c_join=chain needs one chain (split_k=1, promote=none); allowed: epilogue"
@@ -197,6 +294,8 @@ class Schedule:
 def _show(v: Any) -> str:
     if v is None:
         return "none"
+    if isinstance(v, tuple):
+        return combine_text(v)
     if isinstance(v, Enum):
         return v.spec.name if isinstance(v, Format) else v.value
     if isinstance(v, bool):
@@ -213,7 +312,7 @@ _ENUMS: dict[str, type[Enum]] = {
     "epilogue": EpilogueOp,
     "c_join": CJoin,
 }
-_OPTIONAL = {"promote", "c_join", "beta", "out", "saturate"}
+_OPTIONAL = {"promote", "combine", "c_join", "beta", "out", "saturate"}
 _FLOATS = {"alpha", "beta"}
 _BOOLS = {"saturate"}
 
@@ -236,6 +335,8 @@ def describe_field(name: str) -> str:
         return "true or false" + opt
     if name == "out":
         return "one of " + ", ".join(sorted(f.spec.name for f in OUT_FORMATS)) + ", none"
+    if name == "combine":
+        return "split indices added with + and grouped by ( ), each once (e.g. 0+2+(1+3)), or none"
     return name
 
 
@@ -272,9 +373,19 @@ def check_field(name: str, value: Any) -> None:
         bad = not isinstance(value, bool)
     elif name == "out":
         bad = value not in OUT_FORMATS
+    elif name == "combine":
+        bad = not _is_combine(value)
     if bad:
         shown = _show(value) if not isinstance(value, str) else repr(value)
         raise UserError(f"{name}={shown} is out of range; allowed: {describe_field(name)}")
+
+
+def _is_combine(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return 0 <= value < SCHEDULE_RANGES["split_k"].hi
+    return isinstance(value, tuple) and len(value) == 2 and all(_is_combine(v) for v in value)
 
 
 def parse_field(name: str, text: str) -> Any:
@@ -308,6 +419,8 @@ def parse_field(name: str, text: str) -> Any:
         if low not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
             raise UserError(f"{name}: {text!r} is not true/false")
         value = low in ("true", "1", "yes", "on")
+    elif name == "combine":
+        value = parse_combine(t)
     else:  # out
         try:
             value = Format.parse(t)

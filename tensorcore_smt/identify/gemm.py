@@ -13,8 +13,9 @@ queries (`smt.gemm_query`, focused first) between survivors the rows cannot spli
 - `GemmPoint`: a hypothesis written `ARCH[...]/serial[...]`;
 - `GemmSpace`: the space bound to an architecture, an instruction and K;
 - oracles `variant:ARCH/SCHEDULE`, `cmd:PROGRAM` (rows as JSONL on stdin: `{"a": [K hex],
-  "b": [K hex], "c": hex}`, one d per line, as for instructions) and `torch[:fast]` (the
-  local GPU: the rows as one GEMM through torch, `_scaled_mm` for FP8).
+  "b": [K hex], "c": hex}`, one d per line, as for instructions), `torch[:fast]` (the
+  local GPU: the rows as one GEMM through torch, `_scaled_mm` for FP8) and the CPU
+  libraries `numpy:matmul` and `torch:cpu` (fp32: each row output (0, 0) of one call).
 """
 
 from __future__ import annotations
@@ -395,6 +396,62 @@ class TorchOracle(Oracle):
         return d.view(UNSIGNED[w]).astype(np.uint64)
 
 
+LIBRARY_SIDE = 256
+"""M and N of a library oracle's calls, at most (K x K below it)."""
+
+
+@dataclass
+class LibraryOracle(Oracle):
+    """A CPU library's fp32 GEMM: `numpy:matmul` (numpy.matmul, its BLAS sgemm) or
+    `torch:cpu` (torch.matmul on the CPU). Each row is output (0, 0) of one call of
+    M = N = min(K, LIBRARY_SIDE) outputs, A and B zero elsewhere: a library may sum the
+    outputs of one call in different orders (`tcsmt reveal` finds their classes), so the
+    rows are asked at one position. The library reads no C: the space's base schedule must
+    have beta=0 (C not read)."""
+
+    library: str = "numpy:matmul"
+
+    def _answer(self, a, b, c) -> np.ndarray:
+        k = a.shape[1]
+        side = min(k, LIBRARY_SIDE)
+        A = np.zeros((side, k), np.float32)
+        B = np.zeros((k, side), np.float32)
+        out = np.empty(len(a), np.uint64)
+        for i in range(len(a)):
+            A[0] = np.asarray(a[i]).astype(np.uint32).view(np.float32)
+            B[:, 0] = np.asarray(b[i]).astype(np.uint32).view(np.float32)
+            d = self._run(A, B)
+            out[i] = int(np.float32(d[0, 0]).view(np.uint32))
+        return out
+
+    def _run(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        if self.library == "numpy:matmul":
+            return np.matmul(A, B)
+        import torch
+
+        return torch.matmul(torch.from_numpy(A), torch.from_numpy(B)).numpy()
+
+
+def _gemm_library(spec: str, space: GemmSpace) -> Oracle:
+    b = space.base
+    if (b.p.a_fmt, b.p.b_fmt, b.d_fmt) != (Format.FP32, Format.FP32, Format.FP32):
+        raise UserError(
+            f"oracle {spec!r}: the library is asked fp32 GEMMs; give an instruction of fp32 "
+            "operands and output (e.g. --arch hopper --instr fma.rn.f32)"
+        )
+    if b.schedule.c_beta != 0.0:
+        raise UserError(
+            f"oracle {spec!r}: the library computes A*B and reads no C; give the base "
+            "schedule beta=0 (e.g. --arch hopper/serial[beta=0])"
+        )
+    if spec == "torch:cpu":
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise UserError(f"oracle {spec!r}: torch is not installed") from None
+    return LibraryOracle(spec, space.base, library=spec)
+
+
 def _gemm_variant(spec: str, arg: str, space: GemmSpace) -> Oracle:
     from ..gemm.model import resolve_model
 
@@ -424,9 +481,11 @@ def _gemm_torch(spec: str, arg: str, space: GemmSpace) -> Oracle:
 
 def make_gemm_oracle(spec: str, space: GemmSpace, timeout: float = CMD_TIMEOUT) -> Oracle:
     """The oracle a spec names for the GEMM space: variant:, cmd: (`timeout` seconds a
-    batch), or torch[:fast]."""
+    batch), torch[:fast] (the GPU), or a CPU library (numpy:matmul, torch:cpu)."""
     kind, _, arg = spec.partition(":")
     kind, arg = kind.strip(), arg.strip()
+    if f"{kind}:{arg}" in ("numpy:matmul", "torch:cpu"):
+        return _gemm_library(f"{kind}:{arg}", space)
     if kind == "variant":
         return _gemm_variant(spec, arg, space)
     if kind == "torch":
@@ -435,7 +494,7 @@ def make_gemm_oracle(spec: str, space: GemmSpace, timeout: float = CMD_TIMEOUT) 
         return ORACLES["cmd"][0](spec, arg, space.base, space.arch, space.instr, timeout)
     raise UserError(
         f"unknown GEMM oracle {spec!r}; expected one of: variant:ARCH/SCHEDULE, cmd:PROGRAM, "
-        "torch[:fast]"
+        "torch[:fast], numpy:matmul, torch:cpu"
     )
 
 

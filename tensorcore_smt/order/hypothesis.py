@@ -5,7 +5,9 @@ one fused add of the running accumulator and the step's k-block products, promot
 chains and split partials added in fp32 as the plan combines them; zero-padded products
 past K are dropped. `find` tries the schedules that the schedule fields express (serial,
 promotion intervals, split-K layouts and reductions, both k orders) on the oracle's
-architecture and instruction, and returns the first whose tree is the one revealed.
+architecture and instruction, and returns the first whose tree is the one revealed; else
+`synthesize` reads the tree as chains (one per split, of a split-K layout) added in a
+binary tree, the schedule's `combine=` (a SIMD kernel's lanes added pairwise).
 """
 
 from __future__ import annotations
@@ -13,18 +15,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UserError
-from ..gemm.plan import Plan, make_plan, padded_k
-from ..gemm.schedule import KOrder, Reduce, Schedule, SplitMode
-from .tree import Tree, canonical, deep, node
+from ..gemm.plan import Plan, SplitPlan, make_plan, padded_k
+from ..gemm.schedule import SCHEDULE_RANGES, KOrder, Reduce, Schedule, SplitMode
+from .tree import Tree, canonical, deep, leaves, node
 
 
 @dataclass(frozen=True)
 class Found:
-    """A hypothesis whose plan sums in the revealed tree."""
+    """A hypothesis whose plan sums in the revealed tree; `others`: further schedules
+    with the same tree that round otherwise (two products added by an FMA into the first,
+    or each rounded and then added), for the check on random inputs to choose from."""
 
     hypothesis: str  # ARCH/SCHEDULE, as tc.matmul and `tcsmt gemm --arch` take it
     instr: str  # the instruction it runs (tc.matmul's instr=)
     k_block: int
+    others: tuple[str, ...] = ()
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return (self.hypothesis, *self.others)
 
 
 def plan_tree(plan: Plan, k: int, group: int | None = None) -> Tree:
@@ -71,10 +80,13 @@ def unit_group(p) -> int | None:
     """Products per fused add of an instruction whose steps chain contiguous fused adds
     with the accumulator in the first (FDA with c fused, contiguous groups: L; a
     sequential FMA: 1); None for the others (their order within one step is not a plain
-    chain of fused adds: pairwise groups, c added after, interleaved byte pairs)."""
+    chain of fused adds: pairwise groups, c added after, interleaved byte pairs). A
+    sequential FMA is IEEE's fused multiply-add (SFMA, or one fused product: x86-fma)."""
     from ..model.params import Algorithm, CAddend, GroupMap
 
-    if p.algorithm == Algorithm.SFMA and p.K == 1:
+    if p.K == 1 and (
+        p.algorithm == Algorithm.SFMA or (p.algorithm == Algorithm.SEQUENTIAL and p.fused_products)
+    ):
         return 1
     if (
         p.algorithm == Algorithm.FDA
@@ -115,6 +127,7 @@ def find(
     k_block = resolve(arch, name).K
     want = canonical(tree)
     kp = padded_k(k, k_block)
+    found: list[str] = []
     with deep(k):
         for sched in schedules(k, k_block):
             try:
@@ -122,5 +135,83 @@ def find(
             except UserError:
                 continue
             if plan_tree(plan, k, group) == want:
-                return Found(f"{label or arch}/{sched.text()}", name, k_block)
+                found.append(sched.text())
+                break
+        for pairs in (False, True):
+            sched = synthesize(want, k, k_block, group, pairs)
+            if sched is not None and sched.text() not in found:
+                found.append(sched.text())
+    if not found:
+        return None
+    texts = [f"{label or arch}/{t}" for t in found]
+    return Found(texts[0], name, k_block, tuple(texts[1:]))
+
+
+class _NoSchedule(Exception):
+    pass
+
+
+def synthesize(
+    tree: Tree, k: int, k_block: int, group: int, pairs: bool = False
+) -> Schedule | None:
+    """A split-K schedule whose plan sums in `tree` (canonical), read off the tree: its
+    largest subtrees that are one chain of k-blocks (as `plan_tree` runs a chain) are the
+    splits, the binary tree above them is `combine=`; the layout (interleaved or
+    contiguous k-tiles) is the one whose splits own those chains. `pairs`: a node of two
+    single products is two splits of one product each (both rounded, then added) rather
+    than a chain (the second fused into the first): the tree alone does not tell which.
+    None when the tree is
+    not of that form (a node above the chains adds more than two members, a chain is not
+    a run of whole k-blocks, more splits than the schedule allows, no layout fits)."""
+    kp = padded_k(k, k_block)
+    n_blocks = kp // k_block
+    chains: list[tuple[int, ...]] = []
+
+    def chain_of(t: Tree) -> tuple[int, ...] | None:
+        if pairs and k_block == 1 and not isinstance(t, int) and all(isinstance(x, int) for x in t):
+            return None
+        ls = sorted(leaves(t))
+        blocks = sorted({x // k_block for x in ls})
+        whole = [e for b in blocks for e in range(b * k_block, (b + 1) * k_block) if e < k]
+        if ls != whole:
+            return None
+        one = Plan(k_block, n_blocks, (SplitPlan((tuple(blocks),), False),), 0, False)
+        return tuple(blocks) if plan_tree(one, k, group) == t else None
+
+    def walk(t: Tree):
+        c = chain_of(t)
+        if c is not None:
+            chains.append(c)
+            return len(chains) - 1
+        if isinstance(t, int) or len(t) != 2 or len(chains) > SCHEDULE_RANGES["split_k"].hi:
+            raise _NoSchedule
+        return (walk(t[0]), walk(t[1]))
+
+    with deep(k):
+        try:
+            top = walk(tree)
+        except _NoSchedule:
+            return None
+        S = len(chains)
+        if S < 2 or S > SCHEDULE_RANGES["split_k"].hi:
+            return None
+        rank = {c: s for s, c in enumerate(sorted(range(S), key=lambda c: chains[c][0]))}
+
+        def renumber(t):
+            return rank[t] if isinstance(t, int) else (renumber(t[0]), renumber(t[1]))
+
+        combine = renumber(top)
+        first = chains[min(range(S), key=lambda c: chains[c][0])]
+        run = next((i for i in range(1, len(first)) if first[i] != first[0] + i), len(first))
+        for mode in (SplitMode.INTERLEAVED, SplitMode.CONTIGUOUS):
+            for tile in sorted({run, len(first)}):
+                try:
+                    sched = Schedule(
+                        split_k=S, split=mode, split_tile=tile * k_block, combine=combine
+                    )
+                    plan = make_plan(sched, kp, k_block)
+                except UserError:
+                    continue
+                if plan_tree(plan, k, group) == tree:
+                    return sched
     return None

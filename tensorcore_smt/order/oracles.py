@@ -1,9 +1,9 @@
 """The libraries `reveal` can ask, as data (`ORACLES`), and the one way each is called.
 
-An oracle answers pair sizes (probes.py) for K products: `full(k)` all pairs when one call
-holds them (a GEMM of at least K x K outputs, or a recording), else `query(pivot, others)`
-with as few calls as its shape allows (a dot: one call a pair; a GEMV of M rows: M pairs a
-call; an M x N GEMM: N pairs a call). `random(k, seed)` runs the library on random inputs
+An oracle answers pair sizes (probes.py) for K products: a GEMM `sizes_call(k, P, Q)`, the
+pair (P[m], Q[n]) in every output (m, n) of one call (classes.py chooses P and Q); a GEMV
+`column_call`, one pivot against M rows a call; a dot `query(pivot, others)`, one call a
+pair; a recording `full(k)`, every pair of its one K x K call. `random(k, seed)` runs the library on random inputs
 for the check of what was learnt. `calls` counts the library calls made.
 """
 
@@ -19,7 +19,6 @@ from ..errors import UserError
 from ..formats import Format
 from ..spec.datadirs import data_dir
 from .probes import PairValues, check_counts_exact, counts_to_sizes, pair_inputs, pair_values
-from .tree import NotATree
 
 DTYPES = {"fp32": Format.FP32, "fp16": Format.FP16, "bf16": Format.BF16}
 
@@ -106,8 +105,9 @@ GPU_ARCH = {
 
 class Oracle:
     """A library call asked pair probes. `arch` and `instr`: the preset (and instruction,
-    None for the default) a GEMM hypothesis is sought in, None where the library runs on
-    no modelled unit (a CPU); `fmt` the input format, `out` the output format."""
+    None for the default) a GEMM hypothesis is sought in (a CPU library: x86-fma's fp32
+    FMA, the operation its SIMD lanes chain), None where the library runs on no modelled
+    unit; `fmt` the input format, `out` the output format."""
 
     name: str
     fmt: Format
@@ -117,6 +117,7 @@ class Oracle:
     instr: str | None = None
     acc_bits: int = CPU_ACC_BITS
     subnormal_inputs: bool = False
+    widen: bool = False  # inputs read as fp32 by the hypothesis (a CPU's bf16 GEMM)
 
     def __init__(self) -> None:
         self.calls = 0
@@ -167,8 +168,18 @@ def _random_inputs(fmt: Format, m: int, n: int, k: int, seed: int):
     return a, b
 
 
+DOT_BATCH = 4096
+"""Dot products of one random check round (one library call each)."""
+
+
+CPU_FMA = ("x86-fma", "vfmadd231ps")
+"""The unit a CPU library's hypotheses are sought on: x86 FMA3's fp32 fused multiply-add
+(archs/x86.toml), which OpenBLAS's and torch's fp32 kernels chain in SIMD lanes."""
+
+
 class NumpyDot(Oracle):
     name, fmt, out = "numpy:dot", Format.FP32, Format.FP32
+    arch, instr = CPU_FMA
 
     def query(self, k, pivot, others):
         pv = self.values(k)
@@ -184,7 +195,7 @@ class NumpyDot(Oracle):
         return self._sizes(out, k)
 
     def random(self, k, seed):
-        a, b = _random_inputs(self.fmt, 64, 1, k, seed)
+        a, b = _random_inputs(self.fmt, DOT_BATCH, 1, k, seed)
         d = np.array([[np.dot(a[m], b[:, 0])] for m in range(len(a))], np.float32)
         self.calls += len(a)
         return a, b, d
@@ -192,23 +203,23 @@ class NumpyDot(Oracle):
 
 class NumpyGemv(Oracle):
     name, fmt, out = "numpy:gemv", Format.FP32, Format.FP32
+    arch, instr = CPU_FMA
 
     def __init__(self, rows: int | None) -> None:
         super().__init__()
         self.rows = rows
 
-    def query(self, k, pivot, others):
+    def column_call(self, k: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The pair sizes (M x 1) of one call y = A x whose row m probes (rows[m],
+        cols[0]); -1 where they are equal."""
         pv = self.values(k)
-        out = []
-        m = self.rows or k
-        for lo in range(0, len(others), m):
-            chunk = others[lo : lo + m]
-            rows = np.resize(chunk, m)
-            a, b = pair_inputs(pv, rows, np.array([pivot]), k)
-            y = np.matmul(a.astype(np.float32), b[:, 0].astype(np.float32))
-            self.calls += 1
-            out.append(y[: len(chunk)])
-        return self._sizes(np.concatenate(out), k)
+        a, b = pair_inputs(pv, rows, cols[:1], k)
+        y = np.matmul(a.astype(np.float32), b[:, 0].astype(np.float32))
+        self.calls += 1
+        s = np.full((len(rows), 1), -1, np.int64)
+        ok = rows != cols[0]
+        s[ok, 0] = self._sizes(y[ok], k)
+        return s
 
     def random(self, k, seed):
         a, b = _random_inputs(self.fmt, self.rows or k, 1, k, seed)
@@ -234,31 +245,14 @@ class Gemm(Oracle):
         self.calls += 1
         return self.run(a.astype(np_dtype(self.fmt)), b.astype(np_dtype(self.fmt)))
 
-    def full(self, k):
-        m, n = self.mn(k)
-        if m < k or n < k:
-            return None
-        d = self._call(k, np.arange(m) % k, np.arange(n) % k)[:k, :k]
-        off = ~np.eye(k, dtype=bool)
-        sizes = np.ones((k, k), np.int64)
-        sizes[off] = self._sizes(d[off], k)
-        if not (sizes == sizes.T).all():
-            i, j = np.argwhere(sizes != sizes.T)[0]
-            raise NotATree(
-                f"{self.name}: pair ({i}, {j}) meets in a subtree of {sizes[i, j]} products "
-                f"and ({j}, {i}) in one of {sizes[j, i]}: not one summation tree"
-            )
-        return sizes
-
-    def query(self, k, pivot, others):
-        """One call a pair: every row probes `pivot`, every column the other; output
-        (0, 0) is read, so the tree is that of one output element."""
-        m, n = self.mn(k)
-        out = np.empty(len(others), np.float64)
-        for i, j in enumerate(others):
-            d = self._call(k, np.full(m, pivot), np.full(n, j))
-            out[i] = np.asarray(d, np.float64)[0, 0]
-        return self._sizes(out, k)
+    def sizes_call(self, k: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The pair sizes of one M x N call probing (rows[m], cols[n]) in output (m, n);
+        -1 where rows[m] = cols[n] (no pair there)."""
+        d = np.asarray(self._call(k, rows, cols), np.float64)
+        s = np.full(d.shape, -1, np.int64)
+        ok = rows[:, None] != cols[None, :]
+        s[ok] = self._sizes(d[ok], k)
+        return s
 
     def random(self, k, seed):
         m, n = self.mn(k)
@@ -269,6 +263,7 @@ class Gemm(Oracle):
 
 class NumpyMatmul(Gemm):
     name, fmt, out = "numpy:matmul", Format.FP32, Format.FP32
+    arch, instr = CPU_FMA
 
     def run(self, a, b):
         return np.matmul(a, b)
@@ -284,6 +279,9 @@ class TorchGemm(Gemm):
         self.fmt = fmt
         self.name = f"torch:{device}"
         self.out = fmt if device == "cpu" else Format.FP32
+        if device == "cpu":
+            self.arch, self.instr = CPU_FMA
+            self.widen = fmt != Format.FP32
         if device == "cuda":
             major_minor = torch.cuda.get_device_capability(0)
             self.arch = GPU_ARCH.get(tuple(major_minor))

@@ -26,6 +26,12 @@ class NotATree(ValueError):
     """The pair sizes are not those of any summation tree."""
 
 
+class Pending(Exception):
+    """A pair size not known yet: a batched build (classes.py) asks it in its next call.
+    `build` goes on with the subtrees that do not depend on it and raises Pending at the
+    end, so one pass collects every question that can be asked at once."""
+
+
 @contextmanager
 def deep(k: int) -> Iterator[None]:
     """Room on the Python stack for trees of depth up to `k` (a chain over K is K deep)."""
@@ -222,6 +228,7 @@ def _subtree(members: np.ndarray, query: Query, pivot_sizes: np.ndarray | None =
         )
     t: Tree = g
     covered = 1
+    pending = False
     for v in np.unique(s):
         group = rest[s == v]
         covered += len(group)
@@ -229,7 +236,12 @@ def _subtree(members: np.ndarray, query: Query, pivot_sizes: np.ndarray | None =
             raise NotATree(
                 f"leaf {g}: {covered} leaves within the subtree of size {int(v)} met there"
             )
-        t = node([t, *_children(group, int(v), query)])
+        try:
+            t = node([t, *_children(group, int(v), query)])
+        except Pending:
+            pending = True
+    if pending:
+        raise Pending
     return t
 
 
@@ -237,12 +249,18 @@ def _children(group: np.ndarray, v: int, query: Query) -> list[Tree]:
     """Split `group` (the leaves an ancestor of size v adds beside the pivot's child)
     into that ancestor's other children."""
     out: list[Tree] = []
+    pending = False
     while len(group):
         h, others = int(group[0]), group[1:]
         s = query(h, others) if len(others) else np.zeros(0, np.int64)
         if len(s) and s.max() > v:
             raise NotATree(f"leaf {h}: size {int(s.max())} above its ancestor's {v}")
         inside = s < v
-        out.append(_subtree(np.concatenate([[h], others[inside]]), query, s[inside]))
+        try:
+            out.append(_subtree(np.concatenate([[h], others[inside]]), query, s[inside]))
+        except Pending:
+            pending = True
         group = others[~inside]
+    if pending:
+        raise Pending
     return out

@@ -266,8 +266,13 @@ def _amd_signature(name: str, types: dict[str, str]) -> Signature:
 
 
 def _x86_signature(name: str, types: dict[str, str]) -> Signature:
-    """x86 dot-product mnemonics, one lane: vdp<a>ps (Intel SDM, VDPBF16PS: a pair of
-    <a> products added to a packed-single accumulator, so K = 2, c = d = fp32)."""
+    """x86 mnemonics, one lane: vdp<a>ps (Intel SDM, VDPBF16PS: a pair of <a> products
+    added to a packed-single accumulator, so K = 2, c = d = fp32) and vfmadd<form><t>
+    (VFMADD231PS: one product added to the accumulator, K = 1, all operands <t>)."""
+    f = re.fullmatch(r"vfmadd(132|213|231)([a-z0-9]+)", name)
+    if f is not None and f.group(2) in types:
+        t = Format.parse(types[f.group(2)])
+        return Signature(1, t, t, t, t)
     m = re.fullmatch(r"vdp([a-z0-9]+?)(ps)", name)
     if m is None or m.group(1) not in types:
         raise TableError(f"{name}: not an x86 vdp<type>ps name")
