@@ -135,7 +135,8 @@ def test_bad_shapes_in_files(tmp_path):
     r = run(
         "gemm", "--arch", "hopper", "--a", str(tmp_path / "a.npy"), "--b", str(tmp_path / "i.npy")
     )
-    assert r.exit_code == 2 and "not a GEMM input" in r.output
+    # int32 is a GEMM dtype (s32 accumulators), but no instruction takes fp16 times s32
+    assert r.exit_code == 2 and "no GEMM instruction for fp16.s32 inputs" in r.output
 
 
 def test_exact_reference_includes_alpha_beta_and_c(tmp_path):
