@@ -214,3 +214,26 @@ def test_engine_option_same_bits(tmp_path):
     assert outs["numpy"].view(np.uint32).tolist() == outs["compiled"].view(np.uint32).tolist()
     r = run("gemm", "--arch", "hopper", "--random", "4,4,32", "--engine", "banana")
     assert r.exit_code == 2
+
+
+def test_integer_matrices_from_npy_files(tmp_path):
+    """int8 .npy files are s8 values: an integer GEMM through `tcsmt gemm --instr` writes
+    D (int32) equal to the exact integer product; u8 patterns need --dtype u8."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, (4, 64), dtype=np.int8)
+    b = rng.integers(-128, 128, (64, 3), dtype=np.int8)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    out = tmp_path / "d.npy"
+    r = run(
+        "gemm", "--arch", "ampere", "--instr", "m16n8k32.s32.s8.s8.s32",
+        "--a", str(tmp_path / "a.npy"), "--b", str(tmp_path / "b.npy"), "--out", str(out),
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    d = np.load(out)
+    assert np.array_equal(d.astype(np.int64), a.astype(np.int64) @ b.astype(np.int64))
+    r = run(
+        "gemm", "--arch", "ampere", "--a", str(tmp_path / "a.npy"), "--b",
+        str(tmp_path / "b.npy"), "--dtype", "u8",
+    )  # fmt: skip
+    assert r.exit_code == 2 and "holds s8 values but --dtype is u8" in r.output

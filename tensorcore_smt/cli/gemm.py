@@ -24,7 +24,7 @@ from ..gemm.measure import (
     random_matrix,
     run_measured,
 )
-from ..intake import DTYPE_FORMAT
+from ..intake import DTYPE_FORMAT, DTYPE_INTEGER
 from .base import check_out, fail, interrupted, main
 from .gemm_io import input_format, load_matrix, plot_format, save_array
 from .gemm_plot import SweepPoint, draw
@@ -332,4 +332,5 @@ def _report(
 
 
 def _name(x: np.ndarray) -> str:
-    return DTYPE_FORMAT[x.dtype].spec.name
+    f = DTYPE_FORMAT.get(x.dtype) or DTYPE_INTEGER.get(x.dtype)
+    return f.spec.name if f is not None else str(x.dtype)

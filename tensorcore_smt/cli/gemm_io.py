@@ -11,7 +11,7 @@ import numpy as np
 from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
 from ..formats import Format
-from ..intake import DTYPE_FORMAT, FORMAT_DTYPE
+from ..intake import DTYPE_FORMAT, DTYPE_INTEGER, FORMAT_DTYPE
 from .base import check_out
 
 DTYPE_HELP = "the input format, which picks the instruction libraries run (default fp16)"
@@ -27,7 +27,7 @@ def input_format(text: str | None, option: str = "--dtype") -> Format | None:
         f = Format.parse(text) if text.strip() else None
     except ValueError:
         f = None
-    if f is None or f not in FORMAT_DTYPE:
+    if f is None or not (f in FORMAT_DTYPE or f.spec.is_integer):
         known = ", ".join(sorted(x.spec.name for x in FORMAT_DTYPE))
         raise UserError(f"{option}: {text!r} is not an input format; allowed: {known}")
     return f
@@ -66,12 +66,22 @@ def load_matrix(path: str | None, what: str, fmt: Format | None) -> np.ndarray |
         if fmt is None:
             raise UserError(f"{option}: {path} holds {x.dtype} patterns; give --dtype")
         w = fmt.spec.storage
-        if x.dtype.itemsize * 8 != w:
+        if fmt.spec.is_integer:  # integer patterns (u8; s4, u4 and b1 in a byte) as they are
+            if x.dtype.kind != "u" or x.dtype.itemsize * 8 < w:
+                raise UserError(f"{option}: {x.dtype} patterns are not {w}-bit {fmt.spec.name}")
+        elif x.dtype.itemsize * 8 != w:
             raise UserError(f"{option}: {x.dtype} patterns are not {w}-bit {fmt.spec.name}")
-        x = np.ascontiguousarray(x).view(UNSIGNED[w]).view(FORMAT_DTYPE[fmt])
+        else:
+            x = np.ascontiguousarray(x).view(UNSIGNED[w]).view(FORMAT_DTYPE[fmt])
+    elif x.dtype in DTYPE_INTEGER:  # int8: s8 values, int32: s32 values
+        if fmt is not None and fmt != DTYPE_INTEGER[x.dtype]:
+            raise UserError(
+                f"{option}: {path} holds {DTYPE_INTEGER[x.dtype].spec.name} values but --dtype "
+                f"is {fmt.spec.name}"
+            )
     elif x.dtype not in DTYPE_FORMAT:
         raise UserError(f"{option}: dtype {x.dtype} is not a GEMM input")
-    elif fmt is not None and FORMAT_DTYPE[fmt] != x.dtype:
+    elif fmt is not None and FORMAT_DTYPE.get(fmt) != x.dtype:
         raise UserError(
             f"{option}: {path} holds {DTYPE_FORMAT[x.dtype].spec.name} values but --dtype is "
             f"{fmt.spec.name}; --dtype reads unsigned bit patterns, convert float arrays first"
