@@ -46,6 +46,15 @@ FORMS = [
     ("blackwell", "tcgen05.m64n8k32.kind::i8.s32.s8.s8"),
     ("cdna1", "v_mfma_i32_16x16x16i8"),
     ("cdna3", "v_mfma_i32_16x16x32_i8"),
+    ("cdna4", "v_mfma_i32_16x16x64_i8"),
+    ("cdna4", "v_mfma_i32_32x32x32_i8"),
+    ("cdna4", "v_mfma_i32_4x4x4_16b_i8"),
+    ("rdna3", "v_wmma_i32_16x16x16_iu8_i8_u8"),
+    ("rdna3", "v_wmma_i32_16x16x16_iu8_u8_u8_clamp"),
+    ("rdna3", "v_wmma_i32_16x16x16_iu4_i4_i4_clamp"),
+    ("rdna4", "v_wmma_i32_16x16x16_iu8_i8_i8"),
+    ("rdna4", "v_wmma_i32_16x16x32_iu4_u4_i4"),
+    ("rdna4", "v_wmma_i32_16x16x32_iu4_i4_i4_clamp"),
 ]
 
 
@@ -104,6 +113,27 @@ def test_all_minus_128_wraps_or_saturates():
     assert int(sat[0]) == S32_MAX
     low = api.simulate("hopper", "m16n8k16.satfinite.s32.s8.s8.s32", [a], [[127] * 16], [S32_MIN])
     assert int(low[0]) == S32_MIN & 0xFFFFFFFF  # -2^31 - 16 * 16256 clamps to -2^31
+
+
+@pytest.mark.parametrize("arch", ["rdna3", "rdna4"])
+def test_rdna_clamp_bit_saturates_and_its_absence_wraps(arch):
+    """rocm-systems PR #7272 on gfx1100 and gfx1201: 16 products 255 x 255 (unsigned) on
+    c = 2^31 - 2^19 give 2^31 + 16 * 65025 - 2^19 > 2^31 - 1, which the plain form wraps
+    modulo 2^32 and the clamp form saturates to 0x7fffffff; signed operands read the same
+    bytes as -1 x -1."""
+    a = [0xFF] * 16
+    c = S32_MAX + 1 - (1 << 19)
+    exact = c + 16 * 255 * 255
+    wrap = api.simulate(arch, "v_wmma_i32_16x16x16_iu8_u8_u8", [a], [a], [c])
+    sat = api.simulate(arch, "v_wmma_i32_16x16x16_iu8_u8_u8_clamp", [a], [a], [c])
+    signed = api.simulate(arch, "v_wmma_i32_16x16x16_iu8_i8_i8_clamp", [a], [a], [c])
+    mixed = api.simulate(arch, "v_wmma_i32_16x16x16_iu8_i8_u8", [a], [a], [c])
+    assert int(wrap[0]) == exact & 0xFFFFFFFF and int(sat[0]) == 0x7FFFFFFF
+    assert int(signed[0]) == c + 16 and int(mixed[0]) == c - 16 * 255
+    low = api.simulate(arch, "v_wmma_i32_16x16x16_iu8_i8_u8_clamp", [[0x80] * 16], [a], [S32_MIN])
+    assert int(low[0]) == S32_MIN & 0xFFFFFFFF  # -2^31 - 16 * 128 * 255 clamps to -2^31
+    p = parse_variant(arch).params("v_wmma_i32_16x16x16_iu4_u4_i4")
+    assert (p.a_fmt, p.b_fmt, p.K, p.int_clamp) == (Format.U4, Format.S4, 16, IntClamp.WRAP)
 
 
 def test_clamping_partial_sums_is_another_hypothesis():
@@ -353,6 +383,22 @@ def test_list_shows_each_integer_instruction_with_its_source():
     ints = [n for n, p in data["instructions"].items() if p["algorithm"] == "integer"]
     assert "m16n8k32.satfinite.s32.s8.s8.s32" in ints and "m16n8k32.s32.s8.s8.s32" in ints
     assert all(data["sources"][n].startswith("PTX ISA") for n in ints)
+
+
+def test_list_shows_the_amd_integer_forms_with_their_sources():
+    """RDNA3: 16 iu8/iu4 forms (4 sign pairs, clamp or not); RDNA4 adds 8 of 16x16x32 iu4;
+    CDNA4: CDNA3's five i8 MFMA and its two new shapes."""
+    for arch, n, src in (
+        ("rdna3", 16, "AMD RDNA"),
+        ("rdna4", 24, "AMD RDNA"),
+        ("cdna4", 7, "AMD CDNA"),
+    ):
+        r = run("list", "archs", "--arch", arch)
+        lines = [x for x in r.output.splitlines() if "INTEGER" in x]
+        assert r.exit_code == 0 and len(lines) == n and all(f"({src}" in x for x in lines)
+    assert "v_wmma_i32_16x16x32_iu4_u4_u4_clamp" not in PRESETS["rdna3"].instructions
+    p = PRESETS["cdna4"].instructions["v_mfma_i32_32x32x32_i8"].params
+    assert (p.a_fmt, p.K, p.int_clamp) == (Format.S8, 32, IntClamp.WRAP)
 
 
 def test_integer_formats_need_the_integer_algorithm():

@@ -15,8 +15,8 @@ from strategies import random_rows
 from tensorcore_smt import api
 from tensorcore_smt.cli import main
 from tensorcore_smt.errors import UserError
-from tensorcore_smt.formats import Format, round_fraction, value_of
-from tensorcore_smt.model.params import Sparsity
+from tensorcore_smt.formats import Format, int_value, round_fraction, value_of
+from tensorcore_smt.model.params import IntClamp, Sparsity
 from tensorcore_smt.model.sparse import check_metadata, dense_params, positions
 from tensorcore_smt.smt.sparse import differ
 from tensorcore_smt.solvers.runner import available
@@ -130,6 +130,40 @@ def test_against_exact_sums_of_the_selected_products():
                 pos = positions(meta[r].tolist(), p)
                 want = sum(int(a[r, j]) * int(b[r, k]) for j, k in enumerate(pos))
                 assert value_of(int(d[r]), p.d_fmt) == want, (variant, r)
+
+
+INT_SPARSE = [
+    ("ampere", "mma.sp.m16n8k32.s32.s8.s8.s32"),
+    ("ampere", "mma.sp::ordered_metadata.m16n8k64.satfinite.s32.u8.s8.s32"),
+    ("hopper", "mma.sp.m16n8k64.s32.u8.u8.s32"),
+    ("ada", "mma.sp.m16n8k32.satfinite.s32.s8.u8.s32"),
+]
+
+
+@pytest.mark.parametrize("arch,instr", INT_SPARSE)
+def test_integer_sparse_against_numpy_int64(arch, instr):
+    """PTX mma.sp integer: d = c + sum of the selected a_j times b at their positions,
+    exact in int64, then wrapped modulo 2^32 or (.satfinite) clamped to the s32 range;
+    the rows reach beyond that range, where the two differ. Both hypotheses (compressed,
+    expanded) give it at L = K, on numpy, the compiled engine and the concrete
+    interpreter."""
+    p = api.resolve(arch, instr)
+    assert p.sparse == Sparsity.COMPRESSED and 2 * p.n_a == p.K
+    a, b, c, meta = _rows(p, 600, 11)
+    av = np.vectorize(lambda x: int_value(int(x), p.a_fmt))(a).astype(np.int64)
+    bv = np.vectorize(lambda x: int_value(int(x), p.b_fmt))(b).astype(np.int64)
+    cv = np.array([int_value(int(x), p.c_fmt) for x in c], dtype=np.int64)
+    pos = np.array([positions(m.tolist(), p) for m in meta])
+    exact = cv + (av * np.take_along_axis(bv, pos, axis=1)).sum(axis=1)
+    clamped = np.clip(exact, -(1 << 31), (1 << 31) - 1)
+    assert np.count_nonzero(exact != clamped) >= 5  # overflow rows present
+    sat = p.int_clamp == IntClamp.SATFINITE
+    want = ((clamped if sat else exact) & 0xFFFFFFFF).astype(np.uint64)
+    for variant in (arch, f"{arch}[sparse=expanded]"):
+        q = api.resolve(variant, instr)
+        assert np.array_equal(api.simulate_params(q, a, b, c, engine="numpy", meta=meta), want)
+    _agree(p, n=300)
+    assert dense_params(p).K == p.K // 2
 
 
 @pytest.mark.parametrize(

@@ -243,7 +243,9 @@ def _amd_signature(name: str, types: dict[str, str]) -> Signature:
     """AMD names, c = d: v_mfma_D_MxNxK<a>[_Nb][_a][_b][_1k] (CDNA1-3 ISA spellings);
     v_mfma_scale_D_MxNxK_f8f6f4_A_B (CDNA4 ISA: the A and B formats that the cbsz and
     blgp fields select, appended in the ISA's type names; E8M0 block scales, one per 32
-    products); v_wmma_D_MxNxK_A[_B] (RDNA3/RDNA4 ISA); v_dotN_D_A[_B] (N products)."""
+    products); v_wmma_D_MxNxK_A[_B] (RDNA3/RDNA4 ISA); v_wmma_i32_MxNxK_iuN_A_B[_clamp]
+    (RDNA3/RDNA4 ISA: iuN's signedness, set by the NEG bits, spelled as the operand
+    types A and B; _clamp the CLAMP bit); v_dotN_D_A[_B] (N products)."""
     dot = re.fullmatch(r"v_dot(\d+)_([a-z0-9]+)_([a-z0-9]+)(?:_([a-z0-9]+))?", name)
     if dot is not None:
         d, a = Format.parse(types[dot.group(2)]), Format.parse(types[dot.group(3)])
@@ -258,7 +260,7 @@ def _amd_signature(name: str, types: dict[str, str]) -> Signature:
     if m is None or body == name:
         raise TableError(f"{name}: not an MFMA, WMMA or dot name")
     names = ([m.group(4)] if m.group(4) else []) + [
-        t for t in parts[2:] if not re.fullmatch(r"\d+b|f8f6f4", t)
+        t for t in parts[2:] if not re.fullmatch(r"\d+b|f8f6f4|iu\d+|clamp", t)
     ]
     a, b, d = (Format.parse(types[t]) for t in (names[0], names[-1], parts[0]))
     scale = Format.parse(types["e8m0"]) if scaled else None
