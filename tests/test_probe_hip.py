@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from test_probe import random_file
 
 from tensorcore_smt.cli import main
+from tensorcore_smt.errors import UserError
 from tensorcore_smt.probe.hip import generate_hip
 from tensorcore_smt.probe.mfma import all_mfma_layouts
 from tensorcore_smt.probe.wmma import all_wmma_layouts
@@ -205,17 +206,43 @@ def test_wmma_layouts_match_the_isa_rules():
 
 
 def test_every_wmma_and_dot_instruction_has_a_probe():
-    n = 0
+    """Every RDNA instruction but the 4-bit integer WMMA forms, which are refused in one
+    line (their elements pack two to a byte)."""
+    n = refused = 0
     for arch in ("rdna3", "rdna4"):
         for name in PRESETS[arch].instructions:
-            src = generate_hip(random_file(arch, name, n=1))
+            vf = random_file(arch, name, n=1)
+            if (arch, name) not in WMMA:
+                with pytest.raises(UserError, match="4-bit WMMA operands pack two to a byte"):
+                    generate_hip(vf)
+                refused += 1
+                continue
+            src = generate_hip(vf)
             lay = WMMA[(arch, name)]
-            assert lay.builtin + "(av, bv, acc" in src and "hip/hip_runtime.h" in src
+            call = f"{lay.builtin}({lay.a_prefix}av, {lay.b_prefix}bv, acc{lay.call_args});"
+            assert call in src and "hip/hip_runtime.h" in src
             assert f"dim3({lay.wave})" in src
             if lay.copies == 2:  # RDNA3: a[0] goes to lanes 0 and 16
                 assert "case 16:" in src
             n += 1
-    assert n == 16
+    assert (n, refused) == (16 + 16, 8 + 16)
+
+
+def test_integer_wmma_probes_pass_sign_and_clamp_flags():
+    """clang's integer WMMA builtins: (sign A, A, sign B, B, C, clamp), the sign flags the
+    ISA's NEG bits (set: signed), the clamp flag its CLAMP bit; 8-bit elements four to a
+    register (RDNA3: all 16 k in a lane; RDNA4: 8)."""
+    r3 = WMMA[("rdna3", "v_wmma_i32_16x16x16_iu8_i8_u8_clamp")]
+    assert r3.builtin == "__builtin_amdgcn_wmma_i32_16x16x16_iu8_w32"
+    assert (r3.a_prefix, r3.b_prefix, r3.call_args) == ("true, ", "false, ", ", true")
+    assert r3.a_type == "int __attribute__((ext_vector_type(4)))" and r3.elem_bytes == 1
+    assert r3.acc_type == "int __attribute__((ext_vector_type(8)))"
+    r4 = WMMA[("rdna4", "v_wmma_i32_16x16x16_iu8_u8_i8")]
+    assert r4.builtin == "__builtin_amdgcn_wmma_i32_16x16x16_iu8_w32_gfx12"
+    assert (r4.a_prefix, r4.b_prefix, r4.call_args) == ("false, ", "true, ", ", false")
+    assert r4.a_type == "int __attribute__((ext_vector_type(2)))" and r4.a[16 + 5][1] == (0, 5, 9)
+    src = generate_hip(random_file("rdna3", "v_wmma_i32_16x16x16_iu8_u8_u8", n=2))
+    assert "__builtin_amdgcn_wmma_i32_16x16x16_iu8_w32(false, av, false, bv, acc, false);" in src
 
 
 def test_no_probe_layouts_for_cdna4_is_one_line(tmp_path):
@@ -234,6 +261,7 @@ def test_rdna_probes_compile(tmp_path):
         ("rdna3", "v_wmma_f32_16x16x16_f16", "gfx1100"),
         ("rdna3", "v_wmma_bf16_16x16x16_bf16", "gfx1100"),
         ("rdna3", "v_dot2_f32_bf16", "gfx1100"),
+        ("rdna3", "v_wmma_i32_16x16x16_iu8_i8_u8_clamp", "gfx1100"),
         ("rdna4", "v_wmma_f32_16x16x16_fp8_bf8", "gfx1201"),
     ]
     failures = []

@@ -108,7 +108,7 @@ def kernel_hip(vf: VectorFile, lay: MfmaLayout) -> str:
         f"  const unsigned long long cb = c & 0x{(1 << sc) - 1:x}ull;",
         f"  __builtin_memcpy(&acc, &cb, {sc // 8});",
         "}",
-        f"acc = {lay.builtin}(av, bv, acc{lay.call_args});",
+        f"acc = {lay.builtin}({lay.a_prefix}av, {lay.b_prefix}bv, acc{lay.call_args});",
         "if (t == 0) {  // D[0][0]: element 0 of lane 0",
         "  unsigned long long db = 0;",
         f"  __builtin_memcpy(&db, &acc, {sd // 8});",

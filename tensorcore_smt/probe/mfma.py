@@ -79,6 +79,8 @@ class MfmaLayout:
     wave: int = WAVE  # lanes of the wavefront that runs it
     copies: int = 1  # lanes holding each element of A and B (RDNA3 WMMA: 2)
     call_args: str = ", 0, 0, 0"  # the builtin's operands after C (MFMA: cbsz, abid, blgp)
+    a_prefix: str = ""  # the builtin's operands before A (integer WMMA: A's sign flag)
+    b_prefix: str = ""  # and before B (B's sign flag)
 
     def a_lane(self, k: int) -> tuple[int, int]:
         """The first (lane, element) holding A[0][0][k]."""

@@ -11,6 +11,12 @@ RDNA4 (RDNA4 ISA, "Wave Matrix Multiply Accumulate"): no copies; lane l holds ro
 of A (column of B) with k = 8 (l // 16) .. 8 (l // 16) + 7, and accumulator element v is
 D[v + 8 (l // 16)][l mod 16] (16-bit D packed two to a register).
 
+Integer WMMA (V_WMMA_I32_16X16X16_IU8; clang's __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32
+and _w32_gfx12): the 8-bit elements in A's and B's places, four to a register, each
+operand preceded by its sign flag (the ISA's NEG bit: signed) and C followed by the clamp
+flag (the CLAMP bit). The 4-bit forms pack two elements to a byte, which the byte-wise
+operand fill of the probes does not write: no probes for them yet.
+
 V_DOT2_F32_F16 / _BF16: every lane its own dot product of two pairs; lane 0's is probed.
 In every layout element 0 of lane 0's accumulator holds C[0][0] and D[0][0].
 """
@@ -19,7 +25,9 @@ from __future__ import annotations
 
 import re
 
+from ..errors import UserError
 from ..formats import Format
+from ..model.params import IntClamp
 from ..spec.presets import Instruction
 from .mfma import MfmaLayout
 
@@ -34,6 +42,7 @@ _BUILTIN_TYPE = {
     Format.E4M3: "fp8",
     Format.E5M2: "bf8",
     Format.FP32: "f32",
+    Format.S32: "i32",
 }
 
 WMMA_ARCHS = {"rdna3": "gfx1100", "rdna4": "gfx1201"}
@@ -63,14 +72,26 @@ def wmma_layout(inst: Instruction, arch: str) -> MfmaLayout:
         for ln in range(WAVE32)
     )
     out = _BUILTIN_TYPE[p.d_fmt]
-    if p.a_fmt in (Format.E4M3, Format.E5M2):
+    pre = ("", "")
+    if p.a_fmt.spec.is_integer:
+        if p.a_fmt.spec.storage != 8:
+            raise UserError(
+                f"probe generation for {inst.name} is not supported yet (4-bit WMMA "
+                "operands pack two to a byte)"
+            )
+        kinds, a_type = "iu8", _vec("int", kpl // 4)
+        pre = tuple(f"{str(f.spec.signed).lower()}, " for f in (p.a_fmt, p.b_fmt))
+    elif p.a_fmt in (Format.E4M3, Format.E5M2):
         kinds = f"{_BUILTIN_TYPE[p.a_fmt]}_{_BUILTIN_TYPE[p.b_fmt]}"
         a_type = _vec("int", kpl // 4)
     else:
         kinds = _BUILTIN_TYPE[p.a_fmt]
         a_type = _vec(_CTYPE[p.a_fmt], kpl)
     acc = M * N // WAVE32
-    if p.d_fmt == Format.FP32:
+    if p.d_fmt == Format.S32:  # the clamp flag follows C
+        clamp = p.int_clamp == IntClamp.SATFINITE
+        acc_type, call_args = _vec("int", acc), f", {str(clamp).lower()}"
+    elif p.d_fmt == Format.FP32:
         acc_type, call_args = _vec("float", acc), ""
     else:  # 16-bit D: RDNA3 keeps one per register (low halves, opsel 0), RDNA4 packs two
         acc_type = _vec(_CTYPE[p.d_fmt], acc if gfx12 else 2 * acc)
@@ -94,6 +115,8 @@ def wmma_layout(inst: Instruction, arch: str) -> MfmaLayout:
         wave=WAVE32,
         copies=1 if gfx12 else 2,
         call_args=call_args,
+        a_prefix=pre[0],
+        b_prefix=pre[1],
     )
 
 
@@ -124,12 +147,13 @@ def _dot_layout(inst: Instruction) -> MfmaLayout:
 
 
 def all_wmma_layouts() -> dict[tuple[str, str], MfmaLayout]:
-    """Every WMMA and V_DOT2 instruction of the RDNA presets: (arch, name) -> layout."""
+    """Every WMMA and V_DOT2 instruction of the RDNA presets that has probes (all but
+    the 4-bit integer forms): (arch, name) -> layout."""
     from ..spec.presets import PRESETS
 
     return {
         (arch, name): wmma_layout(inst, arch)
         for arch in WMMA_ARCHS
         for name, inst in PRESETS[arch].instructions.items()
-        if inst.kind in ("wmma", "dot")
+        if inst.kind in ("wmma", "dot") and inst.params.a_fmt.spec.storage != 4
     }
