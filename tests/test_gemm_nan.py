@@ -94,3 +94,21 @@ def test_engines_agree_on_nan_payloads(sched):
     assert (w == g).all()
     payloads = w[np.isnan(w.view(np.float32))] & 0x3FFFFF
     assert len({int(x) for x in payloads}) > 2  # payloads, not one canonical NaN
+
+
+def test_split_order_is_not_merged_where_nans_keep_their_payload():
+    """Two promoted splits added d_1 + d_0 equal one promoted chain d_0, d_1 under a
+    canonical NaN, not under x86's rule (the later addend's NaN wins): the order matters."""
+    from tensorcore_smt.gemm.plan import equivalent_plan, make_plan
+    from tensorcore_smt.gemm.schedule import parse_schedule
+
+    text = "serial[split_k=2,split_tile=8,promote=8,combine=1+0]"
+    plan = make_plan(parse_schedule(text), 16, 1)
+    assert equivalent_plan(plan).splits != plan.splits
+    assert equivalent_plan(plan, nan_payloads=True) == plan
+    a = np.ones((1, 16), np.float32)
+    a.view(np.uint32)[0, [0, 8]] = [0x7F800111, 0x7F800222]
+    b = np.ones((16, 1), np.float32)
+    got = np.asarray(tc.matmul(f"x86-fma/{text}", a, b))
+    one = np.asarray(tc.matmul("x86-fma/serial[promote=8]", a, b))
+    assert got.view(np.uint32)[0, 0] == 0x7FC00111 and one.view(np.uint32)[0, 0] == 0x7FC00222

@@ -140,18 +140,21 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
     return Plan(k_block, n_blocks, tuple(splits), tree, schedule.c_in_chain)
 
 
-def equivalent_plan(plan: Plan) -> Plan:
+def equivalent_plan(plan: Plan, nan_payloads: bool = False) -> Plan:
     """The simplest plan that computes the same bits as `plan` on every input, for
     comparing schedules (the plan a kernel runs is `plan` itself). Splits that are each
     one promoted chain, combined serially (or two splits in either order), are one
     split promoted over those chains in turn: each partial is +0 + d_s in fp32, and
     a + (+0 + y) = a + y for every fp32 sum a that is not -0 (+0 + y differs from y only
     for y = -0, and a NaN is the canonical NaN either way); no such sum is -0, since it
-    starts from +0 + d_0. Any other plan is its own."""
+    starts from +0 + d_0. `nan_payloads`: the GEMM level propagates NaN operands in an
+    order (model.nan.gemm_nan: the later addend's first), so two splits added in the
+    other order (d_1 + d_0) keep d_0's NaN where the one chain keeps d_1's: only the
+    serial order merges. Any other plan is its own."""
     S = len(plan.splits)
     if S == 1 or not all(s.promoted and len(s.chains) == 1 for s in plan.splits):
         return plan
-    if S > 2 and plan.combine != serial_tree(S):
+    if (S > 2 or nan_payloads) and plan.combine != serial_tree(S):
         return plan
     chains = tuple(s.chains[0] for s in plan.splits)
     return Plan(plan.k_block, plan.n_blocks, (SplitPlan(chains, True),), 0, plan.c_in_chain)
