@@ -89,6 +89,45 @@ def _empty_split(S: int, K_padded: int, tiles: int, width: int) -> str:
     )
 
 
+def _kblocks(schedule: Schedule, K_padded: int, k_block: int) -> list[tuple[int, int]]:
+    """The [lo, hi) k-block ranges of schedule.kblocks (one range without it); UserError
+    unless every size is a multiple of k_block and they sum to K_padded."""
+    n_blocks = K_padded // k_block
+    if schedule.kblocks is None:
+        return [(0, n_blocks)]
+    sizes = [_multiple("kblocks", x, k_block) for x in schedule.kblocks]
+    if sum(sizes) != n_blocks:
+        shown = "+".join(map(str, schedule.kblocks))
+        raise UserError(
+            f"kblocks={shown} sums to {sum(schedule.kblocks)}, not K={K_padded}; allowed: "
+            f"sizes (multiples of {k_block}) that sum to {K_padded}"
+        )
+    ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
+    return list(zip([0, *ends[:-1]], ends))
+
+
+def _split(schedule: Schedule, blocks: list[int], k_block: int) -> list[list[int]]:
+    """The k-blocks each of the split_k splits of `blocks` owns (split, split_tile)."""
+    S = schedule.split_k
+    if S == 1:
+        return [blocks]
+    K_padded = len(blocks) * k_block
+    per_tile = _multiple("split_tile", schedule.split_tile, k_block)
+    tiles = [blocks[t : t + per_tile] for t in range(0, len(blocks), per_tile)]
+    if len(tiles) < S:
+        raise UserError(
+            f"split_k={S}: K={K_padded} has {len(tiles)} k-tile(s) of "
+            f"{schedule.split_tile}; allowed: split_k up to {len(tiles)} for this K"
+        )
+    if schedule.split == SplitMode.CONTIGUOUS:
+        q = -(-len(tiles) // S)
+        owned = [sum(tiles[s * q : (s + 1) * q], []) for s in range(S)]
+        if not owned[-1]:
+            raise UserError(_empty_split(S, K_padded, len(tiles), schedule.split_tile))
+        return owned
+    return [sum(tiles[s::S], []) for s in range(S)]
+
+
 def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
     """The plan of `schedule` for one output element over `K_padded` elements in k-blocks
     of `k_block` (K_padded a multiple of k_block); UserError when the schedule cannot
@@ -99,24 +138,10 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
     if K_padded < k_block or K_padded % k_block:
         raise UserError(f"K={K_padded} is not a positive multiple of the instruction's K={k_block}")
     n_blocks = K_padded // k_block
-    S = schedule.split_k
-    if S == 1:
-        owned = [list(range(n_blocks))]
-    else:
-        per_tile = _multiple("split_tile", schedule.split_tile, k_block)
-        tiles = [list(range(t, min(t + per_tile, n_blocks))) for t in range(0, n_blocks, per_tile)]
-        if len(tiles) < S:
-            raise UserError(
-                f"split_k={S}: K={K_padded} has {len(tiles)} k-tile(s) of "
-                f"{schedule.split_tile}; allowed: split_k up to {len(tiles)} for this K"
-            )
-        if schedule.split == SplitMode.CONTIGUOUS:
-            q = -(-len(tiles) // S)
-            owned = [sum(tiles[s * q : (s + 1) * q], []) for s in range(S)]
-            if not owned[-1]:
-                raise UserError(_empty_split(S, K_padded, len(tiles), schedule.split_tile))
-        else:
-            owned = [sum(tiles[s::S], []) for s in range(S)]
+    owned = []
+    for lo, hi in _kblocks(schedule, K_padded, k_block):
+        owned += _split(schedule, list(range(lo, hi)), k_block)
+    S = len(owned)
     if schedule.order == KOrder.DESCENDING:
         owned = [blocks[::-1] for blocks in owned]
     per_chain = None
