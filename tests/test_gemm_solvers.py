@@ -118,6 +118,7 @@ FIELD_PAIRS = [
     ("reduce", "hopper/serial[split_k=3,split_tile=32]",
      "hopper/serial[split_k=3,split_tile=32,reduce=pairwise]", 96, FP8),
     ("combine", LANES, LANES[:-1] + ",combine=0+2+(1+3)]", 4, "fma.rn.f32"),
+    ("kblocks", "hopper/serial[kblocks=2+2]", "hopper/serial[kblocks=1+3]", 4, "fma.rn.f32"),
     ("alpha", "hopper/serial", "hopper/serial[alpha=0.5]", 32, FP8),
     ("beta", "hopper/serial[c_join=epilogue]", "hopper/serial[c_join=epilogue,beta=2.0]", 32, FP8),
     ("epilogue", "hopper/serial[c_join=epilogue,alpha=0.3]",

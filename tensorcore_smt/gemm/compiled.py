@@ -36,7 +36,6 @@ from .element import (
     acc_format,
     c_format,
     c_joins,
-    canonical_nan,
     combine,
     epilogue,
     fold_plan,
@@ -74,7 +73,7 @@ def _compiled(
 def _chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
     """The chain kernel of instruction `p` (gemm_ir.chain_rows_module) for operand tables
     of ca, cb bits per element, its lane loop vectorised as engine/loops.py decides from
-    the step DAG; `promote` = (d format, promoted format, NaN): each chain's result is
+    the step DAG; `promote` = (d format, promoted format): each chain's result is
     added into a promoted sum by element.promote_add inside the kernel."""
 
     def make() -> tuple[str, bool]:
@@ -86,9 +85,9 @@ def _chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
         plan = loop_plan(d.v, s.node_count())
         prom = None
         if promote is not None:
-            d_fmt, af, nan = promote
+            d_fmt, af = promote
             x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
-            prom = (promote_add(x0, x1, d_fmt, af, nan).v, af.spec.storage)
+            prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
         return chain_rows_module(d.v, p.K, wa, wb, ca, cb, wc, plan, prom), plan.tiled
 
     # lo, hi | A, ia, B, ib, Kp, NB, blocks, ends, nc, acc_in, acc_out
@@ -182,22 +181,21 @@ def run_gemm(
         raise ValueError("run_gemm: a block-scaled unit, or c in another format than d")
     t = _Tables(p, a_table, b_table)
     d_fmt, af = p.d_fmt, acc_format(p)
-    nan = canonical_nan(af, p)
     ep = Epilogue.of(schedule, p, plan, c_bits is not None)
     # every kernel made (compiled or loaded) before any tile runs; alpha = 0 reads
     # neither A nor B (element.element): no chain kernel at all
     fns = {}  # promoted -> chain kernel
     if ep.reads_ab:
         for promoted in sorted({sp.promoted for sp in plan.splits}):
-            prom = (d_fmt, af, nan) if promoted else None
+            prom = (d_fmt, af) if promoted else None
             fns[promoted] = _chain_fn(p, *t.bits, promote=prom)
     chains = [_chains(sp.chains if sp.promoted else sp.chains[:1]) for sp in plan.splits]
 
     def combine_fn(fx: Format, fy: Format):
         return _map_fn(
-            ("combine", fx, fy, af, nan),
+            ("combine", fx, fy, af, p),
             [fx.spec.storage, fy.spec.storage],
-            lambda v: combine(v[0], v[1], fx, fy, af, nan),
+            lambda v: combine(v[0], v[1], fx, fy, af, p),
         )
 
     def made(x, fx: Format, y, fy: Format) -> None:

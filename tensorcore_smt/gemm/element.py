@@ -28,6 +28,7 @@ from ..bv.core import BV
 from ..formats import Format, Rounding, Specials, decode, default_nan_bits
 from ..model import dot_add
 from ..model.ieee import add_unpacked, convert_unpacked, fma_unpacked, mul_unpacked
+from ..model.nan import GEMM_PROPAGATES, gemm_nan
 from ..model.params import ModelParams
 from ..model.rounding import Overflow
 from .plan import Plan, SplitPlan, Tree
@@ -44,10 +45,15 @@ def acc_format(p: ModelParams) -> Format:
 
 
 def canonical_nan(fmt: Format, p: ModelParams) -> int:
-    """The NaN the GEMM level writes in `fmt`: the positive all-ones-payload NaN for an
-    instruction with a canonical NaN (NVIDIA: 0x7FFFFFFF, 0x7FFF, 0x7F), else the format's
-    default quiet NaN (FNUZ formats: their one NaN)."""
+    """The NaN the GEMM level writes in `fmt` for an invalid operation (and for every
+    NaN result where the rule does not propagate operands, model.nan.gemm_nan): under a
+    rule the GEMM level follows (x86 a-b-acc) the instruction's own `nan_bits` in its d
+    format (x86: QNaN floating-point indefinite, 0xFFC00000); else the positive
+    all-ones-payload NaN for an instruction with a canonical NaN (NVIDIA: 0x7FFFFFFF,
+    0x7FFF, 0x7F), else the format's default quiet NaN (FNUZ formats: their one NaN)."""
     s = fmt.spec
+    if p.nan_rule in GEMM_PROPAGATES and p.nan_bits is not None and fmt == p.d_fmt:
+        return p.nan_bits
     if p.nan_bits is None or s.specials == Specials.FNUZ:
         return default_nan_bits(fmt)
     return (1 << (s.storage - 1)) - 1
@@ -58,23 +64,26 @@ def mma_step(p: ModelParams, a_blk: Sequence[BV], b_blk: Sequence[BV], acc: BV) 
     return dot_add(list(a_blk), list(b_blk), acc, p)
 
 
-def promote_add(acc: BV, chain_d: BV, d_fmt: Format, acc_fmt: Format = Format.FP32, nan=None):
-    """acc + chain_d in `acc_fmt` (fp32), IEEE round to nearest even."""
-    nb = default_nan_bits(acc_fmt) if nan is None else nan
-    return add_unpacked(decode(acc, acc_fmt), decode(chain_d, d_fmt), acc_fmt, RN, nb)
+def promote_add(acc: BV, chain_d: BV, d_fmt: Format, acc_fmt: Format, p: ModelParams) -> BV:
+    """acc + chain_d in `acc_fmt` (fp32), IEEE round to nearest even; a NaN as the
+    instruction's rule says at the GEMM level (model.nan.gemm_nan: chain_d, then acc)."""
+    return add_partials(acc, acc_fmt, chain_d, d_fmt, acc_fmt, p)
 
 
-def combine(
-    x: BV,
-    y: BV,
-    fx: Format = Format.FP32,
-    fy: Format = Format.FP32,
-    acc_fmt: Format = Format.FP32,
-    nan: int | None = None,
-) -> BV:
-    """Two split partials added in `acc_fmt` (fp32), round to nearest even."""
-    nb = default_nan_bits(acc_fmt) if nan is None else nan
-    return add_unpacked(decode(x, fx), decode(y, fy), acc_fmt, RN, nb)
+def combine(x: BV, y: BV, fx: Format, fy: Format, acc_fmt: Format, p: ModelParams) -> BV:
+    """Two split partials x + y added in `acc_fmt` (fp32), round to nearest even; a NaN
+    as the instruction's rule says at the GEMM level (y, the later addend, then x)."""
+    return add_partials(x, fx, y, fy, acc_fmt, p)
+
+
+def add_partials(x: BV, fx: Format, y: BV, fy: Format, acc_fmt: Format, p: ModelParams) -> BV:
+    """x + y in `acc_fmt`, round to nearest even: the one addition of the GEMM level. A
+    NaN result is model.nan.gemm_nan's: x86 (a-b-acc) returns y's NaN, else x's (a
+    later addend before the running sum, as numpy's OpenBLAS sgemm adds its split
+    partials), else the indefinite NaN; the other rules the GEMM's canonical NaN."""
+    ux, uy = decode(x, fx), decode(y, fy)
+    r = add_unpacked(ux, uy, acc_fmt, RN, canonical_nan(acc_fmt, p))
+    return gemm_nan(p, [(y, uy, fy), (x, ux, fx)], r, acc_fmt)
 
 
 def float_bits(value: float, fmt: Format) -> int:
@@ -141,25 +150,35 @@ def epilogue(
     b = acc.b
     f = ep.ep_fmt
     nan = canonical_nan(f, p)
-    alpha = decode(BV.const(b, ep.alpha, f.spec.storage), f)
+    alpha_bits = BV.const(b, ep.alpha, f.spec.storage)
+    alpha = decode(alpha_bits, f)
     x = decode(acc, acc_fmt)
+    a_op = (alpha_bits, alpha, f)
+    x_op = (acc, x, acc_fmt)
+
+    def times(k: int, y: BV, fy: Format) -> BV:
+        """k * y in f with the GEMM level's NaN (k, then y)."""
+        kb = BV.const(b, k, f.spec.storage)
+        ku, yu = decode(kb, f), decode(y, fy)
+        return gemm_nan(p, [(kb, ku, f), (y, yu, fy)], mul_unpacked(ku, yu, f, RN, nan), f)
+
     if not ep.reads_ab:
         if ep.beta is not None and c is not None:
             assert c_fmt is not None
-            beta = decode(BV.const(b, ep.beta, f.spec.storage), f)
-            r = mul_unpacked(beta, decode(c, c_fmt), f, RN, nan)
+            r = times(ep.beta, c, c_fmt)
         else:
             r = _zero(acc, f)
     elif ep.beta is not None and c is not None:
         assert c_fmt is not None
-        beta = decode(BV.const(b, ep.beta, f.spec.storage), f)
-        bc = decode(mul_unpacked(beta, decode(c, c_fmt), f, RN, nan), f)
+        bc_bits = times(ep.beta, c, c_fmt)
+        bc = decode(bc_bits, f)
         if ep.op == EpilogueOp.FMA:
             r = fma_unpacked(alpha, x, bc, f, RN, nan)
+            r = gemm_nan(p, [a_op, x_op, (bc_bits, bc, f)], r, f)
         else:
-            r = add_unpacked(decode(mul_unpacked(alpha, x, f, RN, nan), f), bc, f, RN, nan)
+            r = add_partials(bc_bits, f, times(ep.alpha, acc, acc_fmt), f, f, p)
     else:
-        r = mul_unpacked(alpha, x, f, RN, nan)
+        r = times(ep.alpha, acc, acc_fmt)
     if ep.out_fmt == f and not ep.saturate:
         return r
     overflow = Overflow.SATURATE if ep.saturate else Overflow.IEEE
@@ -237,7 +256,6 @@ def accumulate(
     like = a[0]
     d_fmt = p.d_fmt
     af = acc_format(p)
-    nan = canonical_nan(af, p)
 
     def split(s: int, sp: SplitPlan) -> BV:
         if not sp.promoted:
@@ -246,10 +264,10 @@ def accumulate(
         acc32 = _zero(like, af)
         for blocks in sp.chains:
             d = run_chain(p, a, b, blocks, _zero(like, d_fmt))
-            acc32 = promote_add(acc32, d, d_fmt, af, nan)
+            acc32 = promote_add(acc32, d, d_fmt, af, p)
         return acc32
 
-    return fold_plan(plan, p, split, lambda x, fx, y, fy: combine(x, y, fx, fy, af, nan))
+    return fold_plan(plan, p, split, lambda x, fx, y, fy: combine(x, y, fx, fy, af, p))
 
 
 def element(

@@ -89,6 +89,45 @@ def _empty_split(S: int, K_padded: int, tiles: int, width: int) -> str:
     )
 
 
+def _kblocks(schedule: Schedule, K_padded: int, k_block: int) -> list[tuple[int, int]]:
+    """The [lo, hi) k-block ranges of schedule.kblocks (one range without it); UserError
+    unless every size is a multiple of k_block and they sum to K_padded."""
+    n_blocks = K_padded // k_block
+    if schedule.kblocks is None:
+        return [(0, n_blocks)]
+    sizes = [_multiple("kblocks", x, k_block) for x in schedule.kblocks]
+    if sum(sizes) != n_blocks:
+        shown = "+".join(map(str, schedule.kblocks))
+        raise UserError(
+            f"kblocks={shown} sums to {sum(schedule.kblocks)}, not K={K_padded}; allowed: "
+            f"sizes (multiples of {k_block}) that sum to {K_padded}"
+        )
+    ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
+    return list(zip([0, *ends[:-1]], ends))
+
+
+def _split(schedule: Schedule, blocks: list[int], k_block: int) -> list[list[int]]:
+    """The k-blocks each of the split_k splits of `blocks` owns (split, split_tile)."""
+    S = schedule.split_k
+    if S == 1:
+        return [blocks]
+    K_padded = len(blocks) * k_block
+    per_tile = _multiple("split_tile", schedule.split_tile, k_block)
+    tiles = [blocks[t : t + per_tile] for t in range(0, len(blocks), per_tile)]
+    if len(tiles) < S:
+        raise UserError(
+            f"split_k={S}: K={K_padded} has {len(tiles)} k-tile(s) of "
+            f"{schedule.split_tile}; allowed: split_k up to {len(tiles)} for this K"
+        )
+    if schedule.split == SplitMode.CONTIGUOUS:
+        q = -(-len(tiles) // S)
+        owned = [sum(tiles[s * q : (s + 1) * q], []) for s in range(S)]
+        if not owned[-1]:
+            raise UserError(_empty_split(S, K_padded, len(tiles), schedule.split_tile))
+        return owned
+    return [sum(tiles[s::S], []) for s in range(S)]
+
+
 def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
     """The plan of `schedule` for one output element over `K_padded` elements in k-blocks
     of `k_block` (K_padded a multiple of k_block); UserError when the schedule cannot
@@ -99,24 +138,10 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
     if K_padded < k_block or K_padded % k_block:
         raise UserError(f"K={K_padded} is not a positive multiple of the instruction's K={k_block}")
     n_blocks = K_padded // k_block
-    S = schedule.split_k
-    if S == 1:
-        owned = [list(range(n_blocks))]
-    else:
-        per_tile = _multiple("split_tile", schedule.split_tile, k_block)
-        tiles = [list(range(t, min(t + per_tile, n_blocks))) for t in range(0, n_blocks, per_tile)]
-        if len(tiles) < S:
-            raise UserError(
-                f"split_k={S}: K={K_padded} has {len(tiles)} k-tile(s) of "
-                f"{schedule.split_tile}; allowed: split_k up to {len(tiles)} for this K"
-            )
-        if schedule.split == SplitMode.CONTIGUOUS:
-            q = -(-len(tiles) // S)
-            owned = [sum(tiles[s * q : (s + 1) * q], []) for s in range(S)]
-            if not owned[-1]:
-                raise UserError(_empty_split(S, K_padded, len(tiles), schedule.split_tile))
-        else:
-            owned = [sum(tiles[s::S], []) for s in range(S)]
+    owned = []
+    for lo, hi in _kblocks(schedule, K_padded, k_block):
+        owned += _split(schedule, list(range(lo, hi)), k_block)
+    S = len(owned)
     if schedule.order == KOrder.DESCENDING:
         owned = [blocks[::-1] for blocks in owned]
     per_chain = None
@@ -140,18 +165,21 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
     return Plan(k_block, n_blocks, tuple(splits), tree, schedule.c_in_chain)
 
 
-def equivalent_plan(plan: Plan) -> Plan:
+def equivalent_plan(plan: Plan, nan_payloads: bool = False) -> Plan:
     """The simplest plan that computes the same bits as `plan` on every input, for
     comparing schedules (the plan a kernel runs is `plan` itself). Splits that are each
     one promoted chain, combined serially (or two splits in either order), are one
     split promoted over those chains in turn: each partial is +0 + d_s in fp32, and
     a + (+0 + y) = a + y for every fp32 sum a that is not -0 (+0 + y differs from y only
     for y = -0, and a NaN is the canonical NaN either way); no such sum is -0, since it
-    starts from +0 + d_0. Any other plan is its own."""
+    starts from +0 + d_0. `nan_payloads`: the GEMM level propagates NaN operands in an
+    order (model.nan.gemm_nan: the later addend's first), so two splits added in the
+    other order (d_1 + d_0) keep d_0's NaN where the one chain keeps d_1's: only the
+    serial order merges. Any other plan is its own."""
     S = len(plan.splits)
     if S == 1 or not all(s.promoted and len(s.chains) == 1 for s in plan.splits):
         return plan
-    if S > 2 and plan.combine != serial_tree(S):
+    if (S > 2 or nan_payloads) and plan.combine != serial_tree(S):
         return plan
     chains = tuple(s.chains[0] for s in plan.splits)
     return Plan(plan.k_block, plan.n_blocks, (SplitPlan(chains, True),), 0, plan.c_in_chain)

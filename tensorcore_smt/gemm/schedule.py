@@ -195,7 +195,10 @@ class Schedule:
     order: k-block order of each chain; promote: K elements per chain before its result is
     added into an fp32 accumulator (None: one chain per split); split_k (S), split and
     split_tile (T): the split-K layout; reduce: how the S partials combine, or combine: the
-    tree they combine in, as data (each split index once; written `0+2+(1+3)`); c_join: where C
+    tree they combine in, as data (each split index once; written `0+2+(1+3)`); kblocks: K
+    cut into consecutive k-blocks of these sizes first (written `320+320+192+192`: OpenBLAS
+    sgemm's GEMM_Q blocking), each cut by the split layout into split_k partials, partial
+    i*S + s of block i, all combined by reduce or combine; c_join: where C
     enters (see `c_in_chain`); alpha, beta, epilogue, out, saturate: the epilogue (beta
     None: 1; out None: the instruction's d format; saturate None: FP8 outputs saturate,
     others do not).
@@ -212,6 +215,7 @@ class Schedule:
     split_tile: int = 128
     reduce: Reduce = Reduce.SERIAL
     combine: CombineTree | None = None
+    kblocks: tuple[int, ...] | None = None
     c_join: CJoin | None = None
     alpha: float = 1.0
     beta: float | None = None
@@ -222,21 +226,23 @@ class Schedule:
     def __post_init__(self) -> None:
         for f in fields(self):
             check_field(f.name, getattr(self, f.name))
+        n = self.partials
         if self.combine is not None:
             got = sorted(combine_leaves(self.combine))
-            if got != list(range(self.split_k)):
+            if got != list(range(n)):
                 raise UserError(
                     f"combine={combine_text(self.combine)}: it must add each split index "
-                    f"0..{self.split_k - 1} once (split_k={self.split_k})"
+                    f"0..{n - 1} once (split_k={self.split_k}"
+                    + (f" in each of {len(self.kblocks)} kblocks)" if self.kblocks else ")")
                 )
             if self.reduce != Reduce.SERIAL:
                 raise UserError("combine= and reduce= both say how the splits combine; give one")
-            if self.combine == serial_tree(self.split_k):  # one schedule, one text
+            if self.combine == serial_tree(n):  # one schedule, one text
                 object.__setattr__(self, "combine", None)
-            elif self.combine == pairwise_tree(self.split_k):
+            elif self.combine == pairwise_tree(n):
                 object.__setattr__(self, "combine", None)
                 object.__setattr__(self, "reduce", Reduce.PAIRWISE)
-        if self.c_join == CJoin.CHAIN and (self.split_k > 1 or self.promote is not None):
+        if self.c_join == CJoin.CHAIN and (n > 1 or self.promote is not None):
             raise UserError(
                 "c_join=chain needs one chain (split_k=1, promote=none); allowed: epilogue"
             )
@@ -251,6 +257,12 @@ class Schedule:
         """A copy with `changes` (range-checked); numpy scalars are taken as the Python
         numbers they hold (np.float32(0.5) as alpha)."""
         return dataclasses.replace(self, **{k: _plain(v) for k, v in changes.items()})
+
+    @property
+    def partials(self) -> int:
+        """How many partials the reduce or combine tree adds: split_k in each k-block
+        of `kblocks` (one k-block without it)."""
+        return self.split_k * (len(self.kblocks) if self.kblocks else 1)
 
     @property
     def c_beta(self) -> float:
@@ -271,7 +283,7 @@ class Schedule:
         chain would compute alpha*(A*B + C))."""
         if self.c_join is not None:
             return self.c_join == CJoin.CHAIN
-        return self.split_k == 1 and self.promote is None and self.unit_scalars
+        return self.partials == 1 and self.promote is None and self.unit_scalars
 
     def saturates(self, out: Format) -> bool:
         """Whether the final conversion to `out` saturates (FP8 by default)."""
@@ -294,6 +306,8 @@ class Schedule:
 def _show(v: Any) -> str:
     if v is None:
         return "none"
+    if isinstance(v, tuple) and all(isinstance(x, int) for x in v) and len(v) > 2:
+        return "+".join(map(str, v))  # kblocks (a combine tree is a pair)
     if isinstance(v, tuple):
         return combine_text(v)
     if isinstance(v, Enum):
@@ -312,7 +326,7 @@ _ENUMS: dict[str, type[Enum]] = {
     "epilogue": EpilogueOp,
     "c_join": CJoin,
 }
-_OPTIONAL = {"promote", "combine", "c_join", "beta", "out", "saturate"}
+_OPTIONAL = {"promote", "combine", "kblocks", "c_join", "beta", "out", "saturate"}
 _FLOATS = {"alpha", "beta"}
 _BOOLS = {"saturate"}
 
@@ -337,6 +351,8 @@ def describe_field(name: str) -> str:
         return "one of " + ", ".join(sorted(f.spec.name for f in OUT_FORMATS)) + ", none"
     if name == "combine":
         return "split indices added with + and grouped by ( ), each once (e.g. 0+2+(1+3)), or none"
+    if name == "kblocks":
+        return "k-block sizes joined by + (e.g. 320+320+192+192), at least 2, or none"
     return name
 
 
@@ -375,6 +391,12 @@ def check_field(name: str, value: Any) -> None:
         bad = value not in OUT_FORMATS
     elif name == "combine":
         bad = not _is_combine(value)
+    elif name == "kblocks":
+        bad = not (
+            isinstance(value, tuple)
+            and len(value) >= 2
+            and all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in value)
+        )
     if bad:
         shown = _show(value) if not isinstance(value, str) else repr(value)
         raise UserError(f"{name}={shown} is out of range; allowed: {describe_field(name)}")
@@ -421,6 +443,11 @@ def parse_field(name: str, text: str) -> Any:
         value = low in ("true", "1", "yes", "on")
     elif name == "combine":
         value = parse_combine(t)
+    elif name == "kblocks":
+        try:
+            value = tuple(int(x, 0) for x in t.split("+"))
+        except ValueError:
+            raise UserError(f"kblocks: {text!r} is not {describe_field('kblocks')}") from None
     else:  # out
         try:
             value = Format.parse(t)

@@ -31,6 +31,7 @@ from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
 from ..formats import Format
 from ..gemm.model import GemmModel
+from ..model.nan import GEMM_PROPAGATES
 from ..model.params import ModelParams
 from ..spec.datadirs import data_dir
 from ..spec.variants import with_overrides
@@ -185,7 +186,8 @@ class GemmSpace(Space):
         base = self.base.with_(**{k: v for k, v in merged.items() if is_sched(k)})
         Kp = padded_k(self.base.K, base.p.K)
         try:
-            plan = equivalent_plan(make_plan(base.schedule, Kp, base.p.K))
+            nans = base.p.nan_rule in GEMM_PROPAGATES
+            plan = equivalent_plan(make_plan(base.schedule, Kp, base.p.K), nans)
         except UserError:
             return
         for name in PLAN_FIELDS:
@@ -196,7 +198,7 @@ class GemmSpace(Space):
                     break
                 other = base.schedule.with_(**{name: v})
                 try:
-                    same = equivalent_plan(make_plan(other, Kp, base.p.K)) == plan
+                    same = equivalent_plan(make_plan(other, Kp, base.p.K), nans) == plan
                 except UserError:
                     continue
                 if same:
@@ -215,9 +217,10 @@ class GemmSpace(Space):
         except (UserError, ValueError):
             return False
         rest = {f: getattr(ma.schedule, f) for f in PLAN_FIELDS}
+        nans = ma.p.nan_rule in GEMM_PROPAGATES
         return (
             ma.p == mb.p
-            and equivalent_plan(ma.plan) == equivalent_plan(mb.plan)
+            and equivalent_plan(ma.plan, nans) == equivalent_plan(mb.plan, nans)
             and (ma.c_fmt, ma.d_fmt) == (mb.c_fmt, mb.d_fmt)
             and ma.schedule == mb.schedule.with_(**rest)
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..bv.core import BV, Bool
 from ..formats import Format, Rounding, Unpacked, decode, flush_subnormal
 from . import ieee
+from .nan import first_nan
 from .params import FlushSign, ModelParams, NanRule, Order, Tf32Input
 
 
@@ -118,7 +119,7 @@ def sequential(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -
             for k in idx[::-1]
             for t, u, f in ((a_bits[k], ua[k], fa), (b_bits[k], ub[k], fb))
         ]
-        out = _first_nan([*operands, (c_bits, uc, p.c_fmt)], out, p.d_fmt)
+        out = first_nan([*operands, (c_bits, uc, p.c_fmt)], out, p.d_fmt)
     return out
 
 
@@ -135,31 +136,9 @@ def sfma(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -> BV:
         acc = decode(d, out)
         r = ieee.fma_unpacked(x, y, acc, out, p.rounding, p.nan_bits, flush)
         if p.nan_rule == NanRule.B_ACC_A:
-            r = _first_nan(
-                [(b_bits[k], y, p.b_fmt), (d, acc, out), (a_bits[k], x, p.a_fmt)], r, out
-            )
+            r = first_nan([(b_bits[k], y, p.b_fmt), (d, acc, out), (a_bits[k], x, p.a_fmt)], r, out)
         d = r
     return d
-
-
-def _first_nan(operands: list[tuple[BV, Unpacked, Format]], otherwise: BV, out: Format) -> BV:
-    """The first NaN operand, made quiet, in `out`'s encoding; else `otherwise`. An
-    operand keeps its payload: in `out`'s format, or in a narrower one with `out`'s sign
-    and exponent fields (bf16 in fp32), whose bits move up by the mantissa bits `out` has
-    more (make_fp32 of the Intel SDM's VDPBF16PS)."""
-    o = out.spec
-    quiet = 1 << (o.mbits - 1)
-    r = otherwise
-    for bits, u, fmt in reversed(operands):
-        s = fmt.spec
-        if fmt != out and (s.ebits != o.ebits or s.mbits > o.mbits or s.ignored_low):
-            raise ValueError(
-                f"a NaN rule that propagates operands needs them in {o.name} or a format "
-                f"with its exponent field, not {s.name}"
-            )
-        wide = bits.zext(o.storage - s.storage) << (o.mbits - s.mbits) if fmt != out else bits
-        r = u.is_nan.ite(wide | BV.const(bits.b, quiet, o.storage), r)
-    return r
 
 
 def _flush_to_plus_zero(u: Unpacked, fmt: Format) -> Unpacked:

@@ -214,4 +214,49 @@ def synthesize(
                     continue
                 if plan_tree(plan, k, group) == tree:
                     return sched
+        return _in_kblocks(
+            [chains[c] for c in sorted(rank, key=rank.get)], combine, k, k_block, group, tree
+        )
+
+
+def _in_kblocks(
+    chains: list[tuple[int, ...]], combine, k: int, k_block: int, group: int, tree: Tree
+) -> Schedule | None:
+    """The schedule with `kblocks=` whose plan sums in `tree`: `chains` (in the order of
+    their first k-block, numbered so in `combine`) fall into consecutive runs of k-blocks
+    that no chain crosses (OpenBLAS's GEMM_Q blocks of K), the same number of chains in
+    each, laid out in each run by one split layout; None when they do not."""
+    kp = padded_k(k, k_block)
+    pieces: list[list[tuple[int, ...]]] = []
+    top = -1
+    for c in chains:
+        if pieces and min(c) <= top:
+            pieces[-1].append(c)
+        else:
+            pieces.append([c])
+        top = max(top, max(c))
+    S = len(pieces[0])
+    if len(pieces) < 2 or any(len(p) != S for p in pieces):
+        return None
+    starts = [min(min(c) for c in p) for p in pieces] + [kp // k_block]
+    sizes = tuple((b - a) * k_block for a, b in zip(starts, starts[1:]))
+    first = pieces[0][0]
+    run = next((i for i in range(1, len(first)) if first[i] != first[0] + i), len(first))
+    layouts = (
+        [{}]
+        if S == 1
+        else [
+            {"split_k": S, "split": mode, "split_tile": tile * k_block}
+            for mode in (SplitMode.INTERLEAVED, SplitMode.CONTIGUOUS)
+            for tile in sorted({run, len(first)})
+        ]
+    )
+    for fields in layouts:
+        try:
+            sched = Schedule(kblocks=sizes, combine=combine, **fields)
+            plan = make_plan(sched, kp, k_block)
+        except UserError:
+            continue
+        if plan_tree(plan, k, group) == tree:
+            return sched
     return None
