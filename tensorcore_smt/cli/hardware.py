@@ -102,7 +102,19 @@ def vectors_cmd(
     default="probes,validate,identify",
     show_default=True,
     help="Comma-separated steps to run (also: cases, the public cases; gemm, torch's GEMMs "
-    "recorded under OUT/<gpu>/gemm).",
+    "recorded under OUT/<gpu>/gemm; sparse, the mma.sp forms against their hypotheses).",
+)
+@click.option(
+    "--validate-instr",
+    default="",
+    help="validate only the instructions whose name matches this regular expression.",
+)
+@click.option(
+    "--sparse-rows",
+    type=Ranged("rows", int),
+    default=200_000,
+    show_default=True,
+    help="Random rows per mma.sp instruction (step sparse).",
 )
 @click.option(
     "--identify-instr",
@@ -156,6 +168,8 @@ def run_cmd(
     budget: int,
     jobs: int,
     steps: str,
+    validate_instr: str,
+    sparse_rows: int,
     identify_instr: tuple[str, ...],
     identify_jobs: int,
     identify_timeout: float,
@@ -189,6 +203,8 @@ def run_cmd(
         budget=budget,
         jobs=jobs,
         steps=picked,
+        validate_instr=validate_instr,
+        sparse_rows=sparse_rows,
         identify_instr=identify_instr,
         identify_jobs=identify_jobs,
         identify_timeout=identify_timeout,

@@ -37,12 +37,14 @@ from .plan import PROBED
 from .probes import run_probes
 from .recordings import record
 from .report import write_report
+from .sparse import run_sparse
 from .validation import ORACLE_TIMEOUT, validate_gpu
 
-STEPS = ("probes", "validate", "identify", "cases", "gemm")
-"""The steps of a run, in order (`--steps` picks some; the default leaves out the last
-two): cases runs the public cases (cases.py), gemm records torch's GEMMs
-(recordings.py) under OUT/<gpu>/gemm/."""
+STEPS = ("probes", "validate", "sparse", "identify", "cases", "gemm")
+"""The steps of a run, in order (`--steps` picks some; the default leaves out sparse and
+the last two): sparse compares the mma.sp forms with their hypotheses (sparse.py),
+cases runs the public cases (cases.py), gemm records torch's GEMMs (recordings.py)
+under OUT/<gpu>/gemm/."""
 
 DEFAULT_STEPS = ("probes", "validate", "identify")
 
@@ -58,6 +60,8 @@ def campaign(
     budget: int = 200,
     jobs: int = 0,
     steps: tuple[str, ...] = DEFAULT_STEPS,
+    validate_instr: str = "",
+    sparse_rows: int = 200_000,
     identify_instr: tuple[str, ...] = (),
     identify_jobs: int = 1,
     identify_timeout: float = 20.0,
@@ -108,7 +112,11 @@ def campaign(
             scheduler=scheduler,
             chunk_rows=chunk_rows or CHUNK_ROWS,
             oracle_timeout=oracle_timeout,
+            pattern=validate_instr,
         )
+    if "sparse" in steps:
+        report = run_sparse(arch, gpu, folder, sparse_rows, seed, jobs)
+        (folder / "sparse" / "sparse.json").write_text(json.dumps(report, indent=2) + "\n")
     if "cases" in steps:
         run_cases(folder)
     if "gemm" in steps:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..errors import UserError
 
 SASS_OPS = re.compile(
-    r"\b(HMMA|HGMMA|QGMMA|QMMA|DMMA|IMMA|F2FP|HFMA2|HADD2|FADD|FFMA|DFMA|I2F|F2F)\S*"
+    r"\b(HMMA|HGMMA|QGMMA|QMMA|DMMA|IMMA|IGMMA|BMMA|F2FP|HFMA2|HADD2|FADD|FFMA|DFMA|I2F|F2F)\S*"
 )
 """The opcodes a matrix instruction's SASS is read for (with their suffixes)."""
 

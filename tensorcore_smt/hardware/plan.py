@@ -31,6 +31,12 @@ PROBED: dict[str, tuple[str, ...]] = {
 FDA_INPUTS = r"\.(f16|bf16|tf32|e4m3|e5m2)\."
 """The instructions of the fused dot-product unit (not DMMA's f64 FMA chain)."""
 
+INT_SATFINITE = r"\.satfinite\.s32\."
+"""The integer instructions with `.satfinite`."""
+
+INT_WRAP = r"^(wgmma\.)?m\d+n\d+k\d+\.s32\.[su][48]\."
+"""The integer multiply forms without `.satfinite` (s32 wraps)."""
+
 ALTERNATIVES: dict[str, tuple[tuple[str, str], ...]] = {
     # Competing hypotheses whose agreement with the silicon the validation also counts
     # (a mismatch of the preset is then explained, or not, by a named belief), each with
@@ -42,6 +48,11 @@ ALTERNATIVES: dict[str, tuple[tuple[str, str], ...]] = {
         ("hopper[F=26]", FDA_INPUTS),
         ("hopper[e_zero=none]", FDA_INPUTS),
         ("hopper[product_exponent=normalized]", FDA_INPUTS),
+        # integer forms: wrap-around against saturation, and the clamp applied to every
+        # partial sum (L=1) rather than once to the exact sum (model/integer.py)
+        ("hopper[int_clamp=wrap]", INT_SATFINITE),
+        ("hopper[L=1]", INT_SATFINITE),
+        ("hopper[int_clamp=satfinite]", INT_WRAP),
     ),
 }
 
@@ -67,4 +78,12 @@ def _differs(variant: str, instr: str) -> bool:
         return False
 
 
-__all__ = ["ALTERNATIVES", "FDA_INPUTS", "MISMATCHES_KEPT", "PROBED", "alternatives"]
+__all__ = [
+    "ALTERNATIVES",
+    "FDA_INPUTS",
+    "INT_SATFINITE",
+    "INT_WRAP",
+    "MISMATCHES_KEPT",
+    "PROBED",
+    "alternatives",
+]

@@ -42,6 +42,7 @@ ORACLE_TIMEOUT = 600.0
 
 def runnable(arch: str, sm: int, instrs: list[str] | None = None) -> list[str]:
     """The instructions of `arch` (or `instrs`) the batch runner can run on an sm_`sm` GPU."""
+    from ..probe.cuda import probe_layout
     from ..probe.runner import runner_target
 
     preset = PRESETS[arch]
@@ -49,6 +50,7 @@ def runnable(arch: str, sm: int, instrs: list[str] | None = None) -> list[str]:
     for name in instrs or list(preset.instructions):
         try:
             runner_target(preset.instructions[name], sm)
+            probe_layout(preset.instructions[name])  # a form without a probe yet
         except UserError:
             continue
         out.append(name)
@@ -91,8 +93,10 @@ def validate_gpu(
     scheduler: str | None = None,
     chunk_rows: int = CHUNK_ROWS,
     oracle_timeout: float = ORACLE_TIMEOUT,
+    pattern: str = "",
 ) -> list[dict]:
-    """Every instruction of `arch` runnable on this GPU, on random rows (`rows` for the
+    """Every dense instruction of `arch` runnable on this GPU (those whose name matches
+    the regular expression `pattern`, when given), on random rows (`rows` for the
     probed instructions, `rows_others` for the rest; default `rows`): the GPU's d (cuda
     oracle) against the preset's and each alternative's, in seeded chunks on a Dask
     cluster. Writes out/validation/validation.json (one entry per instruction, rewritten
@@ -103,7 +107,13 @@ def validate_gpu(
 
     vdir = out / "validation"
     vdir.mkdir(parents=True, exist_ok=True)
-    names = runnable(arch, gpu.sm, instrs)
+    names = [
+        n
+        for n in runnable(arch, gpu.sm, instrs)
+        if not n.startswith("mma.sp") and (not pattern or re.search(pattern, n))
+    ]
+    if not names:
+        raise UserError(f"validate: no runnable dense instruction of {arch} matches {pattern!r}")
     work = build_runners(arch, names, out, jobs)
     opcodes = json.loads((out / "sass" / "opcodes.json").read_text())
     probed = set(PROBED.get(arch, ()))

@@ -59,6 +59,10 @@ def requirement(inst: Instruction) -> Requirement:
     f = form_of(inst)
     if f.kind == "wgmma":
         return Requirement(90, 90, True, "wgmma.mma_async needs sm_90a")
+    if f.sparse:
+        if f.a in ("e4m3", "e5m2"):
+            return Requirement(89, why=f"mma.{f.sparse} with .{f.a} needs sm_89 or later")
+        return Requirement(80, why=f"mma.{f.sparse}.{f.shape} .{f.a} needs sm_80 or later")
     if f.d == "s32" and f.kind == "mma":
         return _int_requirement(f)
     if f.kind == "tcgen05":
@@ -167,12 +171,13 @@ def ptx_mnemonic(inst: Instruction) -> str:
     popc = f".{f.bit_op}.popc" if f.bit_op else ""
     if f.kind == "wgmma":
         return f"wgmma.mma_async.sync.aligned.{f.shape}{sat}.{f.d}.{f.a}.{f.b}{popc}"
+    op = f"mma.{f.sparse}" if f.sparse else "mma"
     if f.d == "s32":
-        return f"mma.sync.aligned.{f.shape}.row.col{sat}.{f.d}.{f.a}.{f.b}.{f.c}{popc}"
+        return f"{op}.sync.aligned.{f.shape}.row.col{sat}.{f.d}.{f.a}.{f.b}.{f.c}{popc}"
     if f.scaled:
         return f"mma.sync.aligned.{f.shape}.row.col.{f.scaled}"
     kind = ".kind::f8f6f4" if f.f8f6f4 else ""
-    return f"mma.sync.aligned.{f.shape}.row.col{kind}.{f.d}.{f.a}.{f.b}.{f.c}"
+    return f"{op}.sync.aligned.{f.shape}.row.col{kind}.{f.d}.{f.a}.{f.b}.{f.c}"
 
 
 UNIT_SCALE = 0x7F7F7F7F
@@ -318,6 +323,11 @@ def _kernel_mma(inst: Instruction, lay: Layout, block_scale: bool = False) -> st
         asm += f", %{n}, {{%{n + 1}, %{n + 2}}}, %{n + 3}, {{%{n + 4}, %{n + 5}}}"
         scales = ['"r"(VSA[blockIdx.x])', '"h"((uint16_t)0)', '"h"((uint16_t)0)']
         scales += ['"r"(VSB[blockIdx.x])', '"h"((uint16_t)0)', '"h"((uint16_t)0)']
+    elif form_of(inst).sparse:
+        # the sparsity metadata (every thread passes the vector's word, `sparse_meta`)
+        # and the sparsity selector 0
+        asm += f", %{nd + na + nb + nc}, 0x0"
+        scales = ['"r"(vm)']
     elif block_scale:
         n = nd + na + nb + nc
         # scale-a-data, {byte-id-a, thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}
@@ -488,8 +498,10 @@ def _indent(text: str, n: int) -> str:
 
 def kernel_definition(inst: Instruction, target: Target, block_scale: bool = False) -> str:
     """CUDA source of `probe_kernel` (and `g_unsupported` on arch-specific targets): block
-    `i` computes the dot product of vector `i` of the arrays `va` (K words a vector), `vb`,
-    `vc` and stores d's bits in `vd[i]`. The program defines `K`."""
+    `i` computes the dot product of vector `i` of the arrays `va` (NA words a vector: K,
+    or the kept elements of a sparse A), `vb` (K words), `vc` and stores d's bits in
+    `vd[i]`; a sparse form also reads its metadata word from `vmeta[i]`. The program
+    defines `K` and `NA`."""
     lay = probe_layout(inst)
     p = inst.params
     threads = lay.threads
@@ -502,12 +514,20 @@ def kernel_definition(inst: Instruction, target: Target, block_scale: bool = Fal
         else:
             kernel = _kernel_mma(inst, lay, block_scale)
         t_d, r_d, off_d = _d_holder(lay)
-        ct = _cd_type(lay.d)
+        # an .s32 d is read as the integer it is (`_cd_type` would take it for an f32)
+        ct = _B32 if p.d_fmt.spec.is_integer else _cd_type(lay.d)
         store = f"""  // D[0][0]: thread {t_d}, register {r_d}, bits {off_d}..
   if (t == {t_d}u) {{
     vd[blockIdx.x] = ((unsigned long long)({ct.to_bits.format(f"fd[{r_d}]")}) >> {off_d}) & {_mask(p.d_fmt.spec.storage)};
   }}
 """
+    sparse = inst.kind == "mma" and form_of(inst).sparse
+    meta_param = (
+        ",\n                                          const unsigned long long* __restrict__ vmeta"
+        if sparse
+        else ""
+    )
+    meta_load = "  const uint32_t vm = (uint32_t)vmeta[blockIdx.x];\n" if sparse else ""
     if target.suffix == "a":
         # `nvcc -arch=sm_XXa` also embeds portable compute_XX PTX, where the instruction
         # does not exist: compile it only for the arch-specific target.
@@ -522,12 +542,12 @@ def kernel_definition(inst: Instruction, target: Target, block_scale: bool = Fal
     return f"""{decl}__global__ void __launch_bounds__({threads}) probe_kernel(const unsigned long long* __restrict__ va,
                                           const unsigned long long* __restrict__ vb,
                                           const unsigned long long* __restrict__ vc,
-                                          unsigned long long* __restrict__ vd) {{
+                                          unsigned long long* __restrict__ vd{meta_param}) {{
   const unsigned t = threadIdx.x;
-{guard_open}  const unsigned long long* a = va + (size_t)blockIdx.x * K;
+{guard_open}  const unsigned long long* a = va + (size_t)blockIdx.x * NA;
   const unsigned long long* b = vb + (size_t)blockIdx.x * K;
   const unsigned long long c = vc[blockIdx.x];
-{_indent(kernel, 2)}
+{meta_load}{_indent(kernel, 2)}
 {store}{guard_close}}}
 """
 
@@ -556,6 +576,11 @@ def generate(
     vf.validate()
     inst = vf.instr()
     lay = probe_layout(inst)  # UserError for MFMA
+    if inst.kind == "mma" and form_of(inst).sparse:
+        raise UserError(
+            f"probe: vector files carry no sparsity metadata; {inst.name} runs through the "
+            f"batch runner (tcsmt hardware run --steps sparse)"
+        )
     if block_scale:
         check_block_scale(inst)
     if not vf.vectors:
@@ -636,6 +661,7 @@ def generate(
 
 static const int NV = {nvec};  // vectors
 static const int K = {K};  // products per dot product
+#define NA K  // a words per vector
 static const int THREADS = {threads};  // one {"warpgroup" if threads == 128 else "warp"} per vector
 static const int TARGET_SM = {target.sm};
 

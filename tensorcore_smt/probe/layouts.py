@@ -427,6 +427,8 @@ class Form:
     # block-scaled forms (PTX `.block_scale`): the name's part after the shape, e.g.
     # "kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0"; "" otherwise
     scaled: str = ""
+    # structured-sparse forms: "sp" (mma.sp) or "sp::ordered_metadata"; "" when dense
+    sparse: str = ""
 
     @property
     def packed_fp4(self) -> bool:
@@ -463,10 +465,6 @@ def form_of(inst: Instruction) -> Form:
         raise UserError(
             f"probe generation for {what} instructions is not supported yet ({inst.name})"
         )
-    if inst.name.startswith("mma.sp"):
-        raise UserError(
-            f"probe generation for sparse mma.sp instructions is not supported yet ({inst.name})"
-        )
     shape = re.search(r"m\d+n\d+k\d+", inst.name).group(0)
     names = [_PTX_NAME[f] for f in (p.d_fmt, p.a_fmt, p.b_fmt, p.c_fmt)]
     scaled = inst.name.split(".", 1)[1] if ".block_scale." in inst.name else ""
@@ -480,6 +478,7 @@ def form_of(inst: Instruction) -> Form:
         scaled=scaled,
         satfinite="satfinite" in parts,
         bit_op=op,
+        sparse=parts[1] if inst.name.startswith("mma.sp") else "",
     )
 
 
@@ -498,7 +497,41 @@ def layout_for(inst: Instruction) -> Layout:
         return _wgmma_layout(ab, db)
     if form.shape == "m8n8k4" and ab == 16:
         return _m8n8k4_f16(cb, db)
+    if form.sparse:
+        return _sparse_layout(form.shape, p.n_a, ab, cb, db)
     return _mma_layout(form.shape, ab, cb, db)
+
+
+def _sparse_layout(shape: str, n_a: int, ab_bits: int, c_bits: int, d_bits: int) -> Layout:
+    """An mma.sp form (PTX ISA, "Matrix fragments for sparse mma"): A is the compressed
+    16 x n_a matrix of the kept elements, placed as the dense A of m16n8k{n_a}; B (K x 8)
+    continues the dense B pattern along K (register j holds rows threadID_in_group * per
+    + 4 * per * j onwards, per = elements to a 32-bit register); C and D as every m16n8."""
+    M, N, K = (int(x) for x in re.match(r"m(\d+)n(\d+)k(\d+)$", shape).groups())
+    try:
+        na, fa, _, _ = _MMA_FORMS[(f"m16n8k{n_a}", ab_bits)]
+    except KeyError:
+        raise UserError(
+            f"probe generation for mma.sp.{shape} with {ab_bits}-bit A is not supported yet"
+        ) from None
+    per = 32 // ab_bits
+    a = _frag("A", M, n_a, 32, na, 32, ab_bits, fa)
+    b = _frag("B", K, N, 32, K // 4, 32, ab_bits, _int_b(per))
+    c = _frag("C", M, N, 32, 4, 32, c_bits, _c_m16n8)
+    d = _frag("D", M, N, 32, 4, 32, d_bits, _c_m16n8)
+    return Layout(
+        f"mma.sp.{shape}.b{ab_bits}.{c_bits}.{d_bits}",
+        M,
+        N,
+        K,
+        32,
+        (0,) * 32,
+        a,
+        b,
+        c,
+        d,
+        f"PTX ISA §9.7.14.6 (Matrix fragments for sparse mma.{shape})",
+    )
 
 
 def all_layouts() -> dict[str, Layout]:
@@ -508,7 +541,7 @@ def all_layouts() -> dict[str, Layout]:
     out: dict[str, Layout] = {}
     for preset in PRESETS.values():
         for inst in preset.instructions.values():
-            if inst.kind in ("mma", "wgmma") and not inst.name.startswith("mma.sp"):
+            if inst.kind in ("mma", "wgmma"):
                 try:
                     lay = layout_for(inst)
                 except UserError:  # a form without a probe yet (single-bit wgmma)
