@@ -81,13 +81,158 @@ def _random_call_schedules(r) -> list[str]:
     return hits
 
 
+def _row(oracle: str, dtype: str, k: int, outputs: int) -> tuple[str, list[str], list[str]]:
+    """One measured row: (table line, notes, goal lines)."""
+    notes: list[str] = []
+    goals: list[str] = []
+    try:
+        with trees.deep(k):
+            r = tc.reveal(oracle, k, dtype=dtype, check_outputs=outputs)
+            text = render(r.tree)
+            class_trees = [render(c.tree) for c in r.classes]
+    except (UserError, ValueError) as e:
+        return f"| {oracle} | {dtype} | {k} | - | {str(e)[:80]} | - | - | - | - |", [], []
+    rep = r.reproduced
+    rep_text = "-" if rep is None else f"{'yes' if rep else 'no'} ({r.checked_outputs:,})"
+    hyps = sorted({c.hypothesis or "-" for c in r.classes})
+    hyp = r.hypothesis or "-"
+    if len(hyps) > 1:
+        hyp += f" (+{len(hyps) - 1} more)"
+    line = (
+        f"| {oracle} | {dtype} | {k} | {len(r.classes)} | {_short(text)} | "
+        f"{_short(hyp, 90)} | {rep_text} | {r.oracle_calls} | {r.seconds:.2f} |"
+    )
+    if len(r.classes) > 1:
+        parts = [
+            f"class {i} ({c.outputs} outputs, {len(c.blocks)} blocks): "
+            f"{_short(t, 80)} = " + (f"`{c.hypothesis}`" if c.hypothesis else "no hypothesis")
+            for i, (c, t) in enumerate(zip(r.classes, class_trees))
+        ]
+        notes.append(f"- {oracle} {dtype} K = {k}: " + "; ".join(parts))
+    elif r.hypothesis and len(r.hypothesis) > 90:
+        notes.append(f"- {oracle} {dtype} K = {k}: `{r.hypothesis}`")
+    if r.note:
+        notes.append(f"- {oracle} {dtype} K = {k}: {r.note}")
+    if oracle.startswith("h100") and rep is False:
+        hits = _random_call_schedules(r)
+        shape = f"{r.check_shape[0]} x {r.check_shape[1]} x {k}"
+        notes.append(
+            f"- {oracle} {dtype} K = {k}: the recorded {shape} call is reproduced "
+            + (
+                f"by {len(hits)} schedule(s) of the same instruction, the simplest "
+                f"`{hits[0]}`: its tree is not the probe's, a kernel chosen for the "
+                "smaller shape"
+                if hits
+                else "by no schedule of the same instruction"
+            )
+        )
+    if oracle == "numpy:matmul" and k == CALL_GOAL[0]:
+        ok = r.oracle_calls <= CALL_GOAL[1]
+        goals.append(
+            f"- numpy:matmul K = {k}: {r.oracle_calls} oracle calls (goal: at most "
+            f"{CALL_GOAL[1]}): {'met' if ok else 'missed'}"
+        )
+    if not oracle.startswith("h100") and k == SECONDS_GOAL[0]:
+        ok = r.seconds < SECONDS_GOAL[1]
+        goals.append(
+            f"- {oracle} {dtype} K = {k}: {r.seconds:.2f} s, {r.oracle_calls} calls "
+            f"(goal: under {SECONDS_GOAL[1]:.0f} s): {'met' if ok else 'missed'}"
+        )
+    return line, notes, goals
+
+
+def _keyed(lines: list[str], oracle: str, dtype: str, k: int) -> list[str]:
+    """The lines of a previous file that belong to row (oracle, dtype, K)."""
+    keys = (f"| {oracle} | {dtype} | {k} |", f"- {oracle} {dtype} K = {k}:")
+    goal = f"- {oracle} K = {k}:" if oracle == "numpy:matmul" else None
+    return [ln for ln in lines if ln.startswith(keys) or (goal and ln.startswith(goal))]
+
+
+def _load_json(path: Path):
+    import json
+
+    with trees.deep(4096):  # a K-deep chain is a K-deep nested list
+        return json.loads(path.read_text())
+
+
+def _recorded_sections() -> list[str]:
+    """The units measured on the H100 machine (results/hardware/h100): torch:cuda's orders
+    revealed on the GPU, and identify against the host CPU's VDPBF16PS with the vectors
+    that decided it."""
+    out: list[str] = []
+    tc_dir = HARDWARE / "torch_cuda"
+    if tc_dir.exists():
+        out += [
+            "",
+            "## torch:cuda on the H100",
+            "",
+            f"`tcsmt reveal --oracle torch:cuda` run on the GPU ({(tc_dir / 'versions.txt').read_text().strip()}; "
+            "results/hardware/h100/torch_cuda): reproduced on fresh random calls.",
+            "",
+            "| dtype | K | tree of output (0, 0) | hypothesis | reproduced | calls | s |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for f in sorted(
+            tc_dir.glob("*_k*.json"),
+            key=lambda f: (f.stem.split("_k")[0], int(f.stem.split("_k")[1])),
+        ):
+            r = _load_json(f)
+            rep = f"{'yes' if r['reproduced'] else 'no'} ({r['checked_outputs']})"
+            out.append(
+                f"| {r['dtype']} | {r['k']} | {_short(r['tree_text'])} | {_short(r['hypothesis'], 90)} "
+                f"| {rep} | {r['oracle_calls']} | {r['seconds']:.2f} |"
+            )
+    ident = HARDWARE / "cpu" / "identify.json"
+    if ident.exists():
+        r = _load_json(ident)
+        cpu = (HARDWARE / "cpu" / "cpu.txt").read_text().splitlines()[0].split(":", 1)[-1].strip()
+        st = r["standing"]
+        vectors = [v for s in r["steps"] for v in s["vectors"]]
+        out += [
+            "",
+            "## The CPU's bf16 dot-product instruction (VDPBF16PS)",
+            "",
+            f"`tcsmt identify --arch x86-avx512bf16 --oracle cpu:avx512bf16` on the H100 machine's "
+            f"{cpu} (AVX512_BF16): {st['classes']} class, "
+            f"{', '.join(s['variant'] for s in r['survivors'])}, established: "
+            f"{st['established']}, after {r['oracle_vectors']} vectors in {r['oracle_calls']} "
+            "calls (results/hardware/h100/cpu). The vectors that decided (a, b, c as bits; "
+            "the unit's d; the refuted hypothesis's d):",
+            "",
+            "| refuted | a | b | c | unit's d | its d |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for s in r["steps"]:
+            for kill in s["killed"]:
+                v = vectors[kill["vector"]]
+                out.append(
+                    f"| {kill['hypothesis']} | {' '.join(v['a'])} | {' '.join(v['b'])} | {v['c']} "
+                    f"| {v['d']} | {kill['predicted']} |"
+                )
+    return out
+
+
+HARDWARE = Path(__file__).resolve().parents[1] / "results" / "hardware" / "h100"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", default=None, help="folder for libraries.md")
     ap.add_argument("--outputs", type=int, default=CHECK_OUTPUTS, help="random outputs a row")
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="ORACLE:DTYPE:K",
+        help="measure only this row (repeat) and keep the others of the existing file",
+    )
     args = ap.parse_args()
     import torch
 
+    only = {tuple(x.rsplit(":", 2)) for x in args.only}
+    if only and not args.write:
+        ap.error("--only rewrites rows of an existing file: give --write")
+    old = (Path(args.write) / "libraries.md").read_text().splitlines() if only else []
     lines = [
         "# Accumulation orders of real libraries and units",
         "",
@@ -112,66 +257,21 @@ def main() -> None:
     goals: list[str] = []
     for oracle, dtype, ks in RUNS:
         for k in ks:
-            try:
-                with trees.deep(k):
-                    r = tc.reveal(oracle, k, dtype=dtype, check_outputs=args.outputs)
-                    text = render(r.tree)
-                    class_trees = [render(c.tree) for c in r.classes]
-            except (UserError, ValueError) as e:
-                lines.append(f"| {oracle} | {dtype} | {k} | - | {str(e)[:80]} | - | - | - | - |")
-                print(lines[-1], flush=True)
+            if only and (oracle, dtype, str(k)) not in only:
+                kept = _keyed(old, oracle, dtype, k)  # measured by an earlier run
+                lines += [ln for ln in kept if ln.startswith("|")]
+                goals += [ln for ln in kept if ln.startswith("-") and "(goal:" in ln]
+                notes += [ln for ln in kept if ln.startswith("-") and "(goal:" not in ln]
                 continue
-            rep = r.reproduced
-            rep_text = "-" if rep is None else f"{'yes' if rep else 'no'} ({r.checked_outputs:,})"
-            hyps = sorted({c.hypothesis or "-" for c in r.classes})
-            hyp = r.hypothesis or "-"
-            if len(hyps) > 1:
-                hyp += f" (+{len(hyps) - 1} more)"
-            lines.append(
-                f"| {oracle} | {dtype} | {k} | {len(r.classes)} | {_short(text)} | "
-                f"{_short(hyp, 90)} | {rep_text} | {r.oracle_calls} | {r.seconds:.2f} |"
-            )
-            print(lines[-1], flush=True)
-            if len(r.classes) > 1:
-                parts = [
-                    f"class {i} ({c.outputs} outputs, {len(c.blocks)} blocks): "
-                    f"{_short(t, 80)} = "
-                    + (f"`{c.hypothesis}`" if c.hypothesis else "no hypothesis")
-                    for i, (c, t) in enumerate(zip(r.classes, class_trees))
-                ]
-                notes.append(f"- {oracle} {dtype} K = {k}: " + "; ".join(parts))
-            elif r.hypothesis and len(r.hypothesis) > 90:
-                notes.append(f"- {oracle} {dtype} K = {k}: `{r.hypothesis}`")
-            if r.note:
-                notes.append(f"- {oracle} {dtype} K = {k}: {r.note}")
-            if oracle.startswith("h100") and rep is False:
-                hits = _random_call_schedules(r)
-                shape = f"{r.check_shape[0]} x {r.check_shape[1]} x {k}"
-                notes.append(
-                    f"- {oracle} {dtype} K = {k}: the recorded {shape} call is reproduced "
-                    + (
-                        f"by {len(hits)} schedule(s) of the same instruction, the simplest "
-                        f"`{hits[0]}`: its tree is not the probe's, a kernel chosen for the "
-                        "smaller shape"
-                        if hits
-                        else "by no schedule of the same instruction"
-                    )
-                )
-            if oracle == "numpy:matmul" and k == CALL_GOAL[0]:
-                ok = r.oracle_calls <= CALL_GOAL[1]
-                goals.append(
-                    f"- numpy:matmul K = {k}: {r.oracle_calls} oracle calls (goal: at most "
-                    f"{CALL_GOAL[1]}): {'met' if ok else 'missed'}"
-                )
-            if not oracle.startswith("h100") and k == SECONDS_GOAL[0]:
-                ok = r.seconds < SECONDS_GOAL[1]
-                goals.append(
-                    f"- {oracle} {dtype} K = {k}: {r.seconds:.2f} s, {r.oracle_calls} calls "
-                    f"(goal: under {SECONDS_GOAL[1]:.0f} s): {'met' if ok else 'missed'}"
-                )
-    lines += ["", "Goals (measured in this run):", "", *goals]
+            line, n, g = _row(oracle, dtype, k, args.outputs)
+            lines.append(line)
+            notes += n
+            goals += g
+            print(line, flush=True)
+    lines += ["", "Goals:", "", *goals]
     if notes:
         lines += ["", "Notes:", "", *notes]
+    lines += _recorded_sections()
     text = "\n".join(lines) + "\n"
     if args.write:
         out = Path(args.write) / "libraries.md"

@@ -9,6 +9,7 @@ rounded to nearest even, denormal inputs read as zeros (DAZ), denormal results f
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import numpy as np
@@ -259,3 +260,31 @@ def test_identify_on_this_cpu_ends_with_one_class():
     )
     assert r.exit_code == 0, r.output
     assert "one class left" in r.output and "what decided each parameter" in r.output
+
+
+def test_recorded_silicon_answers_are_the_presets_and_refute_the_others():
+    """identify against the VDPBF16PS of an Intel Xeon with AVX512_BF16 (the H100 machine's
+    host, results/hardware/h100/cpu): every answer it gave is the preset's, and every
+    hypothesis it refuted mispredicts the vector that refuted it."""
+    from pathlib import Path
+
+    from tensorcore_smt.api import simulate_params
+    from tensorcore_smt.spec.presets import parse_variant
+
+    path = Path(__file__).resolve().parents[1] / "results/hardware/h100/cpu/identify.json"
+    rec = json.loads(path.read_text())
+    vectors = [v for s in rec["steps"] for v in s["vectors"]]
+    assert len(vectors) == rec["oracle_vectors"] == 30
+
+    def run(variant: str, v: dict) -> int:
+        a = np.array([[int(x, 16) for x in v["a"]]], dtype=np.uint64)
+        b = np.array([[int(x, 16) for x in v["b"]]], dtype=np.uint64)
+        c = np.array([int(v["c"], 16)], dtype=np.uint64)
+        return int(simulate_params(parse_variant(variant).params("vdpbf16ps"), a, b, c)[0])
+
+    assert all(run(ARCH, v) == int(v["d"], 16) for v in vectors)
+    killed = [k for s in rec["steps"] for k in s["killed"]]
+    assert len(killed) == 5
+    for k in killed:
+        assert run(k["hypothesis"], vectors[k["vector"]]) != int(vectors[k["vector"]]["d"], 16)
+    assert [s["variant"] for s in rec["survivors"]] == [ARCH]
