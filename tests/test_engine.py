@@ -413,3 +413,28 @@ def test_loop_plan_follows_the_dag(arch, instr, lanes):
         ir = cpu_tiled_module(dag, default_containers(dag), plan)
         forced = f'!"llvm.loop.vectorize.width", i32 {lanes}' in ir
         assert forced == (lanes is not None)
+
+
+@pytest.mark.parametrize("out_bits", [16, 32])
+def test_gpu_kernel_stores_d_in_the_output_width(tmp_path, out_bits):
+    """The GPU kernel writes d as words of the caller's output array (simulate's narrow d
+    or out=), so the device-to-host copy lands in it without a uint64 array between;
+    ptxas, where installed, accepts the PTX."""
+    from tensorcore_smt.engine.ptx import ptx_for
+
+    instr = "m16n8k16.f16.f16.f16.f16" if out_bits == 16 else "m16n8k16.f32.f16.f16.f32"
+    text = ptx_for(parse_variant("hopper").params(instr), "sm_90", out_bits=out_bits)
+    stores = [ln for ln in text.splitlines() if "st.global" in ln]
+    assert stores and all(f".u{out_bits}" in ln or f".b{out_bits}" in ln for ln in stores)
+    wide = ptx_for(parse_variant("hopper").params(instr), "sm_90")
+    assert any(".u64" in ln or ".b64" in ln for ln in wide.splitlines() if "st.global" in ln)
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if shutil.which(ptxas):
+        src = tmp_path / "k.ptx"
+        src.write_text(text)
+        r = subprocess.run(
+            [ptxas, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr

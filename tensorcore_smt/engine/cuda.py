@@ -74,12 +74,13 @@ def check_gpu(device: str) -> None:
     _device(_ordinal(device))
 
 
-def _function(p: ModelParams, ordinal: int, containers: tuple[int, ...]):
-    """The loaded kernel function of `p` on GPU `ordinal` (made current)."""
+def _function(p: ModelParams, ordinal: int, containers: tuple[int, ...], out_bits: int = 64):
+    """The loaded kernel function of `p` on GPU `ordinal` (made current), storing d as
+    `out_bits`-bit words."""
     driver, dev = _device(ordinal)
     ctx = _check(driver, driver.cuDevicePrimaryCtxRetain(dev))
     _check(driver, driver.cuCtxSetCurrent(ctx))
-    key = (p, ordinal, containers)
+    key = (p, ordinal, containers, out_bits)
     with _LOCK:
         fn = _FUNCS.get(key)
         if fn is None:
@@ -95,7 +96,7 @@ def _function(p: ModelParams, ordinal: int, containers: tuple[int, ...]):
                     driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev
                 ),
             )
-            ptx = ptx_for(p, f"sm_{major}{minor}", containers)
+            ptx = ptx_for(p, f"sm_{major}{minor}", containers, out_bits)
             module = _check(driver, driver.cuModuleLoadData(ptx.encode() + b"\0"))
             fn = _check(driver, driver.cuModuleGetFunction(module, KERNEL.encode()))
             _FUNCS[key] = fn
@@ -106,9 +107,13 @@ def _is_cuda_tensor(x) -> bool:
     return getattr(getattr(x, "device", None), "type", None) == "cuda"
 
 
-def run_rows_gpu(p: ModelParams, arrays: list, device: str) -> np.ndarray:
-    """d (N,) uint64 computed by the GPU kernel; operands numpy arrays or torch CUDA
-    tensors (used in place)."""
+def run_rows_gpu(
+    p: ModelParams, arrays: list, device: str, out: np.ndarray | None = None
+) -> np.ndarray:
+    """d (N,) computed by the GPU kernel, copied from the GPU straight into `out` (a
+    contiguous unsigned array at least as wide as d's format; the kernel stores words of
+    its width) or a new uint64 array; operands numpy arrays or torch CUDA tensors (used
+    in place)."""
     driver = _driver()
     ordinal = _ordinal(device)
     ops = operands(p)
@@ -121,8 +126,12 @@ def run_rows_gpu(p: ModelParams, arrays: list, device: str) -> np.ndarray:
     containers = tuple(
         x.element_size() * 8 if _is_cuda_tensor(x) else x.dtype.itemsize * 8 for x in host
     )
-    fn = _function(p, ordinal, containers)
     n = len(host[2])
+    if out is None:
+        out = np.empty(n, dtype=np.uint64)
+    if out.shape != (n,) or out.dtype.kind != "u" or not out.flags.c_contiguous:
+        raise ValueError(f"out: expected a contiguous unsigned array of shape ({n},)")
+    fn = _function(p, ordinal, containers, out.dtype.itemsize * 8)
     allocated = []
     try:
         ptrs = []
@@ -134,7 +143,6 @@ def run_rows_gpu(p: ModelParams, arrays: list, device: str) -> np.ndarray:
             allocated.append(d)
             _check(driver, driver.cuMemcpyHtoD(d, x.ctypes.data, x.nbytes))
             ptrs.append(int(d))
-        out = np.empty(n, dtype=np.uint64)
         d_out = _check(driver, driver.cuMemAlloc(max(1, out.nbytes)))
         allocated.append(d_out)
         import ctypes

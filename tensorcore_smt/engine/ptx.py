@@ -32,17 +32,24 @@ def _machine(sm: str):
     return target.create_target_machine(cpu=sm, opt=3)
 
 
-def ptx_for(p: ModelParams, sm: str = "sm_90", containers: tuple[int, ...] | None = None) -> str:
-    """PTX text of the kernel of `p` for GPU architecture `sm` (from the disk cache when
-    made before)."""
+def ptx_for(
+    p: ModelParams,
+    sm: str = "sm_90",
+    containers: tuple[int, ...] | None = None,
+    out_bits: int = 64,
+) -> str:
+    """PTX text of the kernel of `p` for GPU architecture `sm`, storing d as `out_bits`-bit
+    words (from the disk cache when made before)."""
     containers = containers or tuple(container(o.width) for o in operands(p))
-    k = disk.key("ptx", sm, repr(p), repr(containers), llvm.llvm_version_info.__repr__())
+    k = disk.key(
+        "ptx", sm, repr(p), repr(containers), str(out_bits), llvm.llvm_version_info.__repr__()
+    )
     hit = disk.get(k, ".ptx")
     if hit is not None:
         return hit.decode()
     with _LOCK:
         tm = _machine(sm)
-        mod = optimise(nvptx_module(instruction_dag(p), containers), tm)
+        mod = optimise(nvptx_module(instruction_dag(p), containers, out_bits), tm)
         text = tm.emit_assembly(mod)
     disk.put(k, text.encode(), ".ptx")
     return text

@@ -44,9 +44,5 @@ def run_compiled(
     if dev == "cuda" or dev.startswith("cuda:"):
         from .cuda import run_rows_gpu
 
-        d = run_rows_gpu(p, arrays, dev)
-        if out is None:
-            return d
-        out[:] = d
-        return out
+        return run_rows_gpu(p, arrays, dev, out=out)
     raise UserError(f"engine compiled: unknown device {device!r}; use cpu, cuda or cuda:N")
