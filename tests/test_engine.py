@@ -335,20 +335,27 @@ def test_ptx_for_sm90_is_accepted_by_ptxas(tmp_path):
     assembler accepts for sm_90 (the GPU path needs no nvcc; ptxas only checks here)."""
     from tensorcore_smt.engine.ptx import ptx_for
 
-    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
-    if not shutil.which(ptxas):
+    if _PTXAS is None:
         pytest.skip("no CUDA toolkit (ptxas) on this machine to check the PTX with")
     for arch, instr in [REPRESENTATIVE[0], REPRESENTATIVE[1], REPRESENTATIVE[9]]:
         text = ptx_for(parse_variant(arch).params(instr), "sm_90")
         assert ".target sm_90" in text and ".entry tcsmt_kernel" in text
-        src = tmp_path / "k.ptx"
-        src.write_text(text)
-        r = subprocess.run(
-            [ptxas, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
-            capture_output=True,
-            text=True,
-        )
-        assert r.returncode == 0, r.stderr
+        assert _ptxas_error(text, tmp_path) == ""
+
+
+_PTXAS = shutil.which("ptxas") or shutil.which("/usr/local/cuda/bin/ptxas")
+
+
+def _ptxas_error(text: str, tmp_path) -> str:
+    """What ptxas says against PTX `text` for sm_90 ("" when it accepts it)."""
+    src = tmp_path / "k.ptx"
+    src.write_text(text)
+    r = subprocess.run(
+        [_PTXAS, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
+        capture_output=True,
+        text=True,
+    )
+    return "" if r.returncode == 0 else r.stderr or f"exit {r.returncode}"
 
 
 def test_missing_gpu_is_one_line_naming_the_engine():
@@ -428,13 +435,5 @@ def test_gpu_kernel_stores_d_in_the_output_width(tmp_path, out_bits):
     assert stores and all(f".u{out_bits}" in ln or f".b{out_bits}" in ln for ln in stores)
     wide = ptx_for(parse_variant("hopper").params(instr), "sm_90")
     assert any(".u64" in ln or ".b64" in ln for ln in wide.splitlines() if "st.global" in ln)
-    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
-    if shutil.which(ptxas):
-        src = tmp_path / "k.ptx"
-        src.write_text(text)
-        r = subprocess.run(
-            [ptxas, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
-            capture_output=True,
-            text=True,
-        )
-        assert r.returncode == 0, r.stderr
+    if _PTXAS is not None:
+        assert _ptxas_error(text, tmp_path) == ""
