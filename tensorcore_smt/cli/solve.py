@@ -146,10 +146,39 @@ def _gemm_level(x: str, y: str, opts: dict) -> bool:
     return gx
 
 
+_META = click.option(
+    "--meta",
+    "meta_text",
+    default=None,
+    help="Sparse (mma.sp) instructions: the metadata, one index (0..3; tf32 0..1) a kept "
+    "element of a, or one group's pattern for every group (default: the first pattern).",
+)
+
+
+def _sparse_or_dense(x: str, y: str, opts: dict, codes, compare_errors: bool = False) -> None:
+    """A structured-sparse instruction's question is answered (and the command exits)
+    here (cli/sparse_solve.py); --meta on a dense one is one line."""
+    from .sparse_solve import run_sparse, sparse_params
+
+    if is_gemm(x) or is_gemm(y):
+        if opts.get("meta_text") is not None:
+            raise UserError("--meta applies to a sparse (mma.sp) instruction, not a GEMM")
+        return
+    pair = sparse_params(x, y, opts.get("instr"))
+    if pair is None:
+        if opts.get("meta_text") is not None:
+            raise UserError("--meta: metadata given to a dense instruction; allowed: none")
+        return
+    if compare_errors:
+        raise UserError("--compare-errors is not asked of a sparse (mma.sp) instruction")
+    run_sparse(x, y, pair, opts, codes)
+
+
 @main.command()
 @query_options
 @solver_options
 @gemm_options
+@_META
 @click.option(
     "--compare-errors",
     is_flag=True,
@@ -163,6 +192,7 @@ def diff(variant_x: str, variant_y: str, compare_errors: bool, focus: bool, **op
     Exit 0: witness found (re-checked on the concrete model); 1: proved equal; 3: unknown.
     """
     goal = Goal.COMPARE_ERRORS if compare_errors else Goal.DIFFER
+    _sparse_or_dense(variant_x, variant_y, opts, _DIFF_EXIT, compare_errors)
     if _gemm_level(variant_x, variant_y, opts):
         if compare_errors:
             raise UserError("--compare-errors is not asked of GEMM hypotheses")
@@ -175,12 +205,14 @@ def diff(variant_x: str, variant_y: str, compare_errors: bool, focus: bool, **op
 @query_options
 @solver_options
 @gemm_options
+@_META
 def prove(variant_x: str, variant_y: str, focus: bool, **opts) -> None:
     """Prove two variants (or two GEMM hypotheses ARCH[...]/SCHEDULE[...]) give the same
     bits on every input (subject to the constraints).
 
     Exit 0: proved; 1: refuted (a witness is shown); 3: unknown.
     """
+    _sparse_or_dense(variant_x, variant_y, opts, _PROVE_EXIT)
     if _gemm_level(variant_x, variant_y, opts):
         run_gemm(variant_x, variant_y, Goal.EQUIVALENT, opts, limits_from(opts), _PROVE_EXIT, False)
     q = build_query(variant_x, variant_y, Goal.EQUIVALENT, opts)

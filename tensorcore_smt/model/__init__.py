@@ -42,8 +42,8 @@ def dot_add(
     position within its group of each of the `p.n_a` entries of a (model/sparse.py)."""
     if p.sparse != Sparsity.NONE and (meta is None or len(a_bits) != p.n_a):
         raise ValueError(
-            f"a sparse instruction (mma.sp) takes {p.n_a} a, {p.K} b and its metadata; only "
-            "`tcsmt simulate --meta` and smt.sparse.differ give them so far"
+            f"a sparse instruction (mma.sp) takes {p.n_a} a, {p.K} b and its metadata; "
+            "`tcsmt simulate --meta`, `tcsmt diff --meta` and `tcsmt prove --meta` give them"
         )
     if len(a_bits) != p.n_a or len(b_bits) != p.K:
         raise ValueError(

@@ -1,0 +1,134 @@
+"""`tcsmt diff` and `tcsmt prove` on a structured-sparse (mma.sp) instruction: the
+question of smt/sparse.py (two hypotheses of the dense unit behind the sparse one, for
+one metadata: the selection is data movement, fixed per question), reported as the
+other instruction-level answers are, with the same exit codes.
+
+The metadata is `--meta` (one index a kept element of a, or one group's pattern, which
+every group then keeps) or, when left out, the first pattern (0,1 for 2:4; 0 for .tf32's
+1:2) in every group; the report says which. Of the input constraints only --finite
+applies; a witness is not written as a vector file (those carry no metadata)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..errors import UserError
+from ..formats import format_hex
+from ..model.params import ModelParams, Sparsity
+from ..model.sparse import check_metadata
+from ..probe.sparse_meta import meta_indices, patterns
+from ..smt.solve import Verdict, solvers_for
+from ..smt.sparse import differ
+from ..spec.presets import parse_variant
+from .simulate import _parse_meta
+
+_VERDICT = {"witness": Verdict.WITNESS, "equivalent": Verdict.UNSAT, "unknown": Verdict.UNKNOWN}
+
+_NOT_SPARSE_OPTIONS = ("positive", "terms", "normal_only", "nonzero", "exponent_window")
+"""Input constraints the sparse question does not take (one line names the first)."""
+
+
+def sparse_params(variant_x: str, variant_y: str, instr: str | None):
+    """Both hypotheses' models when the instruction is structured-sparse, else None."""
+    vx = parse_variant(variant_x)
+    p_x = vx.params(instr)
+    if p_x.sparse == Sparsity.NONE:
+        return None
+    return p_x, parse_variant(variant_y).params(instr or vx.preset.default_instr)
+
+
+def metadata(text: str | None, p: ModelParams) -> tuple[list[int], str]:
+    """The question's metadata and how it was chosen."""
+    given = _parse_meta(text)
+    if given is None:
+        first = patterns(p)[0]
+        return meta_indices(first, p), "default: every group keeps " + ",".join(map(str, first))
+    if len(given) == p.sparse_keep:
+        given = meta_indices(tuple(given), p)
+    try:
+        return check_metadata(given, p), "--meta"
+    except ValueError as e:
+        raise UserError(f"--meta: {str(e).removeprefix('metadata: ')}") from None
+
+
+def run_sparse(
+    variant_x: str, variant_y: str, pair: tuple[ModelParams, ModelParams], opts: dict, codes
+) -> None:
+    """Answer the sparse question, report it (text or --json) and exit with the command's
+    code for the verdict."""
+    p_x, p_y = pair
+    for name in _NOT_SPARSE_OPTIONS:
+        if opts.get(name):
+            flag = "--" + name.replace("_", "-")
+            raise UserError(f"{flag}: not asked of a sparse (mma.sp) instruction; --finite is")
+    if opts.get("fixes") or opts.get("representable"):
+        raise UserError("--fix and --representable are not asked of a sparse instruction")
+    if opts.get("out") or opts.get("export_path") is not None:
+        raise UserError(
+            "--out/--export: a sparse witness has metadata, which vector files and "
+            "SMT-LIB exports do not carry; the report prints it"
+        )
+    if (p_x.K, p_x.n_a, p_x.a_fmt, p_x.b_fmt, p_x.c_fmt) != (
+        p_y.K,
+        p_y.n_a,
+        p_y.a_fmt,
+        p_y.b_fmt,
+        p_y.c_fmt,
+    ):
+        raise UserError(f"{variant_x} and {variant_y} take different operands")
+    meta, how = metadata(opts.get("meta_text"), p_x)
+    try:
+        solvers = solvers_for(opts.get("solver") or "portfolio")
+    except ValueError as e:
+        raise UserError(f"--solver: {e}") from None
+    ans = differ(
+        p_x, p_y, meta, solvers, timeout=opts.get("timeout") or 300.0, finite=opts["finite"]
+    )
+    verdict = _VERDICT[ans.verdict]
+    fmt = {"a": p_x.a_fmt, "b": p_x.b_fmt, "c": p_x.c_fmt}
+    witness = {n: format_hex(v, fmt[n[0]]) for n, v in ans.inputs.items()}
+    outputs = (
+        {v: format_hex(d, p_x.d_fmt) for v, d in zip((variant_x, variant_y), ans.outputs)}
+        if ans.outputs
+        else None
+    )
+    if opts.get("as_json"):
+        report = {
+            "verdict": verdict.value,
+            "variants": [variant_x, variant_y],
+            "meta": meta,
+            "meta_chosen": how,
+            "solvers": ans.solvers,
+            "witness": witness or None,
+            "outputs": outputs,
+            "reason": ans.reason,
+        }
+        click.echo(json.dumps(report, indent=2))
+    else:
+        lines = [
+            f"question:    do {variant_x} and {variant_y} differ (sparse, metadata given)?",
+            f"metadata:    {','.join(map(str, meta))} ({how})",
+            f"verdict:     {_TEXT[ans.verdict]}"
+            + (f" ({', '.join(ans.solvers)})" if ans.solvers else ""),
+        ]
+        if witness:
+            lines.append("a:           " + " ".join(witness[f"a{j}"] for j in range(p_x.n_a)))
+            lines.append("b:           " + " ".join(witness[f"b{k}"] for k in range(p_x.K)))
+            lines.append(f"c:           {witness['c']}")
+            lines += [f"d ({v}): {d}" for v, d in outputs.items()]
+        if ans.reason:
+            lines.append(f"note:        {ans.reason}")
+        click.echo("\n".join(lines))
+    sys.exit(codes[verdict])
+
+
+_TEXT = {
+    "witness": "the variants differ on this input (re-run on the concrete model)",
+    "equivalent": "equal on every input with this metadata",
+    "unknown": "undecided within the limits",
+}
+
+__all__ = ["metadata", "run_sparse", "sparse_params"]
