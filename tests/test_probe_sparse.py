@@ -169,10 +169,82 @@ def test_sparse_rows_keep_one_pattern_a_row():
     assert len(set(which.tolist())) == len(pats)
 
 
-def test_probe_files_refuse_sparse_forms():
-    from tensorcore_smt.probe.cuda import generate
-    from tensorcore_smt.validation.vectors import VectorFile
+def _sparse_file(meta: list[int]):
+    from tensorcore_smt.validation.vectors import Vector, VectorFile, predict
 
-    vf = VectorFile("hopper", "mma.sp.m16n8k16.f32.f16.f16.f32", ["hopper"], [], None, {})
-    with pytest.raises(UserError, match="metadata"):
-        generate(vf, sm="90")
+    name = "mma.sp::ordered_metadata.m16n8k16.f32.bf16.bf16.f32"
+    p = HOPPER.instructions[name].params
+    rng = np.random.default_rng(5)
+    a = [int(x) for x in rng.integers(0x3C00, 0x4000, p.n_a)]
+    b = [int(x) for x in rng.integers(0x3C00, 0x4000, p.K)]
+    vec = Vector(a, b, 0x3F800000, {}, "hand-made", metadata=meta)
+    vf = VectorFile("hopper", name, ["hopper", "hopper[sparse=expanded]"], [vec])
+    return predict(vf)
+
+
+def test_vector_files_carry_sparsity_metadata():
+    from tensorcore_smt.validation.vectors import dumps, loads, stale_predictions, to_csv
+
+    vf = _sparse_file([1, 2] * 4)
+    back = loads(dumps(vf, "v.json"))
+    assert back.vectors[0].metadata == [1, 2] * 4 and not stale_predictions(back)
+    p = back.params
+    v = back.vectors[0]
+    want = simulate_params(p, np.array([v.a]), np.array([v.b]), np.array([v.c]), meta=v.metadata)
+    assert v.predicted["hopper"] == int(want[0])
+    with pytest.raises(UserError, match="CSV has no columns for sparsity metadata"):
+        to_csv(back)
+
+
+@pytest.mark.parametrize(
+    ("meta", "message"),
+    [
+        (None, "vectors\\[0\\].metadata: a sparse instruction's vector needs its metadata"),
+        ([1, 1] * 4, "vectors\\[0\\].metadata: group 0 selects \\[1, 1\\]"),
+        ([0, 1] * 3, "expected 8 indices"),
+    ],
+)
+def test_bad_metadata_in_a_vector_file_is_one_line(meta, message):
+    from tensorcore_smt.validation.vectors import Vector, VectorFile
+
+    vf = _sparse_file([0, 1] * 4)
+    v = vf.vectors[0]
+    bad = VectorFile(
+        vf.arch, vf.instruction, vf.variants, [Vector(v.a, v.b, v.c, {}, metadata=meta)]
+    )
+    with pytest.raises(UserError, match=message):
+        bad.validate()
+
+
+def test_dense_vectors_take_no_metadata():
+    from tensorcore_smt.validation.vectors import Vector, VectorFile
+
+    name = "m16n8k16.f32.f16.f16.f32"
+    vec = Vector([0] * 16, [0] * 16, 0, {}, metadata=[0, 1] * 8)
+    with pytest.raises(UserError, match="a dense instruction takes no metadata"):
+        VectorFile("hopper", name, ["hopper"], [vec]).validate()
+
+
+def test_sparse_probe_passes_each_vectors_metadata_word(tmp_path):
+    from tensorcore_smt.probe.cuda import generate
+
+    vf = _sparse_file([0, 3] * 4)
+    src = generate(vf, sm="90")
+    assert "#define NA 8" in src and "VM[NV] = {0xccccccccull}" in src
+    assert "probe_kernel<<<NV, THREADS>>>(da, db, dc, dd, dm);" in src
+    if shutil.which("nvcc"):
+        cu = tmp_path / "p.cu"
+        cu.write_text(src)
+        r = subprocess.run(
+            ["nvcc", "-arch=sm_90", "-o", str(tmp_path / "p"), str(cu)],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr[-400:]
+
+
+def test_sparse_probe_needs_one_pattern_a_vector():
+    from tensorcore_smt.probe.cuda import generate
+
+    with pytest.raises(UserError, match="every group must keep the same positions"):
+        generate(_sparse_file([0, 1, 0, 2, 0, 1, 0, 1]), sm="90")

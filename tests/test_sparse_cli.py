@@ -51,7 +51,7 @@ def test_prove_k16_equal_on_finite_inputs_and_default_metadata():
     [
         (["--meta", "3,1"], "--meta: group 0 selects [3, 1]"),
         (["--meta", "x"], "is not a comma-separated list of integers"),
-        (["--out", "w.json"], "vector files and SMT-LIB exports do not carry"),
+        (["--export", "q.smt2"], "--export: the sparse question is asked for one metadata"),
         (["--positive"], "--positive: not asked of a sparse"),
         (["--compare-errors"], "--compare-errors is not asked of a sparse"),
     ],
@@ -67,3 +67,22 @@ def test_bad_sparse_questions_are_one_line(extra, message, tmp_path):
 def test_meta_on_a_dense_instruction_is_one_line():
     r = CliRunner().invoke(main, ["diff", "hopper", "hopper[F=24]", "--meta", "0,1"])
     assert r.exit_code == 2 and "metadata given to a dense instruction" in r.output
+
+
+@pytest.mark.skipif(SOLVER is None, reason="needs an SMT solver")
+def test_witness_file_probe_and_check(tmp_path):
+    """diff --out writes the witness with its metadata; `tcsmt probe` writes its CUDA
+    program; --check reads an output that says what the compressed unit computes."""
+    out = tmp_path / "w.json"
+    instr = "mma.sp::ordered_metadata.m16n8k32.f32.bf16.bf16.f32"
+    args = ["diff", "hopper", "hopper[sparse=expanded]", "--instr", instr, "--finite"]
+    r = CliRunner().invoke(main, [*args, "--meta", "2,3", "--solver", SOLVER, "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    vec = json.loads(out.read_text())["vectors"][0]
+    assert vec["metadata"] == [2, 3] * 8
+    r = CliRunner().invoke(main, ["probe", str(out), "--out", str(tmp_path / "p.cu")])
+    assert r.exit_code == 0, r.output
+    assert "0xeeeeeeee" in (tmp_path / "p.cu").read_text()  # nibble 0b1110: kept 2 and 3
+    (tmp_path / "o.txt").write_text(f"vector 0 d={vec['predicted']['hopper']}\n")
+    r = CliRunner().invoke(main, ["probe", "--check", str(out), str(tmp_path / "o.txt")])
+    assert r.exit_code == 0 and "follows hopper on every vector" in r.output

@@ -6,7 +6,8 @@ other instruction-level answers are, with the same exit codes.
 The metadata is `--meta` (one index a kept element of a, or one group's pattern, which
 every group then keeps) or, when left out, the first pattern (0,1 for 2:4; 0 for .tf32's
 1:2) in every group; the report says which. Of the input constraints only --finite
-applies; a witness is not written as a vector file (those carry no metadata)."""
+applies; `--out` writes a witness as a vector file with its metadata (`tcsmt probe`
+turns it into a CUDA program)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ..probe.sparse_meta import meta_indices, patterns
 from ..smt.solve import Verdict, solvers_for
 from ..smt.sparse import differ
 from ..spec.presets import parse_variant
+from .base import check_out, write_or_print
 from .simulate import _parse_meta
 
 _VERDICT = {"witness": Verdict.WITNESS, "equivalent": Verdict.UNSAT, "unknown": Verdict.UNKNOWN}
@@ -66,11 +68,9 @@ def run_sparse(
             raise UserError(f"{flag}: not asked of a sparse (mma.sp) instruction; --finite is")
     if opts.get("fixes") or opts.get("representable"):
         raise UserError("--fix and --representable are not asked of a sparse instruction")
-    if opts.get("out") or opts.get("export_path") is not None:
-        raise UserError(
-            "--out/--export: a sparse witness has metadata, which vector files and "
-            "SMT-LIB exports do not carry; the report prints it"
-        )
+    if opts.get("export_path") is not None:
+        raise UserError("--export: the sparse question is asked for one metadata; no export")
+    check_out(opts.get("out"))
     if (p_x.K, p_x.n_a, p_x.a_fmt, p_x.b_fmt, p_x.c_fmt) != (
         p_y.K,
         p_y.n_a,
@@ -95,6 +95,11 @@ def run_sparse(
         if ans.outputs
         else None
     )
+    files = []
+    if opts.get("out") and ans.verdict == "witness":
+        instr = opts.get("instr") or parse_variant(variant_x).preset.default_instr
+        if _save(variant_x, variant_y, instr, p_x, meta, ans, opts["out"]):
+            files.append(opts["out"])
     if opts.get("as_json"):
         report = {
             "verdict": verdict.value,
@@ -105,6 +110,7 @@ def run_sparse(
             "witness": witness or None,
             "outputs": outputs,
             "reason": ans.reason,
+            "files": files,
         }
         click.echo(json.dumps(report, indent=2))
     else:
@@ -121,8 +127,33 @@ def run_sparse(
             lines += [f"d ({v}): {d}" for v, d in outputs.items()]
         if ans.reason:
             lines.append(f"note:        {ans.reason}")
+        lines += [f"wrote:       {f}" for f in files]
         click.echo("\n".join(lines))
     sys.exit(codes[verdict])
+
+
+def _save(x: str, y: str, instr: str, p: ModelParams, meta: list[int], ans, path: str) -> bool:
+    """The witness as a vector file with its metadata and both predictions."""
+    from pathlib import Path
+
+    from ..validation import vectors
+
+    vf = vectors.VectorFile(
+        arch=parse_variant(x).preset.name,
+        instruction=parse_variant(x).instruction(instr).name,
+        variants=[x, y],
+        vectors=[
+            vectors.Vector(
+                a=[ans.inputs[f"a{j}"] for j in range(p.n_a)],
+                b=[ans.inputs[f"b{k}"] for k in range(p.K)],
+                c=ans.inputs["c"],
+                predicted=dict(zip((x, y), ans.outputs)),
+                note=f"differ: {x} vs {y}",
+                metadata=list(meta),
+            )
+        ],
+    )
+    return write_or_print(Path(path), vectors.dumps(vf, path), "witness")
 
 
 _TEXT = {

@@ -552,6 +552,46 @@ def kernel_definition(inst: Instruction, target: Target, block_scale: bool = Fal
 """
 
 
+def _meta_words(vf: VectorFile) -> list[int]:
+    """A sparse probe's metadata register of each vector (probe/sparse_meta.py: every
+    thread passes one word, so every group of a vector must keep the same pattern)."""
+    from .sparse_meta import meta_word
+
+    p = vf.params
+    out = []
+    for i, v in enumerate(vf.vectors):
+        meta = list(v.metadata or [])
+        pattern = tuple(meta[: p.sparse_keep])
+        if meta != list(pattern) * (p.n_a // p.sparse_keep):
+            raise UserError(
+                f"vectors[{i}].metadata: a probe passes one metadata word a vector, so every "
+                f"group must keep the same positions; got {meta}"
+            )
+        out.append(meta_word(pattern, p))
+    return out
+
+
+def _meta_array(words: list[int]) -> str:
+    """The metadata words as a host array (sparse probes only)."""
+    if not words:
+        return ""
+    items = ", ".join(f"0x{w:08x}ull" for w in words)
+    return (
+        "// Sparsity metadata: one 32-bit register word a vector (every group's nibble).\n"
+        f"static const unsigned long long VM[NV] = {{{items}}};\n"
+    )
+
+
+def _meta_copy(words: list[int]) -> str:
+    if not words:
+        return ""
+    return (
+        "  unsigned long long* dm = nullptr;\n"
+        "  CHECK(cudaMalloc(&dm, sizeof(VM)));\n"
+        "  CHECK(cudaMemcpy(dm, VM, sizeof(VM), cudaMemcpyHostToDevice));\n"
+    )
+
+
 def _scale_arrays(vf: VectorFile, p: ModelParams) -> str:
     """Device arrays of each vector's scale-factor registers (block-scaled forms only)."""
     if p.scale_fmt is None:
@@ -576,11 +616,8 @@ def generate(
     vf.validate()
     inst = vf.instr()
     lay = probe_layout(inst)  # UserError for MFMA
-    if inst.kind == "mma" and form_of(inst).sparse:
-        raise UserError(
-            f"probe: vector files carry no sparsity metadata; {inst.name} runs through the "
-            f"batch runner (tcsmt hardware run --steps sparse)"
-        )
+    sparse = inst.kind == "mma" and bool(form_of(inst).sparse)
+    meta_words = _meta_words(vf) if sparse else []
     if block_scale:
         check_block_scale(inst)
     if not vf.vectors:
@@ -661,19 +698,19 @@ def generate(
 
 static const int NV = {nvec};  // vectors
 static const int K = {K};  // products per dot product
-#define NA K  // a words per vector
+#define NA {p.n_a}  // a words per vector (the kept entries of a sparse A)
 static const int THREADS = {threads};  // one {"warpgroup" if threads == 128 else "warp"} per vector
 static const int TARGET_SM = {target.sm};
 
 // The vectors' bit patterns (a: {fmts["a"].spec.name}, b: {fmts["b"].spec.name}, c: {fmts["c"].spec.name}), one 64-bit word each.
 {chr(10).join(notes_lines) if notes_lines else "// (no notes)"}
-static const unsigned long long VA[NV * K] = {{
+static const unsigned long long VA[NV * NA] = {{
     {_c_literal([x for v in vf.vectors for x in v.a])}}};
 static const unsigned long long VB[NV * K] = {{
     {_c_literal([x for v in vf.vectors for x in v.b])}}};
 static const unsigned long long VC[NV] = {{
     {_c_literal([v.c for v in vf.vectors])}}};
-{_scale_arrays(vf, p)}
+{_scale_arrays(vf, p)}{_meta_array(meta_words)}
 {kernel_definition(inst, target, block_scale)}
 int main() {{
   int dev = 0;
@@ -694,7 +731,7 @@ int main() {{
   CHECK(cudaMemcpy(db, VB, sizeof(VB), cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(dc, VC, sizeof(VC), cudaMemcpyHostToDevice));
   CHECK(cudaMemset(dd, 0xff, sizeof(unsigned long long) * NV));
-  probe_kernel<<<NV, THREADS>>>(da, db, dc, dd);
+{_meta_copy(meta_words)}  probe_kernel<<<NV, THREADS>>>(da, db, dc, dd{", dm" if sparse else ""});
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
 {unsupported}  static unsigned long long out[NV];

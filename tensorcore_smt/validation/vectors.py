@@ -56,7 +56,7 @@ _TOP_KEYS = {
     "vectors",
 }
 T = TypeVar("T")
-_VECTOR_KEYS = {"a", "b", "c", "sa", "sb", "predicted", "note", "source"}
+_VECTOR_KEYS = {"a", "b", "c", "sa", "sb", "metadata", "predicted", "note", "source"}
 
 
 def vector_rows(obj: dict, keys: set[str]):
@@ -92,11 +92,15 @@ class Vector:
     # block scale factors of a and b (block-scaled instructions only; None: all 1)
     sa: list[int] | None = None
     sb: list[int] | None = None
+    # a structured-sparse (mma.sp) instruction's metadata: the position within its group
+    # of each of the n_a kept entries of a (model/sparse.py); None for a dense one
+    metadata: list[int] | None = None
 
     def key(self) -> tuple:
         """Identity of the inputs (two vectors with equal keys are the same test)."""
         scales = (tuple(self.sa or ()), tuple(self.sb or ()))
-        return (tuple(self.a), tuple(self.b), self.c) + (scales if self.sa or self.sb else ())
+        key = (tuple(self.a), tuple(self.b), self.c) + (scales if self.sa or self.sb else ())
+        return key + (("metadata", *self.metadata),) if self.metadata is not None else key
 
 
 @dataclass
@@ -175,15 +179,16 @@ class VectorFile:
                 raise UserError(f"{where}: {e}") from None
         for i, vec in enumerate(self.vectors):
             where = f"vectors[{i}]"
-            for name, fmt in (("a", p.a_fmt), ("b", p.b_fmt)):
+            for name, fmt, n in (("a", p.a_fmt, p.n_a), ("b", p.b_fmt, p.K)):
                 xs = getattr(vec, name)
-                if not isinstance(xs, list | tuple) or len(xs) != p.K:
+                if not isinstance(xs, list | tuple) or len(xs) != n:
                     got = len(xs) if isinstance(xs, list | tuple) else type(xs).__name__
-                    raise UserError(f"{where}.{name}: expected {p.K} entries, got {got}")
+                    raise UserError(f"{where}.{name}: expected {n} entries, got {got}")
                 for j, x in enumerate(xs):
                     _check_int(x, fmt, f"{where}.{name}[{j}]")
             _check_int(vec.c, p.c_fmt, f"{where}.c")
             _check_scales(vec, p, where)
+            _check_metadata(vec.metadata, p, where)
             if not isinstance(vec.predicted, dict):
                 raise UserError(f"{where}.predicted: expected an object")
             for var, d in vec.predicted.items():
@@ -205,6 +210,7 @@ class VectorFile:
                 "b": [format_hex(x, f["b"]) for x in vec.b],
                 "c": format_hex(vec.c, f["c"]),
                 **scale_fields(vec, self.params),
+                **({"metadata": list(vec.metadata)} if vec.metadata is not None else {}),
                 "predicted": {
                     v: format_hex(vec.predicted[v], f["d"])
                     for v in self.variants
@@ -259,6 +265,28 @@ def _check_scales(vec: Vector, p: ModelParams, where: str) -> None:
             raise UserError(f"{where}.{name}: expected {p.n_scales} entries, got {got}")
         for j, x in enumerate(xs):
             _check_int(x, p.scale_fmt, f"{where}.{name}[{j}]")
+
+
+def _check_metadata(meta: Any, p: ModelParams, where: str) -> None:
+    """A sparse instruction's vectors carry valid metadata, a dense one's none."""
+    from ..model.params import Sparsity
+    from ..model.sparse import check_metadata
+
+    if p.sparse == Sparsity.NONE:
+        if meta is not None:
+            raise UserError(f"{where}.metadata: a dense instruction takes no metadata")
+        return
+    if not isinstance(meta, list | tuple) or any(
+        isinstance(x, bool) or not isinstance(x, int) for x in meta
+    ):
+        raise UserError(
+            f"{where}.metadata: a sparse instruction's vector needs its metadata, "
+            f"{p.n_a} integers ({p.sparse_keep} of every {p.sparse_group} k)"
+        )
+    try:
+        check_metadata(meta, p)
+    except ValueError as e:
+        raise UserError(f"{where}.{e}") from None
 
 
 def _fmt_name(x: Any) -> str:
@@ -347,13 +375,15 @@ def from_json(obj: Any) -> VectorFile:
     listed = set(variants)
     for where, row in vector_rows(obj, _VECTOR_KEYS):
         ab = {}
-        for k in ("a", "b"):
+        for k, n in (("a", p.n_a), ("b", p.K)):
             xs = row[k]
             if not isinstance(xs, list):
-                raise UserError(f"{where}.{k}: expected a list of {p.K} hex strings")
-            if len(xs) != p.K:
-                raise UserError(f"{where}.{k}: expected {p.K} entries, got {len(xs)}")
+                raise UserError(f"{where}.{k}: expected a list of {n} hex strings")
+            if len(xs) != n:
+                raise UserError(f"{where}.{k}: expected {n} entries, got {len(xs)}")
             ab[k] = [_hex(x, fmts[k], f"{where}.{k}[{j}]") for j, x in enumerate(xs)]
+        metadata = row.get("metadata")
+        _check_metadata(metadata, p, where)
         c = _hex(row["c"], fmts["c"], f"{where}.c")
         scales = _row_scales(row, p, where)
         pred_obj = row.get("predicted", {})
@@ -368,7 +398,16 @@ def from_json(obj: Any) -> VectorFile:
             if k in row and not isinstance(row[k], str):
                 raise UserError(f"{where}.{k}: expected a string")
         vf.vectors.append(
-            Vector(ab["a"], ab["b"], c, pred, row.get("note", ""), row.get("source", ""), *scales)
+            Vector(
+                ab["a"],
+                ab["b"],
+                c,
+                pred,
+                row.get("note", ""),
+                row.get("source", ""),
+                *scales,
+                metadata=list(metadata) if metadata is not None else None,
+            )
         )
     vf.validate()
     return vf
@@ -481,6 +520,8 @@ def to_csv(vf: VectorFile) -> str:
     obj = vf.to_json()
     if any("sa" in row for row in obj["vectors"]):
         raise UserError("CSV has no columns for scale factors (sa, sb); write JSON instead")
+    if any("metadata" in row for row in obj["vectors"]):
+        raise UserError("CSV has no columns for sparsity metadata; write JSON instead")
     header = {k: v for k, v in obj.items() if k != "vectors"}
     out = io.StringIO()
     out.write(CSV_MARK + json.dumps(header) + "\n")
@@ -623,7 +664,9 @@ def predict(vf: VectorFile, *, only_missing: bool = False) -> VectorFile:
         pred = dict(vec.predicted) if only_missing else {}
         for v, p in models.items():
             if v not in pred:
-                pred[v] = simulate_one(p, list(vec.a), list(vec.b), vec.c, vec.sa, vec.sb)
+                pred[v] = simulate_one(
+                    p, list(vec.a), list(vec.b), vec.c, vec.sa, vec.sb, meta=vec.metadata
+                )
         out.append(replace(vec, a=list(vec.a), b=list(vec.b), predicted=pred))
     return replace(vf, variants=list(vf.variants), vectors=out, meta=dict(vf.meta))
 
