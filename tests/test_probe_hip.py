@@ -245,12 +245,32 @@ def test_integer_wmma_probes_pass_sign_and_clamp_flags():
     assert "__builtin_amdgcn_wmma_i32_16x16x16_iu8_w32(false, av, false, bv, acc, false);" in src
 
 
-def test_no_probe_layouts_for_cdna4_is_one_line(tmp_path):
+def test_cdna4_new_shapes_hold_twice_the_k_a_lane():
+    """gfx950's shapes of twice CDNA3's K: lane l holds row l % M of A (column of B) and
+    the k-range (l // M) * (M K / 64) upwards, through the `_f16` / `_bf16` / `_i8`
+    builtins with 8 f16 / bf16 or 16 bytes of i8 a lane."""
+    lay = LAYOUTS[("cdna4", "v_mfma_f32_16x16x32_bf16")]
+    assert lay.kpl == 8 and lay.blocks == 1 and lay.a[37] == tuple((0, 5, 16 + e) for e in range(8))
+    assert lay.builtin == "__builtin_amdgcn_mfma_f32_16x16x32_bf16"
+    assert lay.a_type == "__bf16 __attribute__((ext_vector_type(8)))"
+    i8 = LAYOUTS[("cdna4", "v_mfma_i32_32x32x32_i8")]
+    assert i8.kpl == 16 and i8.b[40] == tuple((0, 16 + e, 8) for e in range(16))
+    assert i8.a_type == "int __attribute__((ext_vector_type(4)))"
+    # the forms CDNA4 keeps are CDNA3's, with CDNA3's builtins (fp8: OCP on gfx950)
+    keep = LAYOUTS[("cdna4", "v_mfma_f32_16x16x32_fp8_fp8")]
+    assert keep.builtin == LAYOUTS[("cdna3", "v_mfma_f32_16x16x32_fp8_fp8")].builtin
+    assert keep.a == LAYOUTS[("cdna3", "v_mfma_f32_16x16x32_fp8_fp8")].a
+
+
+def test_cdna4_probe_and_its_one_line_refusal(tmp_path):
+    src = generate_hip(random_file("cdna4", "v_mfma_f32_32x32x16_f16", n=2))
+    assert "hipcc --offload-arch=gfx950" in src
+    assert "__builtin_amdgcn_mfma_f32_32x32x16_f16(av, bv, acc, 0, 0, 0)" in src
     path = tmp_path / "v.json"
-    save(random_file("cdna4", "v_mfma_f32_16x16x32_f16", n=1), path)
+    save(random_file("cdna4", "v_mfma_scale_f32_16x16x128_f8f6f4_fp8_fp8", n=1), path)
     r = CliRunner().invoke(main, ["probe", str(path), "--out", str(tmp_path / "p.hip")])
     lines = [x for x in r.output.splitlines() if x.strip()]
-    assert r.exit_code == 2 and len(lines) == 1 and "no HIP probe layouts" in lines[0]
+    assert r.exit_code == 2 and len(lines) == 1 and "block-scaled" in lines[0]
 
 
 def test_rdna_probes_compile(tmp_path):

@@ -8,7 +8,8 @@ of the accumulator, D[0][0]. The host prints ``vector <index> d=0x<hex>`` lines 
 `tcsmt probe --check` reads either.
 
 Build with ROCm's hipcc (`hipcc --offload-arch=gfx908` for CDNA1 / MI100, gfx90a for CDNA2 / MI200,
-`--offload-arch=gfx942` for CDNA3 / MI300; compilers older than LLVM 17 know CDNA3 as
+`--offload-arch=gfx942` for CDNA3 / MI300, gfx950 for CDNA4 / MI350 (LLVM 20 or later);
+compilers older than LLVM 17 know CDNA3 as
 gfx940, which has the same MFMA instructions; gfx1100 for RDNA3, gfx1151 for RDNA3.5,
 gfx1201 for RDNA4, whose `_gfx12` WMMA builtins need LLVM 18 or later).
 """

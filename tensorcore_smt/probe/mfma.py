@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..errors import UserError
 from ..formats import Format
 from ..spec.presets import Instruction
 
@@ -33,6 +34,8 @@ _KPL = {
     Format.BF16: 4,  # CDNA2 bf16 without _1k: 2
     Format.E4M3FNUZ: 8,
     Format.E5M2FNUZ: 8,
+    Format.E4M3: 8,  # CDNA4's OCP fp8 in CDNA3's fp8 shapes
+    Format.E5M2: 8,
     Format.S8: 4,  # CDNA1-2 and the k4 forms of CDNA3; CDNA3's k16/k32 forms: 8
 }
 """Elements of A (and of B) per lane."""
@@ -54,8 +57,13 @@ _BUILTIN_TYPE = {
     Format.BF16: "bf16",
     Format.E4M3FNUZ: "fp8",
     Format.E5M2FNUZ: "bf8",
+    Format.E4M3: "fp8",
+    Format.E5M2: "bf8",
     Format.S8: "i8",
 }
+
+_GFX950_CTYPE = {Format.FP16: "_Float16", Format.BF16: "__bf16", Format.S8: "int"}
+"""C element type of the A/B vector of CDNA4's new shapes' builtins (i8: 4 bytes an int)."""
 
 
 @dataclass(frozen=True)
@@ -109,11 +117,23 @@ def _vec(ctype: str, n: int) -> str:
 
 
 def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
-    """The layout of a preset's MFMA instruction on `arch` (cdna2 or cdna3)."""
+    """The layout of a preset's MFMA instruction on `arch` (cdna1 to cdna4; CDNA4 keeps
+    CDNA3's forms and adds shapes of twice the K, whose lanes hold M * K / 64
+    consecutive k each: AMD CDNA4 ISA, MFMA operand layouts). UserError for CDNA4's
+    block-scaled forms."""
+    if inst.name.startswith("v_mfma_scale_"):
+        raise UserError(
+            f"probe generation for the block-scaled {inst.name} is not supported yet "
+            "(its packed fp6/fp4 operands and scale registers)"
+        )
     p = inst.params
     suffix = inst.name.removeprefix("v_mfma_")
     m = re.search(r"_(\d+)x(\d+)x(\d+)", suffix)
     M, N, K = (int(x) for x in m.groups())
+    if arch == "cdna4" and suffix in GFX950_SHAPES:
+        return _gfx950_layout(inst, M, N, K)
+    if arch == "cdna4":
+        arch = "cdna3"  # the forms CDNA4 keeps, with their CDNA3 builtins
     k1 = suffix.endswith("_1k") or (arch == "cdna3" and p.a_fmt == Format.BF16)
     kpl = 2 if (p.a_fmt == Format.BF16 and not k1) else _KPL[p.a_fmt]
     # CDNA3's i8 forms with 16 or 32 products (V_MFMA_I32_32X32X16_I8, _16X16X32_I8) give
@@ -139,7 +159,7 @@ def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
     if p.a_fmt == Format.S8:  # clang: int (4 x i8) or long (8 x i8) operands
         kinds = "_i8" if wide_i8 else "i8"
         a_type = "long" if wide_i8 else "int"
-    elif p.a_fmt in (Format.E4M3FNUZ, Format.E5M2FNUZ):
+    elif p.a_fmt in (Format.E4M3FNUZ, Format.E5M2FNUZ, Format.E4M3, Format.E5M2):
         kinds = f"_{_BUILTIN_TYPE[p.a_fmt]}_{_BUILTIN_TYPE[p.b_fmt]}"
         a_type = "long"
     else:
@@ -167,8 +187,56 @@ def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
     )
 
 
-MFMA_PROBE_ARCHS = ("cdna1", "cdna2", "cdna3")
-"""Presets whose MFMA layouts these tables give (CDNA4's new shapes are not here yet)."""
+GFX950_SHAPES = frozenset(
+    {
+        "f32_16x16x32_f16",
+        "f32_32x32x16_f16",
+        "f32_16x16x32_bf16",
+        "f32_32x32x16_bf16",
+        "i32_16x16x64_i8",
+        "i32_32x32x32_i8",
+    }
+)
+"""The MFMA shapes CDNA4 (gfx950) adds, twice the K of CDNA3's (AMD CDNA4 ISA; LLVM's
+gfx950 assembler test): the names after `v_mfma_`."""
+
+
+def _gfx950_layout(inst: Instruction, M: int, N: int, K: int) -> MfmaLayout:
+    """CDNA4's new single-block shapes: lane l holds row (column) l % M and the k-range
+    (l // M) * kpl upwards, kpl = M * K / 64; the builtins `__builtin_amdgcn_mfma_{out}_
+    {M}x{N}x{K}_{type}` take 8 f16 / bf16 or 16 bytes of i8 a lane."""
+    p = inst.params
+    kpl = M * K // WAVE
+    a = tuple(
+        tuple((0, lane % M, (lane // M) * kpl + e) for e in range(kpl)) for lane in range(WAVE)
+    )
+    b = tuple(
+        tuple((0, (lane // N) * kpl + e, lane % N) for e in range(kpl)) for lane in range(WAVE)
+    )
+    out = "i32" if p.d_fmt == Format.S32 else "f32"
+    elem_bytes = max(1, p.a_fmt.spec.storage // 8)
+    n_ctype = kpl * elem_bytes // 4 if p.a_fmt == Format.S8 else kpl
+    acc = M * N // WAVE
+    return MfmaLayout(
+        inst.name,
+        M,
+        N,
+        K,
+        1,
+        kpl,
+        a,
+        b,
+        acc,
+        f"__builtin_amdgcn_mfma_{out}_{M}x{N}x{K}_{_BUILTIN_TYPE[p.a_fmt]}",
+        _vec(_GFX950_CTYPE[p.a_fmt], n_ctype),
+        _vec("int" if out == "i32" else "float", acc),
+        elem_bytes,
+        "AMD CDNA4 ISA (MFMA operand layouts of the gfx950 shapes)",
+    )
+
+
+MFMA_PROBE_ARCHS = ("cdna1", "cdna2", "cdna3", "cdna4")
+"""Presets whose MFMA layouts these tables give (CDNA4: all but the block-scaled forms)."""
 
 
 def all_mfma_layouts() -> dict[tuple[str, str], MfmaLayout]:
@@ -179,5 +247,5 @@ def all_mfma_layouts() -> dict[tuple[str, str], MfmaLayout]:
         (arch, name): mfma_layout(inst, arch)
         for arch, preset in PRESETS.items()
         for name, inst in preset.instructions.items()
-        if inst.kind == "mfma" and arch in MFMA_PROBE_ARCHS
+        if inst.kind == "mfma" and arch in MFMA_PROBE_ARCHS and not name.startswith("v_mfma_scale_")
     }
