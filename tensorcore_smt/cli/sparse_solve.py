@@ -71,22 +71,17 @@ def run_sparse(
     if opts.get("export_path") is not None:
         raise UserError("--export: the sparse question is asked for one metadata; no export")
     check_out(opts.get("out"))
-    if (p_x.K, p_x.n_a, p_x.a_fmt, p_x.b_fmt, p_x.c_fmt) != (
-        p_y.K,
-        p_y.n_a,
-        p_y.a_fmt,
-        p_y.b_fmt,
-        p_y.c_fmt,
-    ):
-        raise UserError(f"{variant_x} and {variant_y} take different operands")
     meta, how = metadata(opts.get("meta_text"), p_x)
     try:
         solvers = solvers_for(opts.get("solver") or "portfolio")
     except ValueError as e:
         raise UserError(f"--solver: {e}") from None
-    ans = differ(
-        p_x, p_y, meta, solvers, timeout=opts.get("timeout") or 300.0, finite=opts["finite"]
-    )
+    try:
+        ans = differ(
+            p_x, p_y, meta, solvers, timeout=opts.get("timeout") or 300.0, finite=opts["finite"]
+        )
+    except ValueError as e:  # the two hypotheses take different operands
+        raise UserError(f"{variant_x} vs {variant_y}: {e}") from None
     verdict = _VERDICT[ans.verdict]
     fmt = {"a": p_x.a_fmt, "b": p_x.b_fmt, "c": p_x.c_fmt}
     witness = {n: format_hex(v, fmt[n[0]]) for n, v in ans.inputs.items()}
