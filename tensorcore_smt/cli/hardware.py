@@ -99,7 +99,7 @@ def vectors_cmd(
 )
 @click.option(
     "--steps",
-    default="probes,validate,identify",
+    default="probes,validate,sparse,identify",
     show_default=True,
     help="Comma-separated steps to run (also: cases, the public cases; gemm, torch's GEMMs "
     "recorded under OUT/<gpu>/gemm; sparse, the mma.sp forms against their hypotheses).",

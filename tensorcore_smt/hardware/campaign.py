@@ -41,12 +41,12 @@ from .sparse import run_sparse
 from .validation import ORACLE_TIMEOUT, validate_gpu
 
 STEPS = ("probes", "validate", "sparse", "identify", "cases", "gemm")
-"""The steps of a run, in order (`--steps` picks some; the default leaves out sparse and
-the last two): sparse compares the mma.sp forms with their hypotheses (sparse.py),
+"""The steps of a run, in order (`--steps` picks some; the default leaves out the last
+two): sparse compares the mma.sp forms with their hypotheses (sparse.py),
 cases runs the public cases (cases.py), gemm records torch's GEMMs (recordings.py)
 under OUT/<gpu>/gemm/."""
 
-DEFAULT_STEPS = ("probes", "validate", "identify")
+DEFAULT_STEPS = ("probes", "validate", "sparse", "identify")
 
 
 def campaign(
