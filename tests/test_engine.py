@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -437,3 +438,27 @@ def test_gpu_kernel_stores_d_in_the_output_width(tmp_path, out_bits):
     assert any(".u64" in ln or ".b64" in ln for ln in wide.splitlines() if "st.global" in ln)
     if _PTXAS is not None:
         assert _ptxas_error(text, tmp_path) == ""
+
+
+def test_ada_sparse_fp8_expanded_kernel_compiles_without_aborting():
+    """With the SLP vectoriser on, LLVM's instruction selection aborted the process on
+    this kernel (ada's sparse FP8 unit expanded to K = 64); compiled in a child process
+    so that an abort fails the test instead of ending the run. Its bits must equal numpy's."""
+    code = (
+        "import numpy as np\n"
+        "from tensorcore_smt import api\n"
+        "from tensorcore_smt.model.params import Sparsity\n"
+        "p = api.resolve('ada', 'mma.sp.m16n8k64.f32.e5m2.e4m3.f32')"
+        ".with_(sparse=Sparsity.EXPANDED)\n"
+        "rng = np.random.default_rng(1)\n"
+        "a = rng.integers(0, 256, (300, p.n_a)).astype(np.uint64)\n"
+        "b = rng.integers(0, 256, (300, p.K)).astype(np.uint64)\n"
+        "c = rng.integers(0, 1 << 32, 300).astype(np.uint64)\n"
+        "m = [0, 3] * (p.n_a // 2)\n"
+        "x = api.simulate_params(p, a[:, ::1], b, c, engine='compiled', meta=m)\n"
+        "y = api.simulate_params(p, a, b, c, engine='numpy', meta=m)\n"
+        "assert np.array_equal(x, y)\n"
+        "print('equal')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip() == "equal", r.stderr[-800:]

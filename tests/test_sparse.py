@@ -18,6 +18,7 @@ from tensorcore_smt.errors import UserError
 from tensorcore_smt.formats import Format, int_value, round_fraction, value_of
 from tensorcore_smt.model.params import IntClamp, Sparsity
 from tensorcore_smt.model.sparse import check_metadata, dense_params, positions
+from tensorcore_smt.smt.solve import Verdict
 from tensorcore_smt.smt.sparse import differ
 from tensorcore_smt.solvers.runner import available
 from tensorcore_smt.spec.presets import PRESETS
@@ -214,11 +215,11 @@ def test_hopper_k16_cannot_tell_compressed_from_expanded_but_k32_can():
     k16 = "mma.sp.m16n8k16.f32.f16.f16.f32"
     x, y = api.resolve("hopper", k16), api.resolve("hopper[sparse=expanded]", k16)
     r = differ(x, y, meta8, SOLVERS[:2], timeout=120, finite=True)
-    assert r.verdict == "equivalent" and len(r.solvers) == 2
+    assert r.verdict == Verdict.UNSAT and len(r.solvers) == 2
     k32 = "mma.sp.m16n8k32.f32.f16.f16.f32"
     x, y = api.resolve("hopper", k32), api.resolve("hopper[sparse=expanded]", k32)
     r = differ(x, y, [0, 1] * 8, SOLVERS[:1], timeout=120, finite=True)
-    assert r.verdict == "witness" and r.outputs[0] != r.outputs[1]
+    assert r.verdict == Verdict.WITNESS and r.outputs[0] != r.outputs[1]
     a = [r.inputs[f"a{j}"] for j in range(16)]
     b = [r.inputs[f"b{k}"] for k in range(32)]
     got = [api.simulate_one(q, a, b, r.inputs["c"], meta=[0, 1] * 8) for q in (x, y)]
@@ -232,6 +233,6 @@ def test_expanded_multiplies_pruned_b_by_zero():
     k16 = "mma.sp.m16n8k16.f32.f16.f16.f32"
     x, y = api.resolve("hopper", k16), api.resolve("hopper[sparse=expanded]", k16)
     r = differ(x, y, [0, 1] * 4, SOLVERS[:1], timeout=120)
-    assert r.verdict == "witness"
+    assert r.verdict == Verdict.WITNESS
     nan = {value_of(d, Format.FP32) != value_of(d, Format.FP32) for d in r.outputs}
     assert nan == {True, False}

@@ -27,8 +27,6 @@ from ..spec.presets import parse_variant
 from .base import check_out, write_or_print
 from .simulate import _parse_meta
 
-_VERDICT = {"witness": Verdict.WITNESS, "equivalent": Verdict.UNSAT, "unknown": Verdict.UNKNOWN}
-
 _NOT_SPARSE_OPTIONS = ("positive", "terms", "normal_only", "nonzero", "exponent_window")
 """Input constraints the sparse question does not take (one line names the first)."""
 
@@ -82,7 +80,7 @@ def run_sparse(
         )
     except ValueError as e:  # the two hypotheses take different operands
         raise UserError(f"{variant_x} vs {variant_y}: {e}") from None
-    verdict = _VERDICT[ans.verdict]
+    verdict = ans.verdict
     fmt = {"a": p_x.a_fmt, "b": p_x.b_fmt, "c": p_x.c_fmt}
     witness = {n: format_hex(v, fmt[n[0]]) for n, v in ans.inputs.items()}
     outputs = (
@@ -91,7 +89,7 @@ def run_sparse(
         else None
     )
     files = []
-    if opts.get("out") and ans.verdict == "witness":
+    if opts.get("out") and verdict == Verdict.WITNESS:
         instr = opts.get("instr") or parse_variant(variant_x).preset.default_instr
         if _save(variant_x, variant_y, instr, p_x, meta, ans, opts["out"]):
             files.append(opts["out"])
@@ -112,7 +110,7 @@ def run_sparse(
         lines = [
             f"question:    do {variant_x} and {variant_y} differ (sparse, metadata given)?",
             f"metadata:    {','.join(map(str, meta))} ({how})",
-            f"verdict:     {_TEXT[ans.verdict]}"
+            f"verdict:     {_TEXT[verdict]}"
             + (f" ({', '.join(ans.solvers)})" if ans.solvers else ""),
         ]
         if witness:
@@ -152,9 +150,9 @@ def _save(x: str, y: str, instr: str, p: ModelParams, meta: list[int], ans, path
 
 
 _TEXT = {
-    "witness": "the variants differ on this input (re-run on the concrete model)",
-    "equivalent": "equal on every input with this metadata",
-    "unknown": "undecided within the limits",
+    Verdict.WITNESS: "the variants differ on this input (re-run on the concrete model)",
+    Verdict.UNSAT: "equal on every input with this metadata",
+    Verdict.UNKNOWN: "undecided within the limits",
 }
 
 __all__ = ["metadata", "run_sparse", "sparse_params"]

@@ -42,8 +42,8 @@ def host_id() -> str:
 
 
 def optimise(ir: str, tm=None, vectorize: bool = True) -> llvm.ModuleRef:
-    """Parse, verify and run the O3 pipeline on `ir` for target machine `tm` (host);
-    `vectorize`: let the loop vectoriser work on the row loop."""
+    """Parse, verify and run the O3 pipeline (without the SLP vectoriser) on `ir` for
+    target machine `tm` (host); `vectorize`: let the loop vectoriser work on the row loop."""
     tm = tm or _host_machine()
     mod = llvm.parse_assembly(ir)
     mod.triple = tm.triple
@@ -51,7 +51,10 @@ def optimise(ir: str, tm=None, vectorize: bool = True) -> llvm.ModuleRef:
     mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = vectorize
-    pto.slp_vectorization = True
+    # No SLP vectoriser: on the straight-line DAG of ada's sparse FP8 unit expanded to
+    # K = 64 it left IR on which LLVM's instruction selection aborts the process
+    # (SelectionDAGBuilder::setValue "Already set a value for this node!", llvmlite 0.50)
+    pto.slp_vectorization = False
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return mod

@@ -132,8 +132,7 @@ def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
     M, N, K = (int(x) for x in m.groups())
     if arch == "cdna4" and suffix in GFX950_SHAPES:
         return _gfx950_layout(inst, M, N, K)
-    if arch == "cdna4":
-        arch = "cdna3"  # the forms CDNA4 keeps, with their CDNA3 builtins
+    arch = SAME_FORMS.get(arch, arch)  # the forms CDNA4 keeps, with their CDNA3 builtins
     k1 = suffix.endswith("_1k") or (arch == "cdna3" and p.a_fmt == Format.BF16)
     kpl = 2 if (p.a_fmt == Format.BF16 and not k1) else _KPL[p.a_fmt]
     # CDNA3's i8 forms with 16 or 32 products (V_MFMA_I32_32X32X16_I8, _16X16X32_I8) give
@@ -186,6 +185,9 @@ def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
         f"AMD {arch.upper()} ISA §7.1 (MFMA operand layouts)",
     )
 
+
+SAME_FORMS = {"cdna4": "cdna3"}
+"""An architecture whose other MFMA forms are those of an earlier one (layouts, builtins)."""
 
 GFX950_SHAPES = frozenset(
     {

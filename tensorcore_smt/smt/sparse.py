@@ -22,13 +22,14 @@ from ..model.params import ModelParams
 from ..model.sparse import check_metadata
 from ..solvers.result import Answer
 from ..solvers.runner import SolveJob, available, solve
+from .solve import Verdict
 
 
 @dataclass
 class SparseAnswer:
     """The verdict of one question and its evidence."""
 
-    verdict: str  # "witness", "equivalent" or "unknown"
+    verdict: Verdict  # WITNESS, UNSAT (equal on every input) or UNKNOWN
     solvers: list[str] = field(default_factory=list)  # solvers whose answer it rests on
     inputs: dict[str, int] = field(default_factory=dict)  # the witness
     outputs: tuple[int, int] | None = None  # X's and Y's d on the witness, re-run
@@ -84,7 +85,7 @@ def differ(
             u = decode(v, fmt)
             goal = goal & ~u.is_nan & ~u.is_inf
     if goal.v.op == "bconst" and not goal.v.value:
-        return SparseAnswer("equivalent", reason="the two DAGs are identical")
+        return SparseAnswer(Verdict.UNSAT, reason="the two DAGs are identical")
     text = to_smtlib([goal.v]).replace("(check-sat)\n", "")
     job = SolveJob(text, tuple(widths), timeout=timeout)
     names = solvers or list(available())
@@ -100,13 +101,13 @@ def differ(
             if outs[0] == outs[1]:
                 reasons.append(f"{name}: its witness does not reproduce")
                 continue
-            return SparseAnswer("witness", [name], values, outs)
+            return SparseAnswer(Verdict.WITNESS, [name], values, outs)
         if r.answer == Answer.UNSAT:
             unsat.append(name)
             if len(unsat) == 2:
-                return SparseAnswer("equivalent", unsat)
+                return SparseAnswer(Verdict.UNSAT, unsat)
         else:
             reasons.append(f"{name}: {r.reason or r.answer.value}")
     if unsat and len(names) == 1:
-        return SparseAnswer("equivalent", unsat, reason="one solver (no second installed)")
-    return SparseAnswer("unknown", unsat, reason="; ".join(reasons))
+        return SparseAnswer(Verdict.UNSAT, unsat, reason="one solver (no second installed)")
+    return SparseAnswer(Verdict.UNKNOWN, unsat, reason="; ".join(reasons))
