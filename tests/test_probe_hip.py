@@ -1,4 +1,4 @@
-"""HIP probes for AMD MFMA instructions (cdna2, cdna3): the operand tables of
+"""HIP probes for AMD MFMA instructions (cdna2 to cdna4): the operand tables of
 probe/mfma.py are bijections that follow the AMD ISA's layout rule, every instruction
 gets a program with a real clang builtin, and hipcc compiles them where it is installed
 (Debian: `apt-get install hipcc libamdhip64-dev`, used with HIP_PLATFORM=amd)."""
@@ -262,15 +262,16 @@ def test_cdna4_new_shapes_hold_twice_the_k_a_lane():
     assert keep.a == LAYOUTS[("cdna3", "v_mfma_f32_16x16x32_fp8_fp8")].a
 
 
-def test_cdna4_probe_and_its_one_line_refusal(tmp_path):
+def test_cdna4_probes():
+    """A new gfx950 shape, and a block-scaled form from a file without scale factors
+    (every factor 2^0; tests/test_probe_hip_scaled.py checks them in detail)."""
     src = generate_hip(random_file("cdna4", "v_mfma_f32_32x32x16_f16", n=2))
     assert "hipcc --offload-arch=gfx950" in src
     assert "__builtin_amdgcn_mfma_f32_32x32x16_f16(av, bv, acc, 0, 0, 0)" in src
-    path = tmp_path / "v.json"
-    save(random_file("cdna4", "v_mfma_scale_f32_16x16x128_f8f6f4_fp8_fp8", n=1), path)
-    r = CliRunner().invoke(main, ["probe", str(path), "--out", str(tmp_path / "p.hip")])
-    lines = [x for x in r.output.splitlines() if x.strip()]
-    assert r.exit_code == 2 and len(lines) == 1 and "block-scaled" in lines[0]
+    src = generate_hip(random_file("cdna4", "v_mfma_scale_f32_16x16x128_f8f6f4_fp8_fp8", n=1))
+    assert "VSA[NV * NS] = {\n    0x7f7f7f7fu, 0x7f7f7f7fu, 0x7f7f7f7fu, 0x7f7f7f7fu};" in src
+    call = "__builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(av, bv, acc, 0, 0, 0, scale_a, 0, scale_b)"
+    assert call in src
 
 
 def test_rdna_probes_compile(tmp_path):

@@ -5,7 +5,12 @@ vector goes to row 0 of A and column 0 of B of block 0 (every lane that holds a 
 c to C[0][0], every other element is zero; the instruction runs once through its clang
 builtin (`__builtin_amdgcn_mfma_*`, `_wmma_*`, `_fdot2*`), and lane 0 stores element 0
 of the accumulator, D[0][0]. The host prints ``vector <index> d=0x<hex>`` lines as the CUDA probes do, so
-`tcsmt probe --check` reads either.
+`tcsmt probe --check` reads either. Elements are written at bit offsets (`put`), so fp6
+and fp4 pack densely; CDNA4's block-scaled forms also get each vector's E8M0 scale
+factors (`scale_words`) in the lanes that supply row 0's and column 0's (mfma.py
+`_scaled_layout`, whose docstring says what is documented and what a gfx950 run
+settles). hipcc is not installed here, so the block-scaled programs are not compiled by
+the tests.
 
 Build with ROCm's hipcc (`hipcc --offload-arch=gfx908` for CDNA1 / MI100, gfx90a for CDNA2 / MI200,
 `--offload-arch=gfx942` for CDNA3 / MI300, gfx950 for CDNA4 / MI350 (LLVM 20 or later);
@@ -22,6 +27,7 @@ from ..errors import UserError
 from ..spec.presets import PRESETS
 from ..validation.vectors import VectorFile
 from ..version import __version__
+from .cuda import UNIT_SCALE
 from .mfma import MFMA_PROBE_ARCHS, MfmaLayout, mfma_layout
 from .wmma import WMMA_ARCHS, wmma_layout
 
@@ -63,23 +69,15 @@ def hipcc_command(target: str, source: str = "probe.hip") -> str:
     return f"hipcc --offload-arch={target} -o {exe} {source}"
 
 
-def _literal(values: list[int], per_line: int = 8) -> str:
-    items = [f"0x{v:x}ull" for v in values]
+def _literal(values: list[int], per_line: int = 8, suffix: str = "ull") -> str:
+    """The body of a C array initialiser: hex literals with `suffix`, `per_line` a line."""
+    items = [f"0x{v:x}{suffix}" for v in values]
     lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
     return ",\n    ".join(lines) if lines else "0ull"
 
 
-def _fill(lay: MfmaLayout, which: str, src: str, storage: int) -> list[str]:
-    """Per-lane statements that write the vector's elements into the operand bytes."""
-    by_lane: dict[int, list[str]] = {}
-    mask = f"0x{(1 << storage) - 1:x}ull"
-    for k in range(lay.K):
-        where = f"A[0][{k}]" if which == "a" else f"B[{k}][0]"
-        for lane, e in lay.holders(which, k):  # every copy (RDNA3 WMMA: lanes l, l + 16)
-            by_lane.setdefault(lane, []).append(
-                f"put(buf_{which}, {e * lay.elem_bytes}, {lay.elem_bytes}, {src}[{k}] & {mask});"
-                f"  // {where}"
-            )
+def _switch(by_lane: dict[int, list[str]]) -> list[str]:
+    """A switch on the lane t running each lane's statements."""
     out = ["switch (t) {"]
     for lane, stmts in sorted(by_lane.items()):
         out.append(f"  case {lane}:")
@@ -89,10 +87,67 @@ def _fill(lay: MfmaLayout, which: str, src: str, storage: int) -> list[str]:
     return out
 
 
+def _fill(lay: MfmaLayout, which: str, src: str, storage: int) -> list[str]:
+    """Per-lane statements that write the vector's elements into the operand's bits:
+    element e of a lane at bits [e * bits, (e + 1) * bits) (`put`)."""
+    by_lane: dict[int, list[str]] = {}
+    mask = f"0x{(1 << storage) - 1:x}ull"
+    bits = lay.bits(which)
+    for k in range(lay.K):
+        where = f"A[0][{k}]" if which == "a" else f"B[{k}][0]"
+        for lane, e in lay.holders(which, k):  # every copy (RDNA3 WMMA: lanes l, l + 16)
+            by_lane.setdefault(lane, []).append(
+                f"put(buf_{which}, {e * bits}, {bits}, {src}[{k}] & {mask});  // {where}"
+            )
+    return _switch(by_lane)
+
+
+def scale_word(scale: int) -> int:
+    """The 32-bit scale operand a lane passes for one E8M0 scale factor: the factor in
+    all four bytes, so whichever byte opsel selects holds it."""
+    return scale * 0x01010101
+
+
+def scale_words(vf: VectorFile) -> tuple[list[int], list[int]]:
+    """Each vector's scale words of A and of B (p.n_scales a vector, in vector order;
+    a vector without scale factors: every factor 2^0)."""
+    p = vf.instr().params
+    s = p.scale_fmt.spec
+    one = s.bias << s.mbits
+    out: tuple[list[int], list[int]] = ([], [])
+    for v in vf.vectors:
+        for words, xs in zip(out, (v.sa, v.sb), strict=True):
+            words.extend(scale_word(x) for x in (xs or [one] * p.n_scales))
+    return out
+
+
+def _scale_fill(lay: MfmaLayout, which: str, n_scales: int) -> list[str]:
+    """Per-lane statements that set the lane's scale word: the vector's scale factor of
+    block kb of row 0 of A (column 0 of B) in the lanes `scale_lanes` names; every other
+    lane keeps 2^0."""
+    arr, var = ("sa", "scale_a") if which == "a" else ("sb", "scale_b")
+    by_lane: dict[int, list[str]] = {}
+    for kb in range(n_scales):
+        for lane in lay.scale_lanes(which, kb):
+            by_lane.setdefault(lane, []).append(f"{var} = {arr}[{kb}];  // scale block {kb}")
+    return _switch(by_lane)
+
+
 def kernel_hip(vf: VectorFile, lay: MfmaLayout) -> str:
     p = vf.instr().params
     sa, sb, sc, sd = (f.spec.storage for f in (p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt))
-    abytes = lay.kpl * lay.elem_bytes
+    abytes = lay.reg_bytes()
+    scales: list[str] = []
+    if lay.scaled:
+        scales = [
+            f"// E8M0 scale words: 2^0 (0x{UNIT_SCALE:08x}) but in the lanes of row 0 of A /",
+            "// column 0 of B, which take the vector's scale factors (sa, sb)",
+            "const unsigned* sa = VSA + (size_t)blockIdx.x * NS;",
+            "const unsigned* sb = VSB + (size_t)blockIdx.x * NS;",
+            f"unsigned scale_a = 0x{UNIT_SCALE:08x}u, scale_b = 0x{UNIT_SCALE:08x}u;",
+            *_scale_fill(lay, "a", p.n_scales),
+            *_scale_fill(lay, "b", p.n_scales),
+        ]
     body = [
         f"unsigned char buf_a[{abytes}] = {{0}};",
         f"unsigned char buf_b[{abytes}] = {{0}};",
@@ -100,6 +155,7 @@ def kernel_hip(vf: VectorFile, lay: MfmaLayout) -> str:
         *_fill(lay, "a", "a", sa),
         "// B: column 0 of block 0 holds the vector's b",
         *_fill(lay, "b", "b", sb),
+        *scales,
         "AT av, bv;",
         "__builtin_memcpy(&av, buf_a, sizeof(AT));",
         "__builtin_memcpy(&bv, buf_b, sizeof(AT));",
@@ -117,6 +173,21 @@ def kernel_hip(vf: VectorFile, lay: MfmaLayout) -> str:
         "}",
     ]
     return "\n".join(body)
+
+
+def _scale_arrays(vf: VectorFile, lay: MfmaLayout) -> str:
+    """Device arrays of each vector's scale words (block-scaled forms only; `scale_words`)."""
+    if not lay.scaled:
+        return ""
+    n = vf.instr().params.n_scales
+    wa, wb = scale_words(vf)
+    out = [
+        f"static const int NS = {n};  // scale factors of a row of A (column of B)",
+        "// E8M0 scale factors, one word a scale block (scale_word: the factor in every byte)",
+    ]
+    for name, words in (("VSA", wa), ("VSB", wb)):
+        out.append(f"__constant__ unsigned {name}[NV * NS] = {{\n    {_literal(words, 8, 'u')}}};")
+    return "\n".join(out) + "\n"
 
 
 def generate_hip(
@@ -145,11 +216,17 @@ def generate_hip(
     nvec = len(vf.vectors)
     vname = " ".join((vectors_name or "VECTORS.json").split())
     indent = "\n".join("  " + line if line else line for line in kernel_hip(vf, lay).splitlines())
+    scaled_note = ""
+    if lay.scaled:
+        scaled_note = (
+            f"\n// scales:      {p.scale_fmt.spec.name}, one per {p.scale_block} products "
+            f"(each vector's sa / sb; 2^0 where it has none); after C:{lay.call_args[1:]}"
+        )
     return f"""// {source_name}: matrix-core probe generated by tcsmt {__version__} (tensorcore-smt)
 //
 // arch:        {vf.arch} ({PRESETS[preset].description})
 // instruction: {inst.name} ({lay.M}x{lay.N}x{lay.K}, {lay.blocks} block(s))
-// builtin:     {lay.builtin}
+// builtin:     {lay.builtin}{scaled_note}
 // operands:    a {fmts["a"].spec.name}, b {fmts["b"].spec.name}, c {fmts["c"].spec.name}, d {fmts["d"].spec.name}; K = {p.K}
 // target:      {target}
 // vectors:     {nvec} from {vname}
@@ -188,10 +265,13 @@ static const unsigned long long VB[NV * K] = {{
 static const unsigned long long VC[NV] = {{
     {_literal([v.c for v in vf.vectors])}}};
 
-__device__ inline void put(unsigned char* buf, int at, int bytes, unsigned long long v) {{
-  for (int i = 0; i < bytes; ++i) buf[at + i] = (unsigned char)(v >> (8 * i));
+// OR the low `bits` bits of v into buf at bit offset `at`, little-endian (buf starts zero)
+__device__ inline void put(unsigned char* buf, int at, int bits, unsigned long long v) {{
+  for (int i = 0; i < bits; ++i) {{
+    if ((v >> i) & 1ull) buf[(at + i) >> 3] |= (unsigned char)(1u << ((at + i) & 7));
+  }}
 }}
-
+{_scale_arrays(vf, lay)}
 __global__ void __launch_bounds__({lay.wave}) probe_kernel(const unsigned long long* __restrict__ va,
                                                    const unsigned long long* __restrict__ vb,
                                                    const unsigned long long* __restrict__ vc,

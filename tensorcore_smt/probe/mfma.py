@@ -89,6 +89,15 @@ class MfmaLayout:
     call_args: str = ", 0, 0, 0"  # the builtin's operands after C (MFMA: cbsz, abid, blgp)
     a_prefix: str = ""  # the builtin's operands before A (integer WMMA: A's sign flag)
     b_prefix: str = ""  # and before B (B's sign flag)
+    # element e of a lane's A (B) operand occupies bits [e * bits, (e + 1) * bits) of it,
+    # little-endian; 0: 8 * elem_bytes (block-scaled forms pack fp6 / fp4 densely)
+    a_bits: int = 0
+    b_bits: int = 0
+    operand_bytes: int = 0  # bytes of the builtin's A / B operand (0: kpl * elem_bytes)
+    # block-scaled forms: a_scale[lane] = (row, scale block) whose E8M0 scale factor of A
+    # the lane supplies, b_scale[lane] = (column, scale block) of B; () for the others
+    a_scale: tuple[tuple[int, int], ...] = ()
+    b_scale: tuple[tuple[int, int], ...] = ()
 
     def a_lane(self, k: int) -> tuple[int, int]:
         """The first (lane, element) holding A[0][0][k]."""
@@ -102,6 +111,27 @@ class MfmaLayout:
         """Every (lane, element) holding A[0][0][k] (`which` "a") or B[0][k][0] ("b")."""
         table, want = (self.a, (0, 0, k)) if which == "a" else (self.b, (0, k, 0))
         return [(ln, e) for ln, xs in enumerate(table) for e, x in enumerate(xs) if x == want]
+
+    def bits(self, which: str) -> int:
+        """Bits one element of A (`which` "a") or B ("b") takes in a lane's operand."""
+        bits = self.a_bits if which == "a" else self.b_bits
+        return bits or 8 * self.elem_bytes
+
+    def reg_bytes(self) -> int:
+        """Bytes of the builtin's A / B operand a lane passes."""
+        return self.operand_bytes or self.kpl * self.elem_bytes
+
+    @property
+    def scaled(self) -> bool:
+        """Whether the instruction takes E8M0 scale factors of A and B (CDNA4's
+        v_mfma_scale_* forms)."""
+        return bool(self.a_scale)
+
+    def scale_lanes(self, which: str, block: int) -> list[int]:
+        """The lanes supplying the scale factor of scale block `block` of row 0 of A
+        (`which` "a") or of column 0 of B ("b")."""
+        table = self.a_scale if which == "a" else self.b_scale
+        return [ln for ln, x in enumerate(table) if x == (0, block)]
 
 
 def _first(table, want) -> tuple[int, int]:
@@ -119,13 +149,12 @@ def _vec(ctype: str, n: int) -> str:
 def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
     """The layout of a preset's MFMA instruction on `arch` (cdna1 to cdna4; CDNA4 keeps
     CDNA3's forms and adds shapes of twice the K, whose lanes hold M * K / 64
-    consecutive k each: AMD CDNA4 ISA, MFMA operand layouts). UserError for CDNA4's
-    block-scaled forms."""
+    consecutive k each: AMD CDNA4 ISA, MFMA operand layouts; its block-scaled forms:
+    `_scaled_layout`)."""
     if inst.name.startswith("v_mfma_scale_"):
-        raise UserError(
-            f"probe generation for the block-scaled {inst.name} is not supported yet "
-            "(its packed fp6/fp4 operands and scale registers)"
-        )
+        if arch != "cdna4":
+            raise UserError(f"{inst.name}: block-scaled MFMA forms are CDNA4's (gfx950)")
+        return _scaled_layout(inst)
     p = inst.params
     suffix = inst.name.removeprefix("v_mfma_")
     m = re.search(r"_(\d+)x(\d+)x(\d+)", suffix)
@@ -237,8 +266,113 @@ def _gfx950_layout(inst: Instruction, M: int, N: int, K: int) -> MfmaLayout:
     )
 
 
+SCALED_FORMAT_CODE = {
+    Format.E4M3: 0,
+    Format.E5M2: 1,
+    Format.E2M3: 2,
+    Format.E3M2: 3,
+    Format.E2M1: 4,
+}
+"""The block-scaled forms' operand-format codes, passed as the builtin's cbsz (A) and blgp
+(B) arguments: fp8 e4m3, bf8 e5m2, fp6 e2m3, bf6 e3m2, fp4 e2m1 (AMD ROCm blog "Matrix
+Core Programming on AMD CDNA3 and CDNA4 architecture", 2025, section on
+__builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4, whose Atype / Btype list gives them;
+LLVM's IR verifier, llvm/lib/IR/VerifierAMDGPU.cpp, case
+amdgcn_mfma_scale_f32_16x16x128_f8f6f4, accepts codes 0..4 only)."""
+
+SCALED_RUN = {8: 16, 6: 32, 4: 32}
+"""Consecutive k of one row of A (column of B) a lane holds in one run, by element bits,
+in the block-scaled forms (see `_scaled_layout`)."""
+
+SCALED_OPERAND_BYTES = 32
+"""Bytes of the block-scaled builtins' A / B operand: 8 x i32 whatever the format (clang's
+gfx950 builtin test, clang/test/SemaOpenCL/builtins-amdgcn-error-gfx950.cl, passes int8
+vectors; fp8 fills 8 dwords, fp6 the low 6, fp4 the low 4, as LLVM's verifier counts
+them, llvm/lib/IR/VerifierAMDGPU.cpp; the ROCm blog above zero-fills fp4's upper half)."""
+
+
+def _scaled_k(bits: int, M: int, K: int, lane: int, e: int) -> int:
+    """The k of element `e` of `lane`'s A row (B column) in a block-scaled form: runs of
+    SCALED_RUN[bits] consecutive k, the lane group g = lane // M taking run g of each
+    pass of (64 / M) runs."""
+    run = SCALED_RUN[bits]
+    groups = WAVE // M
+    return (e // run) * groups * run + (lane // M) * run + e % run
+
+
+def _scaled_layout(inst: Instruction) -> MfmaLayout:
+    """CDNA4's block-scaled v_mfma_scale_f32_{16x16x128,32x32x64}_f8f6f4 forms: each lane
+    holds 32 elements of row l % M of A (column l % N of B), packed densely little-endian
+    (element e at bits [e b, (e + 1) b) of the 8-dword operand, b = 8, 6 or 4), and one
+    E8M0 scale factor of A and one of B: that of row (column) l % M, scale block l // M
+    (one scale per 32 k). The builtin is
+    `__builtin_amdgcn_mfma_scale_f32_{M}x{N}x{K}_f8f6f4(a, b, c, cbsz, blgp, opsel_a,
+    scale_a, opsel_b, scale_b)`, cbsz / blgp the formats' SCALED_FORMAT_CODE, opsel 0
+    (byte 0 of the scale word; the probe writes the scale factor in all four bytes, so
+    the byte that opsel selects does not matter).
+
+    Documented: the builtin, its argument order and the format codes (ROCm blog "Matrix
+    Core Programming on AMD CDNA3 and CDNA4 architecture", ROCm/rocm-blogs
+    blogs/software-tools-optimization/matrix-cores-cdna/README.md; clang's
+    clang/test/SemaOpenCL/builtins-amdgcn-error-gfx950.cl: cbsz, blgp and the opsels
+    constant, the scales runtime ints); 8 / 6 / 4 dwords of data for fp8 / fp6 / fp4
+    (llvm/lib/IR/VerifierAMDGPU.cpp); for 32x32x64, the blog's examples: with fp8, lane l
+    holds k (l // 32) * 16 + {0..15} and 32 + (l // 32) * 16 + {0..15} (runs of 16);
+    with fp4, k (l // 32) * 32 + {0..31}, k even in the low nibble; one scale factor a
+    lane, 2^(s - 127), applied to the dot product before accumulation.
+
+    Assumed (a probe on gfx950 settles it): 16x16x128 follows the same rule with four
+    lane groups (fp8: k (l // 16) * 16 + {0..15} and 64 + ...; fp4: (l // 16) * 32 +
+    {0..31}); fp6 / bf6 hold 32 consecutive k as fp4 does (24 bytes, element 0 in the
+    low bits); the scale factor of block kb of row i is lane i + M kb's, also where
+    fp8's runs of 16 give the lane k of two blocks (Triton's gfx950 scaled-dot layouts,
+    test/TritonGPU/amd/accelerate-amd-matmul-mfma-gfx950.mlir,
+    mfma_dot_scaled_mxfp4_mxfp4, place a 32x32 form's scales so: lane bits 0-4 the row,
+    bit 5 the block); in mixed forms each operand follows its own format's rule. No
+    hipcc here: the generated programs are not compiled."""
+    p = inst.params
+    m = re.search(r"_(\d+)x(\d+)x(\d+)_", inst.name)
+    M, N, K = (int(x) for x in m.groups())
+    kpl = M * K // WAVE  # 32 in both shapes
+    abits, bbits = p.a_fmt.spec.storage, p.b_fmt.spec.storage
+    a = tuple(
+        tuple((0, lane % M, _scaled_k(abits, M, K, lane, e)) for e in range(kpl))
+        for lane in range(WAVE)
+    )
+    b = tuple(
+        tuple((0, _scaled_k(bbits, N, K, lane, e), lane % N) for e in range(kpl))
+        for lane in range(WAVE)
+    )
+    acc = M * N // WAVE
+    codes = f"{SCALED_FORMAT_CODE[p.a_fmt]}, {SCALED_FORMAT_CODE[p.b_fmt]}"
+    return MfmaLayout(
+        inst.name,
+        M,
+        N,
+        K,
+        1,
+        kpl,
+        a,
+        b,
+        acc,
+        f"__builtin_amdgcn_mfma_scale_f32_{M}x{N}x{K}_f8f6f4",
+        _vec("int", SCALED_OPERAND_BYTES // 4),
+        _vec("float", acc),
+        1,
+        "ROCm blog 'Matrix Core Programming on AMD CDNA3 and CDNA4 architecture' "
+        "(32x32x64 fp8 / fp4 layouts); 16x16x128, fp6 and the scale lanes assumed "
+        "(probe/mfma.py _scaled_layout)",
+        call_args=f", {codes}, 0, scale_a, 0, scale_b",
+        a_bits=abits,
+        b_bits=bbits,
+        operand_bytes=SCALED_OPERAND_BYTES,
+        a_scale=tuple((lane % M, lane // M) for lane in range(WAVE)),
+        b_scale=tuple((lane % N, lane // N) for lane in range(WAVE)),
+    )
+
+
 MFMA_PROBE_ARCHS = ("cdna1", "cdna2", "cdna3", "cdna4")
-"""Presets whose MFMA layouts these tables give (CDNA4: all but the block-scaled forms)."""
+"""Presets whose MFMA layouts these tables give (CDNA4's block-scaled forms included)."""
 
 
 def all_mfma_layouts() -> dict[tuple[str, str], MfmaLayout]:
@@ -249,5 +383,5 @@ def all_mfma_layouts() -> dict[tuple[str, str], MfmaLayout]:
         (arch, name): mfma_layout(inst, arch)
         for arch, preset in PRESETS.items()
         for name, inst in preset.instructions.items()
-        if inst.kind == "mfma" and arch in MFMA_PROBE_ARCHS and not name.startswith("v_mfma_scale_")
+        if inst.kind == "mfma" and arch in MFMA_PROBE_ARCHS
     }
