@@ -48,6 +48,7 @@ bench-slow:
 
 results:
 	$(BIN)/python bench/make_results.py
+	$(BIN)/python bench/make_results.py --sparse
 	$(BIN)/python bench/bench_solvers.py --table4 --write results
 	$(BIN)/python bench/make_bounds.py --write results
 

@@ -235,7 +235,7 @@ def update_results(results: Path, answered: dict[tuple[str, str], list[QueryAnsw
         if why:
             print(f"kept {path} (the new answers say less: {'; '.join(why)})")
             continue
-        mr.write_property(results, get(name), arch, answers, rows)
+        mr.write_property(results / arch, get(name), arch, answers, rows)
         text = _readme_rows(text, arch, name, rows[arch][name])
         print(f"updated {path}")
     summary_path.write_text(json.dumps(rows, indent=2) + "\n")

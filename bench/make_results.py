@@ -15,6 +15,11 @@ with both errors; results/summary.json holds the same rows. Finally the feature 
 (tensorcore_smt.smt.features: every witness run through the presets, beside FTTN Table IV,
 paper 000 and MMA-Sim Table III) is written to results/features.md and features.json;
 `--features-only` rebuilds just that from the vectors already there.
+
+`--sparse` asks every property that applies of the sparse form SPARSE_FORM instead (on
+each preset that has it, every group of the metadata keeping its first pattern):
+results/ARCH/sparse/PROPERTY.json (and .vectors.json, with the metadata) and the tables
+of results/sparse.md; `make results` runs both.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ def main() -> None:
     ap.add_argument("--property", action="append", default=None, help="property (repeatable)")
     ap.add_argument("--features-only", action="store_true", help="only rebuild the matrix")
     ap.add_argument(
+        "--sparse", action="store_true", help=f"the properties on {SPARSE_FORM} instead"
+    )
+    ap.add_argument(
         "--search", type=float, default=SEARCH_S, help="seconds of concrete search per query"
     )
     ap.add_argument(
@@ -61,6 +69,9 @@ def main() -> None:
         return
     props = load_all()
     limits = Limits(timeout=args.timeout, search=args.search)
+    if args.sparse:
+        sparse_main(props, archs, limits, out, args)
+        return
     summary_path = out / "summary.json"
     rows = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     tasks: dict[tuple[str, str], list[QueryTask]] = {}
@@ -75,8 +86,27 @@ def main() -> None:
                 rows[arch][name] = {"not_applicable": why.split(": ", 1)[-1]}
             else:
                 tasks[(arch, name)] = query_tasks(prop, arch, None, limits)
-    # every query is one Dask task; a property's files are written as soon as its last
-    # query is answered, and summary.json after each, so nothing finished is lost
+    run_tasks(tasks, props, out, rows, summary_path, args)
+    for arch in archs:  # the library's order, whatever order the tasks finished in
+        r = rows[arch]
+        rows[arch] = {n: r[n] for n in props if n in r} | {n: r[n] for n in r if n not in props}
+    summary_path.write_text(json.dumps(rows, indent=2) + "\n")
+    (out / "README.md").write_text(render(rows, args.timeout) + render_p5(out, rows))
+    write_features(out)
+
+
+SPARSE_FORM = "mma.sp.m16n8k32.f32.f16.f16.f32"
+"""The sparse form `--sparse` asks about: f16 2:4, K = 32, whose 16 kept products are one
+fused group or two as the hypothesis says (model/sparse.py)."""
+
+SPARSE_DIR = "sparse"
+"""results/ARCH/SPARSE_DIR/: the answers on SPARSE_FORM."""
+
+
+def run_tasks(tasks: dict, props: dict, out: Path, rows: dict, summary: Path, args, sub="") -> None:
+    """Every query is one Dask task; a property's files (under out/ARCH/`sub`) are
+    written as soon as its last query is answered, and `summary` after each, so nothing
+    finished is lost."""
     done: dict[tuple[str, str], dict[str, QueryAnswer]] = {k: {} for k in tasks}
     flat = [t for ts in tasks.values() for t in ts]
     t0 = time.monotonic()
@@ -89,23 +119,56 @@ def main() -> None:
             done[key][t.query_id] = r
             if len(done[key]) == len(tasks[key]):
                 answers = [done[key][x.query_id] for x in tasks[key]]
-                write_property(out, props[t.prop], t.arch, answers, rows)
+                write_property(out / t.arch / sub, props[t.prop], t.arch, answers, rows)
                 print(
                     f"{t.arch:14s} {t.prop:24s} {time.monotonic() - t0:7.1f} s (elapsed)",
                     flush=True,
                 )
-                summary_path.write_text(json.dumps(rows, indent=2) + "\n")
-    for arch in archs:  # the library's order, whatever order the tasks finished in
+                summary.write_text(json.dumps(rows, indent=2) + "\n")
+
+
+def sparse_main(props: dict, archs: list[str], limits: Limits, out: Path, args) -> None:
+    """`--sparse`: every property that applies on SPARSE_FORM of each preset that has
+    it, into results/ARCH/sparse/ and results/sparse.md (and sparse.json)."""
+    rows: dict = {}
+    tasks: dict[tuple[str, str], list[QueryTask]] = {}
+    for arch in archs:
+        inst = PRESETS[arch].instructions.get(SPARSE_FORM)
+        if inst is None:
+            continue
+        rows[arch] = {}
+        (out / arch / SPARSE_DIR).mkdir(parents=True, exist_ok=True)
+        for name, prop in props.items():
+            why = "a question about GEMM hypotheses" if prop.gemm else prop.not_applicable_to(inst)
+            if why:
+                rows[arch][name] = {"not_applicable": why}
+            else:
+                tasks[(arch, name)] = query_tasks(prop, arch, SPARSE_FORM, limits)
+    summary = out / "sparse.json"
+    run_tasks(tasks, props, out, rows, summary, args, SPARSE_DIR)
+    for arch in rows:
         r = rows[arch]
-        rows[arch] = {n: r[n] for n in props if n in r} | {n: r[n] for n in r if n not in props}
-    summary_path.write_text(json.dumps(rows, indent=2) + "\n")
-    (out / "README.md").write_text(render(rows, args.timeout) + render_p5(out, rows))
+        rows[arch] = {n: r[n] for n in props if n in r}
+    summary.write_text(json.dumps(rows, indent=2) + "\n")
     write_features(out)
+    title = f"# Results: the property library on the sparse form {SPARSE_FORM}"
+    intro = [
+        "Each preset's compressed hypothesis (the dense unit of the 16 kept products; the",
+        "presets, confirmed on an H100: results/hardware/h100) asked every property that",
+        "applies, for the metadata that keeps positions 0 and 1 of every group of four",
+        "(`tcsmt find --instr SPARSE --meta 0,1` answers the same). The inputs are A's",
+        "uncompressed row, +0 where the metadata keeps nothing; the properties' conditions",
+        "are judged on the dense unit (docs/model.md, structured-sparse mma.sp). Files:",
+        "ARCH/sparse/PROPERTY.json and .vectors.json (with the metadata, for `tcsmt probe`).",
+        "",
+    ]
+    (out / "sparse.md").write_text(render(rows, args.timeout, title, intro))
 
 
-def write_property(out: Path, prop, arch: str, answers: list[QueryAnswer], rows: dict) -> None:
-    """results/ARCH/PROPERTY.json (and .vectors.json) and the property's summary row."""
+def write_property(folder: Path, prop, arch: str, answers: list[QueryAnswer], rows: dict) -> None:
+    """FOLDER/PROPERTY.json (and .vectors.json) and the property's summary row."""
     name = prop.name
+    out = folder
     report = {
         "property": name,
         "question": " ".join(prop.question.split()),
@@ -114,9 +177,9 @@ def write_property(out: Path, prop, arch: str, answers: list[QueryAnswer], rows:
         "instruction": answers[0].outcome.query.instruction,
         "queries": [a.to_json() for a in answers],
     }
-    (out / arch / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
     try:
-        save_vectors(prop, arch, answers, out / arch / f"{name}.vectors.json")
+        save_vectors(prop, arch, answers, out / f"{name}.vectors.json")
     except UserError as e:  # e.g. split algorithms: fp32 inputs, no one-instruction vector
         print(f"{arch:14s} {name:24s} no test vectors: {e}", flush=True)
     rows[arch][name] = {
@@ -144,8 +207,10 @@ def write_property(out: Path, prop, arch: str, answers: list[QueryAnswer], rows:
 def write_features(out: Path) -> None:
     """results/features.md and features.json from the vectors under `out`."""
     matrix = features.build(out, list(PRESETS))
-    (out / "features.json").write_text(json.dumps(features.to_json(matrix), indent=2) + "\n")
-    (out / "features.md").write_text(features.to_markdown(matrix))
+    sparse = features.build_sparse(out)
+    text = json.dumps(features.to_json(matrix, sparse), indent=2) + "\n"
+    (out / "features.json").write_text(text)
+    (out / "features.md").write_text(features.to_markdown(matrix, sparse=sparse))
     print(f"feature matrix: {out / 'features.md'}")
 
 
@@ -191,11 +256,13 @@ def render_p5(out: Path, rows: dict) -> str:
     return "\n".join(lines) + "\n" if found else ""
 
 
-def render(rows: dict, timeout: float) -> str:
+def render(rows: dict, timeout: float, title: str = "", intro: list[str] | None = None) -> str:
+    """The tables of results/README.md (or, with `title` and `intro`, of another page)."""
     solvers = ", ".join(f"{k} {v}" for k, v in available().items())
     lines = [
-        "# Results: the property library on every architecture",
+        title or "# Results: the property library on every architecture",
         "",
+        *(intro or []),
         f"Generated by `make results` (tcsmt {__version__}; solvers: {solvers}; "
         f"{timeout:g} s per solver run; machine: {platform.machine()}, "
         f"{platform.python_implementation()} {platform.python_version()}).",

@@ -21,10 +21,11 @@ from tensorcore_smt.certify.alignment import Entry, Slot, _worst_at, candidate
 from tensorcore_smt.certify.bound import default_class, make_bound_query
 from tensorcore_smt.certify.classes import parse_where
 from tensorcore_smt.certify.compose import class_normal, instruction_bound
-from tensorcore_smt.certify.sample import best_of, fixed_inputs
+from tensorcore_smt.certify.sample import best_of
 from tensorcore_smt.cli import main
 from tensorcore_smt.formats import Format, round_fraction, value_of
 from tensorcore_smt.model.measure import Measure, exact_value, measure_value
+from tensorcore_smt.smt.query import fixed_inputs
 
 NORMAL = default_class() + (parse_where("normal-only"),)
 

@@ -18,8 +18,9 @@ from tensorcore_smt.errors import UserError
 from tensorcore_smt.formats import Format, int_value, round_fraction, value_of
 from tensorcore_smt.model.params import IntClamp, Sparsity
 from tensorcore_smt.model.sparse import check_metadata, dense_params, positions
-from tensorcore_smt.smt.solve import Verdict
-from tensorcore_smt.smt.sparse import differ
+from tensorcore_smt.smt.query import Constraint, ConstraintKind, Goal, make_query
+from tensorcore_smt.smt.solve import PORTFOLIO, Limits, Verdict, answer
+from tensorcore_smt.solvers.result import Answer
 from tensorcore_smt.solvers.runner import available
 from tensorcore_smt.spec.presets import PRESETS
 
@@ -202,37 +203,42 @@ def test_cli_metadata_errors_are_one_line():
 
 
 SOLVERS = [s for s in ("bitwuzla", "z3", "cvc5") if s in available()]
+K16 = "mma.sp.m16n8k16.f32.f16.f16.f32"
+K32 = "mma.sp.m16n8k32.f32.f16.f16.f32"
 
 
-@pytest.mark.slow  # about 20 s: two solvers prove the k16 equivalence
+def _ask(instr: str, meta: list[int], finite: bool, goal: Goal = Goal.DIFFER):
+    """The compressed and expanded hypotheses of hopper's `instr` asked for `meta`
+    through the query every command asks (smt/query.with_meta)."""
+    cons = (Constraint(ConstraintKind.FINITE),) if finite else ()
+    q = make_query("hopper", "hopper[sparse=expanded]", instr, goal, cons, meta=meta)
+    return q, answer(q, Limits(PORTFOLIO if len(SOLVERS) > 1 else SOLVERS[0], 120.0))
+
+
 @pytest.mark.skipif(len(SOLVERS) < 2, reason="needs two SMT solvers")
 def test_hopper_k16_cannot_tell_compressed_from_expanded_but_k32_can():
     """Hopper's f16 unit fuses 16 products: the sparse k16 form's 8 selected products are
     one group under either hypothesis, so on finite inputs they agree (two solvers'
     unsat); the k32 form's 16 selected products are one group compressed but two
-    expanded, and a witness tells them apart (re-run on the concrete model)."""
-    meta8 = [0, 1] * 4
-    k16 = "mma.sp.m16n8k16.f32.f16.f16.f32"
-    x, y = api.resolve("hopper", k16), api.resolve("hopper[sparse=expanded]", k16)
-    r = differ(x, y, meta8, SOLVERS[:2], timeout=120, finite=True)
-    assert r.verdict == Verdict.UNSAT and len(r.solvers) == 2
-    k32 = "mma.sp.m16n8k32.f32.f16.f16.f32"
-    x, y = api.resolve("hopper", k32), api.resolve("hopper[sparse=expanded]", k32)
-    r = differ(x, y, [0, 1] * 8, SOLVERS[:1], timeout=120, finite=True)
-    assert r.verdict == Verdict.WITNESS and r.outputs[0] != r.outputs[1]
-    a = [r.inputs[f"a{j}"] for j in range(16)]
-    b = [r.inputs[f"b{k}"] for k in range(32)]
-    got = [api.simulate_one(q, a, b, r.inputs["c"], meta=[0, 1] * 8) for q in (x, y)]
-    assert tuple(got) == r.outputs
+    expanded, and a witness tells them apart (re-run on the concrete model and through
+    the public API with the unit's entries of A and the metadata)."""
+    _, o = _ask(K16, [0, 1] * 4, True, Goal.EQUIVALENT)
+    assert o.verdict == Verdict.UNSAT
+    assert any(r.answer == Answer.UNSAT for r in o.confirmations)  # a second solver agrees
+    q, o = _ask(K32, [0, 1] * 8, True)
+    assert o.verdict == Verdict.WITNESS and o.witness.outputs[0] != o.witness.outputs[1]
+    v = q.vector_fields(o.witness.inputs)
+    assert v["metadata"] == [0, 1] * 8 and len(v["a"]) == 16
+    assert all(o.witness.inputs[f"a{k}"] == 0 for k in range(2, 32, 4))  # left out: +0
+    got = [api.simulate_one(p, v["a"], v["b"], v["c"], meta=v["metadata"]) for p in q.params]
+    assert tuple(got) == tuple(o.witness.outputs)
 
 
 @pytest.mark.skipif(not SOLVERS, reason="needs an SMT solver")
 def test_expanded_multiplies_pruned_b_by_zero():
     """With special values allowed, an Inf in B beside a pruned A entry is 0 x Inf = NaN
     under the expanded hypothesis and never read under the compressed one."""
-    k16 = "mma.sp.m16n8k16.f32.f16.f16.f32"
-    x, y = api.resolve("hopper", k16), api.resolve("hopper[sparse=expanded]", k16)
-    r = differ(x, y, [0, 1] * 4, SOLVERS[:1], timeout=120)
-    assert r.verdict == Verdict.WITNESS
-    nan = {value_of(d, Format.FP32) != value_of(d, Format.FP32) for d in r.outputs}
+    _, o = _ask(K16, [0, 1] * 4, False)
+    assert o.verdict == Verdict.WITNESS
+    nan = {value_of(d, Format.FP32) != value_of(d, Format.FP32) for d in o.witness.outputs}
     assert nan == {True, False}

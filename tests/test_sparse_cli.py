@@ -1,6 +1,7 @@
-"""`tcsmt diff` and `tcsmt prove` on structured-sparse (mma.sp) instructions: the
-metadata (--meta, or every group's first pattern), a witness re-run through the public
-API, and bad input as one line with exit 2."""
+"""The solver commands on structured-sparse (mma.sp) instructions: `diff`, `prove`,
+`find`, `bound` and `export` ask for one metadata (--meta, or every group's first
+pattern) with the uncompressed row of A as inputs; a witness re-run through the public
+API with the unit's entries of A; bad input as one line with exit 2."""
 
 from __future__ import annotations
 
@@ -25,15 +26,20 @@ def test_diff_finds_a_witness_that_reruns_through_the_api():
     assert r.exit_code == 0, r.output
     rep = json.loads(r.output)
     assert rep["verdict"] == "witness" and rep["meta"] == [1, 3] * 8
-    w = rep["witness"]
-    a = [int(w[f"a{j}"], 16) for j in range(16)]
-    b = [int(w[f"b{k}"], 16) for k in range(32)]
+    assert "--meta 1,3" in rep["constraints"]
+    w = {n: int(x["hex"], 16) for n, x in rep["witness"]["inputs"].items()}
+    kept = [k for k in range(32) if k % 4 in (1, 3)]
+    assert all(w[f"a{k}"] == 0 for k in range(32) if k not in kept)  # left out: +0
+    a = [w[f"a{k}"] for k in kept]
+    b = [w[f"b{k}"] for k in range(32)]
     got = [
-        api.simulate_one(api.resolve(v, K32), a, b, int(w["c"], 16), meta=rep["meta"])
+        api.simulate_one(api.resolve(v, K32), a, b, w["c"], meta=rep["meta"])
         for v in rep["variants"]
     ]
-    assert [f"{g:#010x}" for g in got] == list(rep["outputs"].values())
+    outs = rep["witness"]["outputs"]
+    assert [f"{g:#010x}" for g in got] == [outs[v]["hex"] for v in rep["variants"]]
     assert got[0] != got[1]
+    assert "--meta 1,3,1,3" in rep["witness"]["reproduce"]
 
 
 @pytest.mark.skipif(len(available()) < 2, reason="needs two SMT solvers")
@@ -42,8 +48,8 @@ def test_prove_k16_equal_on_finite_inputs_and_default_metadata():
         main, ["prove", "hopper", "hopper[sparse=expanded]", "--instr", K16, "--finite"]
     )
     assert r.exit_code == 0, r.output
-    assert "metadata:    0,1,0,1,0,1,0,1 (default: every group keeps 0,1)" in r.output
-    assert "equal on every input with this metadata" in r.output
+    assert "constraints: --finite --meta 0,1" in r.output  # the default, said
+    assert "proved: the variants agree on every input" in r.output
 
 
 @pytest.mark.parametrize(
@@ -51,9 +57,9 @@ def test_prove_k16_equal_on_finite_inputs_and_default_metadata():
     [
         (["--meta", "3,1"], "--meta: group 0 selects [3, 1]"),
         (["--meta", "x"], "is not a comma-separated list of integers"),
-        (["--export", "q.smt2"], "--export: the sparse question is asked for one metadata"),
-        (["--positive"], "--positive: not asked of a sparse"),
-        (["--compare-errors"], "--compare-errors is not asked of a sparse"),
+        (["--meta", "0,1,2"], "--meta: expected 8 indices"),
+        (["--meta", "0,1", "--fix", "a2=0x3c00"], "--fix a2: the metadata does not select a2"),
+        (["--out", "w.csv"], "CSV has no columns for sparsity metadata"),  # before solving
     ],
 )
 def test_bad_sparse_questions_are_one_line(extra, message, tmp_path):
@@ -64,9 +70,68 @@ def test_bad_sparse_questions_are_one_line(extra, message, tmp_path):
     assert len(r.output.strip().splitlines()) == 1
 
 
-def test_meta_on_a_dense_instruction_is_one_line():
-    r = CliRunner().invoke(main, ["diff", "hopper", "hopper[F=24]", "--meta", "0,1"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["diff", "hopper", "hopper[F=24]", "--meta", "0,1"],
+        ["bound", "hopper", "--meta", "0,1"],
+        ["export", "hopper", "hopper[F=24]", "--meta", "0,1"],
+        ["find", "--arch", "hopper", "--property", "carry-bits", "--meta", "0,1"],
+    ],
+)
+def test_meta_on_a_dense_instruction_is_one_line(args):
+    r = CliRunner().invoke(main, args)
     assert r.exit_code == 2 and "metadata given to a dense instruction" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_meta_where_no_sparse_instruction_is_asked_is_one_line():
+    for args, message in (
+        (["find", "--arch", "hopper", "--all", "--meta", "0,1"], "--meta asks one sparse"),
+        (["bound", "hopper/serial", "--gemm", "--meta", "0,1"], "not --gemm"),
+        (["diff", "hopper/serial", "hopper/fast-accum", "--meta", "0,1"], "not a GEMM"),
+    ):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 2 and message in r.output, (args, r.output)
+        assert len(r.output.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(SOLVER is None, reason="needs an SMT solver")
+def test_find_on_a_sparse_form_answers_as_its_dense_unit(tmp_path):
+    """carry-bits on hopper's sparse k32 form: the unit is the dense fused group of its
+    16 kept products (the chained-group query is not asked), k - 1 carry bits differ on
+    a witness, and --out writes it with the unit's entries of A and the metadata."""
+    out = tmp_path / "w.json"
+    args = ["find", "--arch", "hopper", "--property", "carry-bits", "--instr", K32]
+    r = CliRunner().invoke(main, [*args, "--meta", "2,3", "--json", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.output)
+    answers = {a["id"]: a for a in rep["queries"]}
+    assert answers["k-minus-1"]["verdict"] == "witness"
+    assert "--meta 2,3" in answers["k-minus-1"]["constraints"]
+    assert "k-plus-1-group" in rep["not_asked"]
+    vec = json.loads(out.read_text())["vectors"][0]
+    assert vec["metadata"] == [2, 3] * 8 and len(vec["a"]) == 16 and len(vec["b"]) == 32
+    a, b = [int(x, 16) for x in vec["a"]], [int(x, 16) for x in vec["b"]]
+    c = int(vec["c"], 16)
+    for v, d in vec["predicted"].items():
+        assert api.simulate_one(api.resolve(v, K32), a, b, c, meta=vec["metadata"]) == int(d, 16)
+
+
+@pytest.mark.skipif(len(available()) < 2, reason="needs two SMT solvers")
+def test_bound_on_a_sparse_form_is_its_dense_units():
+    """The compressed hypothesis of the sparse k32 form is the dense unit of 16 products:
+    its certified interval is that of hopper's dense m16n8k16 form (same composed upper
+    bound, closed), and the witness re-runs through `tcsmt simulate --meta`."""
+    got = {}
+    for instr, extra in ((K32, ["--meta", "1,2"]), ("mma.m16n8k16.f32.f16.f16.f32", [])):
+        r = CliRunner().invoke(main, ["bound", "hopper", "--instr", instr, *extra, "--json"])
+        assert r.exit_code == 0, r.output
+        got[instr] = json.loads(r.output)
+    sp = got[K32]
+    assert sp["upper"] == got["mma.m16n8k16.f32.f16.f16.f32"]["upper"]
+    assert sp["status"] == "closed" and "--meta 1,2" in sp["class"]
+    assert sp["witness"]["meta"] == [1, 2] * 8 and "--meta 1,2,1,2" in sp["reproduce"]
 
 
 @pytest.mark.skipif(SOLVER is None, reason="needs an SMT solver")

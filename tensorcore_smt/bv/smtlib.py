@@ -47,13 +47,16 @@ def to_smtlib(
     logic: str = "QF_BV",
     get_values: list[str] | None = None,
     header: list[str] | None = None,
+    declare: list[Term] | None = None,
 ) -> str:
-    """Return a complete script: declarations, definitions, assertions, check-sat."""
+    """Return a complete script: declarations, definitions, assertions, check-sat.
+    `declare`: variables declared even where no assertion reads them (so that
+    `get_values` may name every input of a query)."""
     lines: list[str] = [f"; {h}" for h in (header or [])]
     lines.append(f"(set-logic {logic})")
     lines.append("(set-option :produce-models true)")
     names: dict[int, str] = {}
-    order: list[Term] = post_order(assertions)
+    order: list[Term] = post_order(list(declare or []) + list(assertions))
 
     def ref(t: Term) -> str:
         if t.op == "const":

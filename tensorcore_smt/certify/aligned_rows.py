@@ -16,6 +16,7 @@ import numpy as np
 
 from ..formats import Format, round_fraction, value_of
 from ..model.params import Algorithm, ModelParams
+from ..model.sparse import dense_params
 from ..model.terms import AlignMode, ProductExponent
 from ..smt.query import Query
 from .alignment import Entry, Worst, operand_entries, worst_configs
@@ -71,24 +72,33 @@ def _neg(bits: int, fmt: Format) -> int:
     return bits ^ (1 << (fmt.spec.storage - 1))
 
 
+def unit_groups(q: Query) -> tuple[ModelParams, list[list[int]]]:
+    """The dense unit X runs (model/sparse.dense_params) and its fused groups in the
+    unit's order, each as the positions k of its products (a sparse query's positions
+    that the metadata leaves out dropped)."""
+    unit = dense_params(q.p)
+    pos_of = {j: k for k, j in q.unit_index().items()}
+    order = unit.k_order()
+    return unit, [[pos_of[j] for j in order[lo:hi] if j in pos_of] for lo, hi in unit.groups()]
+
+
 def aligned_rows(q: Query, fixed: dict[str, int], normal: dict[str, bool]) -> list[dict]:
     """Rows of the worst configurations of the first fused group's exact loss bound,
     with all terms of one sign (both signs), for FDA units that truncate; [] otherwise."""
     p = q.p
     if p.algorithm != Algorithm.FDA or p.align != AlignMode.TRUNCATE:
         return []
-    lo, hi = p.groups()[0]
-    n = hi - lo
-    order = p.k_order()[lo:hi]
+    unit, groups = unit_groups(q)
+    order = groups[0]
     norm = tuple(normal.items())
     rows = []
     shapes = []
-    for w in worst_configs(p, n, p.c_fmt, norm):
+    for w in worst_configs(unit, len(order), p.c_fmt, norm):
         row = _realise(q, w, order, normal)
         if row is None:
             continue
         shapes.append(row)
-        chained = _repeat_in_later_groups(p, row, order)
+        chained = _repeat_in_later_groups(groups, row, order)
         if chained is not None:
             shapes.append(chained)
     for row in shapes:
@@ -106,19 +116,17 @@ def aligned_rows(q: Query, fixed: dict[str, int], normal: dict[str, bool]) -> li
     return rows
 
 
-def _repeat_in_later_groups(p: ModelParams, row: dict, order: list[int]) -> dict | None:
-    """The row with every later group of a chain given the first group's products other
-    than its first (the leader's place): when the first group loses its other terms
-    whole, its result is the leader, which leads the next group at the same E, and that
-    group's copies lose as much again (None for one group)."""
-    groups = p.groups()
+def _repeat_in_later_groups(groups: list[list[int]], row: dict, order: list[int]) -> dict | None:
+    """The row with every later group of a chain (`groups`: unit_groups) given the first
+    group's products other than its first (the leader's place): when the first group
+    loses its other terms whole, its result is the leader, which leads the next group
+    at the same E, and that group's copies lose as much again (None for one group)."""
     if len(groups) < 2:
         return None
     out = dict(row)
     first = [(row[f"a{k}"], row[f"b{k}"]) for k in order[1:]]
-    korder = p.k_order()
-    for lo, hi in groups[1:]:
-        for i, k in enumerate(korder[lo:hi]):
+    for positions in groups[1:]:
+        for i, k in enumerate(positions):
             a, b = first[i % len(first)] if first else (0, 0)
             out[f"a{k}"], out[f"b{k}"] = a, b
     return out

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -174,8 +175,10 @@ def make_bound_query(
     measure: Measure,
     constraints: tuple[Constraint, ...],
     threshold: Fraction = Fraction(0),
+    meta: Sequence[int] | None = None,
 ) -> Query:
-    """The error-exceeds query of a bound (UserError for bad variants or classes)."""
+    """The error-exceeds query of a bound (UserError for bad variants or classes); a
+    sparse instruction's for the metadata `meta` (smt/query.with_meta)."""
     q = make_query(
         hypothesis,
         against or EXACT,
@@ -184,6 +187,7 @@ def make_bound_query(
         constraints,
         measure=measure,
         threshold=threshold,
+        meta=meta,
     )
     if q.p.scale_fmt is not None:
         raise UserError(
@@ -214,13 +218,15 @@ def bound(
     check_class: bool = True,
     sample_rows: int = 1000,
     search_share: float = 0.2,
+    meta: Sequence[int] | None = None,
 ) -> Certificate:
     """The certified interval of `hypothesis`'s worst `measure` against the exact result
     (or against the variant `against`) over the class `constraints` (default: finite
     inputs, no overflow). `timeout` is the budget of the whole search; `limits` picks the
     solvers; `search_share` of it (at most SEARCH_S) goes to the structured search for
     large errors (extremal.py) before the solvers. Ctrl-C ends the search with the
-    interval found so far (`interrupted`)."""
+    interval found so far (`interrupted`). `meta`: a sparse (mma.sp) instruction's
+    metadata (default: the first pattern in every group)."""
     if isinstance(measure, str):
         try:
             measure = Measure.parse(measure)
@@ -235,9 +241,10 @@ def bound(
     unfixed = tuple(
         c for c in cons if not (c.kind == ConstraintKind.FIX and c.operands == UNRESOLVED)
     )
-    q0 = make_bound_query(hypothesis, against, instr, measure, unfixed)
+    q0 = make_bound_query(hypothesis, against, instr, measure, unfixed, meta=meta)
     cons = resolve_fixes(cons, q0)
-    q0 = make_bound_query(hypothesis, against, instr, measure, cons)
+    q0 = make_bound_query(hypothesis, against, instr, measure, cons, meta=meta)
+    cons = q0.constraints
     limits = limits or Limits()
     if check_class and class_is_empty(q0, limits):
         raise UserError(
@@ -314,7 +321,10 @@ def _compose_upper(cert: Certificate, q: Query, against: str | None, cons) -> No
     <= |d_X - e| + |e - d_Y|). Over a class of one sign (one_sign: |e| = M) it also
     bounds rel and ulp: rel = normwise against e; against Y, |d_Y| >= M (1 - U_Y); and
     ulp(r) > 2^-p |r| (p: d's precision; r in its binade [2^E, 2^(E+1)), ulp 2^(E-p+1)),
-    so ulp <= 2^p rel."""
+    so ulp <= 2^p rel. A sparse instruction's bound is its dense unit's
+    (model/sparse.dense_params): the unit on the selected products, or on all K with
+    the others +0, a subset of that unit's inputs either way."""
+    from ..model.sparse import dense_params
     from .compose import Argument, instruction_bound
 
     scaled = cert.measure in (Measure.REL, Measure.ULP)
@@ -327,7 +337,7 @@ def _compose_upper(cert: Certificate, q: Query, against: str | None, cons) -> No
     lines: list[str] = []
     uppers = []
     for name, p in parts:
-        arg = instruction_bound(p, cons)
+        arg = instruction_bound(dense_params(p), cons)
         if not isinstance(arg, Argument):
             cert.argument = [f"no composed bound for {name}: {arg.reason}"]
             return

@@ -21,11 +21,11 @@ from fractions import Fraction
 
 from ..formats import Format, round_fraction
 from ..model.params import Algorithm
-from ..smt.query import Query
-from .aligned_rows import aligned_rows
+from ..smt.query import Query, fixed_inputs
+from .aligned_rows import aligned_rows, unit_groups
 from .compose import class_normal
 from .extremal_cdna3 import fdrda_rows
-from .sample import Sampled, best_of, fixed_inputs
+from .sample import Sampled, best_of
 
 BATCH = 256
 """Rows per evaluation (structured draws and mutants alike)."""
@@ -65,9 +65,9 @@ def structured_row(q: Query, rng: random.Random, fixed: dict[str, int]) -> dict[
     hi = af.spec.emax + bf.spec.emax
     E = rng.choice([0, 0, 2, 4, min(8, cf.spec.emax - 1)])
     neg = rng.random() < 0.1
-    row: dict[str, int] = {}
+    row = _zero_row(p.K)
     row["c"] = 0 if rng.random() < 0.15 else _value(cf, _sig(cf, rng, one=0.4), E, neg)
-    for k in range(p.K):
+    for k in q.product_positions():
         j = rng.choice([0, 1, 1, 2, 2, 3, rng.randint(-2, F)])
         t = max(lo, min(hi, E - F + j))
         ea_lo = max(af.spec.emin, t - bf.spec.emax)
@@ -81,6 +81,11 @@ def structured_row(q: Query, rng: random.Random, fixed: dict[str, int]) -> dict[
         row[f"b{k}"] = _value(bf, _sig(bf, rng), eb, False)
     row.update(fixed)
     return row
+
+
+def _zero_row(K: int) -> dict[str, int]:
+    """Every a_k and b_k +0 (the products a row leaves out) and c +0."""
+    return {f"a{k}": 0 for k in range(K)} | {f"b{k}": 0 for k in range(K)} | {"c": 0}
 
 
 def _full_product(row: dict, k: int, t: int, neg: bool, af: Format, bf: Format) -> None:
@@ -111,14 +116,15 @@ def argument_rows(q: Query, fixed: dict[str, int]) -> list[dict[str, int]]:
         c_sigs.append(1 + Fraction(1, 1 << F) - Fraction(1, 1 << cf.spec.mbits))
     # the place of each product in its fused group: the first n_low of every group keep
     # nothing, so that every group's kept sum ends between two ulps of the running sum
-    order = p.k_order()
-    place = {order[i]: i - lo for lo, hi in p.groups() for i in range(lo, hi)}
+    # (the groups of the dense unit X runs: a sparse query's products are its entries)
+    place = {k: i for group in unit_groups(q)[1] for i, k in enumerate(group)}
+    positions = q.product_positions()
     for E in (0, 1, 2, 4):
-        for n_low in range(min(p.K, 8) + 1):
+        for n_low in range(min(len(positions), 8) + 1):
             for neg, c_sig in ((n, c) for n in (False, True) for c in c_sigs):
-                row = {"c": _value(cf, c_sig, E, neg)}
-                for k in range(p.K):
-                    low = place.get(k, k) < n_low
+                row = _zero_row(p.K) | {"c": _value(cf, c_sig, E, neg)}
+                for k in positions:
+                    low = place[k] < n_low
                     _full_product(row, k, E - F - (2 if low else 1), neg, af, bf)
                 row.update(fixed)
                 rows.append(row)
@@ -133,12 +139,13 @@ def argument_rows(q: Query, fixed: dict[str, int]) -> list[dict[str, int]]:
                 if not bf.spec.emin <= eb <= bf.spec.emax:
                     continue
                 for neg in (False, True):
-                    row = {"c": 0}
-                    row["a0"] = round_fraction(
+                    row = _zero_row(p.K)
+                    k0 = positions[0]
+                    row[f"a{k0}"] = round_fraction(
                         (-1 if neg else 1) * sig_a * Fraction(2) ** af.spec.emin, af
                     )
-                    row["b0"] = _value(bf, _top(bf), eb, False)
-                    for k in range(1, p.K):
+                    row[f"b{k0}"] = _value(bf, _top(bf), eb, False)
+                    for k in positions[1:]:
                         _full_product(row, k, E - F - 1, neg, af, bf)
                     row.update(fixed)
                     rows.append(row)

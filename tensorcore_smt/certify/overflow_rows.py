@@ -21,8 +21,8 @@ from fractions import Fraction
 from itertools import permutations
 
 from ..formats import Format, max_finite_bits, round_fraction, value_of
-from ..smt.query import Query
-from .sample import Sampled, best_of, fixed_inputs
+from ..smt.query import Query, fixed_inputs
+from .sample import Sampled, best_of
 
 MAX_PLACEMENTS = 4096
 """Rows tried at most (placements of the two parts over the K products, two signs)."""

@@ -59,19 +59,27 @@ def _witness_hex(cert: Certificate) -> dict | None:
         out["exact"] = rational(e)
     else:
         out["y"] = format_hex(cert.witness_outputs[1], p.d_fmt)
+    if q.meta is not None:
+        out["meta"] = list(q.meta)  # a: the uncompressed row, +0 where none is kept
     return out
 
 
 def reproduce_command(cert: Certificate) -> str | None:
     """The `tcsmt simulate` line that re-runs the witness."""
-    wh = _witness_hex(cert)
-    if wh is None:
+    if cert.witness is None:
         return None
+    q = cert.query
+    p = q.p
+    v = q.vector_fields(cert.witness)  # the unit's entries of A (and a sparse one's metadata)
     arch = ["--arch", cert.hypothesis]
     if cert.against != EXACT:
         arch += ["--arch", cert.against]
     args = ["tcsmt", "simulate", *arch, "--instr", cert.instruction]
-    args += ["--a", ",".join(wh["a"]), "--b", ",".join(wh["b"]), "--c", wh["c"]]
+    args += ["--a", ",".join(format_hex(x, p.a_fmt) for x in v["a"])]
+    args += ["--b", ",".join(format_hex(x, p.b_fmt) for x in v["b"]), "--c"]
+    args.append(format_hex(v["c"], p.c_fmt))
+    if v["metadata"] is not None:
+        args += ["--meta", ",".join(map(str, v["metadata"]))]
     return " ".join(shlex.quote(a) for a in args)
 
 

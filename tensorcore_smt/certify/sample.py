@@ -22,7 +22,7 @@ from ..bv.core import BV
 from ..bv.vector import VECTOR
 from ..formats import Format, round_fraction, value_of
 from ..model.measure import exact_value, measure_value
-from ..smt.query import ConstraintKind, Query, constraint_terms
+from ..smt.query import Query, constraint_terms, fixed_inputs
 
 
 @dataclass
@@ -61,18 +61,6 @@ def sample_best(q: Query, rows: int, seed: int = 0, window: int = 8) -> Sampled 
     return best_of(q, drawn)
 
 
-def fixed_inputs(q: Query) -> dict[str, int]:
-    """The inputs the class fixes (fix:NAME=HEX; products a class leaves out are +0)."""
-    names = [o.name for o in q.operands]
-    fixed: dict[str, int] = {}
-    for cn in q.constraints:
-        if cn.kind == ConstraintKind.FIX:
-            fixed[cn.operands] = cn.bits
-        elif cn.kind in (ConstraintKind.TERMS, ConstraintKind.ZERO_K):
-            fixed.update({n: 0 for n in names if cn.applies_to(n)})
-    return fixed
-
-
 def in_class(q: Query, drawn: list[dict[str, int]]) -> np.ndarray:
     """Which rows (input name -> bits) lie in the class of `q`, decided by its constraints
     on the concrete vector interpreter."""
@@ -106,11 +94,12 @@ def best_of(q: Query, drawn: list[dict[str, int]]) -> Sampled | None:
     kept = [v for v, keep in zip(drawn, ok) if keep]
     if not kept:
         return None
-    A = np.array([[v[f"a{i}"] for i in range(p.K)] for v in kept], dtype=np.uint64)
+    A = np.array([q.unit_a([v[f"a{i}"] for i in range(p.K)]) for v in kept], dtype=np.uint64)
     B = np.array([[v[f"b{i}"] for i in range(p.K)] for v in kept], dtype=np.uint64)
     C = np.array([v["c"] for v in kept], dtype=np.uint64)
-    X = simulate_params(q.params[0], A, B, C)
-    Y = X if q.against_exact else simulate_params(q.params[1], A, B, C)
+    meta = list(q.meta) if q.meta is not None else None
+    X = simulate_params(q.params[0], A, B, C, meta=meta)
+    Y = X if q.against_exact else simulate_params(q.params[1], A, B, C, meta=meta)
     best: Sampled | None = None
     for i, vals in enumerate(kept):
         a = [vals[f"a{k}"] for k in range(p.K)]

@@ -21,7 +21,7 @@ from ..errors import ExitCode, UserError
 from ..model.measure import Measure
 from ..smt.solve import Limits, solvers_for
 from .base import check_out, main, write_or_print
-from .options import Ranged
+from .options import META_OPTION, Ranged, parse_meta
 
 
 def _fraction(text: str, what: str) -> Fraction:
@@ -62,6 +62,7 @@ _run = bound
     "overflow always.",
 )
 @click.option("--instr", default=None, help="Instruction (default: the preset's default).")
+@META_OPTION
 @click.option(
     "--resolution",
     default=str(DEFAULT_RESOLUTION),
@@ -120,6 +121,7 @@ def bound_cmd(
     measure_name: str,
     wheres: tuple[str, ...],
     instr: str | None,
+    meta_text: str | None,
     resolution: str,
     timeout: float,
     solver: str,
@@ -152,7 +154,10 @@ def bound_cmd(
     except ValueError as e:
         raise UserError(f"--solver: {e}") from None
     cons = default_class() + tuple(parse_where(w) for w in wheres)
+    meta = parse_meta(meta_text)
     if gemm:
+        if meta is not None:
+            raise UserError("--meta applies to a sparse (mma.sp) instruction, not --gemm")
         _gemm(hypothesis, against, measure, cons, depth, rows, r, as_json, out, instr)
         return
     progress = None
@@ -174,6 +179,7 @@ def bound_cmd(
             limits=Limits(solver, timeout, jobs, 8192, confirm, 0),
             on_step=progress,
             check_class=True,
+            meta=meta,
         )
     except WitnessBug as e:
         click.echo(f"tcsmt: internal error: {e}", err=True)

@@ -18,7 +18,16 @@ from ..spec.presets import PRESETS
 from ..validation import vectors as vec
 from ..validation.distributed import TaskFailure, connect
 from .base import check_out, main, write_or_print
-from .options import Ranged, Spinner, cluster_options, limits_from, solver_options_common
+from .options import (
+    META_OPTION,
+    Ranged,
+    Spinner,
+    check_vector_out,
+    cluster_options,
+    limits_from,
+    parse_meta,
+    solver_options_common,
+)
 
 
 def _dumps(vf, out) -> str:
@@ -81,12 +90,14 @@ def _summary_line(a: QueryAnswer) -> str:
     help=f"Seconds of concrete search for a witness before the solvers (0: none; default "
     f"{SEARCH_S:g} with the portfolio, 0 with one --solver).",
 )
+@META_OPTION
 @solver_options_common
 @cluster_options
 def find_cmd(
     prop_name: str | None,
     arch: str,
     instr: str | None,
+    meta_text: str | None,
     run_all: bool,
     properties_dir: str | None,
     search_s: float | None,
@@ -116,6 +127,8 @@ def find_cmd(
             raise UserError("give either --property or --all")
         if out is not None:
             raise UserError("--out writes the witnesses of one --property; not with --all")
+        if meta_text is not None:
+            raise UserError("--meta asks one sparse instruction (--property, --instr)")
         _find_all(arch, pdir, limits, as_json, workers, scheduler, dashboard)
         return
     if workers is not None or scheduler is not None or dashboard:
@@ -125,14 +138,17 @@ def find_cmd(
     if not prop_name:
         raise UserError("--property NAME (or --all) is required")
     prop = get(prop_name, pdir)
-    bound = prop.bind(arch, instr)  # not applicable -> exit 2 before any solving
+    meta = parse_meta(meta_text)
+    bound = prop.bind(arch, instr, meta)  # not applicable -> exit 2 before any solving
+    if bound:
+        check_vector_out(bound[0][1], out)
     if sys.stderr.isatty() and not as_json:  # before solving, beside the spinner
         click.echo(budget_line(limits, len(bound)), err=True)
     spinner = Spinner(sys.stderr.isatty() and not as_json)
     answers: list[QueryAnswer] = []
     interrupted = False
     try:
-        for a in find_iter(prop, arch, instr, limits, spinner):
+        for a in find_iter(prop, arch, instr, limits, spinner, meta):
             answers.append(a)
     except KeyboardInterrupt:
         interrupted = True

@@ -163,10 +163,34 @@ def constraint_options(f: Callable) -> Callable:
         click.option(
             "--fix", "fixes", multiple=True, metavar="NAME=HEX", help="Fix one input (a0=0x3c00)."
         ),
+        META_OPTION,
     ]
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+META_OPTION = click.option(
+    "--meta",
+    "meta_text",
+    default=None,
+    metavar="I,J,...",
+    help="Sparse (mma.sp) instructions: the metadata, the position (0..3; tf32 0..1) in "
+    "its group of each kept entry of A, or one group's pattern that every group keeps "
+    "(default: the first pattern). The inputs are then A's uncompressed row a0..a{K-1}, "
+    "+0 where the metadata keeps nothing.",
+)
+
+
+def parse_meta(text: str | None) -> list[int] | None:
+    """--meta: comma-separated small integers (checked against the instruction later)."""
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",")] if text.strip() else []
+    try:
+        return [int(t, 0) for t in items]
+    except ValueError:
+        raise UserError(f"--meta: {text!r} is not a comma-separated list of integers") from None
 
 
 def solver_options_common(f: Callable) -> Callable:
@@ -270,11 +294,23 @@ def build_query(variant_x: str, variant_y: str, goal: Goal, opts: dict) -> Query
     """The query the constraint options in `opts` (as click parsed them) describe."""
     cons = constraints_from(opts)
     instr = opts["instr"]
-    q = make_query(variant_x, variant_y, instr, goal, tuple(cons))
+    meta = parse_meta(opts.get("meta_text"))
+    q = make_query(variant_x, variant_y, instr, goal, tuple(cons), meta=meta)
     if opts["fixes"]:
         fixed = tuple(parse_fix(f, q.operands) for f in opts["fixes"])
-        q = make_query(variant_x, variant_y, instr, goal, tuple(cons) + fixed)
+        q = make_query(variant_x, variant_y, instr, goal, tuple(cons) + fixed, meta=meta)
     return q
+
+
+def check_vector_out(q: Query, out: str | Path | None) -> None:
+    """Refuse, before any work, a CSV --out for witnesses that only JSON can hold (a
+    block-scaled unit's scale factors, a sparse unit's metadata)."""
+    from ..validation.vectors import is_csv, json_only
+
+    if out and is_csv(out):
+        why = json_only(q.p.scale_fmt is not None, getattr(q, "meta", None) is not None)
+        if why:
+            raise UserError(f"--out {out}: {why}")
 
 
 QUERIES_DIR = Path("queries")

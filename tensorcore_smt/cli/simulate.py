@@ -16,7 +16,7 @@ from ..model.params import ModelParams
 from ..smt.answers import describe
 from ..spec.presets import parse_variant
 from .base import check_out, main, write_or_print
-from .options import engine_option
+from .options import engine_option, parse_meta
 
 
 def _parse_list(text: str, fmt: Format, field: str, k: int) -> list[int]:
@@ -106,7 +106,7 @@ def simulate(
     b = _parse_list(b_text, p.b_fmt, "b", p.K)
     c = parse_hex(c_text, p.c_fmt, "c")
     sa, sb = _parse_scales(p, sa_text, sb_text)
-    meta = _parse_meta(meta_text)
+    meta = parse_meta(meta_text)
     for name, pm in models:
         if (pm.scale_fmt, pm.n_scales) != (p.scale_fmt, p.n_scales):
             raise UserError(f"{name!r} takes other scale factors than {arch!r} on {inst_name}")
@@ -142,17 +142,6 @@ def simulate(
             continue
         click.echo(f"{name} {parse_variant(name).run_name(inst_name)}")
         click.echo(f"d = {describe(d, pm.d_fmt)}")
-
-
-def _parse_meta(text: str | None) -> list[int] | None:
-    """--meta: comma-separated small integers (checked against the instruction later)."""
-    if text is None:
-        return None
-    items = [t.strip() for t in text.split(",")] if text.strip() else []
-    try:
-        return [int(t, 0) for t in items]
-    except ValueError:
-        raise UserError(f"--meta: {text!r} is not a comma-separated list of integers") from None
 
 
 def _parse_scales(

@@ -24,9 +24,11 @@ from .gemm_solve import DEFAULT_K, run_gemm
 from .options import (
     Spinner,
     build_query,
+    check_vector_out,
     constraint_options,
     export_query,
     limits_from,
+    parse_meta,
     query_options,
     solver_options,
 )
@@ -52,16 +54,13 @@ def save_witness(o: Outcome, path: str) -> bool:
     from ..validation import vectors
 
     q, w = o.query, o.witness
-    p = q.p
     vf = vectors.VectorFile(
         arch=q.variants[0].split("[")[0].strip(),
         instruction=q.instruction,
         variants=list(q.variants),
         vectors=[
             vectors.Vector(
-                a=[w.inputs[f"a{i}"] for i in range(p.K)],
-                b=[w.inputs[f"b{i}"] for i in range(p.K)],
-                c=w.inputs["c"],
+                **q.vector_fields(w.inputs),
                 predicted=dict(zip(q.variants, w.outputs)),
                 note=f"{q.goal.value}: {q.variants[0]} vs {q.variants[1]}",
             )
@@ -76,6 +75,7 @@ def run(
     """Answer, report, write files, exit with the command's code for the verdict."""
     solvers_for(limits.solver)  # bad solver names and output paths fail before any work
     check_out(out)
+    check_vector_out(q, out)
     files: list[str] = []
     if export is not None:
         files.append(str(export_query(q, export or None)))
@@ -143,42 +143,15 @@ def _gemm_level(x: str, y: str, opts: dict) -> bool:
         raise UserError(
             "--k, --zero-k and --dtype apply to GEMM hypotheses ARCH[...]/SCHEDULE[...]"
         )
+    if gx and opts.get("meta_text") is not None:
+        raise UserError("--meta applies to a sparse (mma.sp) instruction, not a GEMM")
     return gx
-
-
-_META = click.option(
-    "--meta",
-    "meta_text",
-    default=None,
-    help="Sparse (mma.sp) instructions: the metadata, one index (0..3; tf32 0..1) a kept "
-    "element of a, or one group's pattern for every group (default: the first pattern).",
-)
-
-
-def _sparse_or_dense(x: str, y: str, opts: dict, codes, compare_errors: bool = False) -> None:
-    """A structured-sparse instruction's question is answered (and the command exits)
-    here (cli/sparse_solve.py); --meta on a dense one is one line."""
-    from .sparse_solve import run_sparse, sparse_params
-
-    if is_gemm(x) or is_gemm(y):
-        if opts.get("meta_text") is not None:
-            raise UserError("--meta applies to a sparse (mma.sp) instruction, not a GEMM")
-        return
-    pair = sparse_params(x, y, opts.get("instr"))
-    if pair is None:
-        if opts.get("meta_text") is not None:
-            raise UserError("--meta: metadata given to a dense instruction; allowed: none")
-        return
-    if compare_errors:
-        raise UserError("--compare-errors is not asked of a sparse (mma.sp) instruction")
-    run_sparse(x, y, pair, opts, codes)
 
 
 @main.command()
 @query_options
 @solver_options
 @gemm_options
-@_META
 @click.option(
     "--compare-errors",
     is_flag=True,
@@ -192,7 +165,6 @@ def diff(variant_x: str, variant_y: str, compare_errors: bool, focus: bool, **op
     Exit 0: witness found (re-checked on the concrete model); 1: proved equal; 3: unknown.
     """
     goal = Goal.COMPARE_ERRORS if compare_errors else Goal.DIFFER
-    _sparse_or_dense(variant_x, variant_y, opts, _DIFF_EXIT, compare_errors)
     if _gemm_level(variant_x, variant_y, opts):
         if compare_errors:
             raise UserError("--compare-errors is not asked of GEMM hypotheses")
@@ -205,14 +177,12 @@ def diff(variant_x: str, variant_y: str, compare_errors: bool, focus: bool, **op
 @query_options
 @solver_options
 @gemm_options
-@_META
 def prove(variant_x: str, variant_y: str, focus: bool, **opts) -> None:
     """Prove two variants (or two GEMM hypotheses ARCH[...]/SCHEDULE[...]) give the same
     bits on every input (subject to the constraints).
 
     Exit 0: proved; 1: refuted (a witness is shown); 3: unknown.
     """
-    _sparse_or_dense(variant_x, variant_y, opts, _PROVE_EXIT)
     if _gemm_level(variant_x, variant_y, opts):
         run_gemm(variant_x, variant_y, Goal.EQUIVALENT, opts, limits_from(opts), _PROVE_EXIT, False)
     q = build_query(variant_x, variant_y, Goal.EQUIVALENT, opts)
@@ -267,7 +237,8 @@ def export(
             raise UserError("give either two variants or --property, not both")
         if not arch:
             raise UserError("--property needs --arch")
-        for _, q in get(prop_name).bind(arch, opts["instr"]):
+        meta = parse_meta(opts["meta_text"])
+        for _, q in get(prop_name).bind(arch, opts["instr"], meta):
             dst = Path(out) / f"{q.slug}.smt2" if out else None
             if dst is not None:
                 dst.parent.mkdir(parents=True, exist_ok=True)  # --out names a folder here

@@ -18,6 +18,7 @@ unit's own code, on the symbolic interpreter as on the others.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import combinations
 
 import numpy as np
 
@@ -50,6 +51,38 @@ def check_metadata(meta: Sequence[int], p: ModelParams) -> list[int]:
                 f"increasing indices in 0..{g - 1}"
             )
     return idx
+
+
+def patterns(p: ModelParams) -> list[tuple[int, ...]]:
+    """Every valid selection of one group: `sparse_keep` distinct increasing positions."""
+    return list(combinations(range(p.sparse_group), p.sparse_keep))
+
+
+def meta_indices(pattern: tuple[int, ...], p: ModelParams) -> list[int]:
+    """The metadata (one index a kept element) of a row whose every group keeps
+    `pattern`."""
+    return list(pattern) * (p.n_a // p.sparse_keep)
+
+
+def metadata_for(given: Sequence[int] | None, p: ModelParams) -> list[int]:
+    """The metadata a question asks with: `given` in full (one index a kept element),
+    one group's pattern (`sparse_keep` indices) that every group then keeps, or None
+    for the first pattern in every group; checked (ValueError otherwise)."""
+    if given is None:
+        return meta_indices(patterns(p)[0], p)
+    if len(given) == p.sparse_keep and p.n_a != p.sparse_keep:
+        given = meta_indices(tuple(given), p)
+    return check_metadata(given, p)
+
+
+def describe_metadata(meta: Sequence[int], p: ModelParams) -> str:
+    """The metadata as `--meta` takes it: one group's pattern when every group keeps
+    the same, else every index."""
+    keep = p.sparse_keep
+    first = tuple(meta[:keep])
+    if list(meta) == meta_indices(first, p):
+        return ",".join(map(str, first))
+    return ",".join(map(str, meta))
 
 
 def positions(meta: Sequence[int], p: ModelParams) -> list[int]:

@@ -15,22 +15,16 @@ element of the pair and 0b1110 for the second.
 
 from __future__ import annotations
 
-from itertools import combinations
-
 import numpy as np
 
 from ..model.params import ModelParams
+from ..model.sparse import meta_indices, patterns
 
 NIBBLES = 8
 """Nibbles of the 32-bit metadata register."""
 
 TF32_NIBBLE = {0: 0b0100, 1: 0b1110}
 """The nibble of .tf32's 1:2 sparsity, by the kept element of the pair."""
-
-
-def patterns(p: ModelParams) -> list[tuple[int, ...]]:
-    """Every valid selection of one group: `sparse_keep` distinct increasing positions."""
-    return list(combinations(range(p.sparse_group), p.sparse_keep))
 
 
 def nibble(pattern: tuple[int, ...], p: ModelParams) -> int:
@@ -44,12 +38,6 @@ def meta_word(pattern: tuple[int, ...], p: ModelParams) -> int:
     """The metadata register: `pattern`'s nibble in every nibble."""
     n = nibble(pattern, p)
     return sum(n << (4 * i) for i in range(NIBBLES))
-
-
-def meta_indices(pattern: tuple[int, ...], p: ModelParams) -> list[int]:
-    """The model's metadata (one index a kept element; model/sparse.py) of a row whose
-    every group keeps `pattern`."""
-    return list(pattern) * (p.n_a // p.sparse_keep)
 
 
 def row_metadata(which: np.ndarray, p: ModelParams) -> tuple[np.ndarray, np.ndarray]:

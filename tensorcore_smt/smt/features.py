@@ -24,6 +24,7 @@ from pathlib import Path
 from ..api import simulate_one
 from ..errors import UserError
 from ..model.params import ModelParams
+from ..model.sparse import dense_params
 from ..spec.presets import PRESETS, parse_variant
 from ..validation.vectors import Vector, VectorFile, load
 from .library import expand
@@ -253,12 +254,31 @@ class Cell:
     why: str = ""  # when no value: why
 
 
-def _files(results: Path, arch: str) -> list[VectorFile]:
-    return [load(f) for f in sorted((results / arch).glob("*.vectors.json"))]
+SPARSE_DIR = "sparse"
+"""results/ARCH/SPARSE_DIR/: the property library's witnesses on a sparse form (make
+results: bench/make_results.py --sparse), deduced into the matrix's sparse rows."""
+
+SPARSE_FEATURES: tuple[Feature, ...] = (
+    Feature(
+        "sparse_unit",
+        "dense unit (model/sparse.py)",
+        "carry-bits",
+        lambda p: {
+            "compressed": "{arch}[sparse=compressed]",
+            "expanded": "{arch}[sparse=expanded]",
+        },
+        "PTX ISA mma.sp (the two readings: docs/model.md)",
+    ),
+)
+"""Columns of the sparse rows only: which dense unit a sparse form is."""
 
 
-def _instruction(results: Path, arch: str, prop: str) -> str | None:
-    f = results / arch / f"{prop}.json"
+def _files(base: Path) -> list[VectorFile]:
+    return [load(f) for f in sorted(base.glob("*.vectors.json"))]
+
+
+def _instruction(base: Path, prop: str) -> str | None:
+    f = base / f"{prop}.json"
     if not f.exists():
         return None
     return json.loads(f.read_text()).get("instruction")
@@ -267,28 +287,39 @@ def _instruction(results: Path, arch: str, prop: str) -> str | None:
 Observer = Callable[[str, str, Vector], int | None]
 
 
+def _run(p: ModelParams, vec: Vector) -> int:
+    """d of the unit `p` on one test vector (with its metadata, for a sparse form)."""
+    return simulate_one(p, vec.a, vec.b, vec.c, meta=vec.metadata)
+
+
 def preset_observer(arch: str, instr: str, vec: Vector) -> int:
     """The arch preset's output: the stand-in for silicon."""
-    return simulate_one(parse_variant(arch).params(instr), vec.a, vec.b, vec.c)
+    return _run(parse_variant(arch).params(instr), vec)
 
 
 def deduce(
-    arch: str, results: Path = Path("results"), observe: Observer = preset_observer
+    arch: str,
+    results: Path = Path("results"),
+    observe: Observer = preset_observer,
+    folder: str = "",
 ) -> dict[str, Cell]:
-    """Every feature's value on `arch` from the vectors under `results`."""
-    files = _files(results, arch)
+    """Every feature's value on `arch` from the vectors under `results` (`folder`
+    SPARSE_DIR: the sparse form's, with its own columns)."""
+    base = results / arch / folder
+    files = _files(base)
     cells: dict[str, Cell] = {}
-    for feat in FEATURES + INT_FEATURES:
-        instr = _instruction(results, arch, feat.property)
+    extra = SPARSE_FEATURES if folder == SPARSE_DIR else ()
+    for feat in FEATURES + INT_FEATURES + extra:
+        instr = _instruction(base, feat.property)
         if instr is None:
-            summary = results / "summary.json"
+            summary = results / ("sparse.json" if folder == SPARSE_DIR else "summary.json")
             why = ""
             if summary.exists():
                 row = json.loads(summary.read_text()).get(arch, {}).get(feat.property, {})
                 why = row.get("not_applicable", "")
             cells[feat.key] = Cell("—", why=why or f"no {feat.property} results")
             continue
-        p = PRESETS[arch].instructions[instr].params
+        p = dense_params(PRESETS[arch].instructions[instr].params)  # the unit that runs
         why = feat.applies(p) if feat.applies is not None else None
         if why:
             cells[feat.key] = Cell("—", instr, why=why)
@@ -308,7 +339,7 @@ def deduce(
                 continue
             used += 1
             for k in list(alive):
-                if simulate_one(alive[k], vec.a, vec.b, vec.c) != seen:
+                if _run(alive[k], vec) != seen:
                     del alive[k]
         survivors = list(alive)
         if not survivors:
@@ -370,31 +401,43 @@ def compare(matrix: dict[str, dict[str, Cell]]) -> list[Comparison]:
     return out
 
 
-def to_json(matrix: dict[str, dict[str, Cell]]) -> dict:
+def _cells_json(matrix: dict[str, dict[str, Cell]]) -> dict:
     return {
-        "features": [
-            {"key": f.key, "column": f.column, "property": f.property, "source": f.source}
-            for f in FEATURES + INT_FEATURES
-        ],
-        "matrix": {
-            arch: {
-                k: {
-                    "value": c.value,
-                    "instruction": c.instruction,
-                    "survivors": c.survivors,
-                    "candidates": c.candidates,
-                    "vectors": c.vectors,
-                    "why": c.why,
-                }
-                for k, c in cells.items()
+        arch: {
+            k: {
+                "value": c.value,
+                "instruction": c.instruction,
+                "survivors": c.survivors,
+                "candidates": c.candidates,
+                "vectors": c.vectors,
+                "why": c.why,
             }
-            for arch, cells in matrix.items()
-        },
-        "references": [c.__dict__ | {"reference": c.reference.value} for c in compare(matrix)],
+            for k, c in cells.items()
+        }
+        for arch, cells in matrix.items()
     }
 
 
-def to_markdown(matrix: dict[str, dict[str, Cell]], observer: str = "the presets") -> str:
+def to_json(matrix: dict[str, dict[str, Cell]], sparse: dict | None = None) -> dict:
+    """The matrix (and its sparse rows, build_sparse) with the reference comparison."""
+    out = {
+        "features": [
+            {"key": f.key, "column": f.column, "property": f.property, "source": f.source}
+            for f in FEATURES + INT_FEATURES + SPARSE_FEATURES
+        ],
+        "matrix": _cells_json(matrix),
+        "references": [c.__dict__ | {"reference": c.reference.value} for c in compare(matrix)],
+    }
+    if sparse:
+        out["sparse"] = _cells_json(sparse)
+    return out
+
+
+def to_markdown(
+    matrix: dict[str, dict[str, Cell]], observer: str = "the presets", sparse: dict | None = None
+) -> str:
+    """results/features.md: the matrix, the integer units, the sparse forms (`sparse`,
+    build_sparse) and the comparison with the papers."""
     cols = [f.column for f in FEATURES]
     lines = [
         "# Feature matrix",
@@ -414,6 +457,7 @@ def to_markdown(matrix: dict[str, dict[str, Cell]], observer: str = "the presets
     for arch, cells in matrix.items():
         lines.append(f"| {arch} | " + " | ".join(cells[f.key].value for f in FEATURES) + " |")
     lines += _integer_rows(matrix)
+    lines += _sparse_rows(sparse or {})
     comps = compare(matrix)
     lines += [
         "",
@@ -474,3 +518,39 @@ def _integer_rows(matrix: dict[str, dict[str, Cell]]) -> list[str]:
 def build(results: Path = Path("results"), archs: list[str] | None = None) -> dict:
     """The matrix for `archs` (default: every preset) from the vectors under `results`."""
     return {a: deduce(a, results) for a in (archs or list(PRESETS))}
+
+
+def build_sparse(results: Path = Path("results")) -> dict:
+    """The sparse rows: every preset with witnesses under results/ARCH/SPARSE_DIR."""
+    return {
+        a: deduce(a, results, folder=SPARSE_DIR)
+        for a in PRESETS
+        if (results / a / SPARSE_DIR).is_dir()
+    }
+
+
+def _sparse_rows(sparse: dict[str, dict[str, Cell]]) -> list[str]:
+    """The sparse forms' table: the matrix's columns read on each preset's sparse form
+    (its dense unit), and which dense unit it is."""
+    if not sparse:
+        return []
+    cols = FEATURES + SPARSE_FEATURES
+    rows = []
+    for arch, cells in sparse.items():
+        instr = next((c.instruction for c in cells.values() if c.instruction), "")
+        rows.append(f"| {arch} | {instr} | " + " | ".join(cells[f.key].value for f in cols) + " |")
+    return [
+        "",
+        "## Sparse forms (mma.sp)",
+        "",
+        "The same deduction on the witnesses the library found on each preset's sparse form "
+        "(results/ARCH/sparse/, `make results`), every group of the metadata keeping "
+        "positions 0 and 1: the candidates are variants of the dense unit the preset says "
+        "the form runs (the 16 kept products), and the last column asks which dense unit "
+        "that is, compressed (the presets, confirmed on an H100) or expanded (K products, "
+        "+0 where A is pruned).",
+        "",
+        "| arch | instruction | " + " | ".join(f.column for f in cols) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in cols) + " |",
+        *rows,
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -64,12 +65,11 @@ def find(
     instr: str | None,
     limits: Limits,
     progress: Progress | None = None,
+    meta: Sequence[int] | None = None,
 ) -> list[QueryAnswer]:
-    """Run every query of `prop` on `arch`; each answer re-checked or confirmed."""
-    out = []
-    for spec, q in prop.bind(arch, instr):
-        out.append(QueryAnswer(spec, answer_query(q, _limits_for(spec, limits), progress)))
-    return out
+    """Run every query of `prop` on `arch`; each answer re-checked or confirmed (`meta`:
+    a sparse instruction's metadata)."""
+    return list(find_iter(prop, arch, instr, limits, progress, meta))
 
 
 # --- sweeps: one task per query, on a Dask cluster ------------------------------------
@@ -175,17 +175,7 @@ def vectors_of(prop: Property, arch: str, answers: list[QueryAnswer]):
         else:
             notes = [f"{tag}: {q.variants[0]} vs {q.variants[1]}"]
         for u, note in zip(q.input_sets(w.inputs), notes):
-            vecs.append(
-                vectors.Vector(
-                    a=[u[f"a{i}"] for i in range(q.p.K)],
-                    b=[u[f"b{i}"] for i in range(q.p.K)],
-                    c=u["c"],
-                    predicted={},
-                    note=note,
-                    sa=[u[f"sa{i}"] for i in range(q.p.n_scales)] if q.p.n_scales else None,
-                    sb=[u[f"sb{i}"] for i in range(q.p.n_scales)] if q.p.n_scales else None,
-                )
-            )
+            vecs.append(vectors.Vector(**q.vector_fields(u), predicted={}, note=note))
     vf = vectors.VectorFile(
         arch=arch, instruction=q0.instruction, variants=names, vectors=vecs, property=prop.name
     )
@@ -238,8 +228,9 @@ def find_iter(
     instr: str | None,
     limits: Limits,
     progress: Progress | None = None,
+    meta: Sequence[int] | None = None,
 ):
     """`find`, one answer at a time (a caller interrupted between queries keeps those
     already answered)."""
-    for spec, q in prop.bind(arch, instr):
+    for spec, q in prop.bind(arch, instr, meta):
         yield QueryAnswer(spec, answer_query(q, _limits_for(spec, limits), progress))

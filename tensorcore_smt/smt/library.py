@@ -31,6 +31,7 @@ import ast
 import operator
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
@@ -40,6 +41,7 @@ from ..errors import UserError
 from ..formats import Format
 from ..model.measure import Measure
 from ..model.params import ModelParams, Sparsity
+from ..model.sparse import dense_params
 from ..solvers.result import Answer
 from ..spec.datadirs import data_dir
 from ..spec.presets import PRESETS, Instruction, Preset
@@ -130,10 +132,20 @@ class Property:
             sorted(set(reasons))[:3]
         )
 
+    def not_applicable_to(self, inst: Instruction) -> str | None:
+        """Why the property asks nothing of the instruction `inst` named for it (None:
+        it asks something): its conditions, judged on the dense unit the instruction
+        runs (model/sparse.dense_params), or no query that applies."""
+        unit = dense_params(inst.params)
+        why = _mismatch(self.when, unit)
+        if why is None and not any(_mismatch(q.when, unit) is None for q in self.queries):
+            why = "no query applies"
+        return why
+
     def _pick(self, preset: Preset) -> tuple[Instruction | None, list[str]]:
         if self.gemm is not None:
             return self._pick_gemm(preset)
-        # sparse instructions (mma.sp) take metadata no query gives: smt/sparse.py asks them
+        # a sparse instruction (mma.sp) is asked about only when named (--instr, --meta)
         order = [preset.instructions[preset.default_instr]] + [
             i
             for n, i in preset.instructions.items()
@@ -177,13 +189,17 @@ class Property:
         inst = preset.instructions[instr] if instr else self.instruction_for(preset)
         out = []
         for spec in self.queries:
-            why = _mismatch(spec.when, inst.params)
+            why = _mismatch(spec.when, dense_params(inst.params))
             if why is not None:
                 out.append((spec.id, why))
         return out
 
-    def bind(self, arch: str, instr: str | None = None) -> list[tuple[QuerySpec, Query]]:
-        """The property's queries on one architecture (and instruction)."""
+    def bind(
+        self, arch: str, instr: str | None = None, meta: Sequence[int] | None = None
+    ) -> list[tuple[QuerySpec, Query]]:
+        """The property's queries on one architecture (and instruction). A sparse
+        instruction is asked for the metadata `meta` (smt/query.with_meta); its
+        conditions are those of the dense unit it runs (model/sparse.dense_params)."""
         if arch not in PRESETS:
             raise UserError(f"unknown architecture {arch!r}; known: {', '.join(PRESETS)}")
         preset = PRESETS[arch]
@@ -191,15 +207,17 @@ class Property:
             inst = preset.instructions.get(instr)
             if inst is None:
                 raise UserError(f"unknown instruction {instr!r} for {arch}")
-            r = _mismatch(self.when, inst.params)
+            r = self.not_applicable_to(inst)
             if r:
                 raise UserError(f"property {self.name!r} does not apply to {instr}: {r}")
         else:
             inst = self.instruction_for(preset)
+        if self.gemm is not None and meta is not None:
+            raise UserError("--meta applies to a sparse (mma.sp) instruction, not a GEMM")
         env = _template_env(arch, inst.params)
         out = []
         for spec in self.queries:
-            if _mismatch(spec.when, inst.params) is not None:
+            if _mismatch(spec.when, dense_params(inst.params)) is not None:
                 continue  # not a question on this instruction: see `skipped`
             x = expand(spec.x, env)
             y = expand(spec.y, env) if spec.y is not None else None
@@ -221,6 +239,7 @@ class Property:
                     grows=spec.grow or None,
                     measure=spec.measure,
                     threshold=spec.threshold,
+                    meta=meta,
                 )
             bound = QuerySpec(
                 spec.id,
@@ -228,7 +247,7 @@ class Property:
                 x,
                 y,
                 spec.constraints,
-                spec.expectation(q.p),
+                spec.expectation(dense_params(q.p)),
                 {k: expand(v, env) for k, v in spec.meaning.items()},
                 spec.timeout,
                 spec.grow,

@@ -15,7 +15,8 @@ must stay side by side so that they cannot drift apart.)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from fractions import Fraction
 
@@ -38,7 +39,9 @@ from ..formats import (
 from ..model import dot_add
 from ..model.exact import exact_dot, grid, on_grid_checked, value_on_grid
 from ..model.measure import Measure, exceeds, reference_terms
-from ..model.params import ModelParams
+from ..model.params import ModelParams, Sparsity
+from ..model.sparse import describe_metadata, metadata_for
+from ..model.sparse import positions as sparse_positions
 from ..model.terms import operand_addend
 from ..spec.presets import parse_variant
 from ..version import __version__
@@ -115,10 +118,16 @@ class ConstraintKind(Enum):
     # |c| + sum |a_k b_k| at least the output format's smallest normal number (or every
     # input zero): the exact magnitudes do not lie in the output's underflow range
     NO_UNDERFLOW = "no-underflow"
+    # a_k = +0 at the positions `positions` the metadata of a structured-sparse
+    # instruction does not select (Query.meta: the uncompressed row of A)
+    UNSELECTED = "unselected"
 
 
 GLOBAL_KINDS = frozenset({ConstraintKind.NO_OVERFLOW, ConstraintKind.NO_UNDERFLOW})
 """Constraints on the inputs together, not on each operand."""
+
+ZERO_KINDS = frozenset({ConstraintKind.TERMS, ConstraintKind.ZERO_K, ConstraintKind.UNSELECTED})
+"""Constraints that fix the inputs they apply to at +0."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +142,8 @@ class Constraint:
     bits: int | None = None
     reason: str = ""
     fmt: Format | None = None  # REPRESENTABLE: the narrower format
+    positions: tuple[int, ...] = ()  # UNSELECTED: the k where a_k = +0
+    meta_text: str = ""  # UNSELECTED: the metadata as --meta takes it
 
     def applies_to(self, name: str) -> bool:
         """Whether the constraint restricts input `name` (both input sets of a
@@ -146,6 +157,8 @@ class Constraint:
             return group in "ab" and index >= self.lo
         if self.kind == ConstraintKind.ZERO_K:
             return group in "ab" and self.lo <= index < self.hi
+        if self.kind == ConstraintKind.UNSELECTED:
+            return group == "a" and index in self.positions
         return group in self.operands
 
     def holds(self, x: BV, fmt: Format) -> Bool:
@@ -157,7 +170,7 @@ class Constraint:
             return ~u.sign
         if self.kind == ConstraintKind.NEGATIVE:
             return u.sign
-        if self.kind in (ConstraintKind.TERMS, ConstraintKind.ZERO_K):
+        if self.kind in ZERO_KINDS:
             return x.eq(0)
         if self.kind == ConstraintKind.FINITE:
             return finite
@@ -187,6 +200,8 @@ class Constraint:
             return f"--terms {self.lo}"
         if self.kind == ConstraintKind.ZERO_K:
             return f"--zero-k {self.lo}:{self.hi}"
+        if self.kind == ConstraintKind.UNSELECTED:
+            return f"--meta {self.meta_text}"
         sel = "" if self.operands == "abc" else f"{self.operands}="
         if self.kind == ConstraintKind.EXPONENT_WINDOW:
             return f"--exponent-window {sel}{self.lo}:{self.hi}"
@@ -266,7 +281,14 @@ class Operand:
 class Query:
     """A question about two variants of one instruction, or (goal non-monotone) about
     one variant on two related inputs: then `variants` and `params` hold X alone and
-    `grows` names the operand groups that grow from u to u_2 ("c", "abc", ...)."""
+    `grows` names the operand groups that grow from u to u_2 ("c", "abc", ...).
+
+    A structured-sparse instruction (mma.sp) is asked for one metadata `meta`: the
+    inputs are then the uncompressed row of A, a0..a{K-1}, whose entries the metadata
+    does not select are +0 (an UNSELECTED constraint), b0..b{K-1} and c. The unit takes
+    the selected entries (`unit_a`), and every reference (the exact result, the class's
+    grid) is the dense one of K products, exact because the products left out are
+    +0 * b_k with b_k finite wherever an error is measured."""
 
     variants: tuple[str, ...]
     instruction: str
@@ -279,6 +301,7 @@ class Query:
     # c + sum a_k b_k) or a second variant (the reference is Y's output)
     measure: Measure | None = None
     threshold: Fraction | None = None
+    meta: tuple[int, ...] | None = None  # a sparse instruction's metadata (model/sparse.py)
 
     @property
     def against_exact(self) -> bool:
@@ -359,6 +382,44 @@ class Query:
         runs its witness through the emulator)."""
         return None
 
+    def unit_a(self, a: list) -> list:
+        """The entries of A the unit takes: the selected ones of a sparse query's
+        uncompressed row (all of `a` otherwise). Works for bits, BV terms or columns."""
+        if self.meta is None:
+            return list(a)
+        return [a[k] for k in sparse_positions(self.meta, self.p)]
+
+    def product_positions(self) -> list[int]:
+        """The k whose product a_k b_k the unit can see: 0..K-1, or a sparse query's
+        positions the metadata selects."""
+        if self.meta is None:
+            return list(range(self.p.K))
+        return sparse_positions(self.meta, self.p)
+
+    def unit_index(self) -> dict[int, int]:
+        """k -> the index of product k among the entries of the dense unit X runs
+        (model/sparse.dense_params): k itself, or for a compressed sparse unit the rank
+        of k among the selected positions."""
+        pos = self.product_positions()
+        if self.meta is None or self.p.sparse != Sparsity.COMPRESSED:
+            return {k: k for k in pos}
+        return {k: j for j, k in enumerate(pos)}
+
+    def vector_fields(self, u: dict) -> dict:
+        """One input set `u` (name -> bits) as a test vector's fields: a (the unit's
+        entries), b, c, the scale factors of a block-scaled unit and a sparse unit's
+        metadata."""
+        p = self.p
+        n = p.n_scales
+        return {
+            "a": self.unit_a([u[f"a{i}"] for i in range(p.K)]),
+            "b": [u[f"b{i}"] for i in range(p.K)],
+            "c": u["c"],
+            "sa": [u[f"sa{i}"] for i in range(n)] if n else None,
+            "sb": [u[f"sb{i}"] for i in range(n)] if n else None,
+            "metadata": list(self.meta) if self.meta is not None else None,
+        }
+
     def input_sets(self, values: dict) -> tuple[dict, dict]:
         """(u, u_2) keyed by the base operand names (a0.., b0.., c): u_2 takes each
         `NAME_2` when declared, else the shared `NAME`. Works for bits or BV terms."""
@@ -383,9 +444,11 @@ def make_query(
     grows: str | None = None,
     measure: Measure | None = None,
     threshold: Fraction | None = None,
+    meta: Sequence[int] | None = None,
 ) -> Query:
     """Resolve two variant expressions on one instruction; UserError if they cannot be
-    compared (different instruction shapes or operand formats).
+    compared (different instruction shapes or operand formats). A structured-sparse
+    instruction is asked for the metadata `meta` (see `with_meta`).
 
     Goal non-monotone takes one variant `a` (`b` is None, or the same variant) and
     `grows`, the operand groups that grow from u to u_2 (default "c"). Goal
@@ -412,11 +475,11 @@ def make_query(
                 Fraction(threshold),
             )
             _check_fixes(q)
-            return q
+            return with_meta(q, meta)
     elif measure is not None or threshold is not None:
         raise ValueError(f"a measure and threshold apply only to goal {Goal.ERROR_EXCEEDS.value}")
     if goal.one_variant:
-        return _make_one_variant_query(a, b, instr, goal, constraints, name, grows)
+        return with_meta(_make_one_variant_query(a, b, instr, goal, constraints, name, grows), meta)
     if grows:
         raise UserError(f"grow={grows!r} applies only to goal {Goal.NON_MONOTONE.value}")
     if not b:
@@ -431,7 +494,7 @@ def make_query(
             f"pick a common one with --instr"
         ) from None
     pa, pb = va.params(inst.name), vb.params(inst_b.name)
-    for what in ("K", "a_fmt", "b_fmt", "c_fmt", "d_fmt"):
+    for what in ("K", "n_a", "a_fmt", "b_fmt", "c_fmt", "d_fmt"):
         if getattr(pa, what) != getattr(pb, what):
             raise UserError(
                 f"{a!r} and {b!r} differ in {what} on {inst.name}; only variants of one "
@@ -449,7 +512,42 @@ def make_query(
         None if threshold is None else Fraction(threshold),
     )
     _check_fixes(q)
-    return q
+    return with_meta(q, meta)
+
+
+def with_meta(q: Query, meta: Sequence[int] | None) -> Query:
+    """`q` asked for one metadata when its instruction is structured-sparse: the metadata
+    checked (None: the first pattern in every group; one group's pattern: every group
+    keeps it) and the entries of A it leaves out fixed at +0 (an UNSELECTED
+    constraint). UserError for metadata on a dense instruction, bad metadata, or a
+    --fix of a left-out entry to anything but +0."""
+    p = q.p
+    if p.sparse == Sparsity.NONE:
+        if meta is not None:
+            raise UserError("--meta: metadata given to a dense instruction; allowed: none")
+        return q
+    try:
+        m = metadata_for(meta, p)
+    except ValueError as e:
+        raise UserError(f"--meta: {str(e).removeprefix('metadata: ')}") from None
+    kept = set(sparse_positions(m, p))
+    left_out = tuple(k for k in range(p.K) if k not in kept)
+    for c in q.constraints:
+        if c.kind == ConstraintKind.FIX and c.operands[0] == "a" and c.bits != 0:
+            k = split_name(c.operands)[1]
+            if k in left_out:
+                raise UserError(
+                    f"--fix {c.operands}: the metadata does not select a{k} (it is +0); "
+                    f"selected: {', '.join(f'a{j}' for j in sorted(kept))}"
+                )
+    unselected = Constraint(
+        ConstraintKind.UNSELECTED,
+        "a",
+        positions=left_out,
+        meta_text=describe_metadata(m, p),
+        reason="the entries of A the metadata does not select",
+    )
+    return replace(q, constraints=q.constraints + (unselected,), meta=tuple(m))
 
 
 def _make_one_variant_query(
@@ -546,20 +644,14 @@ def build(q: Query, inputs: dict[str, BV]) -> Built:
     a, b, c = [u[f"a{i}"] for i in range(K)], [u[f"b{i}"] for i in range(K)], u["c"]
     conds = constraint_terms(q, inputs)
     if q.goal == Goal.ERROR_EXCEEDS:
-        x = dot_add(a, b, c, q.params[0], *scale_inputs(u, q.params[0]))
-        y = x if q.against_exact else dot_add(a, b, c, q.params[1], *scale_inputs(u, q.params[1]))
+        x = unit_output(q, q.params[0], u)
+        y = x if q.against_exact else unit_output(q, q.params[1], u)
         goal = _error_exceeds(q, x, y, a, b, c)
         return Built(inputs, (x, y), all_of(c.b, conds), goal)
     if q.goal == Goal.NON_MONOTONE:
         px = q.p
-        x = dot_add(a, b, c, px, *scale_inputs(u, px))
-        y = dot_add(
-            [u2[f"a{i}"] for i in range(K)],
-            [u2[f"b{i}"] for i in range(K)],
-            u2["c"],
-            px,
-            *scale_inputs(u2, px),
-        )
+        x = unit_output(q, px, u)
+        y = unit_output(q, px, u2)
         # u <= u_2: every operand of a growing group is at most its second copy
         conds += [
             value_le(inputs[o.name], inputs[o.name + SECOND], o.fmt)
@@ -569,13 +661,35 @@ def build(q: Query, inputs: dict[str, BV]) -> Built:
         goal = value_lt(y, x, px.d_fmt)
     else:
         pa, pb = q.params
-        x = dot_add(a, b, c, pa, *scale_inputs(u, pa))
-        y = dot_add(a, b, c, pb, *scale_inputs(u, pb))
+        x = unit_output(q, pa, u)
+        y = unit_output(q, pb, u)
         if q.goal in (Goal.DIFFER, Goal.EQUIVALENT):
             goal = x.ne(y)
         else:
             goal = _more_accurate(x, y, a, b, c, pa)
     return Built(inputs, (x, y), all_of(c.b, conds), goal)
+
+
+def unit_output(q: Query, p: ModelParams, u: dict) -> BV:
+    """d of the unit `p` (one of the query's hypotheses) on the input set `u` (name ->
+    BV): its entries of A (`Query.unit_a`), b, c, its scale factors and metadata."""
+    K = q.p.K
+    a = q.unit_a([u[f"a{i}"] for i in range(K)])
+    b = [u[f"b{i}"] for i in range(K)]
+    meta = list(q.meta) if q.meta is not None else None
+    return dot_add(a, b, u["c"], p, *scale_inputs(u, p), meta=meta)
+
+
+def fixed_inputs(q: Query) -> dict[str, int]:
+    """The inputs the class fixes: --fix NAME=HEX, and +0 where a constraint of
+    ZERO_KINDS leaves products (or a sparse row's entries) out."""
+    out: dict[str, int] = {}
+    for cn in q.constraints:
+        if cn.kind == ConstraintKind.FIX:
+            out[cn.operands] = cn.bits
+        elif cn.kind in ZERO_KINDS:
+            out.update({o.name: 0 for o in q.operands if cn.applies_to(o.name)})
+    return out
 
 
 def scale_inputs(u: dict, p: ModelParams) -> tuple[list | None, list | None]:
@@ -743,10 +857,7 @@ def _symbolic_inputs(q: Query) -> tuple[SymbolicBackend, dict[str, BV], list[Boo
     constant folding removes their share of the work) and are tied to their declared
     variable by an equation, so a model still reports every input."""
     s = SymbolicBackend()
-    fixed = {c.operands: c.bits for c in q.constraints if c.kind == ConstraintKind.FIX}
-    for c in q.constraints:
-        if c.kind in (ConstraintKind.TERMS, ConstraintKind.ZERO_K):
-            fixed.update({o.name: 0 for o in q.operands if c.applies_to(o.name)})
+    fixed = fixed_inputs(q)
     inputs: dict[str, BV] = {}
     ties: list[Bool] = []
     for o in q.operands:
@@ -771,7 +882,10 @@ def smtlib(q: Query, for_export: bool = False) -> str:
     roots = [built.constraint.v, built.goal.v] + [e.v for e in outs]
     names = [o.name for o in q.operands] + list(q.output_names)
     header = q.header_lines() if for_export else None
-    text = to_smtlib(roots, get_values=names if for_export else None, header=header)
+    declared = [s.var(o.name, o.width).v for o in q.operands]  # inputs no term reads, too
+    text = to_smtlib(
+        roots, get_values=names if for_export else None, header=header, declare=declared
+    )
     if not for_export:
         text = text.replace("(check-sat)\n", "")
     return text

@@ -33,17 +33,19 @@ def reproduce_commands(q: Query, inputs: dict[str, int]) -> list[str]:
     p = q.p
     out = []
     for u in q.input_sets(inputs)[: 2 if q.goal.one_variant else 1]:
-        a = ",".join(format_hex(u[f"a{i}"], p.a_fmt) for i in range(p.K))
-        b = ",".join(format_hex(u[f"b{i}"], p.b_fmt) for i in range(p.K))
-        c = format_hex(u["c"], p.c_fmt)
+        v = q.vector_fields(u)
         parts = ["tcsmt", "simulate"]
-        for v in q.variants:
-            parts += ["--arch", v]
-        parts += ["--instr", q.instruction, "--a", a, "--b", b, "--c", c]
-        if p.scale_fmt is not None:
-            for s in ("sa", "sb"):
-                xs = (format_hex(u[f"{s}{i}"], p.scale_fmt) for i in range(p.n_scales))
-                parts += [f"--{s}", ",".join(xs)]
+        for x in q.variants:
+            parts += ["--arch", x]
+        parts += ["--instr", q.instruction]
+        parts += ["--a", ",".join(format_hex(x, p.a_fmt) for x in v["a"])]
+        parts += ["--b", ",".join(format_hex(x, p.b_fmt) for x in v["b"])]
+        parts += ["--c", format_hex(v["c"], p.c_fmt)]
+        for s in ("sa", "sb"):
+            if v[s] is not None:
+                parts += [f"--{s}", ",".join(format_hex(x, p.scale_fmt) for x in v[s])]
+        if v["metadata"] is not None:
+            parts += ["--meta", ",".join(map(str, v["metadata"]))]
         out.append(shlex.join(parts))
     return out
 
@@ -98,6 +100,7 @@ def to_json(o: Outcome, files: list[str]) -> dict:
         },
         "variants": list(q.variants),
         "constraints": [c.describe() for c in q.constraints],
+        **({"meta": list(q.meta)} if q.meta is not None else {}),
         **({"relation": q.relation, "grows": q.grows} if q.goal.one_variant else {}),
         **answer_json(o, files),
     }

@@ -39,7 +39,7 @@ import numpy as np
 from ..bv.core import BV
 from ..bv.vector import VECTOR
 from ..formats import Format, Specials
-from .query import SECOND, ConstraintKind, Goal, Query, Recheck, recheck
+from .query import SECOND, ConstraintKind, Goal, Query, Recheck, fixed_inputs, recheck
 
 SEARCH_S = 2.0
 """Seconds `tcsmt find` gives the search before it starts the solvers (the portfolio).
@@ -112,17 +112,6 @@ def _group(fmt: Format, group: str, q: Query) -> _Group:
             g.lo, g.hi, g.integer = max(g.lo, 0), min(g.hi, cn.lo - 1), True
     g.hi = max(g.hi, g.lo)
     return g
-
-
-def _fixed(q: Query) -> dict[str, int]:
-    """Inputs the class fixes: fix:NAME=HEX, and the products it leaves out (+0)."""
-    out: dict[str, int] = {}
-    for cn in q.constraints:
-        if cn.kind == ConstraintKind.FIX:
-            out[cn.operands] = cn.bits
-        elif cn.kind in (ConstraintKind.TERMS, ConstraintKind.ZERO_K):
-            out.update({o.name: 0 for o in q.operands if cn.applies_to(o.name)})
-    return out
 
 
 def _encode(g: _Group, sign, exp, frac, zero) -> np.ndarray:
@@ -229,7 +218,7 @@ def candidates(q: Query, rng: np.random.Generator, n: int) -> dict[str, np.ndarr
     for o in base:
         if o.name[0] in q.grows:
             out[o.name + SECOND] = _grow(rng, out[o.name], o.fmt, groups[o.name[0]])
-    fixed = _fixed(q)
+    fixed = fixed_inputs(q)
     for name, bits in fixed.items():
         out[name] = np.full(n, bits, dtype=np.uint64)
     return out

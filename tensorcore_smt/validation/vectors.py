@@ -474,7 +474,7 @@ def json_object(text: str) -> Any:
 
 def load(path: str | Path) -> VectorFile:
     """Read and validate a vector file (JSON, or CSV when the name ends in .csv)."""
-    csv_format = Path(path).suffix.lower() == ".csv"
+    csv_format = is_csv(path)
     return load_file(path, lambda text: loads(text, csv_format=csv_format))
 
 
@@ -487,7 +487,7 @@ def loads(text: str, csv_format: bool = False) -> VectorFile:
 
 def dumps(vf: VectorFile, path: str | Path) -> str:
     """The text `save` writes to `path`: JSON, or CSV when the path ends in .csv."""
-    if Path(path).suffix.lower() == ".csv":
+    if is_csv(path):
         return to_csv(vf)
     return json.dumps(vf.to_json(), indent=2) + "\n"
 
@@ -511,6 +511,21 @@ def _csv_columns(K: int, variants: list[str]) -> list[str]:
     )
 
 
+def json_only(scales: bool, metadata: bool) -> str | None:
+    """Why vectors with scale factors or sparsity metadata cannot be written as CSV
+    (None: they can), so that a command refuses a CSV --out before any work."""
+    if scales:
+        return "CSV has no columns for scale factors (sa, sb); write JSON instead"
+    if metadata:
+        return "CSV has no columns for sparsity metadata; write JSON instead"
+    return None
+
+
+def is_csv(path: str | Path) -> bool:
+    """Whether a vector file path is read and written as CSV (by its extension)."""
+    return Path(path).suffix.lower() == ".csv"
+
+
 def to_csv(vf: VectorFile) -> str:
     """CSV text: a ``# tcsmt-vectors {header JSON}`` line, column names, one row per vector.
 
@@ -518,10 +533,11 @@ def to_csv(vf: VectorFile) -> str:
     prediction), note, source. Scale factors have no columns: a file whose vectors carry
     them is JSON only."""
     obj = vf.to_json()
-    if any("sa" in row for row in obj["vectors"]):
-        raise UserError("CSV has no columns for scale factors (sa, sb); write JSON instead")
-    if any("metadata" in row for row in obj["vectors"]):
-        raise UserError("CSV has no columns for sparsity metadata; write JSON instead")
+    why = json_only(
+        any("sa" in row for row in obj["vectors"]), any("metadata" in row for row in obj["vectors"])
+    )
+    if why:
+        raise UserError(why)
     header = {k: v for k, v in obj.items() if k != "vectors"}
     out = io.StringIO()
     out.write(CSV_MARK + json.dumps(header) + "\n")
