@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from tensorcore_smt import api
 from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.solvers.runner import available
 
 K32 = "mma.sp.m16n8k32.f32.f16.f16.f32"
@@ -96,6 +97,29 @@ def test_meta_where_no_sparse_instruction_is_asked_is_one_line():
         assert len(r.output.strip().splitlines()) == 1
 
 
+@pytest.mark.skipif(SOLVER is None, reason="needs an SMT solver")
+def test_find_monotonicity_on_a_sparse_form_writes_vectors_with_metadata(tmp_path):
+    """The concrete search finds Fasi's non-monotone pair on hopper's sparse k32 form for
+    metadata 1,3; --out writes u and u_2 with the unit's 16 entries of A and the
+    metadata, and the stored predictions are the unit's on them (d(u) > d(u_2))."""
+    out = tmp_path / "m.json"
+    args = ["find", "--arch", "hopper", "--property", "monotonicity", "--instr", K32]
+    r = CliRunner().invoke(main, [*args, "--meta", "1,3", "--json", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    (q,) = json.loads(r.output)["queries"]
+    assert q["verdict"] == "witness" and "--meta 1,3" in q["constraints"]
+    u, u2 = json.loads(out.read_text())["vectors"]
+    d = []
+    for vec in (u, u2):
+        assert vec["metadata"] == [1, 3] * 8 and len(vec["a"]) == 16
+        a, b = [int(x, 16) for x in vec["a"]], [int(x, 16) for x in vec["b"]]
+        c = int(vec["c"], 16)
+        d.append(api.simulate_one(api.resolve("hopper", K32), a, b, c, meta=[1, 3] * 8))
+        assert d[-1] == int(vec["predicted"]["hopper"], 16)
+    assert value_of(d[0], Format.FP32) > value_of(d[1], Format.FP32)
+
+
+@pytest.mark.slow  # about 55 s: the k-plus-1 proof is asked of two solvers
 @pytest.mark.skipif(SOLVER is None, reason="needs an SMT solver")
 def test_find_on_a_sparse_form_answers_as_its_dense_unit(tmp_path):
     """carry-bits on hopper's sparse k32 form: the unit is the dense fused group of its
