@@ -130,21 +130,23 @@ def run_tasks(tasks: dict, props: dict, out: Path, rows: dict, summary: Path, ar
 def sparse_main(props: dict, archs: list[str], limits: Limits, out: Path, args) -> None:
     """`--sparse`: every property that applies on SPARSE_FORM of each preset that has
     it, into results/ARCH/sparse/ and results/sparse.md (and sparse.json)."""
-    rows: dict = {}
+    summary = out / "sparse.json"
+    rows: dict = json.loads(summary.read_text()) if summary.exists() else {}
     tasks: dict[tuple[str, str], list[QueryTask]] = {}
     for arch in archs:
         inst = PRESETS[arch].instructions.get(SPARSE_FORM)
         if inst is None:
             continue
-        rows[arch] = {}
+        rows[arch] = {} if args.property is None else rows.get(arch, {})
         (out / arch / SPARSE_DIR).mkdir(parents=True, exist_ok=True)
         for name, prop in props.items():
+            if args.property and name not in args.property:
+                continue
             why = "a question about GEMM hypotheses" if prop.gemm else prop.not_applicable_to(inst)
             if why:
                 rows[arch][name] = {"not_applicable": why}
             else:
                 tasks[(arch, name)] = query_tasks(prop, arch, SPARSE_FORM, limits)
-    summary = out / "sparse.json"
     run_tasks(tasks, props, out, rows, summary, args, SPARSE_DIR)
     for arch in rows:
         r = rows[arch]

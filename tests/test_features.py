@@ -73,3 +73,14 @@ def test_committed_matrix_is_current():
     fresh = features.to_json(features.build(RESULTS), features.build_sparse(RESULTS))
     stored = json.loads((RESULTS / "features.json").read_text())
     assert stored == json.loads(json.dumps(fresh))
+
+
+def test_least_feature_shows_only_what_the_vectors_decide():
+    """A `least` column (carry bits) shows the first survivor above the largest refuted
+    candidate, with any smaller survivor the vectors could not refute beside it, and
+    every survivor when none was refuted (never a value no vector decided)."""
+    order = ["2", "3", "4", "5", "6"]
+    assert features._least(order, ["4", "5", "6"]) == ["4"]
+    assert features._least(order, ["2", "4", "5", "6"]) == ["2", "4"]
+    assert features._least(order, order) == order
+    assert features._least(order, ["4", "5"]) == ["4", "5"]

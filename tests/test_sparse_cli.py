@@ -175,3 +175,17 @@ def test_witness_file_probe_and_check(tmp_path):
     (tmp_path / "o.txt").write_text(f"vector 0 d={vec['predicted']['hopper']}\n")
     r = CliRunner().invoke(main, ["probe", "--check", str(out), str(tmp_path / "o.txt")])
     assert r.exit_code == 0 and "follows hopper on every vector" in r.output
+
+
+def test_queries_of_another_k_are_not_asked_of_a_sparse_form():
+    """carry-bits' one-group proof runs variants of K = L; on ampere's sparse k32 form
+    (dense unit: 16 products in groups of 8) that is no question about the sparse form,
+    and find says why instead of asking it."""
+    from tensorcore_smt.smt.library import get
+
+    prop = get("carry-bits")
+    skipped = dict(prop.skipped("ampere", K32))
+    assert skipped["k-plus-1-group"].startswith("a variant of K=8; the sparse form has K=32")
+    assert skipped["k-plus-1"] == "K=16 in 2 chained groups of L=8"  # the dense unit's groups
+    assert [s.id for s, _ in prop.bind("ampere", K32)] == ["k-minus-1"]
+    assert "k-plus-1-group" not in dict(prop.skipped("ampere", "m16n8k16.f32.f16.f16.f32"))

@@ -345,11 +345,24 @@ def deduce(
         if not survivors:
             value = "none of " + ", ".join(cands)
         elif feat.least:
-            value = survivors[0]
+            value = " or ".join(_least(list(cands), survivors))
         else:
             value = " or ".join(survivors)
         cells[feat.key] = Cell(value, instr, survivors, cands, used)
     return cells
+
+
+def _least(order: list[str], survivors: list[str]) -> list[str]:
+    """What a `least` feature shows (candidates in increasing order): the first survivor
+    above the largest refuted candidate (more is proved to change nothing), with every
+    smaller survivor the vectors could not refute beside it; all survivors when none
+    was refuted."""
+    refuted = [i for i, c in enumerate(order) if c not in survivors]
+    if not refuted:
+        return survivors
+    above = next((c for c in order[refuted[-1] + 1 :] if c in survivors), None)
+    below = [c for c in survivors if order.index(c) < refuted[-1]]
+    return below + ([above] if above is not None else [])
 
 
 def _agrees(ref: str, cell: Cell, least: bool) -> bool:

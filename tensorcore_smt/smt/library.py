@@ -44,7 +44,7 @@ from ..model.params import ModelParams, Sparsity
 from ..model.sparse import dense_params
 from ..solvers.result import Answer
 from ..spec.datadirs import data_dir
-from ..spec.presets import PRESETS, Instruction, Preset
+from ..spec.presets import PRESETS, Instruction, Preset, parse_variant
 from .query import Constraint, ConstraintKind, Goal, Query, make_query
 
 if sys.version_info >= (3, 11):
@@ -189,7 +189,7 @@ class Property:
         inst = preset.instructions[instr] if instr else self.instruction_for(preset)
         out = []
         for spec in self.queries:
-            why = _mismatch(spec.when, dense_params(inst.params))
+            why = _not_asked(spec, arch, inst)
             if why is not None:
                 out.append((spec.id, why))
         return out
@@ -217,7 +217,7 @@ class Property:
         env = _template_env(arch, inst.params)
         out = []
         for spec in self.queries:
-            if _mismatch(spec.when, dense_params(inst.params)) is not None:
+            if _not_asked(spec, arch, inst) is not None:
                 continue  # not a question on this instruction: see `skipped`
             x = expand(spec.x, env)
             y = expand(spec.y, env) if spec.y is not None else None
@@ -261,6 +261,23 @@ class Property:
     def predicted_variants(self, arch: str, instr: str) -> list[str]:
         env = _template_env(arch, PRESETS[arch].instructions[instr].params)
         return [expand(t, env) for t in self.predict]
+
+
+def _not_asked(spec: QuerySpec, arch: str, inst: Instruction) -> str | None:
+    """Why query `spec` is no question on `inst` (None: it is one): its conditions, judged
+    on the dense unit the instruction runs, or, on a sparse form, variants of another K
+    (whose operands the metadata does not describe: the dense form asks that question)."""
+    why = _mismatch(spec.when, dense_params(inst.params))
+    if why is not None or inst.params.sparse == Sparsity.NONE:
+        return why
+    env = _template_env(arch, inst.params)
+    for t in (spec.x, spec.y):
+        if t is None:
+            continue
+        K = parse_variant(expand(t, env)).params(inst.name).K
+        if K != inst.params.K:
+            return f"a variant of K={K}; the sparse form has K={inst.params.K} (ask a dense form)"
+    return None
 
 
 def _mismatch(when: dict, p: ModelParams) -> str | None:
