@@ -105,7 +105,7 @@ def test_gps_sums_stay_normal_so_no_flush_acts():
     arg = instruction_bound(fp16, NORMAL)
     assert isinstance(arg, Argument)
     assert (1 + U24) ** 4 - 1 <= arg.upper < 4 * U24 * (1 + 2**-20)
-    cert = bound("cdna2", constraints=NORMAL, timeout=20, sample_rows=300)
+    cert = bound("cdna2", constraints=NORMAL, timeout=4, sample_rows=300)
     assert cert.upper == arg.upper and 0 < cert.lower <= cert.upper
     _sampled_below("cdna2", "v_mfma_f32_32x32x8f16", NORMAL, arg.upper, rows=1500)
 

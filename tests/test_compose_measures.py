@@ -37,6 +37,7 @@ def test_rel_is_the_normwise_bound_over_one_sign(arch):
     assert best is not None and best.measure <= rel.upper
 
 
+@pytest.mark.slow  # about 12 s
 def test_ulp_and_drift_over_one_sign():
     ulp = bound("hopper", measure="ulp", constraints=POS, timeout=1, sample_rows=200)
     rel = bound("hopper", measure="rel", constraints=POS, timeout=1, sample_rows=200)

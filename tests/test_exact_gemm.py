@@ -50,6 +50,7 @@ def test_serial_schedule_agrees_with_the_chain_induction():
     assert r.K == 1040 and r.witness_K == 1056 and r.witness_error == 1
 
 
+@pytest.mark.slow  # about 16 s
 def test_promotion_extends_exact_fp8_sums_to_the_fp32_limit():
     # FP8 wgmma rounds into E8M13: a chain is exact for 320 products; cuBLAS's promotion
     # every 128 keeps each chain short, so only the fp32 sum limits it: K 49 <= 2^24

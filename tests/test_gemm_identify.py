@@ -93,6 +93,7 @@ def _established(doc: dict) -> None:
     assert {s["standing"] for s in doc["survivors"][1:]} <= {"proved equal"}
 
 
+@pytest.mark.slow  # about 16 s
 def test_identify_gemm_split_k_2_promote_128_ends_proved():
     """K = 256: two splits of one promoted 128-long chain each compute what one split
     promoted every 128 computes (gemm.plan.equivalent_plan), so the space holds them as

@@ -87,7 +87,13 @@ def test_focus_keeps_the_first_and_last_block_of_every_chain():
     [
         ("hopper/serial", "hopper/serial[promote=64]", 128, FP8),
         ("hopper/serial[split_k=2,split_tile=32]", "hopper/serial[c_join=epilogue]", 64, FP8),
-        (LANES, LANES[:-1] + ",combine=0+2+(1+3)]", 4, "fma.rn.f32"),
+        pytest.param(
+            LANES,
+            LANES[:-1] + ",combine=0+2+(1+3)]",
+            4,
+            "fma.rn.f32",
+            marks=pytest.mark.slow,  # about 21 s
+        ),
     ],
 )
 def test_schedule_fields_change_outputs_fast(x, y, K, instr):

@@ -294,6 +294,7 @@ def test_identify_learns_how_fp8_mma_sync_is_built_from_f16_hmma():
     check_kills(res, "hopper")
 
 
+@pytest.mark.slow  # about 30 s: the fast suite identifies fixed hidden variants instead
 @pytest.mark.parametrize("arch,hidden", [RANDOM[0]], ids=["r0"])
 def test_identify_random_hidden_fast_subset(arch, hidden):
     """One draw of the slow test above, from the default space (solver questions short

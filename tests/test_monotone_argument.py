@@ -10,6 +10,7 @@ import random
 from fractions import Fraction
 
 import numpy as np
+import pytest
 
 from tensorcore_smt.api import simulate_params
 from tensorcore_smt.formats import Format, round_fraction, value_of
@@ -46,6 +47,7 @@ def _f32(v: Fraction) -> int:
     return round_fraction(v, Format.FP32)
 
 
+@pytest.mark.slow  # about 13 s
 def test_pairs_at_binade_edges_never_decrease():
     p = parse_variant("cdna3").params("v_mfma_f32_32x32x8_f16")
     assert monotone_in_c(p) is not None

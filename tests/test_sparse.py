@@ -215,6 +215,7 @@ def _ask(instr: str, meta: list[int], finite: bool, goal: Goal = Goal.DIFFER):
     return q, answer(q, Limits(PORTFOLIO if len(SOLVERS) > 1 else SOLVERS[0], 120.0))
 
 
+@pytest.mark.slow  # about 12 s; the fast suite proves the k16 case through `tcsmt prove`
 @pytest.mark.skipif(len(SOLVERS) < 2, reason="needs two SMT solvers")
 def test_hopper_k16_cannot_tell_compressed_from_expanded_but_k32_can():
     """Hopper's f16 unit fuses 16 products: the sparse k16 form's 8 selected products are
