@@ -189,3 +189,24 @@ def test_queries_of_another_k_are_not_asked_of_a_sparse_form():
     assert skipped["k-plus-1"] == "K=16 in 2 chained groups of L=8"  # the dense unit's groups
     assert [s.id for s, _ in prop.bind("ampere", K32)] == ["k-minus-1"]
     assert "k-plus-1-group" not in dict(prop.skipped("ampere", "m16n8k16.f32.f16.f16.f32"))
+
+
+def test_terms_count_the_units_products_on_a_sparse_form():
+    """--terms N on a sparse form leaves the first N products the metadata keeps free
+    (not the first N positions, most of them pruned): with metadata 1,3 and N = 3 the
+    free entries of A are a1, a3, a5, and every a and b from position 6 on is +0."""
+    from tensorcore_smt.smt.query import (
+        Constraint,
+        ConstraintKind,
+        Goal,
+        fixed_inputs,
+        make_query,
+    )
+
+    terms = (Constraint(ConstraintKind.TERMS, "ab", lo=3),)
+    q = make_query("hopper", "hopper[F=24]", K32, Goal.DIFFER, terms, meta=[1, 3])
+    fixed = fixed_inputs(q)
+    free_a = [k for k in range(32) if f"a{k}" not in fixed]
+    free_b = [k for k in range(32) if f"b{k}" not in fixed]
+    assert free_a == [1, 3, 5] and free_b == list(range(6))
+    assert "--terms 3" in [c.describe() for c in q.constraints]

@@ -108,7 +108,9 @@ class ConstraintKind(Enum):
     NONZERO = "nonzero"  # not zero
     EXPONENT_WINDOW = "exponent-window"  # zero, or 2^lo <= |x| < 2^(hi+1)
     FIX = "fix"  # one input has a given bit pattern
-    TERMS = "terms"  # only products 0..lo-1 are free; a_k = b_k = +0 for k >= lo
+    # only products 0..lo-1 are free; a_k = b_k = +0 for k >= lo (a sparse query: for k
+    # >= hi, the position just after the lo-th product the metadata keeps)
+    TERMS = "terms"
     ZERO_K = "zero-k"  # a_k = b_k = +0 for lo <= k < hi (a GEMM's K: blocks left out)
     REPRESENTABLE = "representable"  # zero or a normal number of the narrower format `fmt`
     INTEGER = "integer"  # an integer of at most `lo` bits: |x| <= 2^lo - 1 (Ozaki slices)
@@ -154,7 +156,7 @@ class Constraint:
             return False
         group, index, _ = split_name(name)
         if self.kind == ConstraintKind.TERMS:
-            return group in "ab" and index >= self.lo
+            return group in "ab" and index >= (self.lo if self.hi is None else self.hi)
         if self.kind == ConstraintKind.ZERO_K:
             return group in "ab" and self.lo <= index < self.hi
         if self.kind == ConstraintKind.UNSELECTED:
@@ -532,6 +534,14 @@ def with_meta(q: Query, meta: Sequence[int] | None) -> Query:
         raise UserError(f"--meta: {str(e).removeprefix('metadata: ')}") from None
     kept = set(sparse_positions(m, p))
     left_out = tuple(k for k in range(p.K) if k not in kept)
+    order = sorted(kept)
+    # --terms N counts the unit's products: every a and b after the N-th kept one is +0
+    cons = tuple(
+        replace(c, hi=order[c.lo - 1] + 1 if 0 < c.lo <= len(order) else min(c.lo, p.K))
+        if c.kind == ConstraintKind.TERMS
+        else c
+        for c in q.constraints
+    )
     for c in q.constraints:
         if c.kind == ConstraintKind.FIX and c.operands[0] == "a" and c.bits != 0:
             k = split_name(c.operands)[1]
@@ -547,7 +557,7 @@ def with_meta(q: Query, meta: Sequence[int] | None) -> Query:
         meta_text=describe_metadata(m, p),
         reason="the entries of A the metadata does not select",
     )
-    return replace(q, constraints=q.constraints + (unselected,), meta=tuple(m))
+    return replace(q, constraints=cons + (unselected,), meta=tuple(m))
 
 
 def _make_one_variant_query(
