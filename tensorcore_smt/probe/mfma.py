@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import UserError
 from ..formats import Format
 from ..spec.presets import Instruction
 
@@ -151,9 +150,7 @@ def mfma_layout(inst: Instruction, arch: str) -> MfmaLayout:
     CDNA3's forms and adds shapes of twice the K, whose lanes hold M * K / 64
     consecutive k each: AMD CDNA4 ISA, MFMA operand layouts; its block-scaled forms:
     `_scaled_layout`)."""
-    if inst.name.startswith("v_mfma_scale_"):
-        if arch != "cdna4":
-            raise UserError(f"{inst.name}: block-scaled MFMA forms are CDNA4's (gfx950)")
+    if inst.params.scale_fmt is not None:  # the block-scaled forms (CDNA4's tables)
         return _scaled_layout(inst)
     p = inst.params
     suffix = inst.name.removeprefix("v_mfma_")
