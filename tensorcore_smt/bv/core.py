@@ -122,6 +122,13 @@ def _coerce(backend: Backend, other: Any, w: int) -> Any:
     raise TypeError(f"cannot use {type(other).__name__} as a bit-vector")
 
 
+def _check_shift(n: Any) -> None:
+    """A shift by a constant must be by a nonnegative amount: a negative one would be
+    read modulo the width (a shift by nearly the whole width) and silently lose bits."""
+    if isinstance(n, int) and n < 0:
+        raise ValueError(f"shift by a negative constant amount ({n})")
+
+
 class Bool:
     """A boolean of one interpreter; combine with & | ^ ~ and choose with `ite`."""
 
@@ -241,6 +248,7 @@ class BV:
         return self._mk(self.b.not_(self.v, self.w))
 
     def __lshift__(self, n: Any) -> BV:
+        _check_shift(n)
         if isinstance(n, int) and n >= self.w:
             return BV.const(self.b, 0, self.w)
         return self._mk(self.b.shl(self.v, self._o(n), self.w))
@@ -249,11 +257,13 @@ class BV:
         return self.lshr(n)
 
     def lshr(self, n: Any) -> BV:
+        _check_shift(n)
         if isinstance(n, int) and n >= self.w:
             return BV.const(self.b, 0, self.w)
         return self._mk(self.b.lshr(self.v, self._o(n), self.w))
 
     def ashr(self, n: Any) -> BV:
+        _check_shift(n)
         if isinstance(n, int):
             n = min(n, self.w - 1)
         return self._mk(self.b.ashr(self.v, self._o(n), self.w))

@@ -3,7 +3,8 @@
 FDRDA: products may overflow to Inf (normalised exponent >= 128); zero products are
 ignored; the products are aligned to their maximum e_dot keeping F bits (truncated) and
 summed; that dot product (floored to F2+1 fraction bits) and c (floored to F bits) are
-aligned to max(e_dot, e_c) and added; the sum is floored to F2 fraction bits of its own
+aligned to max(e_dot, e_c) and added exactly (on the finer of the two grids,
+max(F2 + 1, F) fraction bits); the sum is floored to 31 fraction bits of its own
 leading exponent (an E8M31 value, round toward -inf) and finally rounded to fp32 (RNE).
 GFDRDA sums even and odd products separately (block-scaled: each product first times
 its two scale factors, MMA-Sim §IV-C's "Scale factor" rule) (truncated), floors both to F bits at
@@ -16,7 +17,7 @@ subnormals, so the presets set none of them.
 
 from __future__ import annotations
 
-from ..bv.core import BV, Bool, any_of
+from ..bv.core import BV, Backend, Bool, any_of
 from ..formats import EXP_W, Format, Rounding, decode, default_nan_bits, flush_subnormal
 from . import ieee
 from .params import ModelParams
@@ -34,10 +35,12 @@ from .terms import (
 )
 
 
-def _dot(terms: list[Addend], F: int) -> tuple[BV, BV]:
+def _dot(terms: list[Addend], F: int, b: Backend) -> tuple[BV, BV]:
     """Truncated fused sum of products: signed fixed-point value with F fraction bits at
-    the returned exponent (EXP_MIN when every product is zero)."""
-    b = terms[0].sign.b
+    the returned exponent (EXP_MIN when every product is zero or there is none)."""
+    if not terms:
+        # an empty half of a one-product GFDRDA group: the sum 0, below every exponent
+        return BV.const(b, 0, 1), BV.const(b, EXP_MIN, EXP_W)
     exps = [t.is_zero.ite(BV.const(b, EXP_MIN, EXP_W), t.exp) for t in terms]
     e = exps[0]
     for x in exps[1:]:
@@ -90,7 +93,12 @@ def _finish(
 ) -> BV:
     b = dot.b
     F, F2 = p.F, p.F2
-    w = max(dot.w, 24 + F2 + 4) + F2 + 8
+    # the grid the two floored addends are added on: the finer of F2 + 1 (the dot
+    # product's) and F (c's) fraction bits at e_max, so that neither loses a bit there
+    G = max(F2 + 1, F)
+    # room for either addend shifted onto that grid (|dot| < 2^(dot.w - F - 1) units of
+    # 2^e_max, |c| < 2^(F + 1) after its floor) and for their sum's carry and sign
+    w = max(max(dot.w, 24 + F2 + 4) + F2 + 8, dot.w + G + 4, uc.sig.w + G + 4)
     e_c = uc.exp
     e_max = e_dot.smax(e_c)
     d = _floor_to(dot, dot_frac, e_dot, F2 + 1, e_max, w, p.align)
@@ -98,9 +106,9 @@ def _finish(
     c_fl = _floor_to(c_signed, uc.mbits, e_c, F, e_max, w, p.align)
     if gate_c:
         c_fl = e_c.slt(e_max - (F + 1)).ite(BV.const(b, 0, w), c_fl)
-    total = d + (c_fl << (F2 + 1 - F))
+    total = (d << (G - (F2 + 1))) + (c_fl << (G - F))
     neg = total.is_neg()
-    x = Exact(neg, total.abs(), e_max - (F2 + 1))
+    x = Exact(neg, total.abs(), e_max - G)
     # An exactly-zero fixed-point sum is +0, whatever the signs of c and of zero products
     # (MMA-Sim, bit-accurate on MI300X: the dot product's zero is +0 and +0 + -0 = +0).
     # A negative sum that underflows in the final RNE conversion still gives -0.
@@ -155,7 +163,7 @@ def fdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams, flush: bool) -> B
     terms, nan_terms, infs = _products(a_bits, b_bits, p, overflow=True)
     uc = _c_operand(c_bits, c_fmt, p)
     nan, inf, inf_neg = _specials(b, terms, nan_terms, infs, uc)
-    dot, e_dot = _dot(terms, p.F)
+    dot, e_dot = _dot(terms, p.F, b)
     return _finish(dot, p.F, e_dot, uc, p, nan, inf, inf_neg, gate_c=False, flush=flush)
 
 
@@ -164,8 +172,8 @@ def gfdrda_group(a_bits, b_bits, c_bits, c_fmt, p: ModelParams, flush: bool, sca
     terms, nan_terms, infs = _products(a_bits, b_bits, p, overflow=False, scales=scales)
     uc = _c_operand(c_bits, c_fmt, p)
     nan, inf, inf_neg = _specials(b, terms, nan_terms, infs, uc)
-    s_even, e_even = _dot(terms[0::2], p.F)
-    s_odd, e_odd = _dot(terms[1::2], p.F)
+    s_even, e_even = _dot(terms[0::2], p.F, b)
+    s_odd, e_odd = _dot(terms[1::2], p.F, b)
     e_dot = e_even.smax(e_odd)
     w = max(s_even.w, s_odd.w) + 2
     dot = _floor_to(s_even, p.F, e_even, p.F, e_dot, w, p.align) + _floor_to(

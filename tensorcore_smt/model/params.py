@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
 
-from ..formats import Format, Rounding
+from ..formats import Format, Rounding, Specials
 from .rounding import Overflow
 from .terms import AlignMode, ProductExponent
 
@@ -465,6 +465,9 @@ def check_params(p: ModelParams) -> None:
         )
     _check_scaling(p)
     _check_integer(p)
+    _check_output(p)
+    _check_nan_rule(p)
+    _check_split(p)
     if p.sparse != Sparsity.NONE and (
         p.sparse_keep >= p.sparse_group or p.K % p.sparse_group or p.scale_fmt is not None
     ):
@@ -492,6 +495,98 @@ def check_params(p: ModelParams) -> None:
 
 
 _SCALED = (Algorithm.FDA, Algorithm.GDFS, Algorithm.GFDRDA)
+
+_FP32_OUT = (Algorithm.GPS, Algorithm.FDRDA, Algorithm.GFDRDA)
+"""Algorithms whose last step is a conversion to fp32 (MMA-Sim §IV-B, §IV-F, §IV-H):
+their d is an fp32 value, whatever d_fmt another unit would round to."""
+
+
+def _check_output(p: ModelParams) -> None:
+    """GPS, FDRDA and GFDRDA produce fp32 results (their last step converts to fp32):
+    another d format would be read from bits of the wrong width."""
+    if p.algorithm in _FP32_OUT and p.d_fmt != Format.FP32:
+        raise ValueError(
+            f"d_fmt={p.d_fmt.spec.name} with algorithm={p.algorithm.value}, whose result is "
+            "an fp32 value; allowed: fp32"
+        )
+
+
+def _check_nan_rule(p: ModelParams) -> None:
+    """A NaN rule that returns an operand's own NaN (b-acc-a in SFMA, a-b-acc in
+    SEQUENTIAL) widens it into d's format: each operand it can return must be in d's
+    format, or in one with d's exponent field, no more mantissa bits and no ignored low
+    bits (bf16 into fp32), so that its payload has a place in d."""
+    if p.nan_rule == NanRule.CANONICAL:
+        return
+    d = p.d_fmt
+    if p.nan_rule == NanRule.B_ACC_A and p.algorithm == Algorithm.SFMA:
+        operands = {"a_fmt": p.a_fmt, "b_fmt": p.b_fmt}
+    elif p.nan_rule == NanRule.A_B_ACC and p.algorithm == Algorithm.SEQUENTIAL:
+        full = p.tf32 == Tf32Input.FULL
+        operands = {
+            n: Format.FP32 if f == Format.TF32 and full else f
+            for n, f in (("a_fmt", p.a_fmt), ("b_fmt", p.b_fmt), ("c_fmt", p.c_fmt))
+        }
+    else:
+        return
+    o = d.spec
+    for name, f in operands.items():
+        s = f.spec
+        if f != d and (s.ebits != o.ebits or s.mbits > o.mbits or s.ignored_low):
+            raise ValueError(
+                f"{name}={s.name} with nan_rule={p.nan_rule.value}, which returns an "
+                f"operand's NaN in d's format {o.name}; allowed: {o.name} or a format with "
+                f"its {o.ebits}-bit exponent field and at most {o.mbits} mantissa bits "
+                "(or nan_rule=canonical)"
+            )
+
+
+def _roundable(f: Format) -> bool:
+    """`f` is a format the model can round into (model/rounding.py)."""
+    s = f.spec
+    return s.specials in (Specials.IEEE, Specials.FN) and not s.ignored_high
+
+
+def _check_split(p: ModelParams) -> None:
+    """A split (model/split.py) rounds each input x into split_fmt, subtracts and scales
+    the residual in x's own format, and chains the unit on split_fmt operands: c and d
+    share a format, the inputs are wider than split_fmt and formats the model rounds in,
+    2^split_scale is a normal number of the inputs' formats, and the unit on split_fmt
+    operands is itself a valid unit."""
+    if p.split == Split.NONE:
+        return
+    if p.c_fmt != p.d_fmt:
+        raise ValueError(
+            f"split={p.split.value} chains the unit, so c and d need the same format; "
+            f"c_fmt={p.c_fmt.spec.name}, d_fmt={p.d_fmt.spec.name}"
+        )
+    inner = p.split_fmt.spec
+    if not _roundable(p.split_fmt):
+        raise ValueError(
+            f"split_fmt={inner.name}: inputs are rounded into it, and the model rounds only "
+            "into IEEE-like formats; allowed: bf16, e2m1, e2m3, e3m2, e4m3, e5m2, fp16, fp32, "
+            "fp64 (not fnuz, not tf32)"
+        )
+    scale = p.split_scale if p.split == Split.OOTOMO_YOKOTA else 0
+    for name, f in (("a_fmt", p.a_fmt), ("b_fmt", p.b_fmt)):
+        s = f.spec
+        if not _roundable(f) or s.precision <= inner.precision:
+            raise ValueError(
+                f"{name}={s.name} with split={p.split.value}: splitting needs wider inputs, "
+                f"a format wider than split_fmt={inner.name} that the model rounds in; "
+                "allowed: such a format (fp32 for an fp16 or bf16 unit)"
+            )
+        if scale > s.emax:
+            raise ValueError(
+                f"split_scale={scale}: the residual of an {s.name} {name[0]} is scaled by "
+                f"2^{scale}, a normal {s.name} only for split_scale in 0..{s.emax}"
+            )
+    try:
+        dataclasses.replace(p, split=Split.NONE, a_fmt=p.split_fmt, b_fmt=p.split_fmt)
+    except ValueError as e:
+        raise ValueError(
+            f"split={p.split.value} runs the unit on split_fmt operands: {e}"
+        ) from None
 
 
 def _check_integer(p: ModelParams) -> None:
