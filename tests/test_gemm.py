@@ -152,12 +152,14 @@ def test_combination_trees():
 
 def test_combine_tree_as_data():
     """combine= gives the splits' tree as data: the plan combines in it, the text reads
-    back, the serial and pairwise trees are written as reduce=, and a tree that does not
-    add every split once is refused in one line."""
-    s = parse_schedule("serial[split_k=4,split=interleaved,split_tile=1,combine=0+2+(1+3)]")
-    assert make_plan(s, 8, 1).combine == ((0, 2), (1, 3))
+    back, the serial, pairwise and halving trees are written as reduce=, and a tree that
+    does not add every split once is refused in one line."""
+    s = parse_schedule("serial[split_k=4,split=interleaved,split_tile=1,combine=0+3+(1+2)]")
+    assert make_plan(s, 8, 1).combine == ((0, 3), (1, 2))
     assert parse_schedule(s.text()) == s
-    assert "combine=0+2+(1+3)" in s.text()
+    assert "combine=0+3+(1+2)" in s.text()
+    halving = parse_schedule("serial[split_k=4,split=interleaved,split_tile=1,combine=0+2+(1+3)]")
+    assert halving.reduce == Reduce.TREE and "reduce=tree" in halving.text()
     assert parse_schedule("serial[split_k=3,split_tile=1,combine=(0+1)+2]").text() == (
         "serial[split_k=3,split_tile=1]"
     )
@@ -249,13 +251,22 @@ def test_named_schedules_load_with_sources():
     "text,field",
     [
         ("serial[promote=0]", "promote"),
-        ("serial[split_k=65]", "split_k"),
+        ("serial[split_k=1025]", "split_k"),
         ("serial[split_k=0]", "split_k"),
         ("serial[split_tile=0]", "split_tile"),
         ("serial[split_tile=5000]", "split_tile"),
         ("serial[order=sideways]", "order"),
         ("serial[split=diagonal]", "split"),
-        ("serial[reduce=tree]", "reduce"),
+        ("serial[reduce=spiral]", "reduce"),
+        ("serial[warp=1]", "warp"),
+        ("serial[split_k=4,split_tile=1,warp=3]", "warp"),
+        ("serial[split_k=4,split_tile=1,combine=0+2+1+3,warp=2]", "warp"),
+        ("serial[reduce_fmt=fp16]", "reduce_fmt"),
+        ("serial[reduce_fmt=out]", "reduce_fmt"),
+        ("serial[round_partials=some]", "round_partials"),
+        ("serial[round_partials=all]", "round_partials"),
+        ("serial[operand_round=rz]", "operand_round"),
+        ("serial[split_k=2,split_tile=1,c_join=partial,alpha=2]", "c_join"),
         ("serial[epilogue=add]", "epilogue"),
         ("serial[alpha=inf]", "alpha"),
         ("serial[beta=1e39]", "beta"),

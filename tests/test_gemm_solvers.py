@@ -132,6 +132,13 @@ FIELD_PAIRS = [
     ("out", "hopper/serial", "hopper/serial[out=bf16]", 32, FP8),
     ("saturate", "hopper/serial[out=e4m3]", "hopper/serial[out=e4m3,saturate=false]", 32, FP8),
     ("c_join", "hopper/serial", "hopper/serial[c_join=epilogue]", 32, FP16),
+    ("warp", LANES, LANES[:-1] + ",warp=2]", 4, "fma.rn.f32"),
+    ("reduce_fmt", "hopper/serial[split_k=2,split_tile=32,out=bf16]",
+     "hopper/serial[split_k=2,split_tile=32,out=bf16,reduce_fmt=out]", 64, FP8),
+    ("round_partials", "hopper/serial[split_k=2,split_tile=32,out=bf16]",
+     "hopper/serial[split_k=2,split_tile=32,out=bf16,round_partials=all]", 64, FP8),
+    ("operand_round", "hopper/serial", "hopper/serial[operand_round=rna]", 8,
+     "wgmma.m64n8k8.f32.tf32.tf32"),
 ]  # fmt: skip
 
 

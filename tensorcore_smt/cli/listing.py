@@ -197,5 +197,6 @@ def list_schedules(as_json: bool) -> None:
         click.echo(f"{'':15s} source: {s.source}")
     click.echo("")
     click.echo("fields (SCHEDULE[field=value,...]):")
+    width = max(map(len, field_names()))
     for f in field_names():
-        click.echo(f"  {f:11s} {describe_field(f)}")
+        click.echo(f"  {f:{width}s} {describe_field(f)}")

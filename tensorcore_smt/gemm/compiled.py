@@ -39,12 +39,16 @@ from .element import (
     combine,
     epilogue,
     fold_plan,
+    join_partial,
     mma_step,
     promote_add,
+    round_operand,
+    round_partial,
+    rounds_operands,
 )
 from .outputs import Outputs
 from .plan import Plan
-from .schedule import Schedule
+from .schedule import OperandRound, Schedule
 
 _FUNCS: dict[tuple, Callable] = {}
 _LOCK = threading.Lock()
@@ -153,6 +157,17 @@ class _Tables:
         return out
 
 
+def _rounded_table(table: np.ndarray, fmt: Format, mode: OperandRound) -> np.ndarray:
+    """An operand table as the unit reads it (element.round_operand, compiled as an
+    elementwise kernel), once per operand rather than once per product."""
+    if mode == OperandRound.TRUNCATE or not rounds_operands(fmt):
+        return table
+    w = fmt.spec.storage
+    fn = _map_fn(("round-operand", fmt, mode), [w], lambda v: round_operand(v[0], fmt, mode))
+    flat = np.ascontiguousarray(table, dtype=np.uint64).reshape(-1)
+    return _map(fn, [flat]).reshape(table.shape).astype(table.dtype)
+
+
 def _chains(chains) -> tuple[np.ndarray, np.ndarray]:
     """A split's chains as the chain kernel's (k-blocks, chain ends) arrays."""
     bl = np.asarray([j for c in chains for j in c], dtype=np.int64)
@@ -179,9 +194,13 @@ def run_gemm(
     if p.scale_fmt is not None or p.c_fmt != p.d_fmt:
         # GemmHypothesis.params refuses both before a plan is made: never reached by matmul
         raise ValueError("run_gemm: a block-scaled unit, or c in another format than d")
+    ep = Epilogue.of(schedule, p, plan, c_bits is not None)
+    if ep.reads_ab:
+        a_table = _rounded_table(a_table, p.a_fmt, plan.operand_round)
+        b_table = _rounded_table(b_table, p.b_fmt, plan.operand_round)
     t = _Tables(p, a_table, b_table)
     d_fmt, af = p.d_fmt, acc_format(p)
-    ep = Epilogue.of(schedule, p, plan, c_bits is not None)
+    cf = c_fmt or c_format(p, schedule)
     # every kernel made (compiled or loaded) before any tile runs; alpha = 0 reads
     # neither A nor B (element.element): no chain kernel at all
     fns = {}  # promoted -> chain kernel
@@ -191,22 +210,58 @@ def run_gemm(
             fns[promoted] = _chain_fn(p, *t.bits, promote=prom)
     chains = [_chains(sp.chains if sp.promoted else sp.chains[:1]) for sp in plan.splits]
 
-    def combine_fn(fx: Format, fy: Format):
+    def combine_fn(fx: Format, fy: Format, rf: Format):
         return _map_fn(
-            ("combine", fx, fy, af, p),
+            ("combine", fx, fy, rf, p),
             [fx.spec.storage, fy.spec.storage],
-            lambda v: combine(v[0], v[1], fx, fy, af, p),
+            lambda v: combine(v[0], v[1], fx, fy, rf, p),
         )
 
-    def made(x, fx: Format, y, fy: Format) -> None:
-        combine_fn(fx, fy)  # compiled (or loaded) now, before any tile runs
+    out_fmt = ep.out_fmt
+
+    def round_fn(fx: Format):
+        return _map_fn(
+            ("round-partial", fx, out_fmt, ep.saturate, p),
+            [fx.spec.storage],
+            lambda v: round_partial(v[0], fx, out_fmt, ep.saturate, p),
+        )
+
+    pb = ep.partial_beta
+    c_partial = c_bits is not None and pb is not None
+
+    def join_fn(fx: Format):
+        return _map_fn(
+            ("join-partial", fx, cf, pb, af, p),
+            [fx.spec.storage, cf.spec.storage],
+            lambda v: join_partial(v[0], fx, v[1], cf, pb, af, p),
+        )
+
+    def made(x, fx: Format, y, fy: Format, rf: Format) -> None:
+        combine_fn(fx, fy, rf)  # compiled (or loaded) now, before any tile runs
         return None
 
-    acc_fmt = fold_plan(plan, p, lambda s, sp: None, made)[1] if ep.reads_ab else af
+    def made_round(x, fx: Format) -> None:
+        round_fn(fx)
+        return None
+
+    def made_join(x, fx: Format) -> None:
+        join_fn(fx)
+        return None
+
+    acc_fmt = af
+    if ep.reads_ab:
+        acc_fmt = fold_plan(
+            plan,
+            p,
+            lambda s, sp: None,
+            made,
+            out_fmt,
+            made_round,
+            made_join if c_partial else None,
+        )[1]
     c_term = ep.beta is not None
     ep_fn = None
     if not ep.identity(acc_fmt):
-        cf = c_fmt or c_format(p, schedule)
         widths = [acc_fmt.spec.storage] + ([cf.spec.storage] if c_term else [])
         ep_fn = _map_fn(
             ("epilogue", p, acc_fmt, cf if c_term else None, ep),
@@ -224,8 +279,20 @@ def run_gemm(
                 acc0 = c if c_joins(plan, s, c is not None) else zero
                 return t.run(fns[sp.promoted], chains[s], ia, ib, acc0)
 
+            join = None
+            if c_partial:
+
+                def join(x, fx: Format):
+                    return _map(join_fn(fx), [x, c])
+
             acc, _ = fold_plan(
-                plan, p, split, lambda x, fx, y, fy: _map(combine_fn(fx, fy), [x, y])
+                plan,
+                p,
+                split,
+                lambda x, fx, y, fy, rf: _map(combine_fn(fx, fy, rf), [x, y]),
+                out_fmt,
+                lambda x, fx: _map(round_fn(fx), [x]),
+                join,
             )
         else:
             acc = zero

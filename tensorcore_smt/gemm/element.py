@@ -8,12 +8,20 @@ output elements at once, the symbolic DAG for the solvers, the compiled engine.
   "Matrix multiply-accumulate": D = A*B + C) - model.dot_add;
 - promote_add: a chain's result added into the fp32 accumulator, IEEE round to nearest
   (cuBLAS FP8 without fast accumulation; DeepSeek-V3 §3.3.2) - model.ieee.add;
-- combine: two split-K partials added in fp32, round to nearest - model.ieee.add;
+- round_operand: an fp32 operand converted to the unit's TF32 operand format (round to
+  nearest even or away, PTX cvt.rn/cvt.rna.tf32.f32; or left as is, the unit ignoring the
+  low 13 bits) - model.ieee.convert;
+- combine: two split-K partials added in fp32 (or in the output type, cuBLASLt's
+  reductions in the output type), round to nearest - model.ieee.add; a partial rounded to
+  the output type before it joins (round_partial), C added into the first partial
+  (join_partial);
 - epilogue: D = alpha*acc + beta*C as one fp32 FMA (or mul then add), then one
   round-to-nearest conversion to the output format, FP8 saturating (cuBLASLt
   cublasLtMatmul: "D = alpha*(A*B) + beta*(C)"; torch._scaled_mm: alpha = scale_a*scale_b)
   - model.ieee.fma / mul / add / convert; alpha = 0 is D = beta*C without reading A and
-  B (reference BLAS xGEMM), decided once in `Epilogue.of`.
+  B (reference BLAS xGEMM), decided once in `Epilogue.of`; C after the rounding to the
+  output type (c_join=output: an elementwise add in fp32 of the rounded product and C,
+  rounded again).
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..bv.concrete import CONCRETE
 from ..bv.core import BV
@@ -32,7 +40,7 @@ from ..model.nan import GEMM_PROPAGATES, gemm_nan
 from ..model.params import ModelParams
 from ..model.rounding import Overflow
 from .plan import Plan, SplitPlan, Tree
-from .schedule import EpilogueOp, Schedule
+from .schedule import CJoin, EpilogueOp, OperandRound, ReduceFormat, Schedule, first_leaf
 
 RN = Rounding.RNE
 T = TypeVar("T")
@@ -57,6 +65,47 @@ def canonical_nan(fmt: Format, p: ModelParams) -> int:
     if p.nan_bits is None or s.specials == Specials.FNUZ:
         return default_nan_bits(fmt)
     return (1 << (s.storage - 1)) - 1
+
+
+def rounds_operands(fmt: Format) -> bool:
+    """Whether an operand of `fmt` is an fp32 pattern the unit reads only in part (TF32:
+    the 13 low bits of 32 ignored), so that a kernel may round fp32 to it first."""
+    s = fmt.spec
+    return s.ignored_low > 0 and s.ignored_high == 0 and s.storage == 32
+
+
+def round_operand(x: BV, fmt: Format, mode: OperandRound) -> BV:
+    """The fp32 pattern `x` as the unit's operand in `fmt` (rounds_operands): TRUNCATE
+    leaves it (the unit ignores the low bits: truncation toward zero of finite values),
+    RNE and RNA round the fp32 value into `fmt` (PTX ISA cvt: cvt.rn.tf32.f32 and
+    cvt.rna.tf32.f32; a NaN becomes the format's quiet NaN, an overflow infinity)."""
+    if mode == OperandRound.TRUNCATE or not rounds_operands(fmt):
+        return x
+    rounding = RN if mode == OperandRound.RNE else Rounding.RNA
+    return convert_unpacked(decode(x, Format.FP32), fmt, rounding)
+
+
+class RoundedOperands(Sequence):
+    """A row (or column) of operands read through `round_operand`, entry by entry as a
+    chain reads them (slices give lists)."""
+
+    def __init__(self, src: Sequence[BV], fmt: Format, mode: OperandRound) -> None:
+        self.src, self.fmt, self.mode = src, fmt, mode
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        return round_operand(self.src[k], self.fmt, self.mode)
+
+
+def rounded_operands(src: Sequence[BV], fmt: Format, mode: OperandRound) -> Sequence[BV]:
+    """`src` as the unit reads it under `mode` (itself when nothing is rounded)."""
+    if mode == OperandRound.TRUNCATE or not rounds_operands(fmt):
+        return src
+    return RoundedOperands(src, fmt, mode)
 
 
 def mma_step(p: ModelParams, a_blk: Sequence[BV], b_blk: Sequence[BV], acc: BV) -> BV:
@@ -86,6 +135,34 @@ def add_partials(x: BV, fx: Format, y: BV, fy: Format, acc_fmt: Format, p: Model
     return gemm_nan(p, [(y, uy, fy), (x, ux, fx)], r, acc_fmt)
 
 
+def round_partial(x: BV, fx: Format, out: Format, saturate: bool, p: ModelParams) -> BV:
+    """A split partial rounded to nearest into the output type before it joins the
+    combination (a partial stored in an output-type workspace or written to D by an
+    in-place split-K), saturating like the epilogue's final conversion."""
+    overflow = Overflow.SATURATE if saturate else Overflow.IEEE
+    return convert_unpacked(decode(x, fx), out, RN, canonical_nan(out, p), overflow=overflow)
+
+
+def scale(k: int, y: BV, fy: Format, f: Format, p: ModelParams) -> BV:
+    """k * y in `f` (k: bits of f), round to nearest, the GEMM level's NaN (k, then y)."""
+    kb = BV.const(y.b, k, f.spec.storage)
+    ku, yu = decode(kb, f), decode(y, fy)
+    return gemm_nan(
+        p, [(kb, ku, f), (y, yu, fy)], mul_unpacked(ku, yu, f, RN, canonical_nan(f, p)), f
+    )
+
+
+def join_partial(
+    x: BV, fx: Format, c: BV, c_fmt: Format, beta: int, acc_fmt: Format, p: ModelParams
+) -> BV:
+    """C joined to the partial that starts the split-K combination (c_join=partial): x +
+    beta*C in `acc_fmt`, round to nearest (beta*C first rounded to acc_fmt unless beta
+    = 1, where it is C itself)."""
+    if beta == float_bits(1.0, acc_fmt):
+        return add_partials(x, fx, c, c_fmt, acc_fmt, p)
+    return add_partials(x, fx, scale(beta, c, c_fmt, acc_fmt, p), acc_fmt, acc_fmt, p)
+
+
 def float_bits(value: float, fmt: Format) -> int:
     """A Python float rounded to nearest into `fmt` by the model's conversion (the
     epilogue's fp32 scalars alpha and beta)."""
@@ -106,6 +183,8 @@ class Epilogue:
     out_fmt: Format
     saturate: bool
     reads_ab: bool = True
+    c_after: bool = False  # C added after the rounding to the output type (c_join=output)
+    partial_beta: int | None = None  # beta of a C joined to the first partial
 
     @staticmethod
     def of(schedule: Schedule, p: ModelParams, plan: Plan, has_c: bool) -> Epilogue:
@@ -118,12 +197,25 @@ class Epilogue:
         C := beta*C, or zero when beta is zero), so NaN and Inf in A@B do not reach D."""
         ep = acc_format(p)
         out = schedule.out or p.d_fmt
-        beta = None
-        if has_c and not plan.c_in_chain and schedule.c_beta != 0.0:
-            beta = float_bits(schedule.c_beta, ep)
+        beta = partial_beta = None
+        if has_c and schedule.c_beta != 0.0:
+            if plan.c_in_partial:
+                partial_beta = float_bits(schedule.c_beta, ep)
+            elif not plan.c_in_chain:
+                beta = float_bits(schedule.c_beta, ep)
         alpha = float_bits(schedule.alpha, ep)
         reads_ab = schedule.alpha != 0.0
-        return Epilogue(alpha, beta, schedule.epilogue, ep, out, schedule.saturates(out), reads_ab)
+        return Epilogue(
+            alpha,
+            beta,
+            schedule.epilogue,
+            ep,
+            out,
+            schedule.saturates(out),
+            reads_ab,
+            c_after=schedule.c_at == CJoin.OUTPUT,
+            partial_beta=partial_beta,
+        )
 
     def identity(self, acc_fmt: Format) -> bool:
         """Whether D is the accumulator itself: alpha = 1, no C term, no conversion."""
@@ -146,7 +238,9 @@ def epilogue(
 ) -> BV:
     """D = alpha*acc + beta*C in the epilogue format (one FMA, or mul then add), then one
     round-to-nearest conversion to the output format (saturating when `ep.saturate`).
-    Without `ep.reads_ab` (alpha = 0) `acc` is not used: D = beta*C, or +0."""
+    Without `ep.reads_ab` (alpha = 0) `acc` is not used: D = beta*C, or +0. With
+    `ep.c_after` (c_join=output) C joins after that rounding: D = RN_out(RN_fp32(
+    RN_out(alpha*acc) + beta*C)), an elementwise add in fp32 of two tensors."""
     b = acc.b
     f = ep.ep_fmt
     nan = canonical_nan(f, p)
@@ -158,10 +252,21 @@ def epilogue(
 
     def times(k: int, y: BV, fy: Format) -> BV:
         """k * y in f with the GEMM level's NaN (k, then y)."""
-        kb = BV.const(b, k, f.spec.storage)
-        ku, yu = decode(kb, f), decode(y, fy)
-        return gemm_nan(p, [(kb, ku, f), (y, yu, fy)], mul_unpacked(ku, yu, f, RN, nan), f)
+        return scale(k, y, fy, f, p)
 
+    overflow = Overflow.SATURATE if ep.saturate else Overflow.IEEE
+
+    def to_out(r: BV) -> BV:
+        if ep.out_fmt == f and not ep.saturate:
+            return r
+        return convert_unpacked(
+            decode(r, f), ep.out_fmt, RN, canonical_nan(ep.out_fmt, p), overflow=overflow
+        )
+
+    if ep.c_after and ep.reads_ab and ep.beta is not None and c is not None:
+        assert c_fmt is not None
+        d = to_out(times(ep.alpha, acc, acc_fmt))
+        return to_out(add_partials(d, ep.out_fmt, times(ep.beta, c, c_fmt), f, f, p))
     if not ep.reads_ab:
         if ep.beta is not None and c is not None:
             assert c_fmt is not None
@@ -179,12 +284,7 @@ def epilogue(
             r = add_partials(bc_bits, f, times(ep.alpha, acc, acc_fmt), f, f, p)
     else:
         r = times(ep.alpha, acc, acc_fmt)
-    if ep.out_fmt == f and not ep.saturate:
-        return r
-    overflow = Overflow.SATURATE if ep.saturate else Overflow.IEEE
-    return convert_unpacked(
-        decode(r, f), ep.out_fmt, RN, canonical_nan(ep.out_fmt, p), overflow=overflow
-    )
+    return to_out(r)
 
 
 def c_format(p: ModelParams, schedule: Schedule, given: Format | None = None) -> Format:
@@ -223,22 +323,43 @@ def fold_plan(
     plan: Plan,
     p: ModelParams,
     split: Callable[[int, SplitPlan], T],
-    add: Callable[[T, Format, T, Format], T],
+    add: Callable[[T, Format, T, Format, Format], T],
+    out_fmt: Format | None = None,
+    to_out: Callable[[T, Format], T] | None = None,
+    join_c: Callable[[T, Format], T] | None = None,
 ) -> tuple[T, Format]:
     """The walk of a plan every runner shares: `split(s, sp)` the partial of each split
-    (the chain's d in the instruction's d format, or the fp32 sum of promoted chains),
-    then the partials added pairwise along `plan.combine` by `add(x, fx, y, fy)` (in the
-    accumulator format); returns the accumulator and its format."""
+    (the chain's d in the instruction's d format, or the fp32 sum of promoted chains);
+    `join_c(x, fx)` (when C joins the first partial, plan.c_in_partial, and is read)
+    adds C into the partial that starts the combination, in the accumulator format;
+    `to_out(x, fx)` rounds the partials of `plan.rounded` to `out_fmt`; then the
+    partials are added pairwise along `plan.combine` by `add(x, fx, y, fy, rf)`, each sum
+    rounded to `rf` (plan.reduce_fmt): the accumulator format, or `out_fmt` (OUT), or the
+    accumulator format and then `out_fmt` by `to_out` (ACC_OUT). Returns the accumulator
+    and its format."""
     af = acc_format(p)
     partials = [(split(s, sp), af if sp.promoted else p.d_fmt) for s, sp in enumerate(plan.splits)]
+    if plan.c_in_partial and join_c is not None:
+        f = first_leaf(plan.combine)
+        partials[f] = (join_c(*partials[f]), af)
+    if plan.rounded:
+        if to_out is None or out_fmt is None:
+            raise ValueError("fold_plan: a plan that rounds partials needs out_fmt and to_out")
+        for s in sorted(plan.rounded):
+            partials[s] = (to_out(*partials[s]), out_fmt)
     if len(partials) == 1:
         return partials[0]
+    if plan.reduce_fmt != ReduceFormat.ACC and (out_fmt is None or to_out is None):
+        raise ValueError("fold_plan: a reduction in the output type needs out_fmt and to_out")
+    rf = out_fmt if plan.reduce_fmt == ReduceFormat.OUT else af
 
     def reduce(t: Tree) -> tuple[T, Format]:
         if isinstance(t, int):
             return partials[t]
         (x, fx), (y, fy) = reduce(t[0]), reduce(t[1])
-        return add(x, fx, y, fy), af
+        if plan.reduce_fmt == ReduceFormat.ACC_OUT:
+            return to_out(add(x, fx, y, fy, af), af), out_fmt
+        return add(x, fx, y, fy, rf), rf
 
     return reduce(plan.combine)
 
@@ -249,13 +370,20 @@ def accumulate(
     c: BV | None,
     p: ModelParams,
     plan: Plan,
+    ep: Epilogue | None = None,
+    c_fmt: Format | None = None,
 ) -> tuple[BV, Format]:
     """The element's accumulator before the epilogue and its format: the chain's d, or
-    the fp32 sum of promoted chains and combined splits. `c` enters here only when
-    `c_joins` (as acc_0 of split 0's chain, in the instruction's c format)."""
+    the sum of promoted chains and combined splits (fp32, or the output type of `ep`
+    when the plan reduces in it). `c` enters here when `c_joins` (as acc_0 of split 0's
+    chain, in the instruction's c format) or when the plan adds it to the first partial
+    (`ep.partial_beta` set; C in `c_fmt`). Operands are read as the unit reads them
+    (plan.operand_round)."""
     like = a[0]
     d_fmt = p.d_fmt
     af = acc_format(p)
+    a = rounded_operands(a, p.a_fmt, plan.operand_round)
+    b = rounded_operands(b, p.b_fmt, plan.operand_round)
 
     def split(s: int, sp: SplitPlan) -> BV:
         if not sp.promoted:
@@ -267,7 +395,30 @@ def accumulate(
             acc32 = promote_add(acc32, d, d_fmt, af, p)
         return acc32
 
-    return fold_plan(plan, p, split, lambda x, fx, y, fy: combine(x, y, fx, fy, af, p))
+    out_fmt = to_out = join_c = None
+    if ep is not None:
+        out_fmt = ep.out_fmt
+        sat = ep.saturate
+
+        def to_out(x: BV, fx: Format) -> BV:
+            return round_partial(x, fx, ep.out_fmt, sat, p)
+
+        pb = ep.partial_beta
+        if c is not None and pb is not None:
+            cf = c_fmt or p.d_fmt
+
+            def join_c(x: BV, fx: Format) -> BV:
+                return join_partial(x, fx, c, cf, pb, af, p)
+
+    return fold_plan(
+        plan,
+        p,
+        split,
+        lambda x, fx, y, fy, rf: combine(x, y, fx, fy, rf, p),
+        out_fmt,
+        to_out,
+        join_c,
+    )
 
 
 def element(
@@ -287,12 +438,12 @@ def element(
     if len(a) != n or len(b) != n:
         raise ValueError(f"expected {n} a and b entries, got {len(a)} and {len(b)}")
     ep = Epilogue.of(schedule, p, plan, c is not None)
+    cf = c_fmt or c_format(p, schedule)
     if ep.reads_ab:
-        acc, acc_fmt = accumulate(a, b, c, p, plan)
+        acc, acc_fmt = accumulate(a, b, c, p, plan, ep, cf)
     else:  # alpha = 0: A and B are not read
         acc_fmt = acc_format(p)
         acc = _zero(a[0], acc_fmt)
     if ep.identity(acc_fmt):
         return acc
-    cf = c_fmt or c_format(p, schedule)
     return epilogue(acc, acc_fmt, c if ep.beta is not None else None, cf, ep, p)

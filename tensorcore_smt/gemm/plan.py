@@ -15,7 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UserError
-from .schedule import KOrder, Reduce, Schedule, SplitMode, pairwise_tree, serial_tree
+from .schedule import (
+    CJoin,
+    KOrder,
+    OperandRound,
+    PartialRound,
+    ReduceFormat,
+    Schedule,
+    SplitMode,
+    first_leaf,
+    pairwise_tree,
+    serial_tree,
+)
 
 Tree = int | tuple["Tree", "Tree"]
 """A combination order: a split index, or (left, right) = left + right in fp32."""
@@ -42,6 +53,10 @@ class Plan:
     splits: tuple[SplitPlan, ...]
     combine: Tree  # how the split partials combine (a single split: 0)
     c_in_chain: bool  # C is acc_0 of split 0's first chain, else joins in the epilogue
+    c_in_partial: bool = False  # C added to the partial that starts the combination
+    rounded: frozenset[int] = frozenset()  # partials rounded to the output type first
+    reduce_fmt: ReduceFormat = ReduceFormat.ACC  # what each combining addition rounds to
+    operand_round: OperandRound = OperandRound.TRUNCATE  # fp32 -> TF32 operands
 
     @property
     def fp32_acc(self) -> bool:
@@ -156,13 +171,23 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
                 tuple(blocks[i : i + per_chain]) for i in range(0, len(blocks), per_chain)
             )
             splits.append(SplitPlan(chains, True))
-    if schedule.combine is not None:
-        tree = schedule.combine
-    elif schedule.reduce == Reduce.PAIRWISE:
-        tree = pairwise_tree(S)
-    else:
-        tree = serial_tree(S)
-    return Plan(k_block, n_blocks, tuple(splits), tree, schedule.c_in_chain)
+    tree = schedule.tree
+    rounded: frozenset[int] = frozenset()
+    if schedule.round_partials == PartialRound.ALL:
+        rounded = frozenset(range(S))
+    elif schedule.round_partials == PartialRound.FIRST:
+        rounded = frozenset((first_leaf(tree),))
+    return Plan(
+        k_block,
+        n_blocks,
+        tuple(splits),
+        tree,
+        schedule.c_in_chain,
+        c_in_partial=schedule.c_at == CJoin.PARTIAL,
+        rounded=rounded,
+        reduce_fmt=schedule.reduce_fmt,
+        operand_round=schedule.operand_round,
+    )
 
 
 def equivalent_plan(plan: Plan, nan_payloads: bool = False) -> Plan:
@@ -179,7 +204,16 @@ def equivalent_plan(plan: Plan, nan_payloads: bool = False) -> Plan:
     S = len(plan.splits)
     if S == 1 or not all(s.promoted and len(s.chains) == 1 for s in plan.splits):
         return plan
+    if plan.rounded or plan.reduce_fmt != ReduceFormat.ACC or plan.c_in_partial:
+        return plan
     if (S > 2 or nan_payloads) and plan.combine != serial_tree(S):
         return plan
     chains = tuple(s.chains[0] for s in plan.splits)
-    return Plan(plan.k_block, plan.n_blocks, (SplitPlan(chains, True),), 0, plan.c_in_chain)
+    return Plan(
+        plan.k_block,
+        plan.n_blocks,
+        (SplitPlan(chains, True),),
+        0,
+        plan.c_in_chain,
+        operand_round=plan.operand_round,
+    )

@@ -64,10 +64,39 @@ class SplitMode(Enum):
 
 
 class Reduce(Enum):
-    """How the split partials are combined (in fp32, round to nearest)."""
+    """How the split partials are combined (each addition rounded to nearest)."""
 
     SERIAL = "serial"  # ((p0 + p1) + p2) + ...
     PAIRWISE = "pairwise"  # cuBLASLt's pairwise scheme (plan.combine_tree)
+    TREE = "tree"  # halving tree: slot_i = p_i + p_{i+h}, h = ceil(n/2), repeated
+    # (a warp's butterfly shuffle reduction x += shfl_xor(x, h) as lane 0 sees it)
+
+
+class OperandRound(Enum):
+    """How an fp32 operand becomes the instruction's narrower operand format (TF32:
+    8 exponent and 10 mantissa bits in 32-bit storage) before the unit reads it."""
+
+    TRUNCATE = "truncate"  # not converted: the unit reads the fp32 bits, its low 13 ignored
+    RNE = "rne"  # rounded to nearest, ties to even (PTX cvt.rn.tf32.f32)
+    RNA = "rna"  # rounded to nearest, ties away from zero (PTX cvt.rna.tf32.f32)
+
+
+class ReduceFormat(Enum):
+    """The format every addition of the split-K combination rounds to."""
+
+    ACC = "acc"  # the accumulator format: fp32 (fp64 for an fp64 GEMM)
+    OUT = "out"  # the output type, each sum rounded once (a native fp16/bf16 add)
+    ACC_OUT = "acc-out"  # each sum rounded to fp32, then to the output type (an fp32
+    # epilogue adding a partial to the output it reads back: in-place serial split-K)
+
+
+class PartialRound(Enum):
+    """Which split partials are rounded to the output type before they are combined."""
+
+    NONE = "none"  # every partial joins in the accumulator (or chain) format
+    ALL = "all"  # every partial stored in the output type (a workspace of the output type)
+    FIRST = "first"  # the partial that starts the sum (the first leaf of the combination):
+    # an in-place serial split-K writes it to the output first, later ones add into it
 
 
 CombineTree = int | tuple["CombineTree", "CombineTree"]
@@ -111,26 +140,70 @@ def parse_combine(text: str) -> CombineTree:
     return tree
 
 
+def serial_of(items: list[CombineTree]) -> CombineTree:
+    """((x0 + x1) + x2) + ... of the given subtrees."""
+    t = items[0]
+    for x in items[1:]:
+        t = (t, x)
+    return t
+
+
+def pairwise_of(items: list[CombineTree]) -> CombineTree:
+    """cuBLASLt's pairwise combination of the given subtrees x_0..x_{n-1} (pairwise_tree)."""
+    n = len(items)
+    if n == 1:
+        return items[0]
+    h = -(-n // 2)
+    slots = [(items[i], items[i + h]) if i + h < n - 1 else items[i] for i in range(h)]
+    return serial_of([items[n - 1], *slots])
+
+
+def halving_of(items: list[CombineTree]) -> CombineTree:
+    """The halving tree of the given subtrees: h = ceil(n/2), slot_i = x_i + x_{i+h}
+    (x_i alone when i + h >= n), repeated on the slots until one is left. For n a power
+    of two it is what lane 0 holds after a warp's butterfly reduction, x += shfl_xor(x,
+    h) for h = n/2, ..., 1 (or shfl_down, lane 0 alike; CUDA C++ Programming Guide, warp
+    shuffle functions)."""
+    while len(items) > 1:
+        n = len(items)
+        h = -(-n // 2)
+        items = [(items[i], items[i + h]) if i + h < n else items[i] for i in range(h)]
+    return items[0]
+
+
 def serial_tree(n: int) -> CombineTree:
     """((p0 + p1) + p2) + ... + p_{n-1}."""
-    t: CombineTree = 0
-    for i in range(1, n):
-        t = (t, i)
-    return t
+    return serial_of(list(range(n)))
 
 
 def pairwise_tree(n: int) -> CombineTree:
     """cuBLASLt's pairwise combination of n partials: h = ceil(n/2), slot_i = p_i +
     p_{i+h} if i + h < n - 1 else p_i, result (((p_{n-1} + slot_0) + slot_1) + ...) +
     slot_{h-1}; n = 3: (p2 + p0) + p1. One partial is itself."""
-    if n == 1:
-        return 0
-    h = -(-n // 2)
-    slots: list[CombineTree] = [(i, i + h) if i + h < n - 1 else i for i in range(h)]
-    t: CombineTree = n - 1
-    for s in slots:
-        t = (t, s)
-    return t
+    return pairwise_of(list(range(n)))
+
+
+def halving_tree(n: int) -> CombineTree:
+    """The halving (butterfly) tree of n partials (halving_of)."""
+    return halving_of(list(range(n)))
+
+
+def reduce_tree(n: int, reduce: Reduce, warp: int | None = None) -> CombineTree:
+    """The combination of n partials by `reduce`; with `warp` = W, first each group of W
+    consecutive partials by the halving tree (a warp's shuffle reduction), then the
+    n / W group results by `reduce` (a block reduction across warps)."""
+    of = {Reduce.SERIAL: serial_of, Reduce.PAIRWISE: pairwise_of, Reduce.TREE: halving_of}
+    items: list[CombineTree] = list(range(n))
+    if warp is not None:
+        items = [halving_of(items[g : g + warp]) for g in range(0, n, warp)]
+    return of[reduce](items)
+
+
+def first_leaf(tree: CombineTree) -> int:
+    """The partial that starts the combination: the leftmost leaf."""
+    while not isinstance(tree, int):
+        tree = tree[0]
+    return tree
 
 
 def combine_text(tree: CombineTree) -> str:
@@ -157,11 +230,15 @@ class EpilogueOp(Enum):
 
 
 class CJoin(Enum):
-    """Where C enters the computation."""
+    """Where C (a bias, broadcast over rows or columns) enters the computation."""
 
     CHAIN = "chain"  # as the first chain's acc_0, in the instruction's c format
     # (only with alpha = 1 and beta = 1: then alpha*(A*B) + beta*C = A*B + C)
-    EPILOGUE = "epilogue"  # as beta*C in the fp32 epilogue
+    EPILOGUE = "epilogue"  # as beta*C in the fp32 epilogue, before the one rounding
+    OUTPUT = "output"  # after it: D = RN_out(RN_out(alpha*acc) + RN(beta*C)), the sum in
+    # fp32 (a separate elementwise add of a result already in the output type)
+    PARTIAL = "partial"  # added in the accumulator format to the partial that starts the
+    # split-K combination (alpha = 1), before the partials combine
 
 
 OUT_FORMATS = frozenset(
@@ -179,8 +256,14 @@ class FieldRange:
 
 SCHEDULE_RANGES: dict[str, FieldRange] = {
     "promote": FieldRange(1, 1 << 20, "K elements per chain; DeepSeek-V3 and cuBLAS: 128"),
-    "split_k": FieldRange(1, 64, "splits of K; cuBLASLt heuristics pick up to a few dozen"),
+    "split_k": FieldRange(
+        1,
+        1024,
+        "splits of K: cuBLASLt picks up to a few dozen; a block of threads "
+        "reducing one output (GEMV, dot + block reduce) up to 1024, CUDA's block size",
+    ),
     "split_tile": FieldRange(1, 4096, "k-tile width of split-K; cuBLASLt: 64 or 128"),
+    "warp": FieldRange(2, 1024, "partials per halving-tree group (a warp: 32 lanes)"),
 }
 """Allowed range of every integer schedule field."""
 
@@ -198,10 +281,14 @@ class Schedule:
     tree they combine in, as data (each split index once; written `0+2+(1+3)`); kblocks: K
     cut into consecutive k-blocks of these sizes first (written `320+320+192+192`: OpenBLAS
     sgemm's GEMM_Q blocking), each cut by the split layout into split_k partials, partial
-    i*S + s of block i, all combined by reduce or combine; c_join: where C
-    enters (see `c_in_chain`); alpha, beta, epilogue, out, saturate: the epilogue (beta
-    None: 1; out None: the instruction's d format; saturate None: FP8 outputs saturate,
-    others do not).
+    i*S + s of block i, all combined by reduce or combine; warp: the partials first
+    combined in groups of this many by the halving tree (a warp shuffle reduction), the
+    group results then by reduce; reduce_fmt: the format each combining addition rounds
+    to (fp32, or the output type); round_partials: which partials are rounded to the
+    output type before they combine; operand_round: how fp32 operands become the
+    instruction's TF32 operands; c_join: where C enters (see `c_in_chain` and `c_at`);
+    alpha, beta, epilogue, out, saturate: the epilogue (beta None: 1; out None: the
+    instruction's d format; saturate None: FP8 outputs saturate, others do not).
 
     Every schedule computes D = alpha*(A*B) + beta*C as BLAS, cuBLAS and torch.addmm
     define it. C in the chain (an instruction's D = A*B + C, then alpha times that) is
@@ -216,6 +303,10 @@ class Schedule:
     reduce: Reduce = Reduce.SERIAL
     combine: CombineTree | None = None
     kblocks: tuple[int, ...] | None = None
+    warp: int | None = None
+    reduce_fmt: ReduceFormat = ReduceFormat.ACC
+    round_partials: PartialRound = PartialRound.NONE
+    operand_round: OperandRound = OperandRound.TRUNCATE
     c_join: CJoin | None = None
     alpha: float = 1.0
     beta: float | None = None
@@ -242,6 +333,37 @@ class Schedule:
             elif self.combine == pairwise_tree(n):
                 object.__setattr__(self, "combine", None)
                 object.__setattr__(self, "reduce", Reduce.PAIRWISE)
+            elif self.combine == halving_tree(n):
+                object.__setattr__(self, "combine", None)
+                object.__setattr__(self, "reduce", Reduce.TREE)
+        if self.warp is not None and self.warp == n and self.combine is None:
+            object.__setattr__(self, "warp", None)  # one group: the halving tree itself
+            object.__setattr__(self, "reduce", Reduce.TREE)
+        if self.warp is not None:
+            if self.combine is not None:
+                raise UserError("combine= and warp= both say how the splits combine; give one")
+            if n % self.warp or self.warp > n:
+                raise UserError(
+                    f"warp={self.warp} does not divide the {n} partials into groups; allowed: "
+                    f"a divisor of {n} (split_k"
+                    + (f" times {len(self.kblocks)} kblocks)" if self.kblocks else ")")
+                )
+        if n == 1 and self.reduce_fmt != ReduceFormat.ACC:
+            raise UserError(
+                f"reduce_fmt={self.reduce_fmt.value} needs partials to combine (split_k > 1 "
+                "or kblocks); allowed with one partial: reduce_fmt=acc"
+            )
+        if n == 1 and self.round_partials != PartialRound.NONE:
+            raise UserError(
+                f"round_partials={self.round_partials.value} needs partials to combine "
+                "(split_k > 1 or kblocks); allowed with one partial: round_partials=none"
+            )
+        if self.c_join == CJoin.PARTIAL and self.alpha != 1.0:
+            raise UserError(
+                f"c_join=partial adds beta*C before alpha scales the sum; alpha="
+                f"{_show(float(self.alpha))} would scale C too; allowed: alpha=1, else "
+                "c_join=epilogue or output"
+            )
         if self.c_join == CJoin.CHAIN and (n > 1 or self.promote is not None):
             raise UserError(
                 "c_join=chain needs one chain (split_k=1, promote=none); allowed: epilogue"
@@ -285,6 +407,21 @@ class Schedule:
             return self.c_join == CJoin.CHAIN
         return self.partials == 1 and self.promote is None and self.unit_scalars
 
+    @property
+    def c_at(self) -> CJoin:
+        """Where C joins, resolved: CHAIN when `c_in_chain`, else c_join (EPILOGUE when
+        unset)."""
+        if self.c_in_chain:
+            return CJoin.CHAIN
+        return self.c_join or CJoin.EPILOGUE
+
+    @property
+    def tree(self) -> CombineTree:
+        """How the partials combine: combine when given, else reduce (and warp)."""
+        if self.combine is not None:
+            return self.combine
+        return reduce_tree(self.partials, self.reduce, self.warp)
+
     def saturates(self, out: Format) -> bool:
         """Whether the final conversion to `out` saturates (FP8 by default)."""
         if self.saturate is not None:
@@ -325,8 +462,11 @@ _ENUMS: dict[str, type[Enum]] = {
     "reduce": Reduce,
     "epilogue": EpilogueOp,
     "c_join": CJoin,
+    "reduce_fmt": ReduceFormat,
+    "round_partials": PartialRound,
+    "operand_round": OperandRound,
 }
-_OPTIONAL = {"promote", "combine", "kblocks", "c_join", "beta", "out", "saturate"}
+_OPTIONAL = {"promote", "combine", "kblocks", "warp", "c_join", "beta", "out", "saturate"}
 _FLOATS = {"alpha", "beta"}
 _BOOLS = {"saturate"}
 
