@@ -19,17 +19,24 @@ import numpy as np
 
 from ..errors import UserError
 from ..formats import Format
+from .arithmetic import discriminating, learn, matches
 from .classes import Classes, blocks_of, reveal_classes
-from .evaluate import ROUNDINGS, evaluate
+from .evaluate import TreeArithmetic
 from .hypothesis import find
 from .oracles import make_oracle, np_dtype
 from .tree import Tree, build, canonical, from_sizes, render, to_lists
 
 MAX_K = 4096
-CHECK_OUTPUTS = 64
-"""Random outputs checked bit for bit by default (a sample of each class's outputs)."""
-TREE_SUM_OUTPUTS = 4096
-"""Outputs of each class whose fp32 tree sum (evaluate.py) is checked, at most."""
+MIN_OUTPUTS = 10_000
+"""Outputs on discriminating inputs a class's check needs before `reproduced` is claimed."""
+CHECK_OUTPUTS = MIN_OUTPUTS
+"""Outputs checked bit for bit by default (about as many of each class)."""
+LEARN_OUTPUTS = 2048
+"""Outputs of a class its arithmetic is learnt on (each sample; fewer at large K)."""
+HYPOTHESIS_WORK = 1 << 27
+"""Multiply-adds of the hypothesis (tc.matmul) run per class in the check, at most."""
+MAX_CHECK_CALLS = 4096
+"""Oracle calls of the check, at most."""
 
 
 @dataclass
@@ -45,8 +52,12 @@ class ClassResult:
     hypothesis: str | None = None
     instr: str | None = None
     reproduced: bool | None = None
-    tree_check: dict[str, bool] = field(default_factory=dict)
+    arithmetic: TreeArithmetic | None = None
+    hypothesis_reproduced: bool | None = None
+    hypothesis_checked: int = 0
     checked_outputs: int = 0
+    agreed: int = 0
+    reason: str = ""
     others: list[str] = field(default_factory=list)
     """Further hypotheses with the same tree that round otherwise; the check on random
     inputs takes the first that reproduces the outputs."""
@@ -60,8 +71,13 @@ class ClassResult:
             "hypothesis": self.hypothesis,
             "instr": self.instr,
             "reproduced": self.reproduced,
-            "tree_reproduced": self.tree_check or None,
+            "reason": self.reason,
+            "arithmetic": self.arithmetic.to_json() if self.arithmetic else None,
+            "arithmetic_text": self.arithmetic.text(self.tree) if self.arithmetic else None,
+            "agreed": self.agreed,
             "checked_outputs": self.checked_outputs,
+            "hypothesis_reproduced": self.hypothesis_reproduced,
+            "hypothesis_checked": self.hypothesis_checked,
         }
 
 
@@ -101,16 +117,32 @@ class RevealResult:
         return self.first.instr
 
     @property
-    def tree_check(self) -> dict[str, bool]:
-        return self.first.tree_check
-
-    @property
     def checked_outputs(self) -> int:
         return sum(c.checked_outputs for c in self.classes)
 
     @property
     def reproduced(self) -> bool | None:
-        return _all(c.reproduced for c in self.classes)
+        """False when a class has neither hypothesis nor arithmetic, or any class's check
+        failed; True when every class was reproduced on at least MIN_OUTPUTS
+        discriminating outputs; None otherwise (unchecked, or too few outputs)."""
+        if any(c.hypothesis is None and c.arithmetic is None for c in self.classes):
+            return False
+        got = [c.reproduced for c in self.classes]
+        if any(x is False for x in got):
+            return False
+        return None if any(x is None for x in got) else True
+
+    @property
+    def reason(self) -> str:
+        """Why `reproduced` is what it is, in words."""
+        bad = [
+            i for i, c in enumerate(self.classes) if c.hypothesis is None and c.arithmetic is None
+        ]
+        if bad:
+            return f"class(es) {', '.join(map(str, bad))} have no hypothesis that reproduces them"
+        if len(self.classes) == 1:
+            return self.first.reason
+        return "; ".join(f"class {i}: {c.reason}" for i, c in enumerate(self.classes) if c.reason)
 
     def to_json(self) -> dict:
         first = self.first.to_json()
@@ -126,7 +158,9 @@ class RevealResult:
             "oracle_calls": self.oracle_calls,
             "seconds": round(self.seconds, 3),
             "reproduced": self.reproduced,
-            "tree_reproduced": first["tree_reproduced"],
+            "reason": self.reason,
+            "arithmetic": first["arithmetic"],
+            "arithmetic_text": first["arithmetic_text"],
             "checked_outputs": self.checked_outputs,
             "check_calls": self.check_calls,
             "check_shape": list(self.check_shape) if self.check_shape else None,
@@ -243,58 +277,136 @@ def _hypothesis(cls: ClassResult, orc, k: int) -> None:
 
 
 def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) -> None:
-    """Run the oracle on random inputs until `outputs` outputs are compared (all of a
-    call's outputs, or a sample of each class's when fewer are asked); compare each class's
-    outputs with its hypothesis (through tc.matmul) and a sample of them with its tree
-    summed in fp32."""
+    """Learn each class's arithmetic on discriminating inputs (arithmetic.py), then run
+    the oracle on fresh ones until `outputs` outputs are compared, about as many of each
+    class: with the tree under the learnt arithmetic (every output) and with the
+    hypothesis through tc.matmul (up to HYPOTHESIS_WORK multiply-adds). A recording is
+    checked on its one recorded random call instead."""
     before = orc.calls
-    done = 0
-    mm, nn = res.shape or (res.k, res.k)
-    tree_rows: list[list] = [[] for _ in res.classes]
-    i = 0
-    while done < outputs:
-        a, b, d = orc.random(res.k, seed + i)
-        d = np.asarray(d)
-        full = getattr(orc, "random_shape", None) or d.shape
-        res.check_shape = (int(full[0]), int(full[1]), res.k)
-        lab = labels if labels.shape == d.shape else np.zeros(d.shape, np.int64)
-        pick = _pick(lab, len(res.classes), outputs - done, seed + i)
+    if orc.outputs(np.zeros((1, res.k)), np.zeros((res.k, 1))) is None:
+        _check_recorded(res, orc, seed, labels, outputs)
+        res.check_calls = orc.calls - before
+        return
+    orc.calls = before
+    k = res.k
+    m, n = orc.check_shape(k)
+    if labels.shape != (m, n):
+        labels = np.zeros((m, n), np.int64)
+    dt = np_dtype(orc.out)
+    n_cls = len(res.classes)
+    need = [min(-(-outputs // n_cls), outputs) for _ in res.classes]
+    call = [0]
+
+    def run(keep: np.ndarray | None):
+        a, b = discriminating(orc.fmt, m, k, n, seed + 1000003 * call[0])
+        call[0] += 1
+        if keep is not None:
+            a[:, ~keep] = 0.0
+        d = np.asarray(orc.outputs(a, b))
+        if orc.widen:
+            a, b = a.astype(np.float32), b.astype(np.float32)
+        return a, b, d
+
+    rows_cap = max(64, min(LEARN_OUTPUTS, (1 << 24) // k))
+    for c, cls in enumerate(res.classes):
+
+        def sample(keep, s, c=c):
+            got_a, got_b, got_d, have = [], [], [], 0
+            while have < rows_cap and call[0] < MAX_CHECK_CALLS:
+                a, b, d = run(keep)
+                rr, cc = np.nonzero(labels == c)
+                take = slice(0, rows_cap - have)
+                rr, cc = rr[take], cc[take]
+                got_a.append(a[rr])
+                got_b.append(b[:, cc].T)
+                got_d.append(d[rr, cc])
+                have += len(rr)
+            return np.concatenate(got_a), np.concatenate(got_b), np.concatenate(got_d)
+
+        cls.arithmetic = learn(cls.tree, sample, dt, seed)
+    hyp_room = [max(1, HYPOTHESIS_WORK // k) for _ in res.classes]
+    while any(x > 0 for x in need) and call[0] < MAX_CHECK_CALLS:
+        a, b, d = run(None)
+        res.check_shape = (m, n, k)
         for c, cls in enumerate(res.classes):
-            sel = pick & (lab == c)
-            if not sel.any():
+            if need[c] <= 0:
                 continue
-            rows, cols = np.nonzero(sel)
-            cls.checked_outputs += len(rows)
-            got = d[rows, cols]
-            if cls.hypothesis is not None:
-                pieces = _pieces(sel, cls, a, b, d, orc.widen)
-                _compare(cls, pieces, np_dtype(orc.out))
-            room = TREE_SUM_OUTPUTS - sum(len(x[0]) for x in tree_rows[c])
-            if room > 0:
-                take = slice(0, room)
-                tree_rows[c].append((a[rows[take]], b[:, cols[take]].T, got[take]))
-        done += int(pick.sum())
-        i += 1
-        if getattr(orc, "random_shape", None) is not None:
-            break  # a recording: its one random call
+            rr, cc = np.nonzero(labels == c)
+            rr, cc = rr[: need[c]], cc[: need[c]]
+            need[c] -= len(rr)
+            cls.checked_outputs += len(rr)
+            want = d[rr, cc]
+            if cls.arithmetic is not None:
+                ok = matches(cls.tree, cls.arithmetic, a[rr], b[:, cc].T, want, dt)
+                cls.agreed += int(ok.sum())
+            if cls.hypothesis is not None and hyp_room[c] > 0:
+                take = min(len(rr), hyp_room[c])
+                hyp_room[c] -= take
+                sel = np.zeros(d.shape, bool)
+                sel[rr[:take], cc[:take]] = True
+                typed = np.float32 if orc.widen else np_dtype(orc.fmt)
+                pieces = _pieces(sel, cls, a.astype(typed), b.astype(typed), d, False)
+                cls.hypothesis_checked += take
+                _compare(cls, pieces, dt)
     res.check_calls = orc.calls - before
-    full = getattr(orc, "random_shape", None)
-    if full is not None and tuple(full) != (mm, nn):
+    for cls in res.classes:
+        _verdict(cls, outputs)
+
+
+def _verdict(cls: ClassResult, outputs: int) -> None:
+    """`reproduced` of one class from its checks: None below MIN_OUTPUTS outputs (too few
+    to claim), else whether the tree with its learnt arithmetic, or where none was learnt
+    the hypothesis, gave every output checked."""
+    if cls.arithmetic is None and cls.hypothesis is None:
+        cls.reproduced = False
+        cls.reason = "no hypothesis and no arithmetic reproduces this tree"
+        return
+    if cls.arithmetic is not None:
+        ok = cls.agreed == cls.checked_outputs
+        what = f"{cls.agreed} of {cls.checked_outputs} outputs"
+    else:
+        ok = bool(cls.hypothesis_reproduced)
+        what = f"the hypothesis on {cls.hypothesis_checked} outputs"
+    if cls.checked_outputs < MIN_OUTPUTS:
+        cls.reproduced = None if ok else False
+        cls.reason = (
+            f"{what} agree; fewer than {MIN_OUTPUTS} checked: not claimed"
+            if ok
+            else (f"{what} agree")
+        )
+        return
+    cls.reproduced = ok
+    cls.reason = f"{what} agree"
+
+
+def _check_recorded(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) -> None:
+    """A recording: compare its one recorded random call (ordinary random inputs, not
+    discriminating ones) with each class's hypothesis; `reproduced` stays None."""
+    a, b, d = orc.random(res.k, seed)
+    d = np.asarray(d)
+    full = orc.random_shape
+    res.check_shape = (int(full[0]), int(full[1]), res.k)
+    mm, nn = res.shape or (res.k, res.k)
+    lab = labels if labels.shape == d.shape else np.zeros(d.shape, np.int64)
+    pick = _pick(lab, len(res.classes), outputs, seed)
+    for c, cls in enumerate(res.classes):
+        sel = pick & (lab == c)
+        if not sel.any() or cls.hypothesis is None:
+            continue
+        cls.checked_outputs += int(sel.sum())
+        cls.hypothesis_checked += int(sel.sum())
+        _compare(cls, _pieces(sel, cls, a, b, d, orc.widen), np_dtype(orc.out))
+        cls.reason = (
+            f"the recorded random call ({int(sel.sum())} outputs, ordinary random inputs) "
+            + ("agrees" if cls.hypothesis_reproduced else "differs")
+            + " with the hypothesis: too few, and not discriminating, to claim reproduced"
+        )
+    if tuple(full) != (mm, nn):
         res.note = (res.note + "; " if res.note else "") + (
             f"the random call checked is {full[0]} x {full[1]} x {res.k}, the probe "
             f"{mm} x {nn} x {res.k} (none of that shape recorded): a library may pick "
             "another kernel for another shape"
         )
-    dt = np_dtype(orc.out)
-    for cls, parts in zip(res.classes, tree_rows):
-        if not parts or any(not isinstance(x, int) and len(x) > 2 for x in _nodes(cls.tree)):
-            continue  # fused adds: the fp32 tree sum is no model of a unit's truncation
-        ra = np.concatenate([x for x, _, _ in parts]).astype(np.float32)
-        rb = np.concatenate([y for _, y, _ in parts]).astype(np.float32)
-        want = np.concatenate([w for _, _, w in parts]).astype(dt)
-        for r in ROUNDINGS:
-            got = evaluate(cls.tree, ra, rb, r).astype(dt)  # one rounding to the output
-            cls.tree_check[r] = _same_bits(got, want)
 
 
 def _pieces(sel: np.ndarray, cls: ClassResult, a, b, d, widen: bool) -> list[tuple]:
@@ -326,7 +438,7 @@ def _compare(cls: ClassResult, pieces: list[tuple], dt) -> None:
             for ra, rb, at, got in pieces
         )
 
-    first = cls.reproduced is None
+    first = cls.hypothesis_reproduced is None
     ok = run(cls.hypothesis)
     if not ok and first:
         for other in cls.others:
@@ -335,7 +447,7 @@ def _compare(cls: ClassResult, pieces: list[tuple], dt) -> None:
                 cls.hypothesis = other
                 ok = True
                 break
-    cls.reproduced = ok and cls.reproduced is not False
+    cls.hypothesis_reproduced = ok and cls.hypothesis_reproduced is not False
 
 
 def _pick(labels: np.ndarray, n_classes: int, room: int, seed: int) -> np.ndarray:

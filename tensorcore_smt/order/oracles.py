@@ -151,6 +151,15 @@ class Oracle:
         """A (M x K), B (K x N) random in the input format, and the library's D (M x N)."""
         raise NotImplementedError
 
+    def outputs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+        """The library's D (M x N) on A (M x K) and B (K x N) given in float64, exact in
+        the input format; None where the oracle answers only what was recorded."""
+        return None
+
+    def check_shape(self, k: int) -> tuple[int, int]:
+        """M x N of the calls of the check on discriminating inputs."""
+        return (k, k)
+
     def _sizes(self, d: np.ndarray, k: int) -> np.ndarray:
         return counts_to_sizes(d, self.values(k), k, self.name)
 
@@ -194,6 +203,15 @@ class NumpyDot(Oracle):
         self.calls += len(others)
         return self._sizes(out, k)
 
+    def outputs(self, a, b):
+        a = np.ascontiguousarray(a, np.float32)
+        cols = [np.ascontiguousarray(b[:, n], np.float32) for n in range(b.shape[1])]
+        self.calls += a.shape[0] * len(cols)
+        return np.array([[np.dot(row, col) for col in cols] for row in a], np.float32)
+
+    def check_shape(self, k):
+        return (1024, 4)
+
     def random(self, k, seed):
         a, b = _random_inputs(self.fmt, DOT_BATCH, 1, k, seed)
         d = np.array([[np.dot(a[m], b[:, 0])] for m in range(len(a))], np.float32)
@@ -220,6 +238,17 @@ class NumpyGemv(Oracle):
         ok = rows != cols[0]
         s[ok, 0] = self._sizes(y[ok], k)
         return s
+
+    def outputs(self, a, b):
+        a = np.ascontiguousarray(a, np.float32)
+        self.calls += b.shape[1]
+        return np.stack(
+            [np.matmul(a, np.ascontiguousarray(b[:, n], np.float32)) for n in range(b.shape[1])],
+            axis=1,
+        )
+
+    def check_shape(self, k):
+        return (self.rows or k, 1)
 
     def random(self, k, seed):
         a, b = _random_inputs(self.fmt, self.rows or k, 1, k, seed)
@@ -253,6 +282,14 @@ class Gemm(Oracle):
         ok = rows[:, None] != cols[None, :]
         s[ok] = self._sizes(d[ok], k)
         return s
+
+    def outputs(self, a, b):
+        self.calls += 1
+        dt = np_dtype(self.fmt)
+        return np.asarray(self.run(a.astype(dt), b.astype(dt)))
+
+    def check_shape(self, k):
+        return self.mn(k)
 
     def random(self, k, seed):
         m, n = self.mn(k)
@@ -330,6 +367,13 @@ class Model(Gemm):
         self.arch = self.hyp.arch
         self.label = split_gemm_text(hyp)[0].strip()
         self.out = Format.FP32
+
+    def check_shape(self, k):
+        """A model sums every output alike whatever the call's shape (tc.matmul runs one
+        schedule for every output), so its check calls are kept small."""
+        m, n = self.mn(k)
+        side = max(8, min(128, (1 << 22) // max(1, k)))
+        return (min(m, side), min(n, side))
 
     def run(self, a, b):
         from ..gemm.emulate import matmul
