@@ -55,14 +55,14 @@ witnesses of `tcsmt bound` never exceed it (tests/test_compose.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from ..formats import Format, Rounding
+from ..formats import Format, Rounding, max_finite_bits, value_of
 from ..model.fda import least_carry_bits
 from ..model.params import Algorithm, CAddend, ModelParams, Opposing, Split
 from ..model.terms import AlignMode
-from ..smt.query import Constraint, ConstraintKind
+from ..smt.query import GLOBAL_KINDS, Constraint, ConstraintKind
 from . import compose_cdna3
 from .alignment import group_bound
 from .analytic import ONES_REFUSAL, unit_roundoff
@@ -82,10 +82,22 @@ class Refusal:
 
 @dataclass
 class Argument:
-    """The composed U of one computation, with the figures of each step in words."""
+    """The composed U of one computation, with the figures of each step in words.
+
+    `low`, `high` (GEMM bounds): the class the U holds over, stated for the element's
+    exact magnitude M = |c| + sum |a_k b_k|: M = 0 or low <= M <= high (gemm_class);
+    None for an instruction bound, whose class is its query's."""
 
     upper: Fraction
     lines: list[str] = field(default_factory=list)
+    low: Fraction | None = None
+    high: Fraction | None = None
+
+    def in_class(self, M: Fraction) -> bool:
+        """Whether an element of exact magnitude M lies in the class U holds over."""
+        if M == 0 or self.low is None or self.high is None:
+            return True
+        return self.low <= M <= self.high
 
 
 def _forced_normal(op: str, fmt: Format, constraints: tuple[Constraint, ...]) -> bool:
@@ -435,10 +447,71 @@ def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Ar
     return Argument(U, lines)
 
 
+def running_class(constraints: tuple[Constraint, ...]) -> tuple[Constraint, ...]:
+    """The class as the c of a chain step after the first sees it: c is then the running
+    accumulator, not the input C, so no constraint on c applies to it (a sum of normal
+    inputs can be subnormal or zero: fp16 products 2^-15 + 2^-16 summed into an fp16
+    accumulator). Constraints on a and b and the class-wide ones are kept."""
+    out = []
+    for cn in constraints:
+        if cn.kind == ConstraintKind.FIX:
+            if cn.operands != "c":
+                out.append(cn)
+            continue
+        if cn.kind in (ConstraintKind.TERMS, *GLOBAL_KINDS) or "c" not in cn.operands:
+            out.append(cn)
+            continue
+        ops = cn.operands.replace("c", "")
+        if ops:
+            out.append(replace(cn, operands=ops))
+    return tuple(out)
+
+
+def chain_nodes(
+    p: ModelParams, constraints: tuple[Constraint, ...]
+) -> tuple[NodeBound, NodeBound, list[str]]:
+    """The instruction as a node of a GEMM chain: (first, later, lines). `first` takes
+    the input C (or +0) as its c, under the class's constraints on c; `later` takes the
+    running accumulator, which the class does not constrain (running_class), so its
+    subnormal values enter every absolute part as an unconstrained c's would."""
+    first, lines = instruction(p, constraints)
+    later, _ = instruction(p, running_class(constraints))
+    return first, later, lines
+
+
+def gemm_class(p: ModelParams, out: Format) -> tuple[Format, Fraction]:
+    """The class of a GEMM element as its normwise bound states it: (T, high) with
+    M = |c| + sum |a_k b_k| either 0 or 2^e_min(T) <= M <= high. T is the format, of the
+    instruction's d and the schedule's output `out`, with the larger e_min (the format
+    the result is finally rounded into, unless the chain's own format is narrower):
+    below it the result's bits are lost whatever the unit does, and U is normalised by
+    it. high is the smaller largest finite value of the two (the final conversion's
+    overflow may lower it further: gemm_bound)."""
+    low = out if out.spec.emin >= p.d_fmt.spec.emin else p.d_fmt
+    high = min(value_of(max_finite_bits(f), f) for f in (out, p.d_fmt))
+    return low, Fraction(high)
+
+
+def overflow_threshold(fmt: Format) -> Fraction:
+    """The smallest magnitude a round-to-nearest conversion into `fmt` turns into Inf:
+    the largest finite value plus half its ulp (a tie there rounds to the even
+    neighbour, 2^(e_max+1), which is Inf)."""
+    top = Fraction(value_of(max_finite_bits(fmt), fmt))
+    return top + Fraction(2) ** (fmt.spec.emax - fmt.spec.mbits - 1)
+
+
 def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | Refusal:
     """The composed U of the normwise error of one output element of the GEMM hypothesis
     `hyp` (a GemmHypothesis) at depth K: its plan (gemm/plan.py) as a tree of instruction
-    nodes and fp32 additions."""
+    nodes and fp32 additions, the first chain step taking C under the class's
+    constraints on c and every later one the running accumulator (chain_nodes), then
+    the conversion to the schedule's output format.
+
+    The class (gemm_class): M = 0 or 2^e_min(T) <= M <= high, T the narrower of d and
+    the output format; U is normalised by 2^e_min(T). Where the final conversion does
+    not saturate and the accumulator's composed error (g M + A) can carry an element of
+    M <= high past the output's overflow threshold (Inf: an infinite error), the class
+    is restricted to M(1 + g) + A below that threshold, and the argument says so."""
     from ..gemm.plan import make_plan, padded_k, tree_leaves
 
     p = hyp.params()
@@ -450,7 +523,7 @@ def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | R
         return Refusal(
             "composed GEMM bounds take alpha = beta = 1 (the exact result is then A*B + C)"
         )
-    node, lines = instruction(p, constraints)
+    node, later, lines = chain_nodes(p, constraints)
     plan = make_plan(s, padded_k(K, p.K), p.K)
     nearest = p.rounding in (Rounding.RNE, Rounding.RNA)
     fp32_adds = sum(len(sp.chains) for sp in plan.splits if sp.promoted) + len(plan.splits) - 1
@@ -463,12 +536,14 @@ def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | R
         return Refusal(OVERFLOW_EDGE)
     fp32 = ieee_add(Format.FP32)
     partials = []
-    for sp in plan.splits:
+    for i, sp in enumerate(plan.splits):
         acc = LEAF if not sp.promoted else None
-        for chain in sp.chains:
+        for j, chain in enumerate(sp.chains):
             cb = LEAF
-            for _ in chain:
-                cb = LEAF.node([cb] + [LEAF] * p.K, node)
+            for step in range(len(chain)):
+                # only the step that takes C itself sees c as the class states it
+                takes_c = plan.c_in_chain and i == 0 and j == 0 and step == 0
+                cb = LEAF.node([cb] + [LEAF] * p.K, node if takes_c else later)
             acc = cb if acc is None or not sp.promoted else LEAF.node([acc, cb], fp32)
         partials.append(acc)
     tree = plan.combine
@@ -487,18 +562,50 @@ def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | R
     if not plan.c_in_chain:
         total = LEAF.node([total, LEAF], ieee_add(Format.FP32, root=not convert))
         lines.append("C added in the fp32 epilogue: one addition")
+    low_fmt, high = gemm_class(p, out)
     if convert:
+        if s.saturates(out):
+            # a saturated result lies between e (|e| <= M <= high <= max) and the
+            # accumulator, so it errs no more than the accumulator does
+            lines.append(f"conversion to {out.spec.name} saturates: no Inf from finite sums")
+        else:
+            limit = overflow_threshold(out)
+            if high * (1 + total.g) + total.A >= limit:
+                # every accumulator of the class errs by at most g M + A: keep the
+                # elements whose accumulator stays below the threshold
+                high = (limit - total.A) / (1 + total.g) * (1 - Fraction(1, 2**60))
+                lines.append(
+                    f"class restricted to |c| + sum |a_k b_k| <= {float(high):.9g}: above "
+                    f"it the accumulator (error <= {float(total.g):.3g} M + "
+                    f"{float(total.A):.3g}) can reach {out.spec.name}'s overflow threshold "
+                    f"{float(limit):.9g}, where the conversion returns Inf"
+                )
         total = LEAF.node([total], ieee_add(out, root=True))
         lines.append(f"converted from {now.spec.name} to {out.spec.name}")
+    low = Fraction(2) ** low_fmt.spec.emin
+    if high < low:
+        return Refusal(
+            f"no element of the class converts to a finite {out.spec.name} with an error "
+            "the argument bounds"
+        )
     steps = plan.steps()
     lines.insert(0, f"instruction node: delta = {float(node.delta):.4g}, b = {float(node.b):.3g}")
+    lines.insert(
+        1,
+        f"later chain steps (the running accumulator as c, possibly subnormal): "
+        f"delta = {float(later.delta):.4g}, b = {float(later.b):.3g}",
+    )
     lines.append(
         f"plan: {len(plan.splits)} split(s), {steps} instruction steps, "
         f"{'promoted' if plan.splits[0].promoted else 'unpromoted'} chains"
     )
-    U = total.normwise(out.spec.emin)
-    lines.append(f"U = {float(U):.6g}")
-    return Argument(U, lines)
+    lines.append(
+        f"class: |c| + sum |a_k b_k| = 0 or in [2^{low_fmt.spec.emin} "
+        f"(e_min of {low_fmt.spec.name}), {float(high):.9g}]"
+    )
+    U = total.normwise(low_fmt.spec.emin)
+    lines.append(f"U = g + A 2^-e_min({low_fmt.spec.name}) = {float(U):.6g}")
+    return Argument(U, lines, low, high)
 
 
 __all__ = [
@@ -506,10 +613,14 @@ __all__ = [
     "Composed",
     "NodeBound",
     "Refusal",
+    "chain_nodes",
     "fda_group",
     "fdrda_instruction",
     "fdrda_preconditions",
     "gemm_bound",
+    "gemm_class",
+    "overflow_threshold",
+    "running_class",
     "ieee_add",
     "instruction_bound",
     "preconditions",

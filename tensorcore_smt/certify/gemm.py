@@ -8,6 +8,12 @@ tree of instruction nodes and fp32 additions. L comes from inputs run through
 (several magnitude spreads), and, when given, an instruction-level witness placed in the
 first k-block of the product with zeros after it (the instruction's worst case is then
 one element of the GEMM).
+
+Every value is read in the format it has where it is used: the output in the schedule's
+`out` (else the instruction's d), C in the format it joins in (gemm.element.c_format:
+the instruction's c in the chain, the output's in the epilogue). A column counts only
+where its exact magnitude |c| + sum |a_k b_k| lies in the class U holds over
+(compose.gemm_class, possibly restricted where the final conversion could overflow).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import numpy as np
 
 from ..bv.dtypes import bit_view
 from ..errors import UserError
-from ..formats import Format, value_of
+from ..formats import Format, round_fraction, value_of
 from ..model.measure import Measure, exact_value, measure_value
 from ..smt.query import Constraint
 from .compose import Argument, gemm_bound
@@ -66,14 +72,21 @@ class GemmCertificate:
 
 
 def _draw(
-    fmt: Format, n: int, spread: int, rng: random.Random, positive: bool = False
+    fmt: Format,
+    n: int,
+    spread: int,
+    rng: random.Random,
+    positive: bool = False,
+    shift: int = 0,
 ) -> list[int]:
-    """n finite normal values of `fmt` with exponents in [-spread/2, spread/2], as bits
-    (`positive`: all of one sign, where truncations along a chain all err one way)."""
+    """n finite normal values of `fmt` with exponents in shift + [-spread/2, spread/2]
+    (kept within the format's normal exponents), as bits (`positive`: all of one sign,
+    where truncations along a chain all err one way)."""
     s = fmt.spec
     out = []
     for _ in range(n):
-        e = rng.randint(-(spread // 2), spread // 2)
+        e = rng.randint(-(spread // 2), spread // 2) + shift
+        e = min(max(e, s.emin), s.emax)
         m = rng.getrandbits(s.mbits) if s.mbits else 0
         sign = 0 if positive else rng.getrandbits(1)
         out.append((sign << (s.storage - 1)) | ((e + s.bias) << s.mbits) | m)
@@ -114,8 +127,18 @@ def _repeated_worst(h, K: int, constraints) -> list[tuple[list[int], list[int], 
     return out
 
 
-def _measure(hyps, K: int, a_cols, b_cols, c_vals, fmts) -> list[Fraction]:
-    """The normwise error of each column (or the drift of two hypotheses)."""
+def _shift(K: int, spread: int, high: Fraction) -> int:
+    """The exponent offset of a and b for columns of depth K whose magnitudes would
+    otherwise pass `high` (the class's largest |c| + sum |a_k b_k|): each product is
+    below 2^(2 (spread/2 + shift + 1)), so K of them stay below high / 2."""
+    top = high.numerator.bit_length() - high.denominator.bit_length() - 1
+    room = top - 1 - K.bit_length() - 2 * (spread // 2 + 1)
+    return min(0, room // 2)
+
+
+def _measure(hyps, K: int, a_cols, b_cols, c_vals, fmts) -> list[Fraction | float]:
+    """The normwise error of each column (or the drift of two hypotheses): `fmts` the
+    formats of a, b, C as it joins, and the output."""
     import tensorcore_smt as tc
 
     fa, fb, fc, fd = fmts
@@ -131,7 +154,7 @@ def _measure(hyps, K: int, a_cols, b_cols, c_vals, fmts) -> list[Fraction]:
     res = []
     for i in range(n):
         e, den = exact_value(list(a_cols[i]), list(b_cols[i]), int(c_vals[i]), (fa, fb, fc))
-        d = value_of(int(outs[0][i, i]), fd)
+        d = value_of(int(outs[0][i, i]), fd)  # the output's own format (out, else d)
         ref = e if len(outs) == 1 else value_of(int(outs[1][i, i]), fd)
         res.append(measure_value(d, ref, den, Measure.NORMWISE, fd))
     return res
@@ -150,18 +173,31 @@ def gemm_certificate(
     """The certified interval of `hypothesis` (ARCH/SCHEDULE) at depth K (see the module
     docstring). `witness`: an instruction-level witness {"a", "b", "c"} to extend;
     `instr`: the instruction (default: the one libraries use for fp16 inputs)."""
+    from ..gemm.element import c_format
     from ..gemm.hypothesis import parse_gemm
+    from .compose import gemm_class
 
     t0 = time.monotonic()
     hx = parse_gemm(hypothesis if "/" in hypothesis else f"{hypothesis}/serial", instr)
     hyps = [hx]
+    px = hx.params()
+    out_fmt = hx.schedule.out or px.d_fmt
+    c_fmt = c_format(px, hx.schedule)
     if against is not None:
         hy = parse_gemm(against if "/" in against else f"{against}/serial", instr)
-        if hy.params().a_fmt != hx.params().a_fmt or hy.params().d_fmt != hx.params().d_fmt:
-            raise UserError(f"{against}: takes other operand formats than {hypothesis}")
+        py = hy.params()
+        if (
+            py.a_fmt != px.a_fmt
+            or py.d_fmt != px.d_fmt
+            or (hy.schedule.out or py.d_fmt) != out_fmt
+            or c_format(py, hy.schedule) != c_fmt
+        ):
+            raise UserError(f"{against}: takes other operand or output formats than {hypothesis}")
         hyps.append(hy)
     cert = GemmCertificate(hypothesis, against or "exact", K)
     total = Fraction(0)
+    low_fmt, high = gemm_class(px, out_fmt)
+    low = Fraction(2) ** low_fmt.spec.emin
     for h in hyps:
         arg = gemm_bound(h, K, constraints)
         if not isinstance(arg, Argument):
@@ -169,39 +205,59 @@ def gemm_certificate(
             total = None
             break
         total += arg.upper
+        if arg.low is not None and arg.high is not None:
+            low, high = max(low, arg.low), min(high, arg.high)
         cert.argument += [f"{h.text or hypothesis}: {x}" for x in arg.lines]
     if total is not None:
         if against is not None:
             cert.argument.append("drift: U_X + U_Y (triangle inequality through the exact result)")
         cert.upper = total
-    p = hx.params()
-    fmts = (p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt)
+    p = px
+    fmts = (p.a_fmt, p.b_fmt, c_fmt, out_fmt)
     rng = random.Random(seed)
     cols_a, cols_b, cs = [], [], []
     for i in range(rows):
         spread = SPREADS[i % len(SPREADS)]
         pos = i % 4 >= 2
-        cols_a.append(_draw(p.a_fmt, K, spread, rng, pos))
-        cols_b.append(_draw(p.b_fmt, K, spread, rng, pos))
-        cs.append(_draw(p.c_fmt, 1, spread, rng)[0] if i % 2 else 0)
+        shift = _shift(K, spread, high)
+        cols_a.append(_draw(p.a_fmt, K, spread, rng, pos, shift))
+        cols_b.append(_draw(p.b_fmt, K, spread, rng, pos, shift))
+        cs.append(_draw(c_fmt, 1, spread, rng, shift=2 * shift)[0] if i % 2 else 0)
+    n_random = len(cs)
+    extra: list[tuple[list[int], list[int], int, Format]] = []
     if witness is not None:
         k = len(witness["a"])
-        cols_a.append(list(witness["a"]) + [0] * (K - k))
-        cols_b.append(list(witness["b"]) + [0] * (K - k))
-        cs.append(int(witness["c"]))
-    for a_w, b_w, c_w in _repeated_worst(hx, K, constraints):
+        wa = [int(x) for x in witness["a"]] + [0] * (K - k)
+        wb = [int(x) for x in witness["b"]] + [0] * (K - k)
+        extra.append((wa, wb, int(witness["c"]), p.c_fmt))
+    extra += [(a_w, b_w, c_w, p.c_fmt) for a_w, b_w, c_w in _repeated_worst(hx, K, constraints)]
+    for a_w, b_w, c_w, f in extra:
+        # an instruction-level row's c is in the instruction's c format: read it in the
+        # format C joins in (rounded where that differs; the row is measured as it runs)
         cols_a.append(a_w)
         cols_b.append(b_w)
-        cs.append(c_w)
+        cs.append(c_w if f == c_fmt else round_fraction(_finite_value(c_w, f), c_fmt))
+    keep = [
+        i
+        for i in range(len(cs))
+        if _in_class(exact_value(cols_a[i], cols_b[i], cs[i], fmts[:3])[1], low, high)
+    ]
+    cert.rows = len(keep)
+    if not keep:
+        cert.seconds = time.monotonic() - t0
+        return cert
+    cols_a = [cols_a[i] for i in keep]
+    cols_b = [cols_b[i] for i in keep]
+    cs = [cs[i] for i in keep]
     errs = _measure(hyps, K, cols_a, cols_b, cs, fmts)
     best = max(range(len(errs)), key=lambda i: errs[i])
     cert.lower = errs[best]
-    cert.rows = len(errs)
-    cert.sampled = max(errs[:rows], default=Fraction(0))
+    n_random = sum(1 for i in keep if i < n_random)
+    cert.sampled = max(errs[:n_random], default=Fraction(0))
     cert.witness = {
         "a": [f"0x{x:0{p.a_fmt.spec.storage // 4}x}" for x in cols_a[best]],
         "b": [f"0x{x:0{p.b_fmt.spec.storage // 4}x}" for x in cols_b[best]],
-        "c": f"0x{cs[best]:0{p.c_fmt.spec.storage // 4}x}",
+        "c": f"0x{cs[best]:0{c_fmt.spec.storage // 4}x}",
     }
     if cert.upper is not None and cert.lower > cert.upper:
         from .bound import WitnessBug
@@ -212,6 +268,18 @@ def gemm_certificate(
         )
     cert.seconds = time.monotonic() - t0
     return cert
+
+
+def _finite_value(bits: int, fmt: Format) -> Fraction:
+    """The value of finite bits of `fmt` (0 for a non-finite pattern, never drawn)."""
+    v = value_of(bits, fmt)
+    return v if isinstance(v, Fraction) else Fraction(0)
+
+
+def _in_class(M: Fraction, low: Fraction, high: Fraction) -> bool:
+    """Whether an exact magnitude |c| + sum |a_k b_k| lies in the class: 0 or in
+    [low, high]."""
+    return M == 0 or low <= M <= high
 
 
 __all__ = ["GemmCertificate", "gemm_certificate"]
