@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-slow test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors
+.PHONY: install test test-slow test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors record-profile
 
 # torch 2.13.0 is the CPU build (a wheel on this project's machines; a plain `torch`
 # would fetch a CUDA build of several GB): with MMA-Sim, the independent cross-check runs
@@ -90,6 +90,13 @@ HWPY := $(if $(wildcard $(BIN)/python),$(BIN)/python,PYTHONPATH=$(CURDIR) $(PY))
 
 hardware:
 	$(HWPY) -m tensorcore_smt hardware run
+
+# What torch returns for a fixed plan of GEMM calls on this machine's GPU (docs/hardware.md,
+# "Library recordings"): about a minute of H100 time; PROFILE_OUT must be a new folder.
+PROFILE_OUT ?= results/hardware/library
+
+record-profile:
+	$(HWPY) -m tensorcore_smt profile record --oracle torch:cuda --out $(PROFILE_OUT)
 
 # Property witnesses on every probed instruction (solvers, no GPU): results/hardware/vectors.
 hardware-vectors:

@@ -26,7 +26,8 @@ def _group() -> click.Group:
 
     @main.group("profile", cls=Group)
     def profile_group() -> None:
-        """Library profiles: what a GPU's BLAS library computes for each torch call."""
+        """Library profiles: which GEMM recipe a GPU's BLAS library runs for each torch call
+        class and shape (profiles/*.json; docs/profiles.md)."""
 
     return profile_group
 
