@@ -24,7 +24,7 @@ from .classes import Classes, blocks_of, reveal_classes
 from .evaluate import TreeArithmetic
 from .hypothesis import find
 from .oracles import make_oracle, np_dtype
-from .tree import Tree, build, canonical, from_sizes, render, to_lists
+from .tree import NotATree, Tree, build, canonical, from_sizes, render, to_lists
 
 MAX_K = 4096
 MIN_OUTPUTS = 10_000
@@ -203,7 +203,15 @@ def reveal(
     orc = make_oracle(oracle, dtype, shape)
     orc.check(k)
     t0 = time.monotonic()
-    labels, trees, probe_shape = _probe(orc, k)
+    try:
+        labels, trees, probe_shape = _probe(orc, k)
+    except NotATree as e:
+        if orc.name.startswith("model:"):
+            raise NotATree(
+                f"{orc.name}: the pair probes cannot read this unit (its outputs on them "
+                f"are not those of one summation tree: {e})"
+            ) from None
+        raise
     seconds = time.monotonic() - t0
     calls = orc.calls
     res = RevealResult(

@@ -89,7 +89,7 @@ def unit_group(p) -> int | None:
     ):
         return 1
     if (
-        p.algorithm == Algorithm.FDA
+        p.algorithm in (Algorithm.FDA, Algorithm.FDRDA)
         and p.c_add == CAddend.FUSED
         and p.group_map == GroupMap.CONTIGUOUS
     ):
@@ -145,6 +145,13 @@ def find(
         return None
     texts = [f"{label or arch}/{t}" for t in found]
     return Found(texts[0], name, k_block, tuple(texts[1:]))
+
+
+def _instruction(arch: str, fmt) -> str:
+    """The default GEMM instruction of `arch` for inputs `fmt`."""
+    from ..gemm.hypothesis import default_instruction
+
+    return default_instruction(arch, fmt, fmt)
 
 
 class _NoSchedule(Exception):

@@ -131,8 +131,14 @@ class Oracle:
                     self.fmt, self.out, k, self.acc_bits, self.subnormal_inputs
                 )
             except UserError as e:
+                why = (
+                    " (it reads subnormal inputs as zero, so the probe must use normal ones)"
+                    if isinstance(self, Model) and not self.subnormal_inputs
+                    else ""
+                )
                 raise UserError(
-                    f"{self.name} ({self.fmt.spec.name} in, {self.out.spec.name} out): {e}"
+                    f"{self.name} ({self.fmt.spec.name} in, {self.out.spec.name} out): the "
+                    f"pair probes cannot read this unit{why}: {e}"
                 ) from None
         return self._pv[k]
 
@@ -367,6 +373,18 @@ class Model(Gemm):
         self.arch = self.hyp.arch
         self.label = split_gemm_text(hyp)[0].strip()
         self.out = Format.FP32
+        from ..api import resolve
+        from .hypothesis import _instruction
+
+        try:
+            p = resolve(self.arch, _instruction(self.arch, fmt))
+        except UserError:
+            p = None
+        if p is not None:
+            # probe values the unit reads: normal inputs where it flushes subnormal ones,
+            # and big/unit wide enough for the fused sum it keeps (F bits)
+            self.subnormal_inputs = not p.flush_inputs
+            self.acc_bits = max(24, int(p.F or 0))
 
     def check_shape(self, k):
         """A model sums every output alike whatever the call's shape (tc.matmul runs one
