@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (registration)
     identify,
     invariance,
     listing,
+    profile,
     profile_record,
     reveal,
     simulate,

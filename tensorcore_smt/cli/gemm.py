@@ -14,6 +14,7 @@ import click
 import numpy as np
 
 from ..errors import UserError
+from ..formats import Format
 from ..gemm.hypothesis import DEFAULT_INPUT, parse_gemm
 from ..gemm.measure import (
     NOT_MEASURED,
@@ -24,10 +25,13 @@ from ..gemm.measure import (
     random_matrix,
     run_measured,
 )
+from ..gemm.profile_call import Decision
+from ..gemm.profiles import Profile, load_profile
 from ..intake import DTYPE_FORMAT, DTYPE_INTEGER
 from .base import check_out, fail, interrupted, main
 from .gemm_io import input_format, load_matrix, plot_format, save_array
 from .gemm_plot import SweepPoint, draw
+from .gemm_profile import profile_recipe
 from .options import Ranged
 
 
@@ -93,7 +97,23 @@ def sweep_ks(K: int) -> list[int]:
 
 @main.command()
 @click.option(
-    "--arch", "hyp", required=True, metavar="HYP", help="GEMM hypothesis ARCH[...]/SCHEDULE[...]."
+    "--arch", "hyp", default=None, metavar="HYP", help="GEMM hypothesis ARCH[...]/SCHEDULE[...]."
+)
+@click.option(
+    "--profile",
+    "profile_name",
+    default=None,
+    metavar="PROFILE",
+    help="A library profile (h100; docs/profiles.md) picks the recipe instead of --arch.",
+)
+@click.option(
+    "--call",
+    "call_class",
+    default=None,
+    metavar="CLASS",
+    help="With --profile: the call class (tcsmt profile show), which sets the input and "
+    "output formats, flags and layouts (default: torch.matmul on --dtype inputs, torch's "
+    "default flags).",
 )
 @click.option(
     "--instr", default=None, metavar="INSTR", help="Instruction (default: what libraries run)."
@@ -160,6 +180,8 @@ def sweep_ks(K: int) -> list[int]:
 )
 def gemm(
     hyp,
+    profile_name,
+    call_class,
     instr,
     a_path,
     b_path,
@@ -180,16 +202,20 @@ def gemm(
     t_start = time.perf_counter()
     check_out(out_path, "--out")  # output paths refused before any work
     fig_fmt = plot_format(plot_path)
-    hyps = [hyp, *others]
-    for h in hyps:
+    profile = _profile_args(hyp, profile_name, call_class, instr, dtype)
+    for h in others:
         parse_gemm(h, instr)  # every hypothesis checked before any work
+    if profile is None:
+        parse_gemm(hyp, instr)
     fmt = input_format(dtype)
+    if profile is not None and call_class is not None:
+        fmt = Format.parse(profile.by_name(call_class).key.a)
     if shape is not None:
         if a_path or b_path or c_path:
             raise UserError("give either --random or --a/--b (--c), not both")
         M, N, K = parse_shape(shape)
         if fmt is None:
-            fmt = parse_gemm(hyp, instr).params().a_fmt if instr else DEFAULT_INPUT
+            fmt = parse_gemm(hyp, instr).params().a_fmt if instr and hyp else DEFAULT_INPUT
         rng = np.random.default_rng(seed)
         A = random_matrix((M, K), fmt, Dist(dist), rng)
         B = random_matrix((K, N), fmt, Dist(dist), rng)
@@ -208,6 +234,10 @@ def gemm(
     ks = sweep_ks(A.shape[1]) if k_sweep else None
     if (ks is not None or plot_path) and not errors:
         raise UserError("--k-sweep and --plot show errors; leave --no-errors out")
+    decision = None
+    if profile is not None:
+        hyp, B, decision = profile_recipe(profile, call_class, A, B, C)
+    hyps = [hyp, *others]
     series: list[list[SweepPoint]] = []
     try:
         for h in hyps:
@@ -216,11 +246,11 @@ def gemm(
         if not series:
             raise
         wall = time.perf_counter() - t_start
-        _report(A, B, series, ks, as_json, [out_path] if out_path else [], wall)
+        _report(A, B, series, ks, as_json, [out_path] if out_path else [], wall, decision)
         _write_out(out_path, series, as_json)
         interrupted(f"{len(series)} of {len(hyps)} hypotheses finished, reported above")
     files = [f for f in (out_path, plot_path) if f]
-    _report(A, B, series, ks, as_json, files, time.perf_counter() - t_start)
+    _report(A, B, series, ks, as_json, files, time.perf_counter() - t_start, decision)
     _write_out(out_path, series, as_json)
     if plot_path:
         title = f"M={A.shape[0]} N={B.shape[1]} K={A.shape[1]}, {_name(A)} x {_name(B)} inputs"
@@ -231,6 +261,28 @@ def gemm(
         except OSError as e:
             fail(f"--plot {plot_path}: could not write the figure ({e.strerror or e})")
         _wrote(plot_path, "plot of the errors", as_json)
+
+
+def _profile_args(
+    hyp: str | None, name: str | None, call_class: str | None, instr: str | None, dtype
+) -> Profile | None:
+    """The profile of --profile (None without it), the options checked against it."""
+    if name is None:
+        if hyp is None:
+            raise UserError("give --arch HYP or --profile PROFILE")
+        if call_class is not None:
+            raise UserError("--call names a call class of a --profile; give --profile")
+        return None
+    if hyp is not None:
+        raise UserError("give --arch or --profile, not both (a profile picks the hypothesis)")
+    if instr is not None:
+        raise UserError("--profile picks the instruction; leave --instr out")
+    profile = load_profile(name)
+    if call_class is not None:
+        want = profile.by_name(call_class).key.a
+        if dtype is not None and input_format(dtype).spec.name != want:
+            raise UserError(f"--call {call_class} takes {want} inputs; --dtype is {dtype}")
+    return profile
 
 
 def _run_series(
@@ -284,9 +336,11 @@ def _report(
     as_json: bool,
     files: list[str],
     wall: float,
+    decision: Decision | None = None,
 ) -> None:
     """The report of the finished hypotheses, text or JSON; `files`: the files written
-    after it, `wall`: seconds since the command started (inputs, GEMMs, errors)."""
+    after it, `wall`: seconds since the command started (inputs, GEMMs, errors);
+    `decision`: the profile's choice of the first hypothesis (--profile)."""
     first = series[0][-1][1]
     if as_json:
         doc = {
@@ -296,6 +350,8 @@ def _report(
             "files": files,
             "wall_seconds": wall,
         }
+        if decision is not None:
+            doc["decision"] = decision.as_dict()
         for s in series:
             m = s[-1][1]
             entry = _stats_json(m)
@@ -315,6 +371,11 @@ def _report(
         f"shape        M={A.shape[0]} N={B.shape[1]} K={A.shape[1]} "
         f"({_name(A)} x {_name(B)} -> {first.out_fmt.spec.name})"
     )
+    if decision is not None:
+        click.echo(
+            f"profile      {decision.profile}: class {decision.call_class or 'none'}, "
+            f"{decision.source.value} ({decision.reason})"
+        )
     for s in series:
         click.echo("")
         _print(s[-1][1], first if s is not series[0] else None)

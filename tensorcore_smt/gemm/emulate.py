@@ -33,6 +33,8 @@ from .element import RN, acc_format, c_format, element, float_bits
 from .hypothesis import GemmHypothesis, parse_gemm
 from .outputs import OutputGrid
 from .plan import Plan, make_plan, padded_k
+from .profile_call import Decision, call_key, decide, epilogue_of, major, parse_flags
+from .profiles import CallKey, Flag, Function, Profile, find_profile
 from .schedule import SCALAR_LIMIT, Schedule, parse_schedule
 
 CHUNK = CHUNK_ROWS
@@ -67,6 +69,7 @@ class GemmRun:
     schedule: Schedule
     K: int
     engine: Engine = Engine.NUMPY  # the engine that ran it
+    decision: Decision | None = None  # a library profile's choice of the recipe
 
 
 def _arrays(x: Any) -> tuple[np.ndarray, Any]:
@@ -193,6 +196,78 @@ def _out_format(out_dtype: Any) -> Format | None:
     return f
 
 
+def _operand_format(x: Any, what: str) -> Format:
+    """The float format of an operand (numpy or torch) without converting it whole."""
+    if is_torch(x):
+        x = from_torch(x.new_empty(0))
+    f = format_of(np.asarray(x), what)
+    if f is None:
+        raise UserError(f"{what}: a library profile takes float operands, not bit patterns")
+    return f
+
+
+def _scaled(fa: Format, scale_a: Any, scale_b: Any) -> bool:
+    return scale_a is not None or scale_b is not None or fa.spec.storage == 8
+
+
+def call_key_of(
+    function: Function | None,
+    A: Any,
+    B: Any,
+    C: Any = None,
+    *,
+    alpha: float | None = None,
+    beta: float | None = None,
+    out_dtype: Any = None,
+    scale_a: Any = None,
+    scale_b: Any = None,
+    flags: dict[Flag, bool] | None = None,
+) -> tuple[CallKey, tuple[tuple[int, ...], int, int, int]]:
+    """The call class of D = alpha*A@B + beta*C (numpy or torch operands) and its shape
+    (batch, M, N, K): the operands' formats and layouts, the output format (None: the
+    inputs', as torch), the epilogue, `flags` (torch's precision flags; None: torch's
+    defaults) and `function` (None: scaled_mm for FP8 inputs or scales, bmm for batches,
+    addmm with C, else mm)."""
+    fa, fb = _operand_format(A, "A"), _operand_format(B, "B")
+    out = _out_format(out_dtype) or fa
+    shape_a, shape_b = tuple(A.shape), tuple(B.shape)
+    if len(shape_a) < 2 or len(shape_b) < 2:
+        raise UserError(f"A and B must have at least 2 dimensions; got {shape_a} and {shape_b}")
+    if function is None:
+        if _scaled(fa, scale_a, scale_b):
+            function = Function.SCALED_MM
+        elif len(shape_a) > 2 or len(shape_b) > 2:
+            function = Function.BMM
+        elif C is not None:
+            function = Function.ADDMM
+        else:
+            function = Function.MM
+    try:
+        batch = tuple(np.broadcast_shapes(shape_a[:-2], shape_b[:-2]))
+    except ValueError:
+        raise UserError(
+            f"batch dimensions of A {shape_a} and B {shape_b} do not broadcast"
+        ) from None
+    key = call_key(
+        function,
+        fa.spec.name,
+        fb.spec.name,
+        out.spec.name,
+        flags if flags is not None else parse_flags(None),
+        (major(A), major(B)),
+        epilogue_of(C, alpha, beta),
+    )
+    return key, (batch, shape_a[-2], shape_b[-1], shape_a[-1])
+
+
+def decide_call(
+    profile: Profile, function: Function | None, A: Any, B: Any, C: Any = None, **kw
+) -> Decision:
+    """The recipe `profile` gives the call (`call_key_of` for the arguments)."""
+    key, (batch, m, n, k) = call_key_of(function, A, B, C, **kw)
+    return decide(profile, key, m, n, k, batch)
+
+
 def matmul(
     arch: str | GemmHypothesis,
     A: Any,
@@ -209,6 +284,7 @@ def matmul(
     device: str | None = None,
     engine: str | Engine | None = None,
     run_info: list | None = None,
+    flags: dict | None = None,
 ) -> Any:
     """D = alpha * A @ B + beta * C, bit for bit as the GEMM hypothesis computes it.
 
@@ -227,8 +303,42 @@ def matmul(
     vector interpreter on torch, device "cpu" unless given) or None: with a device torch,
     else engine/choice.py's default for a batch of the GEMM's instruction steps
     ($TCSMT_ENGINE when set, else compiled from COMPILE_ROWS steps on). Returns D as the output dtype (a torch
-    tensor on A's device when A is one); `run_info`, when a list, receives the GemmRun."""
-    hyp = resolve_hypothesis(arch, instr, schedule)
+    tensor on A's device when A is one); `run_info`, when a list, receives the GemmRun.
+
+    `arch` may name a library profile instead (`h100`, `h100-cublas-13.0`, a profile
+    .json; docs/profiles.md): the profile picks the recipe of this call (its class from
+    the formats, layouts, C and `flags`, torch's precision flags as a mapping of names
+    (tf32, fp16_reduced, bf16_reduced, fast_accum) to booleans, the others at torch's
+    defaults; then its shape), `out_dtype` None is the inputs' format as in torch, and
+    the GemmRun in `run_info` carries the Decision (recipe and source)."""
+    decision = None
+    profile = find_profile(arch) if isinstance(arch, str) else None
+    if profile is not None:
+        if schedule is not None or instr is not None:
+            raise UserError(
+                f"{arch!r} is a library profile: it picks the schedule and instruction; "
+                "leave schedule= and instr= out"
+            )
+        decision = decide_call(
+            profile,
+            None,
+            A,
+            B,
+            C,
+            alpha=alpha,
+            beta=beta,
+            out_dtype=out_dtype,
+            scale_a=scale_a,
+            scale_b=scale_b,
+            flags=parse_flags(flags),
+        )
+        if out_dtype is None:
+            out_dtype = _operand_format(A, "A")
+        hyp = decision.hypothesis()
+    elif flags is not None:
+        raise UserError("flags= applies to a library profile (e.g. 'h100'), not a hypothesis")
+    else:
+        hyp = resolve_hypothesis(arch, instr, schedule)
     eng = parse_engine(engine)
     if eng == Engine.COMPILED and device is not None:
         raise UserError("engine='compiled' runs on the CPU; leave device out")
@@ -269,7 +379,7 @@ def matmul(
         eng = default_engine(False, n_out * plan.steps())
     runner = compiled_runner() if eng == Engine.COMPILED else None
     if run_info is not None:
-        run_info.append(dataclasses.replace(run, engine=eng))
+        run_info.append(dataclasses.replace(run, engine=eng, decision=decision))
     grid = OutputGrid(int(np.prod(batch, dtype=np.int64)), M, N)
     if runner is not None:
         out = np.empty(n_out, dtype=UNSIGNED[out_fmt.spec.storage])

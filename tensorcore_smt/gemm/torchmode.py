@@ -12,6 +12,13 @@ baddbmm is bmm with its input in the epilogue. Forward values only: the results 
 autograd history. The mode's `emulated` lists each (function, instruction) it ran, in
 first-call order.
 
+`emulate(PROFILE)` (a library profile: `h100`, `h100-cublas-13.0`; docs/profiles.md;
+a profile name is looked up before an architecture name) picks the recipe of every call
+from the profile, by its class (function, formats, torch's precision flags as set when the
+call runs, layouts, epilogue) and shape; the mode's `decisions` lists one Decision per
+call, in call order, each saying whether its recipe is a recorded shape's, the profile's
+rule's or its default.
+
 fp32 inputs follow torch's float32 matmul precision (torch.set_float32_matmul_precision,
 torch.backends.cuda.matmul.allow_tf32): on CUDA, "high" and "medium" let cuBLAS run TF32
 (the architecture's fp32 default, its TF32 form, is emulated); "highest", torch's
@@ -34,6 +41,8 @@ from typing import Any
 
 from ..errors import UserError
 from .hypothesis import GemmHypothesis, full_fp32_instruction
+from .profile_call import FP8_PROMOTE, torch_flags
+from .profiles import Function, Profile, find_profile
 from .schedule import CJoin
 
 NATIVE_PRODUCTS = (
@@ -60,9 +69,17 @@ NATIVE_PRODUCTS = (
 """Names of torch functions that compute matrix products but are not emulated: each runs
 natively, named once by a warning and in the mode's `native` list."""
 
-FP8_PROMOTE = 128
-"""K elements per chain of cuBLASLt FP8 GEMMs without fast accumulation (schedules/
-cublas-fp8.toml; DeepSeek-V3 report §3.3.2)."""
+FUNCTIONS: dict[str, Function] = {
+    "matmul": Function.MM,
+    "__matmul__": Function.MM,
+    "mm": Function.MM,
+    "bmm": Function.BMM,
+    "baddbmm": Function.BMM,
+    "addmm": Function.ADDMM,
+    "linear": Function.LINEAR,
+    "_scaled_mm": Function.SCALED_MM,
+}
+"""The call class function of each emulated torch function (batched mm/matmul: bmm)."""
 
 
 def _hypothesis(hypothesis: str | GemmHypothesis) -> GemmHypothesis:
@@ -98,18 +115,42 @@ def _fp32(hyp: GemmHypothesis, a) -> GemmHypothesis:
 
 @dataclass
 class _Call:
-    """What a handler needs: the hypothesis, and the list its runs are recorded in."""
+    """What a handler needs: the hypothesis (None with a profile), the profile and the
+    call's function, and the lists its runs and decisions are recorded in."""
 
-    hyp: GemmHypothesis
+    hyp: GemmHypothesis | None
+    profile: Profile | None = None
+    function: Function = Function.MM
+    fast_accum: bool = False
     runs: list = field(default_factory=list)
+    decisions: list = field(default_factory=list)
 
 
 def _mm(call: _Call, a, b, c=None, *, alpha=None, beta=None, **kw):
-    """tc.matmul with torch's output dtype (the inputs')."""
-    from .emulate import matmul
+    """tc.matmul with torch's output dtype (the inputs'); with a profile, the recipe the
+    profile decides for this call."""
+    from .emulate import decide_call, matmul
 
     out = kw.pop("out_dtype", None) or a.dtype
-    hyp = _fp32(call.hyp, a)
+    if call.profile is None:
+        hyp = _fp32(call.hyp, a)
+    else:
+        fn = call.function
+        if fn == Function.MM and (a.dim() > 2 or b.dim() > 2):
+            fn = Function.BMM
+        dec = decide_call(
+            call.profile,
+            fn,
+            a,
+            b,
+            c,
+            alpha=alpha,
+            beta=beta,
+            out_dtype=out,
+            flags=torch_flags(call.fast_accum),
+        )
+        call.decisions.append(dec)
+        hyp = dec.hypothesis()
     return matmul(hyp, a, b, c, alpha=alpha, beta=beta, out_dtype=out, run_info=call.runs, **kw)
 
 
@@ -135,11 +176,11 @@ def _two_d(name: str, *ts) -> None:
             raise UserError(f"{name} takes 2-D matrices; got {tuple(t.shape)}")
 
 
-def _mm_fn(call, a, b, *, out=None):
+def _mm_fn(call, a, b, *, out=None, out_dtype=None):
     if out is not None:
         raise UserError("mm(out=...) is not emulated")
     _two_d("mm", a, b)
-    return _mm(call, a, b)
+    return _mm(call, a, b, out_dtype=out_dtype)
 
 
 def _bmm(call, a, b, *, out=None):
@@ -189,12 +230,16 @@ def _scaled_mm(
         raise UserError(f"_scaled_mm({', '.join(rest)}=...) is not emulated")
     if scale_result is not None and float(scale_result) != 1.0:
         raise UserError("_scaled_mm(scale_result=...) is not emulated")
-    hyp = call.hyp
-    s = hyp.schedule
-    promote = None if use_fast_accum else (s.promote or FP8_PROMOTE)
-    h = GemmHypothesis(hyp.variant, s.with_(promote=promote), hyp.instr, hyp.text)
+    if call.profile is not None:  # the profile's recipe says how it accumulates
+        call.fast_accum = bool(use_fast_accum)
+        h = None
+    else:
+        hyp = call.hyp
+        s = hyp.schedule
+        promote = None if use_fast_accum else (s.promote or FP8_PROMOTE)
+        h = GemmHypothesis(hyp.variant, s.with_(promote=promote), hyp.instr, hyp.text)
     return _mm(
-        dataclasses.replace(call, hyp=h),
+        dataclasses.replace(call, hyp=h) if h is not None else call,
         a,
         b,
         bias,
@@ -228,26 +273,32 @@ def _handlers() -> dict[Any, Any]:
 
 def emulate(hypothesis: str | GemmHypothesis, strict: bool = True):
     """A context manager (torch function mode) computing torch's matrix products as
-    `hypothesis` (`ARCH[...]/SCHEDULE[...]`) would. A call it cannot emulate (a dtype no
-    instruction of the architecture takes, an `out=` argument) raises UserError, or with
-    `strict=False` runs natively with a warning. Needs torch."""
+    `hypothesis` (`ARCH[...]/SCHEDULE[...]`) would, or as a library profile (`h100`)
+    decides per call. A call it cannot emulate (a dtype no instruction of the
+    architecture takes, an `out=` argument) raises UserError, or with `strict=False`
+    runs natively with a warning. Needs torch."""
     try:
         from torch.overrides import TorchFunctionMode
     except ImportError:
         raise UserError("tensorcore_smt.emulate needs torch: pip install torch") from None
-    hyp = _hypothesis(hypothesis)
+    profile = find_profile(hypothesis) if isinstance(hypothesis, str) else None
+    hyp = None if profile is not None else _hypothesis(hypothesis)
     handlers = _handlers()
 
     class GemmMode(TorchFunctionMode):
         """Matrix products as the hypothesis computes them; everything else native.
         `emulated`: (function name, instruction) of every emulated call, each pair once,
         in first-call order; `native`: the matrix-product functions (NATIVE_PRODUCTS)
-        that ran natively, in first-call order."""
+        that ran natively, in first-call order; `profile`: the library profile (None
+        for a hypothesis) and `decisions`: with a profile, the Decision of every
+        emulated call, in call order."""
 
         def __init__(self) -> None:
             super().__init__()
             self.emulated: list[tuple[str, str]] = []
             self.native: list[str] = []
+            self.profile = profile
+            self.decisions: list = []
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -261,7 +312,7 @@ def emulate(hypothesis: str | GemmHypothesis, strict: bool = True):
                         stacklevel=2,
                     )
                 return func(*args, **kwargs)
-            call = _Call(hyp)
+            call = _Call(hyp, profile, FUNCTIONS.get(name, Function.MM))
             try:
                 out = handler(call, *args, **kwargs)
             except UserError as e:
@@ -269,6 +320,7 @@ def emulate(hypothesis: str | GemmHypothesis, strict: bool = True):
                     raise UserError(f"{name}: {e}") from None
                 warnings.warn(f"{name} runs natively: {e}", stacklevel=2)
                 return func(*args, **kwargs)
+            self.decisions.extend(call.decisions)
             for run in call.runs:
                 if (name, run.instr) not in self.emulated:
                     self.emulated.append((name, run.instr))

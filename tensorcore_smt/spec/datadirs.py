@@ -1,5 +1,5 @@
-"""Where the data folders shipped with the package (properties/, spaces/, schedules/, archs/)
-are."""
+"""Where the data folders shipped with the package (properties/, spaces/, schedules/, archs/,
+profiles/) are."""
 
 from __future__ import annotations
 

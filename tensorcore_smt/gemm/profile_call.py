@@ -1,0 +1,220 @@
+"""A call through a library profile: its class (from the operands, the function and
+torch's flags) and the decision of which recipe computes it, with where the recipe comes
+from (`Source`: a recorded shape, the profile's rule, or the profile's default).
+
+The default, for a call class the profile has not recorded or a shape of an alignment
+class it has no recording of, is the profile's `default` hypothesis computed as
+`tc.emulate(ARCH)` computes it: fp32 inputs at torch's "highest" precision run the
+architecture's full-fp32 instruction, TF32 otherwise; `_scaled_mm` without fast
+accumulation starts a new chain every FP8_PROMOTE K elements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import UserError
+from .hypothesis import GemmHypothesis, full_fp32_instruction, parse_gemm, split_gemm_text
+from .profile_rule import aligned, nearest
+from .profiles import (
+    DEFAULT_FLAGS,
+    CallKey,
+    Epilogue,
+    Flag,
+    Function,
+    Major,
+    Profile,
+    Source,
+    relevant_flags,
+)
+from .schedule import CJoin, parse_schedule
+
+FP8_PROMOTE = 128
+"""K elements per chain of cuBLASLt FP8 GEMMs without fast accumulation (schedules/
+cublas-fp8.toml; DeepSeek-V3 report §3.3.2)."""
+
+
+def parse_flags(flags: Mapping[Any, Any] | None) -> dict[Flag, bool]:
+    """torch's precision flags from a mapping of flag names (or Flags) to booleans, the
+    others at torch's defaults; UserError naming an unknown flag or a non-boolean."""
+    out = dict(DEFAULT_FLAGS)
+    for name, v in (flags or {}).items():
+        try:
+            f = Flag(name)
+        except ValueError:
+            allowed = ", ".join(f.value for f in Flag)
+            raise UserError(f"flags: {name!r} is not a flag; allowed: {allowed}") from None
+        if not isinstance(v, bool):
+            raise UserError(f"flags: {f.value}={v!r}; expected True or False")
+        out[f] = v
+    return out
+
+
+def torch_flags(fast_accum: bool = False) -> dict[Flag, bool]:
+    """torch's precision flags as they are set now (torch.backends.cuda.matmul)."""
+    import torch
+
+    m = torch.backends.cuda.matmul
+    return {
+        Flag.TF32: bool(m.allow_tf32),
+        Flag.FP16_REDUCED: bool(m.allow_fp16_reduced_precision_reduction),
+        Flag.BF16_REDUCED: bool(m.allow_bf16_reduced_precision_reduction),
+        Flag.FAST_ACCUM: bool(fast_accum),
+    }
+
+
+def _strides(x: Any) -> tuple[int, ...]:
+    if hasattr(x, "stride") and callable(x.stride):  # torch: in elements
+        return tuple(x.stride())
+    return tuple(s // max(1, x.itemsize) for s in x.strides)  # numpy: in bytes
+
+
+def major(x: Any) -> Major:
+    """Whether a matrix (numpy or torch; the last two dimensions) lies by rows or by
+    columns: COL when its columns are contiguous and its rows are not."""
+    if getattr(x, "ndim", 0) < 2:
+        return Major.ROW
+    st, shape = _strides(x), tuple(x.shape)
+    if shape[-2] > 1 and st[-2] == 1 and (shape[-1] == 1 or st[-1] != 1):
+        return Major.COL
+    return Major.ROW
+
+
+def epilogue_of(c: Any, alpha: float | None, beta: float | None) -> Epilogue:
+    """The epilogue of a call with C (or a bias) `c` and scalars alpha, beta."""
+    if (alpha is not None and alpha != 1.0) or (beta is not None and beta != 1.0):
+        return Epilogue.ALPHA_BETA
+    if c is None:
+        return Epilogue.NONE
+    shape = tuple(getattr(c, "shape", ()))
+    if len(shape) < 2 or shape[-2] == 1:
+        return Epilogue.BIAS
+    return Epilogue.C
+
+
+def call_key(
+    function: Function,
+    a: str,
+    b: str,
+    out: str,
+    flags: Mapping[Flag, bool],
+    layout: tuple[Major, Major],
+    epilogue: Epilogue,
+) -> CallKey:
+    """The call class of a call (only the flags that matter for inputs `a` kept)."""
+    return CallKey(function, a, b, out, relevant_flags(a, dict(flags)), layout, epilogue)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Which recipe a profile gives one call, and why."""
+
+    profile: str
+    key: CallKey
+    batch: tuple[int, ...]
+    m: int
+    n: int
+    k: int
+    call_class: str | None  # the profile's class of the call, None when it has none
+    recipe: str  # the GEMM hypothesis ARCH/SCHEDULE[...]
+    instr: str | None  # its instruction (None: the library default for the inputs)
+    source: Source
+    came_from: tuple[int, int, int] | None  # the recorded shape the recipe is of
+    reason: str
+
+    def hypothesis(self) -> GemmHypothesis:
+        """The recipe as a GEMM hypothesis; C and biases join in the fp32 epilogue
+        (cuBLASLt) unless the recipe says where."""
+        hyp = parse_gemm(self.recipe, self.instr)
+        if hyp.schedule.c_join is None:
+            hyp = GemmHypothesis(
+                hyp.variant, hyp.schedule.with_(c_join=CJoin.EPILOGUE), hyp.instr, hyp.text
+            )
+        return hyp
+
+    def as_dict(self) -> dict[str, Any]:
+        k = self.key
+        return {
+            "profile": self.profile,
+            "function": k.function.value,
+            "batch": list(self.batch),
+            "shape": {"M": self.m, "N": self.n, "K": self.k},
+            "dtypes": {"a": k.a, "b": k.b, "out": k.out},
+            "flags": k.flag_dict(),
+            "layout": f"{k.layout[0].value},{k.layout[1].value}",
+            "epilogue": k.epilogue.value,
+            "call_class": self.call_class,
+            "recipe": self.recipe,
+            "instr": self.instr,
+            "source": self.source.value,
+            "from": list(self.came_from) if self.came_from else None,
+            "reason": self.reason,
+        }
+
+
+def default_recipe(profile: Profile, key: CallKey) -> tuple[str, str | None]:
+    """The profile's default hypothesis for a call, as tc.emulate(ARCH) computes it."""
+    hyp = parse_gemm(profile.default)
+    flags = dict(key.flags)
+    if key.function == Function.SCALED_MM and not flags.get(Flag.FAST_ACCUM, False):
+        arch_text, sched_text = split_gemm_text(profile.default)
+        sched = parse_schedule(sched_text or "serial")
+        if sched.promote is None:
+            return f"{arch_text}/{sched.with_(promote=FP8_PROMOTE).text()}", hyp.instr
+    if key.a == "fp32" and not flags.get(Flag.TF32, False) and hyp.instr is None:
+        return profile.default, full_fp32_instruction(hyp.arch)
+    return profile.default, hyp.instr
+
+
+def decide(
+    profile: Profile, key: CallKey, m: int, n: int, k: int, batch: tuple[int, ...] = ()
+) -> Decision:
+    """The recipe `profile` gives a call of class `key` and shape (M, N, K)."""
+
+    def made(recipe, instr, source, came_from, reason, cls=None) -> Decision:
+        return Decision(
+            profile.name,
+            key,
+            tuple(batch),
+            m,
+            n,
+            k,
+            cls,
+            recipe,
+            instr,
+            source,
+            came_from,
+            reason,
+        )
+
+    cls = profile.find(key)
+    if cls is None:
+        recipe, instr = default_recipe(profile, key)
+        return made(recipe, instr, Source.DEFAULT, None, f"no call class {key.text()}")
+    rec = next((s for s in cls.shapes if s.mnk == (m, n, k)), None)
+    if rec is not None:
+        why = f"recorded; reproduces {rec.reproduced} of {rec.elements} recorded elements"
+        return made(rec.recipe, cls.instr, Source.RECORDED, rec.mnk, why, cls.name)
+    near = nearest(profile.rule, key.a, cls.shapes, m, n, k)
+    if near is None:
+        klass = "aligned" if aligned(key.a, m, n, k, profile.rule.align_bytes) else "unaligned"
+        recipe, instr = default_recipe(profile, key)
+        why = f"no reproduced recorded shape of the {klass} class in {cls.name}"
+        return made(recipe, instr, Source.DEFAULT, None, why, cls.name)
+    why = f"nearest recorded shape {near.m}x{near.n}x{near.k}"
+    return made(near.recipe, cls.instr, Source.RULE, near.mnk, why, cls.name)
+
+
+__all__ = [
+    "FP8_PROMOTE",
+    "Decision",
+    "call_key",
+    "decide",
+    "default_recipe",
+    "epilogue_of",
+    "major",
+    "parse_flags",
+    "torch_flags",
+]
