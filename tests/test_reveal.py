@@ -19,7 +19,7 @@ from tensorcore_smt.cli import main
 from tensorcore_smt.errors import UserError
 from tensorcore_smt.formats import Format
 from tensorcore_smt.gemm.plan import make_plan
-from tensorcore_smt.gemm.schedule import parse_schedule
+from tensorcore_smt.gemm.schedule import Reduce, parse_schedule
 from tensorcore_smt.order.evaluate import evaluate, evaluate_model
 from tensorcore_smt.order.hypothesis import plan_tree
 from tensorcore_smt.order.probes import pair_values
@@ -308,7 +308,8 @@ def test_lanes_as_an_fma_schedule():
     """Two FMA chains over even and odd k added at the end (a SIMD kernel's lanes) is
     split-K over interleaved 1-wide tiles of the fp32 FMA; four chains over halves of K
     added serially the contiguous split; lanes added pairwise (sdot) the same layout with
-    their tree as data (combine=)."""
+    their tree as data (combine=, or reduce=tree where that tree is the halving tree, as
+    the schedule names it)."""
     from tensorcore_smt.order.hypothesis import find
 
     k = 64
@@ -324,7 +325,8 @@ def test_lanes_as_an_fma_schedule():
     )  # fmt: skip
     got = find(sdot, 16, "x86-fma", None, Format.FP32)
     sched = parse_schedule(got.hypothesis.split("/")[1])
-    assert sched.split_k == 8 and sched.combine is not None
+    assert sched.split_k == 8 and sched.combine is None and sched.reduce == Reduce.TREE
+    assert got.hypothesis == "x86-fma/serial[split_k=8,split=interleaved,split_tile=1,reduce=tree]"
     assert plan_tree(make_plan(sched, 16, 1), 16, 1) == canonical(sdot)
     pairs = node([node([0, 2]), node([1, 3])])  # 2 chains of 2, or 4 lanes of 1 product?
     got = find(pairs, 4, "x86-fma", None, Format.FP32)
