@@ -216,6 +216,8 @@ def test_partial_rounding_needs_partials_and_plans_carry_it():
     assert plan.rounded == frozenset({2})  # pairwise of 3 starts with p2: (p2 + p0) + p1
     assert s.round_partials == PartialRound.FIRST and s.reduce_fmt == ReduceFormat.ACC
     assert parse_schedule(s.text()) == s
+    assert plan.library_steps() == ("round_partials",)
+    assert make_plan(parse_schedule("serial[split_k=3,split_tile=1]"), 3, 1).library_steps() == ()
 
 
 # --- C after the rounding, alpha/beta -------------------------------------------------
@@ -377,3 +379,34 @@ def test_solver_witness_for_each_new_field(field, x, y, K, instr):
 
     o = witness_for(x, y, K, instr)
     assert o.witness.reproduces
+
+
+# --- the H100 recordings --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape,schedule",
+    [
+        ("random_16_16_4096", "serial[split_k=128,split_tile=32]"),
+        ("random_64_64_4096", "serial[split_k=64,split_tile=64]"),
+    ],
+)
+def test_h100_sgemm_at_k4096_splits_k_64_or_128_ways(shape, schedule):
+    """cuBLAS SGEMM on an H100 (results/hardware/h100/gemm/fp32.npz): 8 x 8 recorded
+    elements reproduced bit for bit by the deep split, and not by split_k=32."""
+    import json
+    from pathlib import Path
+
+    from tensorcore_smt.hardware.recordings import Kind, inputs
+
+    path = Path(__file__).parents[1] / "results/hardware/h100/gemm/fp32.npz"
+    z = np.load(path)
+    seed = json.loads(str(z["meta"]))["seed"]
+    _, m, n, k = shape.split("_")
+    a, b = inputs(Kind.RANDOM, Format.FP32, int(m), int(n), int(k), seed)
+    rows, cols, d = z[f"{shape}_rows"][:8], z[f"{shape}_cols"][:8], z[f"{shape}_d"][:8, :8]
+    a, b = a[rows], b[:, cols]
+    got = tc.matmul(f"hopper/{schedule}", a, b, instr=FFMA, engine="compiled")
+    assert _u(got).tolist() == d.tolist()
+    other = tc.matmul("hopper/serial[split_k=32,split_tile=128]", a, b, instr=FFMA)
+    assert (_u(other) != d).sum() > 32

@@ -64,6 +64,22 @@ class Plan:
         (promoted chains or combined splits) rather than the chain's d."""
         return len(self.splits) > 1 or self.splits[0].promoted
 
+    def library_steps(self) -> tuple[str, ...]:
+        """The steps of this plan beyond chains, promotions and fp32 combinations (the
+        schedule fields operand_round, round_partials, reduce_fmt and c_join=partial),
+        by field name: an analysis that models only those (certify's error bounds) must
+        refuse a plan where this is not empty."""
+        out = []
+        if self.operand_round != OperandRound.TRUNCATE:
+            out.append("operand_round")
+        if self.rounded:
+            out.append("round_partials")
+        if self.reduce_fmt != ReduceFormat.ACC:
+            out.append("reduce_fmt")
+        if self.c_in_partial:
+            out.append("c_join")
+        return tuple(out)
+
     def steps(self) -> int:
         """Instruction steps per output element."""
         return sum(len(c) for s in self.splits for c in s.chains)
