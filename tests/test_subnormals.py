@@ -22,6 +22,7 @@ from test_interpreters import _assert_rows_agree, _check_symbolic
 
 from tensorcore_smt.api import simulate_one, simulate_params
 from tensorcore_smt.cli import main
+from tensorcore_smt.errors import UserError
 from tensorcore_smt.formats import Format
 from tensorcore_smt.model.params import Algorithm
 from tensorcore_smt.smt.library import get
@@ -127,9 +128,12 @@ def test_exact_fp16_product_2m14_times_2m10():
     # 2^-14 * 2^-10 = 2^-24: exact in the fused unit, the smallest fp16 subnormal as an
     # fp16 d, a normal fp32 d. No product is rounded, so flush_products has nothing to act
     # on (the property does not ask it on FDA); flush_outputs flushes the fp16 d.
-    for v in ("volta", "volta[flush_products=true]", "volta[flush_sums=true]"):
+    for v in ("volta", "volta[flush_sums=true]"):
         assert d(v, VOLTA_F16, [H_2M14], [H_2M10], 0) == H_2M24
         assert d(v, VOLTA_F32, [H_2M14], [H_2M10], 0) == S_2M24
+    # a switch FDA never reads is refused rather than computing volta under another name
+    with pytest.raises(UserError, match="does not read flush_products"):
+        parse_variant("volta[flush_products=true]").params(VOLTA_F16)
     assert d("volta[flush_outputs=true]", VOLTA_F16, [H_2M14], [H_2M10], 0) == 0
 
 

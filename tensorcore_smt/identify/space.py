@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..formats import Format
-from ..model.params import ModelParams, parse_value
+from ..model.params import ModelParams, parse_value, unread
 from ..smt.library import _eval
 from ..spec.datadirs import data_dir
 from ..spec.presets import parse_variant
@@ -229,9 +229,11 @@ class Space:
 
 def inert(name: str, p: ModelParams) -> bool:
     """Whether parameter `name` cannot change any output of the model `p` (so a space
-    keeps it at the preset's value instead of holding two copies of one model)."""
+    keeps it at the preset's value instead of holding two copies of one model): a switch
+    below that cannot act, or a parameter `p`'s family does not read (model.params.unread,
+    which a variant setting it is refused by)."""
     rule = _INERT.get(name)
-    return bool(rule and rule(p))
+    return bool(rule and rule(p)) or unread(p, name) is not None
 
 
 _INERT = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
@@ -648,6 +649,272 @@ def _check_scaling(p: ModelParams) -> None:
                     f"{name}={n} is not a multiple of the GDFS group size G={p.G}; "
                     f"allowed: multiples of {p.G}"
                 )
+
+
+# --- which parameters each family reads ------------------------------------------------------
+
+_GROUPING = ("group_map", "c_add", "unpack")
+_IEEE_STEPS = ("acc_fmt", "acc_rounding", "order", "fused_products")
+_FUSED_REGISTER = (
+    "L",
+    "F",
+    "F2",
+    "carry_bits",
+    "carry_overflow",
+    "align",
+    "product_exponent",
+    "e_zero",
+    "opposing",
+    "zero_sign",
+    "G",
+)
+_INT_ONLY = ("int_clamp", "bit_op")
+
+
+def _why(*groups: tuple[tuple[str, ...], str]) -> dict[str, str]:
+    return {name: why for names, why in groups for name in names}
+
+
+IGNORED: dict[Algorithm, dict[str, str]] = {
+    Algorithm.FDA: _why(
+        (("flush_products",), "its products are exact, none is rounded on its own"),
+        (_IEEE_STEPS, "it adds every term of a group in one fixed-point sum, not by IEEE steps"),
+        (("G",), "it has no groups of G (GPS's pairwise groups, GDFS's scaled groups)"),
+        (("F2",), "F2 is the grid of CDNA3's dot product (fdrda, gfdrda)"),
+        (_INT_ONLY, "they are the integer unit's"),
+    ),
+    Algorithm.GDFS: _why(
+        (
+            ("product_exponent",),
+            "each group of G products is summed exactly, with the exponent of its scale factors",
+        ),
+        (
+            _GROUPING,
+            "its steps take consecutive groups of G products, c in the first, and "
+            "read the operands as given",
+        ),
+        (("flush_products",), "its products are exact, none is rounded on its own"),
+        (_IEEE_STEPS, "it adds every term of a step in one fixed-point sum, not by IEEE steps"),
+        (("F2",), "F2 is the grid of CDNA3's dot product (fdrda, gfdrda)"),
+        (_INT_ONLY, "they are the integer unit's"),
+    ),
+    Algorithm.SFMA: _why(
+        (
+            _FUSED_REGISTER,
+            "each product enters one IEEE fused multiply-add in d's format, "
+            "with no fused group, alignment or fixed-point register",
+        ),
+        (("rounding_fmt", "overflow"), "its FMAs round in d's format with IEEE overflow"),
+        (_IEEE_STEPS, "its FMAs run in d's format with `rounding`, in index order"),
+        (_GROUPING, "they say how a fused unit groups products, adds c or converts operands"),
+        (("flush_c",), "flush_inputs reads c as well as a and b"),
+        (("flush_products",), "its products are fused into FMAs, none is rounded on its own"),
+        (_INT_ONLY, "they are the integer unit's"),
+    ),
+    Algorithm.GPS: _why(
+        (
+            tuple(n for n in _FUSED_REGISTER if n != "G") + _GROUPING + ("fused_products",),
+            "its products and sums are IEEE fp32 operations, pairwise in groups of G",
+        ),
+        (
+            ("rounding", "rounding_fmt", "overflow", "acc_fmt", "acc_rounding", "order"),
+            "every product and sum rounds to nearest even in fp32, the groups added in order",
+        ),
+        (("tf32",), "it reads every operand in its own format"),
+        (("flush_sign", "flush_c"), "flush_inputs reads a, b and c, zeros included, as +0"),
+        (_INT_ONLY, "they are the integer unit's"),
+    ),
+    Algorithm.SEQUENTIAL: _why(
+        (
+            tuple(n for n in _FUSED_REGISTER if n != "zero_sign") + _GROUPING,
+            "it adds IEEE-rounded values one at a time in acc_fmt, with no fused group, "
+            "alignment or fixed-point register",
+        ),
+        (("rounding_fmt", "overflow"), "it converts to d with IEEE overflow"),
+        (("zero_sign",), "its zeros take the IEEE signs"),
+        (("flush_c",), "flush_inputs reads c as well as a and b"),
+        (_INT_ONLY, "they are the integer unit's"),
+    ),
+}
+"""Per algorithm family, the parameters its model never reads and why (model/*.py):
+a variant that sets one to another value than the preset's describes the same unit."""
+
+_CDNA3_IGNORED = _why(
+    (
+        ("rounding", "rounding_fmt", "overflow"),
+        "its sums round to nearest even (floored to 31 fraction bits, then rounded to fp32)",
+    ),
+    (
+        ("carry_bits", "carry_overflow", "e_zero", "opposing", "zero_sign"),
+        "its fixed-point "
+        "sums are exact above F bits, zero products are ignored and a zero sum is +0",
+    ),
+    (("product_exponent",), "its products align by e_a + e_b"),
+    (_GROUPING, "its groups are contiguous, c enters the first and operands are read as given"),
+    (_IEEE_STEPS + ("G",), "it has no IEEE steps and no groups of G"),
+    (("flush_sign", "flush_c"), "flush_inputs reads a, b and c as +0"),
+    (("flush_products",), "its products are exact, none is rounded on its own"),
+    (_INT_ONLY, "they are the integer unit's"),
+)
+IGNORED[Algorithm.FDRDA] = _CDNA3_IGNORED
+IGNORED[Algorithm.GFDRDA] = _CDNA3_IGNORED
+
+_INTEGER_READS = frozenset(
+    (
+        "algorithm",
+        "a_fmt",
+        "b_fmt",
+        "c_fmt",
+        "d_fmt",
+        "K",
+        "L",
+        "order",
+        "int_clamp",
+        "bit_op",
+        "sparse",
+        "sparse_group",
+        "sparse_keep",
+    )
+)
+IGNORED[Algorithm.INTEGER] = {
+    f.name: "its terms and sums are exact integers in an s32 accumulator"
+    for f in fields(ModelParams)
+    if f.name not in _INTEGER_READS
+}
+
+READS: dict[Algorithm, frozenset[str]] = {
+    alg: frozenset(f.name for f in fields(ModelParams)) - set(IGNORED[alg]) for alg in Algorithm
+}
+"""Per algorithm family, the parameters its model reads (the complement of IGNORED)."""
+
+
+@dataclass(frozen=True)
+class ReadWhen:
+    """A parameter its family reads only where `acts` holds; `why` says why not."""
+
+    acts: Callable[[ModelParams], bool]
+    why: str
+
+
+def _acc_rounds_into_d(p: ModelParams) -> bool:
+    """Whether converting a SEQUENTIAL sum from acc_fmt into d can round."""
+    a, d = p.acc_fmt.spec, p.d_fmt.spec
+    exact = (
+        d.precision >= a.precision
+        and d.emax >= a.emax
+        and d.emin - d.mbits <= a.emin - a.mbits
+        and d.specials == Specials.IEEE
+    )
+    return not exact
+
+
+CONDITIONS: dict[str, tuple[tuple[frozenset[Algorithm] | None, ReadWhen], ...]] = {
+    "carry_overflow": (
+        (None, ReadWhen(lambda p: p.carry_bits is not None, "it acts only with carry_bits set")),
+    ),
+    "split_fmt": ((None, ReadWhen(lambda p: p.split != Split.NONE, "it acts only with a split")),),
+    "split_scale": (
+        (
+            None,
+            ReadWhen(
+                lambda p: p.split == Split.OOTOMO_YOKOTA,
+                "only split=ootomo-yokota scales residuals",
+            ),
+        ),
+    ),
+    "scale_block": (
+        (None, ReadWhen(lambda p: p.scale_fmt is not None, "it acts only with scale_fmt set")),
+    ),
+    "flush_sign": (
+        (None, ReadWhen(lambda p: p.flush_inputs, "it acts only with flush_inputs=true")),
+    ),
+    "flush_c": ((None, ReadWhen(lambda p: p.flush_inputs, "it acts only with flush_inputs=true")),),
+    "sparse_group": (
+        (None, ReadWhen(lambda p: p.sparse != Sparsity.NONE, "it acts only with sparse set")),
+    ),
+    "sparse_keep": (
+        (None, ReadWhen(lambda p: p.sparse != Sparsity.NONE, "it acts only with sparse set")),
+    ),
+    "tf32": ((None, ReadWhen(lambda p: Format.TF32 in (p.a_fmt, p.b_fmt), "no operand is tf32")),),
+    "F": (
+        (
+            frozenset((Algorithm.FDA, Algorithm.GDFS)),
+            ReadWhen(lambda p: p.align != AlignMode.EXACT, "align=exact keeps every bit"),
+        ),
+    ),
+    "align": (
+        (
+            frozenset((Algorithm.FDRDA, Algorithm.GFDRDA)),
+            ReadWhen(
+                lambda p: p.align != AlignMode.EXACT,
+                "it floors (round-down) or truncates; align=exact floors as round-down",
+            ),
+        ),
+    ),
+    "rounding": (
+        (
+            frozenset((Algorithm.SEQUENTIAL,)),
+            ReadWhen(_acc_rounds_into_d, "every acc_fmt value is a value of d (no rounding)"),
+        ),
+    ),
+    "L": (
+        (
+            frozenset((Algorithm.INTEGER,)),
+            ReadWhen(
+                lambda p: p.int_clamp == IntClamp.SATFINITE,
+                "wrap-around sums modulo 2^32 in any grouping",
+            ),
+        ),
+    ),
+    "order": (
+        (
+            frozenset((Algorithm.INTEGER,)),
+            ReadWhen(
+                lambda p: p.int_clamp == IntClamp.SATFINITE,
+                "wrap-around sums modulo 2^32 in any order",
+            ),
+        ),
+    ),
+    "nan_rule": (
+        (
+            None,
+            ReadWhen(
+                lambda p: p.nan_rule != NanRule.B_ACC_A or p.algorithm == Algorithm.SFMA,
+                "b-acc-a is SFMA's rule",
+            ),
+        ),
+    ),
+}
+"""Parameters a family reads only with some values of the others (None: every family
+that reads the parameter at all)."""
+
+
+def unread(p: ModelParams, name: str) -> str | None:
+    """Why parameter `name` cannot change any output of `p` (its family never reads it,
+    or the other parameters leave it nothing to act on); None when it can."""
+    why = IGNORED[p.algorithm].get(name)
+    if why is not None:
+        return why
+    for algs, rule in CONDITIONS.get(name, ()):
+        if (algs is None or p.algorithm in algs) and not rule.acts(p):
+            return rule.why
+    return None
+
+
+def check_overrides(base: ModelParams, p: ModelParams, names: list[str], unit: str) -> None:
+    """ValueError naming the first of `names` (parameters a variant sets) that `p`, the
+    variant's model, does not read while it differs from `base`, the preset's own
+    model: such a variant is the preset's unit under another name. `unit` names it in
+    the message ("cdna3 (fdrda) does not read rounding: ...")."""
+    defaults = {f.name: f.default for f in fields(ModelParams)}
+    for name in names:
+        if getattr(p, name) == getattr(base, name):
+            continue
+        if p.algorithm != base.algorithm and getattr(p, name) == defaults[name]:
+            continue  # a field of the preset's own family put back to its default
+        why = unread(p, name)
+        if why is not None:
+            raise ValueError(f"{unit} ({p.algorithm.value}) does not read {name}: {why}")
 
 
 def param_names() -> list[str]:

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UserError
-from ..model.params import ModelParams, Split, parse_value
+from ..model.params import ModelParams, Split, check_overrides, parse_value
 from .catalogue import PRESETS, Instruction, Preset, load_tables
 
 ALIASES: dict[str, tuple[str, str]] = {
@@ -56,6 +56,9 @@ class Variant:
             changes.setdefault("nan_bits", None)
         try:
             q = p.with_(**changes)
+            # a parameter the unit does not read, set to another value than the preset's,
+            # would name the preset's own unit as a different hypothesis
+            check_overrides(p, q, [k for k, _ in self.overrides], self.preset.name)
         except (TypeError, ValueError) as e:
             raise UserError(
                 f"variant {self.text!r} on {self.instruction(instr).name}: {e}"
