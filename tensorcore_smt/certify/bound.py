@@ -68,9 +68,10 @@ class Step:
             return f"{what}: best of {self.sampled_rows} at {fmt_value(self.measure)}"
         if self.verdict == Verdict.WITNESS:
             return f"> {fmt_fraction(self.threshold)}: witness ({who}) at {fmt_value(self.measure)}"
-        if self.verdict == Verdict.UNSAT:
+        if self.verdict.unsat:
             conf = f", confirmed by {self.confirmed_by}" if self.confirmed_by else ", unconfirmed"
-            return f"> {fmt_fraction(self.threshold)}: unsat ({who}{conf})"
+            kind = "unsat by argument" if self.verdict == Verdict.UNSAT_BY_ARGUMENT else "unsat"
+            return f"> {fmt_fraction(self.threshold)}: {kind} ({who}{conf})"
         return f"> {fmt_fraction(self.threshold)}: {self.verdict.value}"
 
 
@@ -93,7 +94,9 @@ class Certificate:
     steps: list[Step] = field(default_factory=list)
     seconds: float = 0.0
     interrupted: bool = False
-    upper_method: str | None = None  # "solver" (unsat) or "composed" (certify/compose.py)
+    # "solver" (unsat), "argument" (unsat by a stated argument, smt/arguments.py) or
+    # "composed" (certify/compose.py)
+    upper_method: str | None = None
     argument: list[str] = field(default_factory=list)  # the composed bound's steps
 
     @property
@@ -419,9 +422,12 @@ def _seed_from_sample(cert: Certificate, q: Query, rows: int, on_step) -> Fracti
 
 
 def _record(cert: Certificate, q: Query, o: Outcome, t: Fraction) -> Step:
-    solver = o.result.solver if o.result is not None else (o.method if o.by_construction else None)
+    if o.argued or o.by_construction:
+        solver = o.method
+    else:
+        solver = o.result.solver if o.result is not None else None
     confirmed = None
-    if o.verdict == Verdict.UNSAT:
+    if o.verdict.unsat:
         if o.by_construction:
             confirmed = "construction"
         else:
@@ -439,10 +445,10 @@ def _record(cert: Certificate, q: Query, o: Outcome, t: Fraction) -> Step:
             cert.lower = m
             cert.witness = dict(w.inputs)
             cert.witness_outputs = tuple(w.outputs)
-    elif o.verdict == Verdict.UNSAT:
+    elif o.verdict.unsat:
         if cert.upper is None or t < cert.upper:
             cert.upper = t
-            cert.upper_method = "solver"
+            cert.upper_method = "argument" if o.argued else "solver"
     cert.steps.append(step)
     return step
 

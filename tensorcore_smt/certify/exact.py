@@ -38,7 +38,7 @@ import numpy as np
 from ..bv.dtypes import bit_view
 from ..errors import UserError
 from ..formats import round_fraction, value_of
-from ..model.integer_sums import argued_bound
+from ..model.integer_sums import argued_bound, counterexample, rows_checked
 from ..model.measure import Measure
 from ..smt.query import Constraint, ConstraintKind, Goal, make_query, parse_integer
 from ..smt.solve import Limits, Verdict, answer
@@ -76,6 +76,10 @@ class Exactness:
     argued_B: int | None = None
     argued_lines: list[str] = field(default_factory=list)
     above_witness: dict[str, int] | None = None  # |c| = argued_B + 1, inexact on the model
+    # the argument's extreme rows at its own B run on the model (soundness): how many,
+    # and the one that was inexact (then the argument is not used: argued_B is None)
+    argued_rows: int = 0
+    argued_contradiction: str | None = None
 
     @property
     def bound_B(self) -> int | None:
@@ -141,8 +145,21 @@ def exactness(
     t0 = time.monotonic()
     argued = argued_bound(p, slice_bits)
     if isinstance(argued, tuple):
-        res.argued_B, res.argued_lines = argued
-        res.above_witness = above_witness(p, slice_bits, res.argued_B)
+        B, lines = argued
+        bad = sound_at(p, slice_bits, B)
+        res.argued_rows = rows_checked(p, slice_bits, B)
+        if bad is None:
+            res.argued_B, res.argued_lines = B, lines
+            res.argued_lines.append(
+                f"checked: {res.argued_rows} extreme rows at |c| = B run on the model, all exact"
+            )
+            res.above_witness = above_witness(p, slice_bits, res.argued_B)
+        else:
+            res.argued_contradiction = bad
+            res.argued_lines = [
+                f"the composed argument claimed B = {B} but an extreme row at B is inexact on "
+                f"the model ({bad}): the argument is wrong here and not used"
+            ]
     else:
         res.argued_lines = [f"no composed argument: {argued}"]
     deadline = t0 + timeout
@@ -159,8 +176,9 @@ def exactness(
             q,
             Limits(limits.solver, left, limits.jobs, limits.memory_mb, limits.confirm, limits.seed),
         )
-        step = LemmaStep(b, o.verdict, o.seconds, o.result.solver if o.result is not None else None)
-        if o.verdict == Verdict.UNSAT:
+        who = o.method if o.argued else (o.result.solver if o.result is not None else None)
+        step = LemmaStep(b, o.verdict, o.seconds, who)
+        if o.verdict.unsat:
             step.confirmed_by = next(
                 (r.solver for r in o.confirmations if r.answer == Answer.UNSAT), None
             )
@@ -171,7 +189,7 @@ def exactness(
         res.steps.append(step)
         if on_step:
             on_step(step)
-        if o.verdict == Verdict.UNSAT:
+        if o.verdict.unsat:
             break  # the largest range proved, searching downwards
         b -= 1  # a witness, or undecided: a smaller range may still be proved
     res.c_bits = proved
@@ -184,6 +202,18 @@ def exactness(
             _chain_witness(res, q0, m2)
     res.seconds = time.monotonic() - t0
     return res
+
+
+def sound_at(p, slice_bits: int, B: int) -> str | None:
+    """Whether the argument's claim holds on its own extreme rows at B
+    (model/integer_sums.extreme_rows run through the concrete model): None when every
+    row is exact, else the first inexact row in words."""
+    ce = counterexample(p, slice_bits, B)
+    if ce is None:
+        return None
+    (a, b, c), d = ce
+    exact = c + sum(x * y for x, y in zip(a, b))
+    return f"c = {c}, a = {a}, b = {b}: d = {d}, exact {exact}"
 
 
 def above_witness(p, slice_bits: int, B: int, tries: int = 4096, seed: int = 0):
@@ -323,4 +353,5 @@ __all__ = [
     "argued_bound",
     "chain_length_B",
     "exactness",
+    "sound_at",
 ]

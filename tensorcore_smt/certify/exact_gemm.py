@@ -20,7 +20,12 @@ only grow with K for every schedule make_plan builds (its chains get longer or m
 numerous as k-blocks are added, never shorter), so the largest such K is found by
 bisection; tests/test_exact_gemm.py checks that the predicate is monotone on every K of
 a range. Depths the schedule cannot cut (make_plan refuses them) claim nothing and are
-skipped: the reported K and the witness's K are depths it runs. The witness at the next K is a row run through tc.matmul and measured exactly."""
+skipped: the reported K and the witness's K are depths it runs. The witness at the next K is a row run through tc.matmul and measured exactly.
+
+Soundness is checked, not assumed: the instruction lemma's extreme rows at its own B
+run through the concrete model first (an inexact one and the lemma is not used), and
+the claimed K's extreme rows (every slice at its largest, one sign, and small products
+after the largest ones) run through tc.matmul (an inexact one and nothing is claimed)."""
 
 from __future__ import annotations
 
@@ -32,10 +37,13 @@ import numpy as np
 from ..bv.dtypes import bit_view
 from ..errors import UserError
 from ..formats import Format, round_fraction, value_of
-from ..model.integer_sums import argued_bound
+from ..model.integer_sums import argued_bound, counterexample
 
 K_LIMIT = 1 << 22
 """The deepest K the search considers."""
+
+SOUND_K_LIMIT = 1 << 16
+"""The deepest claimed K whose extreme rows are run through tc.matmul."""
 
 
 @dataclass
@@ -51,6 +59,8 @@ class GemmExactness:
     witness_K: int | None = None
     witness_error: Fraction | None = None
     lines: list[str] = field(default_factory=list)
+    sound_rows: int = 0  # extreme rows at the claimed K run through tc.matmul, all exact
+    contradiction: str | None = None  # an inexact row at the claimed K or at the lemma's B
 
 
 def _gemm(hypothesis: str, instr: str | None):
@@ -120,6 +130,15 @@ def gemm_exactness(
     hyp, p, name = checked_gemm(hypothesis, instr)
     res = GemmExactness(hyp.describe(), name, slice_bits, None)
     got = argued_bound(p, slice_bits)
+    if not isinstance(got, str):
+        ce = counterexample(p, slice_bits, got[0])
+        if ce is not None:
+            (a, b, c), d = ce
+            res.contradiction = f"instruction row c = {c}, a = {a}, b = {b}: d = {d}"
+            got = (
+                f"the instruction argument claimed B = {got[0]}, but its extreme row "
+                f"({res.contradiction}) is inexact on the model: not used"
+            )
     if isinstance(got, str) and B is None:
         res.lines = [f"no instruction lemma: {got}"]
         return res
@@ -148,6 +167,7 @@ def gemm_exactness(
     while hi < K_LIMIT // kb and not _runnable(hyp, p, hi * kb):
         hi += 1
     res.K = lo * kb if lo else None
+    _check_claim(res, hyp, p, slice_bits)
     res.binding = _exact_at(hyp, p, hi * kb, m2, res.B)[1]
     res.lines.append(
         f"chains exact while (J - 1) L m^2 <= B = {res.B}; fp32 operations and the output "
@@ -156,6 +176,71 @@ def gemm_exactness(
     if witness:
         _witness(res, hyp, p, hi * kb, slice_bits)
     return res
+
+
+def _inexact(res: GemmExactness, hyp, p, a_vals: list[int], b_vals: list[int]) -> Fraction | None:
+    """Run one row (A 1 x K, B K x 1) through tc.matmul: |d - exact| when d is not the
+    exact integer sum (Fraction(-1) for a non-finite d), else None."""
+    from ..api import bits_dtype
+    from ..gemm.emulate import matmul
+
+    A = np.array(
+        [[round_fraction(Fraction(v), p.a_fmt) for v in a_vals]], dtype=bits_dtype(p.a_fmt)
+    )
+    Bm = np.array(
+        [[round_fraction(Fraction(v), p.b_fmt)] for v in b_vals], dtype=bits_dtype(p.b_fmt)
+    )
+    D = np.asarray(matmul(hyp, A, Bm, instr=res.instruction, engine="compiled")).reshape(-1)
+    D = bit_view(D)
+    d = value_of(int(D[0]), hyp.schedule.out or p.d_fmt)
+    exact = sum(x * y for x, y in zip(a_vals, b_vals))
+    if not isinstance(d, Fraction):
+        return Fraction(-1)
+    return abs(d - exact) if d != exact else None
+
+
+def claim_rows(K: int, m: int, L: int):
+    """The extreme rows of a claimed depth K: every slice at its largest with one sign
+    (every chain's accumulator at its largest), and every L-block's products small (1 x 1,
+    m x 1) after all the blocks before it at their largest (the low bits a coarse
+    alignment grid would cut)."""
+    for s in (1, -1):
+        yield [s * m] * K, [m] * K
+        for j in range(0, K, L):
+            for x, y in ((1, 1), (m, 1)):
+                a = [s * m] * j + [s * x] * (K - j)
+                b = [m] * j + [y] * (K - j)
+                yield a, b
+
+
+def _check_claim(res: GemmExactness, hyp, p, slice_bits: int) -> None:
+    """Run the claimed K's extreme rows through tc.matmul: an inexact one withdraws the
+    claim (res.K = None, the row named in res.lines)."""
+    if res.K is None:
+        return
+    if res.K > SOUND_K_LIMIT:
+        res.lines.append(
+            f"the rows at K = {res.K} are not run (deeper than {SOUND_K_LIMIT}); the claim rests "
+            "on the argument and the instruction rows"
+        )
+        return
+    m = (1 << slice_bits) - 1
+    n = 0
+    seen = set()
+    for a, b in claim_rows(res.K, m, p.K):
+        key = (tuple(a), tuple(b))
+        if key in seen:
+            continue
+        seen.add(key)
+        n += 1
+        err = _inexact(res, hyp, p, a, b)
+        if err is not None:
+            res.contradiction = f"a row at K = {res.K} is inexact (|error| = {err})"
+            res.lines.append(f"{res.contradiction}: the argument is wrong here, nothing claimed")
+            res.K = None
+            return
+    res.sound_rows = n
+    res.lines.append(f"checked: {n} extreme rows at K = {res.K} through tc.matmul, all exact")
 
 
 def _candidates(K: int, m: int, L: int, B: int):

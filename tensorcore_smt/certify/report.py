@@ -131,6 +131,7 @@ def to_text(cert: Certificate) -> str:
     how = {
         "solver": "  (proved by a solver: no input of the class exceeds it)",
         "composed": "  (proved by the composed argument below: no input of the class exceeds it)",
+        "argument": "  (unsat by a stated argument whose extreme rows reproduce on the model)",
     }
     lines.append(f"upper:     {up}" + how.get(cert.upper_method or "", ""))
     for x in cert.argument:

@@ -122,6 +122,8 @@ def exact_cmd(
             else None
         ),
         "accumulator_argument": r.argued_lines,
+        "accumulator_argument_rows": r.argued_rows,
+        "accumulator_argument_contradiction": r.argued_contradiction,
         "lemma": [
             {
                 "c_bits": s.c_bits,

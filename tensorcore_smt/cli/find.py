@@ -61,7 +61,11 @@ def budget_line(limits: Limits, n_queries: int) -> str:
 
 def _summary_line(a: QueryAnswer) -> str:
     o = a.outcome
-    who = f"by {o.method}" if o.by_construction else (o.result.solver if o.result else "-")
+    who = (
+        f"by {o.method}"
+        if o.by_construction or o.argued
+        else (o.result.solver if o.result else "-")
+    )
     expected = a.spec.expect.value if a.spec.expect else ""
     exp = {True: "as expected", False: f"UNEXPECTED (expected {expected})", None: ""}
     exp = exp[a.as_expected]
@@ -287,7 +291,11 @@ def _find_all(
                     table.add_row(name, t.query_id, "not run", "", "", "interrupted")
                     continue
                 o = r.outcome
-                who = o.method if o.by_construction else (o.result.solver if o.result else "")
+                who = (
+                    o.method
+                    if o.by_construction or o.argued
+                    else (o.result.solver if o.result else "")
+                )
                 flag = "" if r.as_expected is not False else " (UNEXPECTED)"
                 table.add_row(
                     name, r.spec.id, r.answer + flag, who, f"{o.seconds:.2f}", r.conclusion

@@ -1,7 +1,8 @@
 """`tcsmt diff`, `tcsmt prove`, `tcsmt export`: questions about two variants for solvers.
 
 Exit codes. diff: 0 witness found, 1 proved equal, 3 unknown. prove: 0 proved equal,
-1 refuted (witness shown), 3 unknown. Both: 2 bad input, 4 a solver witness that the
+1 refuted (witness shown), 3 unknown. A proof by a stated argument (unsat-by-argument,
+its extreme rows reproduced on the concrete model) exits as a solver's proof does. Both: 2 bad input, 4 a solver witness that the
 concrete model does not reproduce (a bug, never shown as a result).
 """
 
@@ -37,11 +38,13 @@ from .options import (
 _DIFF_EXIT = {
     Verdict.WITNESS: ExitCode.OK,
     Verdict.UNSAT: ExitCode.REFUTED,
+    Verdict.UNSAT_BY_ARGUMENT: ExitCode.REFUTED,
     Verdict.UNKNOWN: ExitCode.INCOMPLETE,
     Verdict.BAD_WITNESS: ExitCode.WITNESS_BUG,
 }
 _PROVE_EXIT = {
     Verdict.UNSAT: ExitCode.OK,
+    Verdict.UNSAT_BY_ARGUMENT: ExitCode.OK,
     Verdict.WITNESS: ExitCode.REFUTED,
     Verdict.UNKNOWN: ExitCode.INCOMPLETE,
     Verdict.BAD_WITNESS: ExitCode.WITNESS_BUG,

@@ -357,7 +357,7 @@ class Identifier:
         for c in cls:
             for o in out:
                 p = self.res.proof_between(o[0], c[0])
-                if p and p.verdict == Verdict.UNSAT:
+                if p and p.verdict.unsat:
                     o.extend(c)
                     break
             else:
@@ -515,7 +515,12 @@ class Identifier:
             return Proof(a, b, Verdict.UNSAT, [], 0.0, True, why), None
         o: Outcome = answer_query(self.space.query(a, b), limits or self.limits)
         solvers = []
-        if o.result is not None:
+        if o.argued:
+            # unsat by a stated argument: the argument, then the solvers that confirmed it
+            solvers.append("argument")
+            if o.result is not None and o.result.answer == Answer.UNSAT:
+                solvers.append(o.result.solver)
+        elif o.result is not None:
             solvers.append(o.result.solver)
         solvers += [r.solver for r in o.confirmations if r.answer == Answer.UNSAT]
         proof = Proof(a, b, o.verdict, solvers, o.seconds, o.by_construction, o.note)
@@ -584,7 +589,7 @@ def member_status(res: Result) -> dict[Hypothesis, str]:
     asked: set[Hypothesis] = set()
     for p in res.proofs:
         if p.a in parent and p.b in parent:
-            if p.verdict == Verdict.UNSAT:
+            if p.verdict.unsat:
                 union(p.a, p.b)
             else:
                 asked.update((p.a, p.b))

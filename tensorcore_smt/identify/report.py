@@ -232,7 +232,7 @@ def equality_note(res: Result, rep: Hypothesis, h: Hypothesis) -> str:
         return why or "no answered vector tells them apart; not compared by a solver"
     if pr.by_construction:
         return why or "equal by construction: both build the same term"
-    if pr.verdict == Verdict.UNSAT:
+    if pr.verdict.unsat:
         who = " and ".join(pr.solvers) or "a solver"
         extra = f"; {pr.note}" if pr.note else ""
         return f"proved equal on every input ({who}, {pr.seconds:.1f} s{extra})" + (

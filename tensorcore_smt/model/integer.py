@@ -137,6 +137,51 @@ def exact_value(a: list[int], b: list[int], c: int, p: ModelParams) -> int:
     return c + sum(x * y for x, y in zip(a, b))
 
 
+def _corner(p: ModelParams, want: int) -> tuple[int, int]:
+    """An (a, b) pair of the formats' ranges whose term is `want` (tmin or tmax)."""
+    (a0, a1), (b0, b1) = p.a_fmt.spec.int_range, p.b_fmt.spec.int_range
+    for x in sorted({a0, a1, 0, 1}):
+        for y in sorted({b0, b1, 0, 1}):
+            if a0 <= x <= a1 and b0 <= y <= b1 and exact_value([x], [y], 0, p) == want:
+                return x, y
+    return 0, 0
+
+
+def no_clamp_rows(p: ModelParams, B: int) -> list[tuple[list[int], list[int], int]]:
+    """The rows on which the no-clamp argument is tightest, at its bound B itself:
+    c = B with every term at its largest, c = -B with every term at its least, and
+    the same with the terms' extremes in either half (a partial sum that peaks before
+    the end). Each must give the exact sum (`exact_value`) on a correct argument."""
+    tmin, tmax = term_range(p)
+    hi, lo = _corner(p, tmax), _corner(p, tmin)
+    K, h = p.K, p.K // 2
+    rows = []
+    for c, first, second in ((B, hi, hi), (-B, lo, lo), (B, hi, lo), (-B, lo, hi)):
+        a = [first[0]] * h + [second[0]] * (K - h)
+        b = [first[1]] * h + [second[1]] * (K - h)
+        rows.append((a, b, c))
+    return rows
+
+
+def no_clamp_counterexample(p: ModelParams, B: int) -> tuple[list[int], list[int], int] | None:
+    """The first row of `no_clamp_rows(p, B)` on which the concrete model does not give
+    the exact sum (None: every row exact)."""
+    import numpy as np
+
+    from ..api import simulate_params
+    from ..formats import int_bits, int_value
+
+    rows = no_clamp_rows(p, B)
+    A = np.array([[int_bits(x, p.a_fmt) for x in r[0]] for r in rows], dtype=np.uint64)
+    Bm = np.array([[int_bits(x, p.b_fmt) for x in r[1]] for r in rows], dtype=np.uint64)
+    C = np.array([int_bits(r[2], p.c_fmt) for r in rows], dtype=np.uint64)
+    D = simulate_params(p, A, Bm, C)
+    for i, r in enumerate(rows):
+        if int_value(int(D[i]), p.d_fmt) != exact_value(*r, p):
+            return r
+    return None
+
+
 __all__ = [
     "S32_MAX",
     "S32_MIN",
@@ -145,6 +190,8 @@ __all__ = [
     "exact_value",
     "integer_dot",
     "no_clamp_bound",
+    "no_clamp_counterexample",
+    "no_clamp_rows",
     "term_range",
     "term_width",
 ]

@@ -25,8 +25,14 @@ c, each under the same condition for fp32. The argument needs the truncation or 
 
 from __future__ import annotations
 
-from ..formats import Format
+from collections.abc import Iterator
+from fractions import Fraction
+
+from ..formats import Format, round_fraction, value_of
 from .params import Algorithm, ModelParams
+
+MonotoneRow = tuple[list[int], list[int], list[int]]
+"""(a bits, b bits, c bits in increasing order): one sweep of c with a and b fixed."""
 
 
 def monotone_in_c(p: ModelParams) -> str | None:
@@ -48,4 +54,55 @@ def monotone_in_c(p: ModelParams) -> str | None:
     )
 
 
-__all__ = ["monotone_in_c"]
+def monotone_rows(p: ModelParams) -> Iterator[MonotoneRow]:
+    """The sweeps of c on which the monotonicity argument is tightest: c just below and
+    at a binade edge 2^E (where the alignment moves to c's own exponent and the dot
+    product's floor coarsens by 2^(E - F2 - 1)), with one nonnegative product whose bits
+    lie on every grid 2^(E - j) below E, and with every product equal; each sweep is
+    five consecutive patterns of c around 2^E (nonnegative patterns are ordered as
+    their values). A correct argument never sees d fall along a sweep."""
+    one_b = round_fraction(Fraction(1), p.b_fmt)
+    lo = p.c_fmt.spec.emin + 2
+    hi = min(p.c_fmt.spec.emax, 20)
+    for E in range(max(lo, -12), hi + 1, 4):
+        edge = round_fraction(Fraction(2) ** E, p.c_fmt)
+        cs = [edge + k for k in range(-2, 3)]
+        for j in range(1, p.F2 + 8):
+            D = Fraction(3) * Fraction(2) ** (E - j)
+            a = round_fraction(D, p.a_fmt)
+            if not isinstance(value_of(a, p.a_fmt), Fraction) or value_of(a, p.a_fmt) == 0:
+                continue
+            yield [a] + [0] * (p.K - 1), [one_b] + [0] * (p.K - 1), cs
+            yield [a] * p.K, [one_b] * p.K, cs
+
+
+def monotone_counterexample(p: ModelParams) -> tuple[MonotoneRow, int] | None:
+    """The first sweep of `monotone_rows(p)` along which the concrete model's d falls,
+    with the index of the c where it falls (None: d never falls on the sweeps)."""
+    import numpy as np
+
+    from ..api import simulate_params
+
+    sweeps = list(monotone_rows(p))
+    if not sweeps:
+        return None
+    A = np.array([a for a, _, cs in sweeps for _ in cs], dtype=np.uint64)
+    B = np.array([b for _, b, cs in sweeps for _ in cs], dtype=np.uint64)
+    C = np.array([c for _, _, cs in sweeps for c in cs], dtype=np.uint64)
+    D = simulate_params(p, A, B, C)
+    i = 0
+    for row in sweeps:
+        ds = [value_of(int(D[i + k]), p.d_fmt) for k in range(len(row[2]))]
+        i += len(row[2])
+        for k in range(1, len(ds)):
+            if ds[k] < ds[k - 1]:
+                return row, k
+    return None
+
+
+def monotone_rows_count(p: ModelParams) -> int:
+    """How many rows `monotone_counterexample` runs (for reports)."""
+    return sum(len(cs) for _, _, cs in monotone_rows(p))
+
+
+__all__ = ["monotone_counterexample", "monotone_in_c", "monotone_rows", "monotone_rows_count"]

@@ -31,13 +31,15 @@ def decimal(bits: int, fmt: Format) -> str:
 def answer_json(o: Outcome, files: list[str]) -> dict:
     """The answer's fields of a JSON report: verdict, time, the method that decided it
     (solver; search: a witness of the concrete search, no solver run; construction;
-    argument: a stated argument, smt/arguments.py), the
-    concrete search when one ran, every solver run and confirmation, the agreeing
-    solvers, the note and the files written."""
+    argument: a stated argument, smt/arguments.py, whose verdict is
+    "unsat-by-argument"), the argument that applied (its kind, steps, extreme rows run
+    and any contradiction; null when none did), the concrete search when one ran, every
+    solver run and confirmation, the agreeing solvers, the note and the files written."""
     out = {
         "verdict": o.verdict.value,
         "seconds": round(o.seconds, 3),
         "method": o.method,
+        "argument": o.argument.to_json() if o.argument is not None else None,
     }
     if o.search is not None:
         out["search"] = o.search.to_json()
@@ -55,6 +57,8 @@ def answer_json(o: Outcome, files: list[str]) -> dict:
 def agreeing(o: Outcome) -> list[str]:
     """Solvers that gave the verdict's answer (none for a witness of the search)."""
     want = Answer.SAT if o.verdict in (Verdict.WITNESS, Verdict.BAD_WITNESS) else Answer.UNSAT
+    if o.verdict == Verdict.UNKNOWN:
+        return []
     rs = ([o.result] if o.result else []) + o.confirmations
     names = []
     for r in rs:
@@ -74,8 +78,19 @@ def answer_lines(o: Outcome) -> list[str]:
     answered what, the confirmations, who agreed on an unsat, and the outcome's note."""
     lines: list[str] = []
     s = o.search
+    arg = o.argument
     if o.by_construction:
         lines.append(f"answer:      unsat, by {o.method} ({o.note}); no solver needed")
+    elif o.argued and arg is not None:
+        lines.append(f"answer:      unsat by argument: {arg.kind.title} ({arg.kind.value})")
+        for i, step in enumerate(arg.steps):
+            lines.append(f"{'argument:' if i == 0 else '':<13}{step}")
+        lines.append(
+            f"rows:        {arg.rows} extreme rows at the argument's bound, run on the concrete "
+            "model: every one as the argument says"
+        )
+        for r in ([o.result] if o.result else []) + [r for r in o.runs if r is not o.result]:
+            lines.append(f"solver:      {run_line(r)}")
     elif o.method == SEARCH:
         lines.append(
             f"answer:      search: sat in {s.seconds:.2f} s (the concrete search, "
@@ -106,6 +121,14 @@ def answer_lines(o: Outcome) -> list[str]:
 
 
 def verdict_words(o: Outcome) -> str:
+    """The verdict in words; an unsat by argument says so."""
+    words = _verdict_words(o)
+    if o.verdict == Verdict.UNSAT_BY_ARGUMENT:
+        return f"{words} (unsat by argument: {o.argument.kind.title})" if o.argument else words
+    return words
+
+
+def _verdict_words(o: Outcome) -> str:
     q = o.query
     if o.verdict == Verdict.WITNESS:
         if q.goal == Goal.NON_MONOTONE:
@@ -115,7 +138,7 @@ def verdict_words(o: Outcome) -> str:
             if q.goal == Goal.COMPARE_ERRORS
             else "the variants differ on this input"
         )
-    if o.verdict == Verdict.UNSAT:
+    if o.verdict.unsat:
         if q.goal == Goal.COMPARE_ERRORS:
             return "X is never more accurate than Y (under the constraints)"
         if q.goal == Goal.NON_MONOTONE:

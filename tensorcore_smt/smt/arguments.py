@@ -13,11 +13,71 @@ further constraint only narrows it). The answer names the argument instead of a 
 Two integer units (wrap-around, `.satfinite` clamps) asked to differ on a class whose
 accumulator |c| <= 2^b - 1 keeps every partial sum inside the s32 range
 (model/integer.no_clamp_bound) compute the same exact sum: unsat for every input.
+
+An argument is a proof on paper about the model's steps, and a proof on paper can be
+wrong. Each one therefore comes with its extreme rows at its own bound (`Argued.check`:
+the rows run through the concrete model, model/integer_sums.extreme_rows,
+model/integer.no_clamp_rows, model/monotone.monotone_rows); smt/solve.answer() uses an
+argument only when none of them contradicts it, and then still asks the solvers within
+the query's budget.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+
 from .query import EXACT, ConstraintKind, Goal, Query
+
+
+class ArgumentKind(Enum):
+    """The stated arguments that answer a query without a solver."""
+
+    MONOTONE = "monotone-in-c"  # model/monotone.py
+    NO_CLAMP = "integer-range"  # model/integer.no_clamp_bound
+    INTEGER_SUMS = "integer-sums"  # model/integer_sums.py
+
+    @property
+    def title(self) -> str:
+        """The argument's name in reports."""
+        return {
+            ArgumentKind.MONOTONE: "the monotonicity argument",
+            ArgumentKind.NO_CLAMP: "the integer range argument",
+            ArgumentKind.INTEGER_SUMS: "the integer-sum argument",
+        }[self]
+
+
+@dataclass
+class Argued:
+    """An argument that proves a query unsat: which one, its steps in words, the note an
+    answer carries, and the check of its extreme rows at its bound on the concrete
+    model (`run_check`: how many rows ran, and the row that contradicts the argument
+    in words, or None)."""
+
+    kind: ArgumentKind
+    steps: list[str]
+    note: str
+    run_check: Callable[[], tuple[int, str | None]] = field(repr=False)
+    rows: int = 0
+    contradiction: str | None = None
+    checked: bool = False
+
+    def check(self) -> str | None:
+        """Run the extreme rows (once): the contradicting row in words, or None."""
+        if not self.checked:
+            self.rows, self.contradiction = self.run_check()
+            self.checked = True
+        return self.contradiction
+
+    def to_json(self) -> dict:
+        """The argument's part of a JSON report."""
+        return {
+            "kind": self.kind.value,
+            "steps": list(self.steps),
+            "rows_checked": self.rows,
+            "contradiction": self.contradiction,
+        }
 
 
 def _integer_bits(q: Query, group: str) -> int | None:
@@ -35,26 +95,47 @@ def _nonnegative(q: Query, group: str) -> bool:
     return any(c.kind == ConstraintKind.POSITIVE and group in c.operands for c in q.constraints)
 
 
-def argued_monotone(q: Query) -> str | None:
-    """Why `q` ("raising c never lowers d", nonnegative inputs) is unsat by the
-    monotonicity argument (model/monotone.py), or None."""
-    from ..model.monotone import monotone_in_c
+def monotone_argument(q: Query) -> Argued | None:
+    """The monotonicity argument (model/monotone.py) for `q` ("raising c never lowers
+    d", nonnegative inputs), or None where it does not apply."""
+    from ..model.monotone import monotone_counterexample, monotone_in_c, monotone_rows_count
 
     if q.goal != Goal.NON_MONOTONE or q.grows != "c":
         return None
     if not all(_nonnegative(q, g) for g in "abc"):
         return None
-    why = monotone_in_c(q.p)
+    p = q.p
+    why = monotone_in_c(p)
     if why is None:
         return None
-    return f"proved by the monotonicity argument, no solver asked: {why}"
+
+    def run_check() -> tuple[int, str | None]:
+        ce = monotone_counterexample(p)
+        if ce is None:
+            return monotone_rows_count(p), None
+        (a, b, cs), k = ce
+        return monotone_rows_count(p), (
+            f"c = {cs[k - 1]:#x} -> {cs[k]:#x} lowers d (a = {[hex(x) for x in a]}, "
+            f"b = {[hex(x) for x in b]})"
+        )
+
+    return Argued(
+        ArgumentKind.MONOTONE, [why], f"proved by the monotonicity argument: {why}", run_check
+    )
 
 
-def argued_no_clamp(q: Query) -> str | None:
-    """Why `q` (do two integer units ever differ?) is unsat because no sum leaves the
-    s32 range on its class: |c| <= 2^b - 1 with 2^b - 1 <= the bound of
-    model/integer.no_clamp_bound for both units, where each computes the exact sum."""
-    from ..model.integer import no_clamp_bound
+def argued_monotone(q: Query) -> str | None:
+    """Why `q` is unsat by the monotonicity argument (its note), or None."""
+    got = monotone_argument(q)
+    return None if got is None else got.note
+
+
+def no_clamp_argument(q: Query) -> Argued | None:
+    """The integer range argument for `q` (do two integer units ever differ?): no sum
+    leaves the s32 range on its class, |c| <= 2^b - 1 with 2^b - 1 <= the bound of
+    model/integer.no_clamp_bound for both units, where each computes the exact sum;
+    None where it does not apply."""
+    from ..model.integer import no_clamp_bound, no_clamp_counterexample
     from ..model.params import Algorithm
 
     if q.goal not in (Goal.DIFFER, Goal.EQUIVALENT) or EXACT in q.variants:
@@ -68,22 +149,37 @@ def argued_no_clamp(q: Query) -> str | None:
     bounds = [no_clamp_bound(p) for p in ps]
     if any((1 << pc) - 1 > B for B, _ in bounds):
         return None
-    return (
-        "proved by the integer range argument (model/integer.py), no solver asked: "
-        f"{'; '.join(bounds[0][1])}; the class has |c| <= 2^{pc} - 1 <= B for both units"
+    steps = bounds[0][1] + [f"the class has |c| <= 2^{pc} - 1 <= B for both units"]
+
+    def run_check() -> tuple[int, str | None]:
+        n = 0
+        for p, (B, _) in zip(ps, bounds):
+            n += 4
+            row = no_clamp_counterexample(p, B)
+            if row is not None:
+                a, b, c = row
+                return n, f"c = {c}, a = {a}, b = {b} (|c| = B = {B}) is not the exact sum"
+        return n, None
+
+    return Argued(
+        ArgumentKind.NO_CLAMP,
+        steps,
+        f"proved by the integer range argument (model/integer.py): {'; '.join(steps)}",
+        run_check,
     )
 
 
-def argued_unsat(q: Query) -> str | None:
-    """Why an argument proves `q` unsat (the note of the answer), or None."""
-    from ..model.integer_sums import argued_bound
+def argued_no_clamp(q: Query) -> str | None:
+    """Why `q` is unsat by the integer range argument (its note), or None."""
+    got = no_clamp_argument(q)
+    return None if got is None else got.note
 
-    monotone = argued_monotone(q)
-    if monotone is not None:
-        return monotone
-    no_clamp = argued_no_clamp(q)
-    if no_clamp is not None:
-        return no_clamp
+
+def integer_sums_argument(q: Query) -> Argued | None:
+    """The integer-sum argument (model/integer_sums.py) for `q` (is the unit ever
+    inexact on P-bit integer slices with an integer c of at most b bits?), or None."""
+    from ..model.integer_sums import argued_bound, counterexample, rows_checked
+
     if q.goal != Goal.ERROR_EXCEEDS or q.variants[1] != EXACT:
         return None
     if q.threshold is None or q.threshold != 0:
@@ -98,10 +194,54 @@ def argued_unsat(q: Query) -> str | None:
     B, lines = got
     if (1 << pc) - 1 > B:
         return None
-    return (
-        f"proved by the integer-sum argument (model/integer_sums.py), no solver asked: "
-        f"{'; '.join(lines)}; the class has |c| <= 2^{pc} - 1 <= B"
+    steps = lines + [f"the class has |c| <= 2^{pc} - 1 <= B"]
+    p = q.p
+
+    def run_check() -> tuple[int, str | None]:
+        n = rows_checked(p, P, B)
+        ce = counterexample(p, P, B)
+        if ce is None:
+            return n, None
+        (a, b, c), d = ce
+        exact = c + sum(x * y for x, y in zip(a, b))
+        return n, f"c = {c}, a = {a}, b = {b} gives d = {d}, not the exact {exact} (B = {B})"
+
+    return Argued(
+        ArgumentKind.INTEGER_SUMS,
+        steps,
+        f"proved by the integer-sum argument (model/integer_sums.py): {'; '.join(steps)}",
+        run_check,
     )
 
 
-__all__ = ["argued_monotone", "argued_unsat"]
+ARGUMENTS: tuple[str, ...] = ("monotone_argument", "no_clamp_argument", "integer_sums_argument")
+"""Every stated argument (the functions of this module by name), tried in this order."""
+
+
+def stated_argument(q: Query) -> Argued | None:
+    """The first argument that proves `q` unsat (unchecked: see `Argued.check`), or None."""
+    for name in ARGUMENTS:
+        got = globals()[name](q)
+        if got is not None:
+            return got
+    return None
+
+
+def argued_unsat(q: Query) -> str | None:
+    """Why an argument proves `q` unsat (the note of the answer), or None."""
+    got = stated_argument(q)
+    return None if got is None else got.note
+
+
+__all__ = [
+    "ARGUMENTS",
+    "ArgumentKind",
+    "Argued",
+    "argued_monotone",
+    "argued_no_clamp",
+    "argued_unsat",
+    "integer_sums_argument",
+    "monotone_argument",
+    "no_clamp_argument",
+    "stated_argument",
+]

@@ -24,14 +24,14 @@ class QueryAnswer:
     @property
     def answer(self) -> str:
         v = self.outcome.verdict
-        return {Verdict.WITNESS: "sat", Verdict.UNSAT: "unsat"}.get(v, v.value)
+        return "sat" if v == Verdict.WITNESS else "unsat" if v.unsat else v.value
 
     @property
     def as_expected(self) -> bool | None:
         """Whether the answer is the one the property expects (None: no expectation or
         no definite answer)."""
         v = self.outcome.verdict
-        if self.spec.expect is None or v not in (Verdict.WITNESS, Verdict.UNSAT):
+        if self.spec.expect is None or not (v == Verdict.WITNESS or v.unsat):
             return None
         return (Answer.SAT if v == Verdict.WITNESS else Answer.UNSAT) == self.spec.expect
 

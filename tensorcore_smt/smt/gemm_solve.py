@@ -37,7 +37,7 @@ def answer_gemm(
         )
         return first
     full = answer(q, limits, progress)
-    why = "unsat" if first.verdict == Verdict.UNSAT else "unknown"
+    why = "unsat" if first.verdict.unsat else "unknown"
     full.note = (
         f"the focused query (k-blocks inside chains +0) was {why} in {first.seconds:.2f} s; "
         "the full query answered" + (f"; {full.note}" if full.note else "")

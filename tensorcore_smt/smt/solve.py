@@ -3,6 +3,12 @@
 This is the layer between the query data and the user: it never shows a witness the
 concrete interpreter has not reproduced, and it asks a second solver to confirm an
 unsat answer when one is installed.
+
+A stated argument (smt/arguments.py) answers Verdict.UNSAT_BY_ARGUMENT, its own kind,
+only after its extreme rows at its bound reproduce on the concrete model; the solvers
+are then still asked within the query's budget: their unsat confirms it, a reproducing
+witness overrides it (Verdict.WITNESS, the argument named wrong), no answer within the
+budget leaves the argument's answer with a note saying so.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from ..solvers.runner import (
     confirmed_portfolio,
     portfolio,
 )
-from .arguments import argued_unsat
+from .arguments import Argued, stated_argument
 from .query import Query, Recheck, recheck, smtlib, trivially_unsat
 from .search import SearchRun, search, searchable
 
@@ -31,8 +37,17 @@ class Verdict(Enum):
 
     WITNESS = "witness"  # sat, re-checked on the concrete model
     UNSAT = "unsat"  # no input satisfies the query (for differ: the variants are equal)
+    # unsat by a stated argument (smt/arguments.py) whose extreme rows at its bound
+    # reproduce on the concrete model; a solver's unsat, when one came, is a confirmation
+    UNSAT_BY_ARGUMENT = "unsat-by-argument"
     UNKNOWN = "unknown"  # every solver timed out, ran out of memory or crashed
     BAD_WITNESS = "bad-witness"  # a solver's witness did not reproduce: a bug
+
+    @property
+    def unsat(self) -> bool:
+        """Whether the verdict says no input satisfies the query (by a solver, by
+        construction or by an argument)."""
+        return self in (Verdict.UNSAT, Verdict.UNSAT_BY_ARGUMENT)
 
 
 MIN_CONFIRM_S = 0.5
@@ -68,19 +83,24 @@ class Outcome:
     runs: list[SolveResult] = field(default_factory=list)
     confirmations: list[SolveResult] = field(default_factory=list)
     witness: Recheck | None = None
-    by_construction: bool = False  # proved without a solver (see `method`)
+    by_construction: bool = False  # the goal folds to false: no solver needed
     seconds: float = 0.0
     note: str = ""
     search: SearchRun | None = None  # the concrete search before the solvers, if one ran
-    argued: bool = False  # by_construction through a stated argument (smt/arguments.py)
+    argued: bool = False  # the verdict is UNSAT_BY_ARGUMENT (smt/arguments.py)
+    # the stated argument that applied to the query, whether it decided the verdict,
+    # was contradicted by its extreme rows, or was overridden by a solver's witness
+    argument: Argued | None = None
 
     @property
     def method(self) -> str:
         """What decided the verdict: "argument" (a stated argument, smt/arguments.py),
         "construction" (the goal folds to false), "search" (a witness of the concrete
         search, no solver run), "solver", or "" (no answer)."""
+        if self.argued:
+            return "argument"
         if self.by_construction:
-            return "argument" if self.argued else "construction"
+            return "construction"
         if self.result is None or not self.result.answer.definite:
             return ""
         return SEARCH if self.result.solver == SEARCH else "solver"
@@ -98,9 +118,11 @@ def solvers_for(name: str) -> list[str]:
 
 
 def answer(q: Query, limits: Limits, progress: Progress | None = None) -> Outcome:
-    """Solve `q`, re-check a witness, confirm an unsat; never raises for solver trouble."""
+    """Solve `q`, re-check a witness, confirm an unsat; never raises for solver trouble.
+    A stated argument that applies is checked on its extreme rows and confirmed by the
+    solvers within the budget (module docstring)."""
     t0 = time.monotonic()
-    solvers = solvers_for(limits.solver)
+    solvers_for(limits.solver)  # an unknown solver name fails before any work
     if trivially_unsat(q):
         return Outcome(
             q,
@@ -110,17 +132,71 @@ def answer(q: Query, limits: Limits, progress: Progress | None = None) -> Outcom
             seconds=time.monotonic() - t0,
             note="the goal simplifies to false: both variants build the same term",
         )
-    argued = argued_unsat(q)
-    if argued is not None:
+    arg = stated_argument(q)
+    if arg is None:
+        return _solve(q, limits, progress, t0)
+    bad = arg.check()
+    if bad is not None:
+        out = _solve(q, limits, progress, t0)
+        out.argument = arg
+        out.note = _join(
+            f"{arg.kind.title} was not used: an extreme row at its bound contradicts it "
+            f"on the concrete model ({bad})",
+            out.note,
+        )
+        return out
+    checked = f"{arg.rows} extreme rows at its bound reproduce on the concrete model"
+    left = limits.timeout - (time.monotonic() - t0)
+    if not limits.confirm or left < MIN_CONFIRM_S:
+        why = (
+            "not confirmed by a solver (--no-confirm)"
+            if not limits.confirm
+            else f"no solver asked: the budget of {limits.timeout:g} s ran out"
+        )
         return Outcome(
             q,
-            Verdict.UNSAT,
+            Verdict.UNSAT_BY_ARGUMENT,
             None,
-            by_construction=True,
             seconds=time.monotonic() - t0,
-            note=argued,
+            note=f"{arg.note}; {checked}; {why}",
             argued=True,
+            argument=arg,
         )
+    out = _solve(q, replace(limits, timeout=left), progress, time.monotonic())
+    out.argument = arg
+    out.seconds = time.monotonic() - t0
+    if out.verdict == Verdict.WITNESS:
+        out.note = _join(
+            f"{arg.kind.title} was wrong: it claimed unsat ({'; '.join(arg.steps)}), but the "
+            "witness reproduces on the concrete model",
+            out.note,
+        )
+    elif out.verdict == Verdict.BAD_WITNESS:
+        out.note = _join(f"{arg.kind.title} claims unsat", out.note)
+    elif out.verdict == Verdict.UNSAT:
+        who = [r.solver for r in [out.result, *out.confirmations] if r and r.answer == Answer.UNSAT]
+        out.verdict = Verdict.UNSAT_BY_ARGUMENT
+        out.argued = True
+        out.note = f"{arg.note}; {checked}; confirmed by {', '.join(dict.fromkeys(who))} (unsat)"
+    else:
+        out.verdict = Verdict.UNSAT_BY_ARGUMENT
+        out.argued = True
+        out.note = (
+            f"{arg.note}; {checked}; not confirmed: no solver answered within the budget of "
+            f"{limits.timeout:g} s"
+        )
+    return out
+
+
+def _join(first: str, rest: str) -> str:
+    """Two notes in one."""
+    return f"{first}; {rest}" if rest else first
+
+
+def _solve(q: Query, limits: Limits, progress: Progress | None, t0: float) -> Outcome:
+    """The concrete search (if asked), the solvers and the confirmation of an unsat, all
+    within `limits.timeout` from `t0`."""
+    solvers = solvers_for(limits.solver)
     run = None
     if limits.search > 0 and searchable(q):
         run = search(q, min(limits.search, limits.timeout), limits.seed)
