@@ -18,6 +18,7 @@ code 2 from a variant expression) or computed as its parameters say. Checked her
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from fractions import Fraction
 from math import floor
@@ -39,13 +40,18 @@ from tensorcore_smt.errors import UserError
 from tensorcore_smt.formats import Format, Rounding, Specials, round_fraction
 from tensorcore_smt.model import dot_add
 from tensorcore_smt.model.params import (
+    CONDITIONS,
+    IGNORED,
+    READS,
     Algorithm,
     CarryOverflow,
+    IntClamp,
     ModelParams,
     NanRule,
     Order,
     Split,
     ZeroSign,
+    unread,
 )
 from tensorcore_smt.model.rounding import Overflow
 from tensorcore_smt.model.terms import AlignMode, ProductExponent
@@ -619,3 +625,201 @@ def test_negative_constant_shift_is_an_error() -> None:
     for op in (lambda: x << -1, lambda: x.lshr(-2), lambda: x.ashr(-3)):
         with pytest.raises(ValueError, match="negative"):
             op()
+
+
+# --- parameters a unit never reads are refused ---------------------------------------------
+
+UNREAD = [
+    ("cdna3[rounding=rz]", "cdna3 (fdrda) does not read rounding: its sums round to nearest even"),
+    ("cdna3[overflow=saturate]", "cdna3 (fdrda) does not read overflow"),
+    ("cdna3[rounding_fmt=e8m13]", "cdna3 (fdrda) does not read rounding_fmt"),
+    ("cdna3[carry_bits=3]", "cdna3 (fdrda) does not read carry_bits"),
+    ("cdna3[align=exact]", "cdna3 (fdrda) does not read align"),
+    ("cdna2[L=2]", "cdna2 (gps) does not read L"),
+    ("cdna2[rounding=rz]", "cdna2 (gps) does not read rounding"),
+    ("volta[flush_products=true]", "volta (fda) does not read flush_products"),
+    ("volta[G=2]", "volta (fda) does not read G"),
+    ("volta[acc_fmt=fp16]", "volta (fda) does not read acc_fmt"),
+    ("volta[carry_bits=none,carry_overflow=renormalize]", "does not read carry_overflow"),
+    ("volta[split_scale=5]", "volta (fda) does not read split_scale"),
+    ("volta[F=20,align=exact]", "volta (fda) does not read F: align=exact"),
+    ("x86-avx512bf16[rounding=rz]", "does not read rounding"),
+    ("x86-avx512bf16[order=pairwise]", "does not read order"),
+    ("x86-avx512bf16[L=4]", "x86-avx512bf16 (sequential) does not read L"),
+    ("cdna1[nan_rule=b-acc-a]", "cdna1 (fda) does not read nan_rule"),
+]
+
+
+@pytest.mark.parametrize("variant, words", UNREAD)
+def test_unread_parameter_refused_in_one_line(variant: str, words: str) -> None:
+    """A variant that changes a parameter its unit never reads names the preset's unit
+    as another hypothesis (`prove cdna3 'cdna3[rounding=rz]'` would "prove" them equal):
+    refused with the parameter, the unit and why, exit code 2 from the CLI."""
+    with pytest.raises(UserError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        tc.resolve(variant)
+    r = CliRunner().invoke(main, ["simulate", "--arch", variant, "--a", "0", "--b", "0"])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and words in lines[0], r.output
+
+
+def test_prove_refuses_an_unread_parameter() -> None:
+    r = CliRunner().invoke(main, ["prove", "cdna3", "cdna3[rounding=rz]"])
+    assert r.exit_code == 2 and "does not read rounding" in r.output, r.output
+
+
+@pytest.mark.parametrize(
+    "variant, instr",
+    [
+        ("cdna3[rounding=rne]", None),  # the preset's own value
+        ("cdna3[F2=12]", None),
+        ("x86-avx512bf16[order=c-first]", None),
+        ("x86-avx512bf16[order=c-last,fused_products=false]", None),
+        ("x86-avx512bf16[acc_fmt=fp64,rounding=rz]", None),  # fp64 sums round into fp32
+        ("volta[carry_bits=2,carry_overflow=renormalize]", None),
+        ("ampere[tf32=full]", "m16n8k4.f32.tf32.tf32.f32"),
+        ("hopper[L=1,order=c-last]", "m16n8k32.satfinite.s32.u4.s4.s32"),
+        ("rocjitsu-rdna3", None),  # opposing put back to its default under sequential
+        ("volta[algorithm=sfma,nan_rule=b-acc-a,a_fmt=fp32,b_fmt=fp32]", None),
+    ],
+)
+def test_read_parameters_accepted(variant: str, instr: str | None) -> None:
+    tc.resolve(variant, instr)
+
+
+def test_every_parameter_is_read_or_ignored_by_every_family() -> None:
+    """The table covers every field for every family, and names no unknown one."""
+    names = {f.name for f in dataclasses.fields(ModelParams)}
+    for alg in Algorithm:
+        assert READS[alg] | set(IGNORED[alg]) == names
+        assert not READS[alg] & set(IGNORED[alg])
+        assert all(why and "\n" not in why for why in IGNORED[alg].values())
+    assert set(CONDITIONS) <= names
+    # the issue's cases
+    assert "rounding" in IGNORED[Algorithm.FDRDA] and "overflow" in IGNORED[Algorithm.GFDRDA]
+    assert "L" in IGNORED[Algorithm.GPS] and "rounding_fmt" in IGNORED[Algorithm.FDRDA]
+
+
+def test_presets_and_aliases_parse_on_every_instruction() -> None:
+    """Presets set fields their family ignores (defaults): only overrides are checked, so
+    every preset instruction and every alias's own instructions still resolve."""
+    from tensorcore_smt.spec.variants import ALIASES, parse_variant
+
+    for name in PRESETS:
+        v = parse_variant(name)
+        for ins in v.preset.instructions:
+            v.params(ins)
+    for alias in ALIASES:
+        parse_variant(alias).params(None)
+
+
+_ALTERNATIVES: dict[str, list] = {
+    "L": [1, 2, 3],
+    "F": [0, 5, 30],
+    "F2": [0, 12, 40],
+    "G": [1, 2],
+    "carry_bits": [None, 0, 2],
+    "e_zero": [None, -20, 5],
+    "nan_bits": [None, 1],
+    "split_scale": [3],
+    "scale_block": [16, 64],
+}
+
+
+def _alternatives(name: str) -> list:
+    if name in _ALTERNATIVES:
+        return _ALTERNATIVES[name]
+    t = str({f.name: f.type for f in dataclasses.fields(ModelParams)}[name])
+    if t == "bool":
+        return [True, False]
+    if "Format" in t:
+        return [Format.FP16, Format.BF16, Format.FP32, Format.E8M13, Format.TF32, Format.E5M2]
+    from tensorcore_smt.model.params import PARAM_ENUMS
+
+    return list(PARAM_ENUMS[t.replace(" | None", "")])
+
+
+def _probe_rows(p: ModelParams, seed: int, n: int) -> tuple[np.ndarray, ...]:
+    """Random bit patterns (NaN, Inf, subnormal, any exponent), middle exponents and
+    subnormals, and rows whose first two products cancel."""
+    rng = np.random.default_rng(seed)
+
+    def pats(fmt: Format, shape) -> np.ndarray:
+        s = fmt.spec
+        x = rng.integers(0, 1 << min(s.storage, 63), shape, dtype=np.uint64)
+        if s.is_integer:
+            return x
+        k = shape[0] // 2
+        e = rng.integers(0, 3, shape).astype(np.uint64)
+        e[:k] = rng.integers(max(1, s.bias - 3), s.bias + 3, e[:k].shape).astype(np.uint64)
+        m = rng.integers(0, 1 << s.mbits, shape, dtype=np.uint64)
+        sg = rng.integers(0, 2, shape, dtype=np.uint64) << np.uint64(s.ebits + s.mbits)
+        y = (sg | (e << np.uint64(s.mbits)) | m) << np.uint64(s.ignored_low)
+        y[-(shape[0] // 4) :] = x[-(shape[0] // 4) :]
+        return y
+
+    a, b, c = pats(p.a_fmt, (n, p.n_a)), pats(p.b_fmt, (n, p.K)), pats(p.c_fmt, (n,))
+    if p.K >= 2 and not p.a_fmt.spec.is_integer and p.a_fmt == p.b_fmt:
+        a[: n // 4, 1] = a[: n // 4, 0] ^ np.uint64(1 << (p.a_fmt.spec.storage - 1))
+        b[: n // 4, 1] = b[: n // 4, 0]
+    return a, b, c
+
+
+def _contexts(base: ModelParams) -> list[ModelParams]:
+    """The family's model, and beside it with the switches that let others act."""
+    out = [base]
+    for ch in (
+        dict(flush_inputs=True),
+        dict(K=min(base.K, 8), L=1),
+        dict(carry_bits=2),
+        dict(int_clamp=IntClamp.SATFINITE),
+        dict(a_fmt=Format.TF32, b_fmt=Format.TF32),
+    ):
+        try:
+            out.append(base.with_(**ch))
+        except ValueError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("base", FAMILIES, ids=lambda q: f"{q.algorithm.value}-{q.K}")
+def test_unread_parameters_never_change_an_output(base: ModelParams) -> None:
+    """What the table says a family does not read changes no output: every other value
+    of such a parameter, on random and extreme rows of the family's model and of the
+    model with the switches that let the conditional parameters act."""
+    if base.K > 16 and base.algorithm != Algorithm.GDFS:
+        base = base.with_(K=16, L=min(base.L, 16))
+    for ctx in _contexts(base):
+        rows = _probe_rows(ctx, 7, 64)
+        ref = simulate_params(ctx, *rows, engine="numpy")
+        for name in param_names_of(ctx):
+            for v in _alternatives(name):
+                if v == getattr(ctx, name):
+                    continue
+                try:
+                    q = ctx.with_(**{name: v})
+                except ValueError:
+                    continue
+                if unread(q, name) is None:
+                    continue
+                same = _SAME_AS.get((name, v))
+                want = ref
+                if same is not None and same != getattr(ctx, name):
+                    # a value the unit reads as another one: the same outputs as that one
+                    want = simulate_params(ctx.with_(**{name: same}), *rows, engine="numpy")
+                out = simulate_params(q, *rows, engine="numpy")
+                assert (out == want).all(), (ctx.algorithm.value, name, v)
+
+
+_SAME_AS = {
+    ("order", Order.C_LAST): Order.C_FIRST,  # an FMA chain
+    ("order", Order.PAIRWISE): Order.C_FIRST,
+    ("nan_rule", NanRule.B_ACC_A): NanRule.CANONICAL,  # outside SFMA
+    ("align", AlignMode.EXACT): AlignMode.ROUND_DOWN,  # CDNA3's floors
+}
+"""Values of a parameter a family reads only in part: the value it computes instead."""
+
+
+def param_names_of(p: ModelParams) -> list[str]:
+    fixed = {"algorithm", "a_fmt", "b_fmt", "c_fmt", "d_fmt", "K", "split", "scale_fmt", "sparse"}
+    fixed |= {"sparse_group", "sparse_keep"}
+    return [f.name for f in dataclasses.fields(p) if f.name not in fixed]

@@ -97,6 +97,13 @@ class NanRule(Enum):
     # "NaN Propagation Priorities" (src1 low, src2 low, src1 high, src2 high, srcdest), which
     # is each of its two FMAs, odd product first, taking its a, b, then the running sum
     A_B_ACC = "a-b-acc"
+    # SEQUENTIAL: as a-b-acc with the factors of each product the other way round (b_k,
+    # then a_k, then the product before it, ..., then c). An x86 FMA returns the first NaN
+    # of its two factors in the order the code passes them, then of its addend (the running
+    # sum): which of a and b a GEMM kernel passes first is the library's choice (OpenBLAS's
+    # kernels for one CPU and another, torch's CPU GEMM), not the ISA's, so `tcsmt reveal`
+    # learns it from NaN probes (order/nans.py)
+    B_A_ACC = "b-a-acc"
 
 
 class GroupMap(Enum):
@@ -513,8 +520,8 @@ def _check_output(p: ModelParams) -> None:
 
 
 def _check_nan_rule(p: ModelParams) -> None:
-    """A NaN rule that returns an operand's own NaN (b-acc-a in SFMA, a-b-acc in
-    SEQUENTIAL) widens it into d's format: each operand it can return must be in d's
+    """A NaN rule that returns an operand's own NaN (b-acc-a in SFMA, a-b-acc or b-a-acc
+    in SEQUENTIAL) widens it into d's format: each operand it can return must be in d's
     format, or in one with d's exponent field, no more mantissa bits and no ignored low
     bits (bf16 into fp32), so that its payload has a place in d."""
     if p.nan_rule == NanRule.CANONICAL:
@@ -522,7 +529,7 @@ def _check_nan_rule(p: ModelParams) -> None:
     d = p.d_fmt
     if p.nan_rule == NanRule.B_ACC_A and p.algorithm == Algorithm.SFMA:
         operands = {"a_fmt": p.a_fmt, "b_fmt": p.b_fmt}
-    elif p.nan_rule == NanRule.A_B_ACC and p.algorithm == Algorithm.SEQUENTIAL:
+    elif p.nan_rule in (NanRule.A_B_ACC, NanRule.B_A_ACC) and p.algorithm == Algorithm.SEQUENTIAL:
         full = p.tf32 == Tf32Input.FULL
         operands = {
             n: Format.FP32 if f == Format.TF32 and full else f
@@ -872,6 +879,14 @@ CONDITIONS: dict[str, tuple[tuple[frozenset[Algorithm] | None, ReadWhen], ...]] 
             ReadWhen(
                 lambda p: p.int_clamp == IntClamp.SATFINITE,
                 "wrap-around sums modulo 2^32 in any order",
+            ),
+        ),
+        (
+            frozenset((Algorithm.SEQUENTIAL,)),
+            ReadWhen(
+                lambda p: not p.fused_products or p.order in (Order.C_FIRST, Order.REVERSE),
+                "a chain of FMAs (fused_products=true) takes c first, in index order or "
+                "reversed; c-last and pairwise are orders of rounded products",
             ),
         ),
     ),
