@@ -823,3 +823,217 @@ def param_names_of(p: ModelParams) -> list[str]:
     fixed = {"algorithm", "a_fmt", "b_fmt", "c_fmt", "d_fmt", "K", "split", "scale_fmt", "sparse"}
     fixed |= {"sparse_group", "sparse_keep"}
     return [f.name for f in dataclasses.fields(p) if f.name not in fixed]
+
+
+# --- IEEE-built families (SFMA, SEQUENTIAL, GPS) in rationals ----------------------------------
+
+RNE, RTN = Rounding.RNE, Rounding.RTN
+
+
+class NotFinite(Exception):
+    """A reference step left the finite numbers (the row is not compared)."""
+
+
+def rd(bits: int, fmt: Format) -> tuple[Fraction, bool]:
+    """(value, sign bit) of a finite pattern (NotFinite for Inf and NaN)."""
+    s = fmt.spec
+    body = bits >> s.ignored_low
+    if (
+        s.specials == Specials.IEEE
+        and (body >> s.mbits) & ((1 << s.ebits) - 1) == (1 << s.ebits) - 1
+    ):
+        raise NotFinite
+    v, _, _ = value(bits, fmt)
+    return v, bool(body >> (s.ebits + s.mbits) & 1)
+
+
+def enc(v: Fraction, neg: bool, fmt: Format, mode: Rounding, flush: bool) -> int:
+    """v rounded into fmt; a zero v takes sign `neg`; under `flush` a subnormal result is a
+    zero of v's sign (IEEE 754 rounding, then flush-to-zero on the rounded value)."""
+    s = fmt.spec
+    r = round_fraction(v, fmt, mode, negative_zero=neg)
+    body = r >> s.ignored_low
+    if (body >> s.mbits) & ((1 << s.ebits) - 1) == (1 << s.ebits) - 1:
+        raise NotFinite
+    if flush and v != 0 and (body >> s.mbits) & ((1 << s.ebits) - 1) == 0:
+        r = (int(v < 0) << (s.storage - 1)) if s.signed else 0
+    return r
+
+
+def sum_zero_sign(xs: list[tuple[Fraction, bool]], mode: Rounding) -> bool:
+    """IEEE sign of an exactly zero sum: the common sign of zero addends, else -0 only
+    rounding toward -inf."""
+    if all(v == 0 for v, _ in xs) and len({n for _, n in xs}) == 1:
+        return xs[0][1]
+    return mode == RTN
+
+
+def op(xs, fmt: Format, mode: Rounding, flush: bool) -> tuple[Fraction, bool]:
+    """The IEEE sum of exact addends xs (value, sign) rounded into fmt, read back."""
+    total = sum(v for v, _ in xs)
+    return rd(enc(total, sum_zero_sign(xs, mode), fmt, mode, flush), fmt)
+
+
+def flushed(x: tuple[Fraction, bool], fmt: Format, keep: bool) -> tuple[Fraction, bool]:
+    """A subnormal input read as a zero (of its sign under keep, else +0)."""
+    v, n = x
+    if v != 0 and abs(v) < Fraction(2) ** fmt.spec.emin:
+        return Fraction(0), n and keep
+    return x
+
+
+def prod(x, y) -> tuple[Fraction, bool]:
+    return x[0] * y[0], x[1] != y[1]
+
+
+def sfma_ref(a: list[int], b: list[int], c: int, p: ModelParams) -> int:
+    """MMA-Sim §IV-A: d = c; d = fma(a_k, b_k, d) in d's format, each FMA rounded once."""
+    keep = p.flush_sign.value == "keep"
+    rdf = (lambda x, f: flushed(rd(x, f), f, keep)) if p.flush_inputs else rd
+    d = op([rdf(c, p.c_fmt)], p.d_fmt, p.rounding, False)
+    for k in range(p.K):
+        last = k == p.K - 1
+        flush = p.flush_outputs if last else p.flush_sums
+        d = op([prod(rdf(a[k], p.a_fmt), rdf(b[k], p.b_fmt)), d], p.d_fmt, p.rounding, flush)
+    return enc(d[0], d[1], p.d_fmt, p.rounding, False)
+
+
+def seq_ref(a: list[int], b: list[int], c: int, p: ModelParams) -> int:
+    """Products rounded into acc_fmt (or fused into FMAs), added one at a time in the
+    order, each addition rounded with acc_rounding (flushed but the last), then d."""
+    acc, mode = p.acc_fmt, p.acc_rounding
+    keep = p.flush_sign.value == "keep"
+    rdf = (lambda x, f: flushed(rd(x, f), f, keep)) if p.flush_inputs else rd
+    ua = [rdf(x, p.a_fmt) for x in a]
+    ub = [rdf(y, p.b_fmt) for y in b]
+    uc = op([rdf(c, p.c_fmt)], acc, mode, False)
+    idx = list(range(p.K))[:: -1 if p.order == Order.REVERSE else 1]
+    if p.fused_products:
+        d = uc
+        for k in idx:
+            d = op([prod(ua[k], ub[k]), d], acc, mode, p.flush_sums and k != idx[-1])
+    else:
+        prods = [op([prod(x, y)], acc, mode, p.flush_products) for x, y in zip(ua, ub)]
+
+        def add(x, y, last=False):
+            return op([x, y], acc, mode, p.flush_sums and not last)
+
+        def tree(xs):
+            if len(xs) == 1:
+                return xs[0]
+            return add(tree(xs[: len(xs) // 2]), tree(xs[len(xs) // 2 :]))
+
+        if p.order in (Order.C_FIRST, Order.REVERSE):
+            d = uc
+            for i, k in enumerate(idx):
+                d = add(d, prods[k], i == len(idx) - 1)
+        elif p.order == Order.C_LAST:
+            d = prods[0]
+            for q in prods[1:]:
+                d = add(d, q)
+            d = add(d, uc, True)
+        else:
+            d = add(uc, tree(prods), True)
+    return enc(d[0], d[1], p.d_fmt, p.rounding, p.flush_outputs)
+
+
+def gps_ref(a: list[int], b: list[int], c: int, p: ModelParams) -> int:
+    """MMA-Sim Algorithm 3: inputs below 2^emin (zeros too) read as +0; fp32 products;
+    groups of G summed pairwise; each group added to the running sum from c; every
+    operation fp32 round to nearest even, with the flushes p asks for."""
+
+    def inp(x: int, f: Format):
+        v, n = rd(x, f)
+        if p.flush_inputs and abs(v) < Fraction(2) ** f.spec.emin:
+            return Fraction(0), False
+        return v, n
+
+    F32 = Format.FP32
+    prods = [
+        op([prod(inp(x, p.a_fmt), inp(y, p.b_fmt))], F32, RNE, p.flush_products)
+        for x, y in zip(a, b)
+    ]
+
+    def tree(xs):
+        if len(xs) == 1:
+            return xs[0]
+        return op([tree(xs[: len(xs) // 2]), tree(xs[len(xs) // 2 :])], F32, RNE, p.flush_sums)
+
+    d = op([inp(c, p.c_fmt)], F32, RNE, False)
+    starts = list(range(0, p.K, p.G))
+    for lo in starts:
+        flush = p.flush_outputs if lo == starts[-1] else p.flush_sums
+        d = op([d, tree(prods[lo : lo + p.G])], F32, RNE, flush)
+    return enc(d[0], d[1], F32, RNE, False)
+
+
+_IEEE_FMTS = [Format.FP16, Format.BF16, Format.FP32, Format.E5M2, Format.E4M3]
+
+
+@st.composite
+def ieee_variants(draw) -> ModelParams:
+    """SFMA, SEQUENTIAL and GPS over their parameters (formats, K, G, order, roundings,
+    the four flushes and the flushed inputs' sign)."""
+    alg = draw(st.sampled_from([Algorithm.SFMA, Algorithm.SEQUENTIAL, Algorithm.GPS]))
+    base = tc.resolve("x86-avx512bf16")
+    K = draw(st.integers(1, 6))
+    fa = draw(st.sampled_from(_IEEE_FMTS))
+    ch = dict(
+        algorithm=alg,
+        K=K,
+        L=1,
+        a_fmt=fa,
+        b_fmt=draw(st.sampled_from([fa, *_IEEE_FMTS])),
+        c_fmt=draw(st.sampled_from([Format.FP32, Format.FP16, Format.BF16])),
+        d_fmt=Format.FP32 if alg == Algorithm.GPS else draw(st.sampled_from(_IEEE_FMTS[:3])),
+        acc_fmt=draw(st.sampled_from([Format.FP32, Format.FP16, Format.BF16, Format.FP64])),
+        acc_rounding=draw(st.sampled_from(list(Rounding))),
+        rounding=draw(st.sampled_from(list(Rounding))),
+        order=draw(st.sampled_from(list(Order))),
+        fused_products=draw(st.booleans()),
+        G=draw(st.integers(1, 5)),
+        flush_inputs=draw(st.booleans()),
+        flush_sign=draw(st.sampled_from(list(type(base.flush_sign)))),
+        flush_products=draw(st.booleans()),
+        flush_sums=draw(st.booleans()),
+        flush_outputs=draw(st.booleans()),
+        nan_rule=NanRule.CANONICAL,
+        nan_bits=None,
+        zero_sign=ZeroSign.POSITIVE,
+    )
+    if alg == Algorithm.SEQUENTIAL and ch["fused_products"]:
+        ch["order"] = draw(st.sampled_from([Order.C_FIRST, Order.REVERSE]))
+    try:
+        return base.with_(**ch)
+    except ValueError:
+        assume(False)
+        raise
+
+
+_IEEE_REFS = {Algorithm.SFMA: sfma_ref, Algorithm.SEQUENTIAL: seq_ref, Algorithm.GPS: gps_ref}
+
+
+def _check_ieee(p: ModelParams, a, b, c, symbolic: bool) -> None:
+    try:
+        want = _IEEE_REFS[p.algorithm](a, b, c, p)
+    except NotFinite:
+        return
+    got = all_interpreters(p, a, b, c, symbolic=symbolic)
+    assert got == want, (p.algorithm.value, a, b, c, hex(got), hex(want))
+
+
+@_FAST
+@given(data=st.data())
+def test_ieee_families_match_rationals(data) -> None:
+    p = data.draw(ieee_variants())
+    for _ in range(3):
+        _check_ieee(p, *data.draw(rows(p)), symbolic=False)
+
+
+@pytest.mark.slow
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_ieee_families_match_rationals_wide(data) -> None:
+    p = data.draw(ieee_variants())
+    for i in range(4):
+        _check_ieee(p, *data.draw(rows(p)), symbolic=i == 0)
