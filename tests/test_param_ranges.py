@@ -44,6 +44,7 @@ from tensorcore_smt.model.params import (
     IGNORED,
     READS,
     Algorithm,
+    BitOp,
     CarryOverflow,
     IntClamp,
     ModelParams,
@@ -1037,3 +1038,119 @@ def test_ieee_families_match_rationals_wide(data) -> None:
     p = data.draw(ieee_variants())
     for i in range(4):
         _check_ieee(p, *data.draw(rows(p)), symbolic=i == 0)
+
+
+# --- INTEGER and FDA's renormalising register in exact arithmetic -------------------------------
+
+
+def _int_of(bits: int, fmt: Format) -> int:
+    s = fmt.spec
+    return bits - (1 << s.storage) if s.signed and bits >> (s.storage - 1) else bits
+
+
+def integer_ref(a: list[int], b: list[int], c: int, p: ModelParams) -> int:
+    """PTX ISA integer mma: exact terms (products, or a AND/XOR b of .b1), sums of L in
+    index order; wrap: c + sum modulo 2^32; satfinite: c and the group sums added in
+    `order`, the sum limited to [-2^31, 2^31 - 1] after every addition."""
+    x = [_int_of(v, p.a_fmt) for v in a]
+    y = [_int_of(v, p.b_fmt) for v in b]
+    op_ = {BitOp.MUL: lambda u, v: u * v, BitOp.AND: lambda u, v: u & v}
+    op_[BitOp.XOR] = lambda u, v: u ^ v
+    terms = [op_[p.bit_op](u, v) for u, v in zip(x, y)]
+    cv = _int_of(c, Format.S32)
+    if p.int_clamp == IntClamp.WRAP:
+        return (cv + sum(terms)) % (1 << 32)
+    sums = [sum(terms[i : i + p.L]) for i in range(0, p.K, p.L)]
+    addends = [cv, *sums] if p.order == Order.C_FIRST else [*sums, cv]
+    acc = addends[0]
+    for s_ in addends[1:]:
+        acc = min(max(acc + s_, -(1 << 31)), (1 << 31) - 1)
+    return acc % (1 << 32)
+
+
+@_FAST
+@given(data=st.data())
+def test_integer_grid_matches_exact_integers(data) -> None:
+    base = tc.resolve("turing", "m8n8k16.s32.s8.s8.s32")
+    fmts = [Format.S8, Format.U8, Format.S4, Format.U4]
+    K = data.draw(st.integers(1, 8))
+    bit = data.draw(st.sampled_from(list(BitOp)))
+    fa = Format.B1 if bit != BitOp.MUL else data.draw(st.sampled_from(fmts))
+    fb = Format.B1 if bit != BitOp.MUL else data.draw(st.sampled_from(fmts))
+    p = base.with_(
+        K=K,
+        L=data.draw(st.integers(1, K + 1)),
+        a_fmt=fa,
+        b_fmt=fb,
+        bit_op=bit,
+        int_clamp=data.draw(st.sampled_from(list(IntClamp))),
+        order=data.draw(st.sampled_from([Order.C_FIRST, Order.C_LAST])),
+    )
+    edge = st.sampled_from([0, 1, (1 << 31) - 1, 1 << 31, (1 << 32) - 1, (1 << 31) - 300])
+    for _ in range(3):
+        a = [data.draw(st.integers(0, (1 << fa.spec.storage) - 1)) for _ in range(K)]
+        b = [data.draw(st.integers(0, (1 << fb.spec.storage) - 1)) for _ in range(K)]
+        c = data.draw(st.one_of(edge, st.integers(0, (1 << 32) - 1)))
+        if data.draw(st.booleans()):  # extreme terms of one sign, c at the range's edge
+            a, b = [(1 << (fa.spec.storage - 1))] * K, [(1 << (fb.spec.storage - 1))] * K
+        assert all_interpreters(p, a, b, c, symbolic=False) == integer_ref(a, b, c, p)
+
+
+def renormalize_group_ref(a: list[int], b: list[int], c: int, c_fmt: Format, p) -> int:
+    """FDA with carry_overflow=renormalize (model/fda.py step 4): terms cut to
+    2^(e_max - F) (truncated or floored), then added in order c, p0, p1, ...; a term
+    enters shifted right by the bits dropped so far (truncated or floored); a partial sum
+    of magnitude >= 2^(F + int_bits + carry_bits) units is halved (truncated or floored)
+    and every later unit is worth twice as much; one rounding into d."""
+    if inf_sign(c, c_fmt) is not None:
+        return c
+    vc, ec, zc = value(c, c_fmt)
+    terms = [(vc, ec, zc, 1)]
+    for x, y in zip(a, b):
+        va, ea, _ = value(x, p.a_fmt)
+        vb, eb, _ = value(y, p.b_fmt)
+        terms.append((va * vb, ea + eb, va * vb == 0, 2))
+    exps = [e for _, e, z, _ in terms if not z]
+    if not exps:
+        return 0
+    q = max(exps) - p.F
+    down = p.align == AlignMode.ROUND_DOWN
+    cut = _floor_to if down else _trunc_to
+    units = [int(cut(v, q) / Fraction(2) ** q) for v, *_ in terms]
+    cap = 1 << (p.F + max(t[3] for t in terms) + p.carry_bits)
+
+    def shift(x: int, s: int) -> int:
+        return x >> s if down or x >= 0 else -((-x) >> s)
+
+    acc = scale = 0
+    for u in units:
+        acc += shift(u, scale)
+        if abs(acc) >= cap:
+            acc, scale = shift(acc, 1), scale + 1
+    total = acc * Fraction(2) ** (q + scale)
+    d = round_fraction(total, p.d_fmt, p.rounding, overflow_to_inf=_OVERFLOW_TO_INF[p.overflow])
+    return 0 if d & ((1 << (p.d_fmt.spec.storage - 1)) - 1) == 0 else d
+
+
+@_FAST
+@given(data=st.data())
+def test_fda_renormalize_matches_rationals(data) -> None:
+    base = tc.resolve("volta")
+    K = data.draw(st.integers(1, 5))
+    p = base.with_(
+        K=K,
+        L=K,
+        F=data.draw(st.one_of(st.integers(0, 6), st.sampled_from([13, 23, 24]))),
+        carry_bits=data.draw(st.integers(0, 3)),
+        carry_overflow=CarryOverflow.RENORMALIZE,
+        align=data.draw(st.sampled_from([AlignMode.TRUNCATE, AlignMode.ROUND_DOWN])),
+        rounding=data.draw(st.sampled_from(list(Rounding))),
+        a_fmt=data.draw(st.sampled_from([Format.FP16, Format.E4M3, Format.E2M1])),
+        b_fmt=data.draw(st.sampled_from([Format.FP16, Format.E4M3, Format.E2M1])),
+        e_zero=None,
+        zero_sign=ZeroSign.POSITIVE,
+    )
+    for _ in range(3):
+        a, b, c = data.draw(rows(p))
+        got = all_interpreters(p, a, b, c, symbolic=False)
+        assert got == renormalize_group_ref(a, b, c, p.c_fmt, p), (a, b, c)
