@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-slow test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors record-profile
+.PHONY: install test test-slow audit test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors record-profile
 
 # torch 2.13.0 is the CPU build (a wheel on this project's machines; a plain `torch`
 # would fetch a CUDA build of several GB): with MMA-Sim, the independent cross-check runs
@@ -19,6 +19,12 @@ test:
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow
+
+# Every certified answer (composed U of instructions and GEMM schedules, argued exactness
+# B, monotonicity, no-clamp, overflow rows) against what the model attains over its class
+# on small formats: the cases covered, refused, not applicable and unsound.
+audit:
+	$(BIN)/python bench/audit.py --size wide
 
 # The vector interpreter on torch (CPU, and CUDA when present) against numpy, bit for bit,
 # on every instruction of every preset. Needs the torch extra (README: "torch").
