@@ -31,8 +31,9 @@ def first_nan(operands: list[Operand], otherwise: BV, out: Format) -> BV:
     return r
 
 
-GEMM_PROPAGATES = frozenset({NanRule.A_B_ACC})
-"""The NaN rules the GEMM level's own operations follow too. x86 (a-b-acc): every fp32
+GEMM_PROPAGATES = frozenset({NanRule.A_B_ACC, NanRule.B_A_ACC})
+"""The NaN rules the GEMM level's own operations follow too. x86 (a-b-acc, b-a-acc, which
+differ only in the order of an FMA's two factors): every fp32
 addition and FMA of a CPU library is an SSE/AVX instruction with the SDM's NaN
 priorities, so its additions of partials propagate a NaN operand as its FMAs do. The GPU
 rules (canonical, b-acc-a) are those of the matrix instruction only: the GEMM level's

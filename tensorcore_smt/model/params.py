@@ -98,11 +98,11 @@ class NanRule(Enum):
     # is each of its two FMAs, odd product first, taking its a, b, then the running sum
     A_B_ACC = "a-b-acc"
     # SEQUENTIAL: as a-b-acc with the factors of each product the other way round (b_k,
-    # then a_k, then the product before it, ..., then c). An x86 FMA returns the first NaN
-    # of its two factors in the order the code passes them, then of its addend (the running
-    # sum): which of a and b a GEMM kernel passes first is the library's choice (OpenBLAS's
-    # kernels for one CPU and another, torch's CPU GEMM), not the ISA's, so `tcsmt reveal`
-    # learns it from NaN probes (order/nans.py)
+    # then a_k, then the product before it, ..., then c). A CPU library's x86 FMA returns
+    # the first NaN of its two factors in the order its kernel passes them, then that of
+    # the addend (the running sum): which of a and b comes first is the kernel's choice
+    # (OpenBLAS's kernels for one CPU and another, torch's CPU GEMM), not the ISA's, so
+    # `tcsmt reveal` learns it from NaN probes (order/nans.py)
     B_A_ACC = "b-a-acc"
 
 

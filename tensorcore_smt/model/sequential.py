@@ -113,11 +113,16 @@ def sequential(a_bits: list[BV], b_bits: list[BV], c_bits: BV, p: ModelParams) -
         out = d
     else:
         out = ieee.convert_unpacked(unpacked(d), p.d_fmt, p.rounding, p.nan_bits, p.flush_outputs)
-    if p.nan_rule == NanRule.A_B_ACC:
+    if p.nan_rule in (NanRule.A_B_ACC, NanRule.B_A_ACC):
+        swap = p.nan_rule == NanRule.B_A_ACC  # each product's b before its a
         operands = [
             (t, u, f)
             for k in idx[::-1]
-            for t, u, f in ((a_bits[k], ua[k], fa), (b_bits[k], ub[k], fb))
+            for t, u, f in (
+                ((b_bits[k], ub[k], fb), (a_bits[k], ua[k], fa))
+                if swap
+                else ((a_bits[k], ua[k], fa), (b_bits[k], ub[k], fb))
+            )
         ]
         out = first_nan([*operands, (c_bits, uc, p.c_fmt)], out, p.d_fmt)
     return out

@@ -23,6 +23,7 @@ from .arithmetic import discriminating, learn, matches
 from .classes import Classes, blocks_of, reveal_classes
 from .evaluate import TreeArithmetic
 from .hypothesis import find
+from .nans import learn_nan_rules
 from .oracles import make_oracle, np_dtype
 from .tree import NotATree, Tree, build, canonical, from_sizes, render, to_lists
 
@@ -236,6 +237,7 @@ def reveal(
         )
     for cls in res.classes:
         _hypothesis(cls, orc, k)
+    res.oracle_calls += learn_nan_rules(res.classes, orc, k, labels, seed)
     if orc.arch is None:
         notes.append("the oracle runs on no modelled unit: no hypothesis is sought")
     elif any(c.hypothesis is None for c in res.classes):
