@@ -21,8 +21,9 @@ from tensorcore_smt.certify.exact_gemm import gemm_exactness
 from tensorcore_smt.cli import main
 from tensorcore_smt.formats import round_fraction, value_of
 from tensorcore_smt.model import integer_sums
-from tensorcore_smt.model.integer_sums import argued_bound, counterexample, extreme_rows
+from tensorcore_smt.model.integer_sums import argued_bound, extreme_rows
 from tensorcore_smt.smt.answers import answer_json
+from tensorcore_smt.smt.argument_rows import counterexample
 from tensorcore_smt.smt.report import to_text
 from tensorcore_smt.smt.solve import Limits, Verdict, answer
 

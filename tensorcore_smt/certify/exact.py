@@ -38,8 +38,9 @@ import numpy as np
 from ..bv.dtypes import bit_view
 from ..errors import UserError
 from ..formats import round_fraction, value_of
-from ..model.integer_sums import argued_bound, counterexample, rows_checked
+from ..model.integer_sums import argued_bound
 from ..model.measure import Measure
+from ..smt.argument_rows import counterexample, rows_checked
 from ..smt.query import Constraint, ConstraintKind, Goal, make_query, parse_integer
 from ..smt.solve import Limits, Verdict, answer
 from ..solvers import Answer

@@ -37,7 +37,8 @@ import numpy as np
 from ..bv.dtypes import bit_view
 from ..errors import UserError
 from ..formats import Format, round_fraction, value_of
-from ..model.integer_sums import argued_bound, counterexample
+from ..model.integer_sums import argued_bound
+from ..smt.argument_rows import counterexample
 
 K_LIMIT = 1 << 22
 """The deepest K the search considers."""

@@ -163,25 +163,6 @@ def no_clamp_rows(p: ModelParams, B: int) -> list[tuple[list[int], list[int], in
     return rows
 
 
-def no_clamp_counterexample(p: ModelParams, B: int) -> tuple[list[int], list[int], int] | None:
-    """The first row of `no_clamp_rows(p, B)` on which the concrete model does not give
-    the exact sum (None: every row exact)."""
-    import numpy as np
-
-    from ..api import simulate_params
-    from ..formats import int_bits, int_value
-
-    rows = no_clamp_rows(p, B)
-    A = np.array([[int_bits(x, p.a_fmt) for x in r[0]] for r in rows], dtype=np.uint64)
-    Bm = np.array([[int_bits(x, p.b_fmt) for x in r[1]] for r in rows], dtype=np.uint64)
-    C = np.array([int_bits(r[2], p.c_fmt) for r in rows], dtype=np.uint64)
-    D = simulate_params(p, A, Bm, C)
-    for i, r in enumerate(rows):
-        if int_value(int(D[i]), p.d_fmt) != exact_value(*r, p):
-            return r
-    return None
-
-
 __all__ = [
     "S32_MAX",
     "S32_MIN",
@@ -190,7 +171,6 @@ __all__ = [
     "exact_value",
     "integer_dot",
     "no_clamp_bound",
-    "no_clamp_counterexample",
     "no_clamp_rows",
     "term_range",
     "term_width",

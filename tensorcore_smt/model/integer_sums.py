@@ -255,42 +255,10 @@ def extreme_rows(p: ModelParams, slice_bits: int, B: int, *, seed: int = 0) -> I
         )
 
 
-def counterexample(p: ModelParams, slice_bits: int, B: int) -> tuple[Row, object] | None:
-    """The first row of `extreme_rows(p, slice_bits, B)` on which the concrete model
-    (api.simulate_params) is not exact, with the value it gives (None: every row exact,
-    the argument stands on them). Rows whose operands a format cannot hold are left out."""
-    import numpy as np
-
-    from ..api import simulate_params
-    from ..formats import round_fraction, value_of
-
-    rows = list(extreme_rows(p, slice_bits, B))
-
-    def enc(v: int, f: Format) -> int:
-        return round_fraction(Fraction(v), f)
-
-    A = np.array([[enc(x, p.a_fmt) for x in r[0]] for r in rows], dtype=np.uint64)
-    Bm = np.array([[enc(x, p.b_fmt) for x in r[1]] for r in rows], dtype=np.uint64)
-    C = np.array([enc(r[2], p.c_fmt) for r in rows], dtype=np.uint64)
-    D = simulate_params(p, A, Bm, C)
-    for i, (a, b, c) in enumerate(rows):
-        d = value_of(int(D[i]), p.d_fmt)
-        if d != c + sum(x * y for x, y in zip(a, b)):
-            return (a, b, c), d
-    return None
-
-
-def rows_checked(p: ModelParams, slice_bits: int, B: int) -> int:
-    """How many rows `counterexample` runs (for reports)."""
-    return sum(1 for _ in extreme_rows(p, slice_bits, B))
-
-
 __all__ = [
     "Argument",
     "Row",
     "argued_bound",
-    "counterexample",
     "extreme_rows",
     "largest_integer",
-    "rows_checked",
 ]

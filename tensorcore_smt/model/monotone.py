@@ -76,33 +76,4 @@ def monotone_rows(p: ModelParams) -> Iterator[MonotoneRow]:
             yield [a] * p.K, [one_b] * p.K, cs
 
 
-def monotone_counterexample(p: ModelParams) -> tuple[MonotoneRow, int] | None:
-    """The first sweep of `monotone_rows(p)` along which the concrete model's d falls,
-    with the index of the c where it falls (None: d never falls on the sweeps)."""
-    import numpy as np
-
-    from ..api import simulate_params
-
-    sweeps = list(monotone_rows(p))
-    if not sweeps:
-        return None
-    A = np.array([a for a, _, cs in sweeps for _ in cs], dtype=np.uint64)
-    B = np.array([b for _, b, cs in sweeps for _ in cs], dtype=np.uint64)
-    C = np.array([c for _, _, cs in sweeps for c in cs], dtype=np.uint64)
-    D = simulate_params(p, A, B, C)
-    i = 0
-    for row in sweeps:
-        ds = [value_of(int(D[i + k]), p.d_fmt) for k in range(len(row[2]))]
-        i += len(row[2])
-        for k in range(1, len(ds)):
-            if ds[k] < ds[k - 1]:
-                return row, k
-    return None
-
-
-def monotone_rows_count(p: ModelParams) -> int:
-    """How many rows `monotone_counterexample` runs (for reports)."""
-    return sum(len(cs) for _, _, cs in monotone_rows(p))
-
-
-__all__ = ["monotone_counterexample", "monotone_in_c", "monotone_rows", "monotone_rows_count"]
+__all__ = ["monotone_in_c", "monotone_rows"]

@@ -98,7 +98,8 @@ def _nonnegative(q: Query, group: str) -> bool:
 def monotone_argument(q: Query) -> Argued | None:
     """The monotonicity argument (model/monotone.py) for `q` ("raising c never lowers
     d", nonnegative inputs), or None where it does not apply."""
-    from ..model.monotone import monotone_counterexample, monotone_in_c, monotone_rows_count
+    from ..model.monotone import monotone_in_c
+    from .argument_rows import monotone_counterexample, monotone_rows_count
 
     if q.goal != Goal.NON_MONOTONE or q.grows != "c":
         return None
@@ -135,8 +136,9 @@ def no_clamp_argument(q: Query) -> Argued | None:
     leaves the s32 range on its class, |c| <= 2^b - 1 with 2^b - 1 <= the bound of
     model/integer.no_clamp_bound for both units, where each computes the exact sum;
     None where it does not apply."""
-    from ..model.integer import no_clamp_bound, no_clamp_counterexample
+    from ..model.integer import no_clamp_bound
     from ..model.params import Algorithm
+    from .argument_rows import no_clamp_counterexample
 
     if q.goal not in (Goal.DIFFER, Goal.EQUIVALENT) or EXACT in q.variants:
         return None
@@ -178,7 +180,8 @@ def argued_no_clamp(q: Query) -> str | None:
 def integer_sums_argument(q: Query) -> Argued | None:
     """The integer-sum argument (model/integer_sums.py) for `q` (is the unit ever
     inexact on P-bit integer slices with an integer c of at most b bits?), or None."""
-    from ..model.integer_sums import argued_bound, counterexample, rows_checked
+    from ..model.integer_sums import argued_bound
+    from .argument_rows import counterexample, rows_checked
 
     if q.goal != Goal.ERROR_EXCEEDS or q.variants[1] != EXACT:
         return None
