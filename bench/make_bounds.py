@@ -133,12 +133,18 @@ def gemm_section(args) -> list[str]:
     lines = [
         "## GEMM level: one output element at depth K",
         "",
-        "`tcsmt bound HYP --gemm --k K --where normal-only --where exponent-window:c=-126:125`: U composed over the schedule's "
-        "plan (instruction nodes, fp32 promotions, split combinations, epilogue); L the "
-        f"largest exact normwise error of {args.gemm_rows} random columns run through "
-        "tc.matmul (one sign or both, exponent spreads 0, 4, 12) and of columns that repeat "
-        "the instruction's worst case in every k-block; 'sampled max' the largest error of "
-        "the random columns alone. Drift rows bound |d_X - d_Y| / (|c| + sum |a_k b_k|) by "
+        "`tcsmt bound HYP --gemm --k K --where normal-only --where "
+        "exponent-window:c=-126:125`: U composed over the schedule's plan (instruction "
+        "nodes, fp32 promotions, split combinations, epilogue; docs/bounds.md, 'Keeping "
+        "the partial sums' magnitudes': no absolute part where no running sum can "
+        "underflow, the steps of a truncating chain added rather than multiplied); L the "
+        "largest exact normwise error of the columns run through tc.matmul: "
+        f"{args.gemm_rows} random columns (one sign or both, exponent spreads 0, 4, 12), "
+        "the instruction's worst case repeated in every k-block, and anchored columns "
+        "(an anchor product 2^E starting each chain, every other product just below the "
+        "grid step 2^(E - F) and cut to nothing). 'U by' names the method of U, 'L from' "
+        "the kind of column that attained L; 'sampled max' the largest error of the "
+        "random columns alone. Drift rows bound |d_X - d_Y| / (|c| + sum |a_k b_k|) by "
         "U_X + U_Y. Analytic: eq. (3.4) of Blanchard et al. (2020) for the serial schedules "
         "(Algorithm 3.1, q = K / b block FMAs), the same counting of roundings for the "
         "promoted FP8 schedule and for C added in the epilogue, with the unit roundoff of "
@@ -146,9 +152,9 @@ def gemm_section(args) -> list[str]:
         "n u >= 1 makes it void. 'vs analytic' says whether [L, U] proves the analytic "
         "bound (U <= A), refutes it (L > A), or leaves it open.",
         "",
-        "| hypothesis | against | K | L (measured) | U (composed) | U/L | analytic | "
-        "vs analytic | sampled max | seconds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| hypothesis | against | K | L (measured) | L from | U (composed) | U by | U/L | "
+        "analytic | vs analytic | sampled max | seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     series = []
     for hyp, against, instr in GEMMS:
@@ -161,7 +167,9 @@ def gemm_section(args) -> list[str]:
             up = f"{float(g.upper):.4g}" if g.upper is not None else "not proved"
             ratio = f"{float(g.upper / g.lower):.3g}" if g.upper is not None and g.lower else "-"
             lines.append(
-                f"| {hyp} {instr or ''} | {against or 'exact'} | {K} | {float(g.lower):.4g} | {up} | "
+                f"| {hyp} {instr or ''} | {against or 'exact'} | {K} | {float(g.lower):.4g} | "
+                f"{LOWER_FROM.get(g.lower_from, '-')} | {up} | "
+                f"{'composition' if g.upper is not None else '-'} | "
                 f"{ratio} | {analytic_cell(a)} | {verdict(a, g.lower, g.upper)} | "
                 f"{float(g.sampled):.4g} | {g.seconds:.0f} |"
             )
@@ -184,6 +192,14 @@ def gemm_section(args) -> list[str]:
 
 
 PLOT = "bounds_gemm.png"
+
+LOWER_FROM = {
+    "random": "random column",
+    "witness": "instruction witness",
+    "repeated": "repeated instruction worst case",
+    "anchored": "anchored column",
+}
+"""The 'L from' cell: the kind of column that attained L (certify/gemm.py COLUMN_KINDS)."""
 
 
 def plot_gemm(series, path: Path) -> bool:
@@ -288,15 +304,17 @@ def exact_section(args) -> list[str]:
         "The witness at the next K the schedule runs is a row through tc.matmul, measured "
         "exactly.",
         "",
-        "| schedule | instruction | P | exact up to K | next K (error) | what stops it | seconds |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| schedule | instruction | P | exact up to K | by | next K (error) | what stops it | "
+        "seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for hyp, instr, P in GEMM_EXACT_ROWS:
         t0 = time.monotonic()
         g = gemm_exactness(hyp, P, instr=instr)
         nxt = "-" if g.witness_K is None else f"{g.witness_K} ({g.witness_error})"
         lines.append(
-            f"| {g.hypothesis} | {g.instruction} | {P} | {g.K if g.K else '-'} | {nxt} | "
+            f"| {g.hypothesis} | {g.instruction} | {P} | {g.K if g.K else '-'} | "
+            f"{'argument' if g.K else '-'} | {nxt} | "
             f"{g.binding} | {time.monotonic() - t0:.0f} |"
         )
         print(lines[-1], flush=True)

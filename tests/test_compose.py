@@ -197,10 +197,13 @@ def test_cli_gemm_json_and_exit_codes():
             "--json",
         ],
     )
-    assert r.exit_code == 3, r.output
+    # the repeated instruction worst case attains the chain's sum of deltas to 0.2 %:
+    # closed to the resolution (exit 0)
+    assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     lo, hi = Fraction(data["lower"]), Fraction(data["upper"])
-    assert 0 < lo <= hi and data["upper_method"] == "composed" and data["status"] == "open"
+    assert 0 < lo <= hi <= lo * Fraction(17, 16)
+    assert data["upper_method"] == "composed" and data["status"] == "closed"
     r = CliRunner().invoke(main, ["bound", "hopper/serial", "--gemm", "--measure", "ulp"])
     assert r.exit_code == 2 and "normwise" in r.output and "Traceback" not in r.output
 

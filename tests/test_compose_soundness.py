@@ -164,11 +164,16 @@ def test_cli_gemm_out_fp16_ends_in_a_certificate(where):
 
 
 def test_refusal_when_no_element_converts_finitely():
-    # so deep a default-class chain that the accumulator's bound exceeds fp16's whole
+    # so deep a default-class chain of steps that can round up (CDNA3's round-down
+    # groups, rounded to nearest) that the accumulator's bound exceeds fp16's whole
     # range: no class is left, and the reason is one line
-    arg = gemm_bound(parse_gemm(OUT16), 65536, default_class())
+    arg = gemm_bound(parse_gemm("cdna3/serial[out=fp16]"), 65536, default_class())
     assert not isinstance(arg, Argument)
     assert "fp16" in arg.reason and "\n" not in arg.reason
+    # a truncating chain never grows its running sum (|d - e| <= |d| + |e| <= 2 M):
+    # its accumulator stays within a factor 3 of M, and a class is left
+    arg = gemm_bound(parse_gemm(OUT16), 65536, default_class())
+    assert isinstance(arg, Argument) and arg.high > 60000 / 3
 
 
 # chained steps: the running accumulator is the next step's c, and the class's

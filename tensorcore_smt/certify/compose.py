@@ -144,12 +144,16 @@ def fda_group(
     c_input: bool = False,
     root: bool = False,
     whole: bool = False,
+    normal_sums: bool = False,
 ) -> NodeBound:
     """(N) for one fused group of `n_products` products and c in `c_fmt` (see the
     module docstring, steps 1-3); `c_input`: c is the instruction's input (the class may
     keep it normal), not a previous group's result. `root`: the group returns the whole
     computation's result, whose rounding error u max(|s|, 2^e_min) is then relative to
-    M (the class has M >= 2^e_min, and |s| <= (M + sum e_i)(1 + alpha))."""
+    M (the class has M >= 2^e_min, and |s| <= (M + sum e_i)(1 + alpha)).
+    `normal_sums`: the lemma of fda_normal_sums holds (c is 0 or normal, every cut sum
+    is 0 or at least 2^e_min of the output, no zero term raises E above a nonzero one),
+    so no absolute part arises: the rounding errs by at most u |s'|."""
     af = p.unpack or p.a_fmt
     bf = p.unpack or p.b_fmt
     if p.align == AlignMode.EXACT:
@@ -169,11 +173,12 @@ def fda_group(
     out = p.out_fmt
     u = unit_roundoff(out, p.rounding)
     e_min_out = Fraction(2) ** out.spec.emin
+    c_normal = normal_sums or (c_input and _forced_normal("c", c_fmt, constraints))
     b = Fraction(0)
     if m:
-        if not (c_input and _forced_normal("c", c_fmt, constraints)):
+        if not c_normal:
             b += grid * Fraction(2) ** c_fmt.spec.emin  # c at E, subnormal: absolute
-        if p.e_zero is not None:
+        if p.e_zero is not None and not normal_sums:
             b += grid * Fraction(2) ** p.e_zero
     b = b * (1 + u)
     flush = p.flush_outputs or p.flush_sums
@@ -181,9 +186,9 @@ def fda_group(
     # which is then u max(|s|, 2^e_min) (to nearest; or no term can lose bits)
     nearest = p.rounding in (Rounding.RNE, Rounding.RNA)
     tiny = out.spec.emin if (not b and not flush and (m == 0 or nearest)) else None
-    if flush:
+    if flush and not normal_sums:
         b += e_min_out
-    elif not root:
+    elif not (root or normal_sums):
         b += u * e_min_out
     delta = alpha + u * (1 + alpha)
     if m and p.rounding not in (Rounding.RNE, Rounding.RNA):
@@ -199,13 +204,13 @@ def fda_group(
     normal = (
         ("a", _forced_normal("a", p.a_fmt, constraints)),
         ("b", _forced_normal("b", p.b_fmt, constraints)),
-        ("c", c_input and _forced_normal("c", c_fmt, constraints)),
+        ("c", c_normal),
     )
     g = group_bound(p, n_products, c_fmt, normal, whole)
     b2 = g.b * (1 + u)
-    if flush:
+    if flush and not normal_sums:
         b2 += e_min_out
-    elif not root:
+    elif not (root or normal_sums):
         b2 += u * e_min_out
     exact = NodeBound(up(g.delta), up(b2))
     scale = Fraction(2) ** (-out.spec.emin)
@@ -325,10 +330,14 @@ def far_from_overflow(p: ModelParams, K: int, constraints) -> bool:
 
 
 def instruction(
-    p: ModelParams, constraints: tuple[Constraint, ...], root: bool = False
+    p: ModelParams,
+    constraints: tuple[Constraint, ...],
+    root: bool = False,
+    normal_sums: bool = False,
 ) -> tuple[NodeBound, list[str]]:
     """The instruction as one node (N) over its inputs (c and its K products): its groups
-    composed, with the steps in words (`root`: its result is the whole computation's)."""
+    composed, with the steps in words (`root`: its result is the whole computation's;
+    `normal_sums`: fda_normal_sums holds, FDA groups only)."""
     if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
         return fdrda_instruction(p, constraints, root)
     if p.algorithm in IEEE_TREES:
@@ -357,6 +366,7 @@ def instruction(
             c_input=first,
             root=last,
             whole=first and last,
+            normal_sums=normal_sums,
         )
         lines.append(
             f"group {i}: {hi - lo} products, F = {p.F}: delta = {float(n.delta):.4g}, "
@@ -467,15 +477,94 @@ def running_class(constraints: tuple[Constraint, ...]) -> tuple[Constraint, ...]
     return tuple(out)
 
 
+def fda_normal_sums(
+    p: ModelParams, constraints: tuple[Constraint, ...], c_in_chain: bool = True
+) -> str | None:
+    """The no-underflow lemma of a chain of FDA instructions, as a sentence, or None
+    where it is not shown. Premises: FDA groups with truncating alignment and c fused
+    (not added after), a and b normal in the class, so every nonzero product has
+    magnitude at least 2^t, t = e_min(a) + e_min(b) (its alignment exponent e_a + e_b is
+    at least t); the chain's first c is +0 (C joins after the chain: `c_in_chain`
+    False) or normal in the class; t - F >= e_min of the group's output and of d; every
+    normal c of the chain (c_fmt's, then d's) at least 2^e_min(out), and a zero term's
+    exponent e_zero at or below every nonzero term's.
+
+    Claim: every group's cut sum s' is 0 or at least 2^max(e_min(out), e_min(d)), so
+    every group result, running accumulator and c of the chain is 0 or normal. By
+    induction over the groups: c is 0 or normal (the premise, then the claim). When a
+    product is nonzero, E >= t, every cut term is a multiple of G = 2^(E - F) >= 2^(t - F),
+    and so is their sum: 0 or at least G. When every product is zero and c is not, E is
+    c's exponent (a zero term's e_zero lies below it), c keeps its leading bit and
+    |s'| >= 2^e_c. A rounding (any direction) of |s'| >= 2^e, 2^e representable, keeps
+    it at least 2^e, and so does a conversion into d.
+
+    Consequence (fda_group's normal_sums): no term or c is subnormal, no zero term cuts
+    a nonzero one, and each rounding errs by at most u |s'|: the chain's instruction
+    nodes have no absolute part."""
+    if p.algorithm != Algorithm.FDA or p.align != AlignMode.TRUNCATE:
+        return None
+    if p.c_add != CAddend.FUSED:
+        return None
+    if not all(_forced_normal(op, f, constraints) for op, f in (("a", p.a_fmt), ("b", p.b_fmt))):
+        return None
+    if c_in_chain and not _forced_normal("c", p.c_fmt, constraints):
+        return None
+    out, d = p.out_fmt.spec, p.d_fmt.spec
+    floor = max(out.emin, d.emin)
+    t = p.a_fmt.spec.emin + p.b_fmt.spec.emin
+    c_emins = [d.emin] + ([p.c_fmt.spec.emin] if c_in_chain else [])
+    if t - p.F < floor or min(c_emins) < floor:
+        return None
+    if p.e_zero is not None and p.e_zero > min([t] + c_emins):
+        return None
+    return (
+        f"no underflow in the chain (compose.fda_normal_sums): normal a, b make every "
+        f"nonzero product at least 2^{t}, every cut sum a multiple of 2^({t} - F) = "
+        f"2^{t - p.F} >= 2^{floor} or c's leading bit, so every running accumulator is 0 "
+        f"or normal and no instruction step has an absolute part"
+    )
+
+
+def nongrowing(p: ModelParams) -> bool:
+    """Whether every instruction step of a chain returns a value no larger than the sum
+    of its inputs' magnitudes, |r| <= |c| + sum |a_k b_k|: FDA groups whose alignment
+    truncates toward zero (|t'| <= |t|), with an exact fixed-point sum and a rounding
+    toward zero, c fused, the groups' format held exactly by d. Then, by induction, every
+    running accumulator of a chain from +0 or C has |acc| <= M_acc, the magnitude of the
+    exact terms it sums, and a chain step's (N) composes additively (chain_step)."""
+    if p.algorithm != Algorithm.FDA or p.align != AlignMode.TRUNCATE:
+        return False
+    if p.rounding != Rounding.RZ or p.c_add != CAddend.FUSED:
+        return False
+    if p.opposing != Opposing.EXACT:
+        return False
+    o, d = p.out_fmt.spec, p.d_fmt.spec
+    return o.mbits <= d.mbits and o.emin >= d.emin and o.emax <= d.emax
+
+
+def chain_step(prev: Composed, n: NodeBound) -> Composed:
+    """One chain step whose inputs (the running accumulator and exact products) never
+    exceed the magnitudes of their exact terms (nongrowing): sum |v_i| <= M, so
+    |r - exact| <= e_acc + delta sum |v_i| + b <= (g_acc + delta) M + A_acc + b. The
+    relative parts add up, where the plain node multiplies (1 + delta)(1 + g_acc).
+    And |r - exact| <= |r| + |exact| <= 2 M whatever the steps lose: g = 2, A = 0 once
+    the sum of the deltas reaches 2."""
+    g = up(prev.g + n.delta)
+    if g >= 2:
+        return Composed(Fraction(2), Fraction(0), None, None)
+    return Composed(g, up(prev.A + n.b), None, None)
+
+
 def chain_nodes(
-    p: ModelParams, constraints: tuple[Constraint, ...]
+    p: ModelParams, constraints: tuple[Constraint, ...], normal_sums: bool = False
 ) -> tuple[NodeBound, NodeBound, list[str]]:
     """The instruction as a node of a GEMM chain: (first, later, lines). `first` takes
     the input C (or +0) as its c, under the class's constraints on c; `later` takes the
     running accumulator, which the class does not constrain (running_class), so its
-    subnormal values enter every absolute part as an unconstrained c's would."""
-    first, lines = instruction(p, constraints)
-    later, _ = instruction(p, running_class(constraints))
+    subnormal values enter every absolute part as an unconstrained c's would, unless
+    `normal_sums` (fda_normal_sums proved it 0 or normal, and every group sum too)."""
+    first, lines = instruction(p, constraints, normal_sums=normal_sums)
+    later, _ = instruction(p, running_class(constraints), normal_sums=normal_sums)
     return first, later, lines
 
 
@@ -523,8 +612,16 @@ def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | R
         return Refusal(
             "composed GEMM bounds take alpha = beta = 1 (the exact result is then A*B + C)"
         )
-    node, later, lines = chain_nodes(p, constraints)
     plan = make_plan(s, padded_k(K, p.K), p.K)
+    if plan.library_steps():
+        return Refusal(
+            "no composed GEMM bound for the schedule fields "
+            f"{', '.join(plan.library_steps())}: the argument models chains, fp32 "
+            "promotions and combinations, the epilogue and the output conversion only"
+        )
+    lemma = fda_normal_sums(p, constraints, plan.c_in_chain)
+    node, later, lines = chain_nodes(p, constraints, normal_sums=lemma is not None)
+    flat = nongrowing(p)
     nearest = p.rounding in (Rounding.RNE, Rounding.RNA)
     fp32_adds = sum(len(sp.chains) for sp in plan.splits if sp.promoted) + len(plan.splits) - 1
     # roundings inside the chains add a few products each (small_steps can clear them);
@@ -535,25 +632,44 @@ def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | R
     if (midway_partials and not far) or (midway_chain and not (far or small_steps(p, constraints))):
         return Refusal(OVERFLOW_EDGE)
     fp32 = ieee_add(Format.FP32)
-    partials = []
-    for i, sp in enumerate(plan.splits):
-        acc = LEAF if not sp.promoted else None
-        for j, chain in enumerate(sp.chains):
-            cb = LEAF
-            for step in range(len(chain)):
-                # only the step that takes C itself sees c as the class states it
-                takes_c = plan.c_in_chain and i == 0 and j == 0 and step == 0
-                cb = LEAF.node([cb] + [LEAF] * p.K, node if takes_c else later)
-            acc = cb if acc is None or not sp.promoted else LEAF.node([acc, cb], fp32)
-        partials.append(acc)
-    tree = plan.combine
 
-    def walk(t):
-        if isinstance(t, int):
-            return partials[t]
-        return LEAF.node([walk(t[0]), walk(t[1])], fp32)
+    def accumulate(additive: bool) -> Composed:
+        partials = []
+        for i, sp in enumerate(plan.splits):
+            acc = LEAF if not sp.promoted else None
+            for j, chain in enumerate(sp.chains):
+                cb = LEAF
+                for step in range(len(chain)):
+                    # only the step that takes C itself sees c as the class states it
+                    takes_c = plan.c_in_chain and i == 0 and j == 0 and step == 0
+                    n = node if takes_c else later
+                    cb = chain_step(cb, n) if additive else LEAF.node([cb] + [LEAF] * p.K, n)
+                acc = cb if acc is None or not sp.promoted else LEAF.node([acc, cb], fp32)
+            partials.append(acc)
+        tree = plan.combine
 
-    total = walk(tree) if len(tree_leaves(tree)) > 1 else partials[0]
+        def walk(t):
+            if isinstance(t, int):
+                return partials[t]
+            return LEAF.node([walk(t[0]), walk(t[1])], fp32)
+
+        return walk(tree) if len(tree_leaves(tree)) > 1 else partials[0]
+
+    total = accumulate(False)
+    if flat:
+        # the same chains with their steps' relative parts added (chain_step): never
+        # larger in g or A, but without the max form; the smaller U is kept below
+        added = accumulate(True)
+        e = gemm_class(p, s.out or p.d_fmt)[0].spec.emin
+        if added.normwise(e) <= total.normwise(e):
+            total = added
+            lines.append(
+                "truncating chains never grow a running sum (compose.nongrowing): each "
+                "chain step adds its delta to g (g = sum of the steps' deltas), where the "
+                "plain node multiplies (1 + delta)(1 + g)"
+            )
+    if lemma is not None:
+        lines.append(lemma)
     out = s.out or p.d_fmt
     now = Format.FP32 if plan.fp32_acc else p.d_fmt
     if not plan.c_in_chain:
@@ -592,7 +708,8 @@ def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | R
     lines.insert(0, f"instruction node: delta = {float(node.delta):.4g}, b = {float(node.b):.3g}")
     lines.insert(
         1,
-        f"later chain steps (the running accumulator as c, possibly subnormal): "
+        f"later chain steps (the running accumulator as c, "
+        f"{'0 or normal' if lemma else 'possibly subnormal'}): "
         f"delta = {float(later.delta):.4g}, b = {float(later.b):.3g}",
     )
     lines.append(
@@ -614,6 +731,9 @@ __all__ = [
     "NodeBound",
     "Refusal",
     "chain_nodes",
+    "chain_step",
+    "fda_normal_sums",
+    "nongrowing",
     "fda_group",
     "fdrda_instruction",
     "fdrda_preconditions",

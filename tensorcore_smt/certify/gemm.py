@@ -5,9 +5,13 @@ finite inputs without overflow or underflow.
 U comes from the composed argument (compose.py, `gemm_bound`): the schedule's plan as a
 tree of instruction nodes and fp32 additions. L comes from inputs run through
 `tc.matmul` and measured with exact rationals: random columns drawn from the class
-(several magnitude spreads), and, when given, an instruction-level witness placed in the
+(several magnitude spreads); when given, an instruction-level witness placed in the
 first k-block of the product with zeros after it (the instruction's worst case is then
-one element of the GEMM).
+one element of the GEMM); the instruction's worst-case rows repeated in every k-block;
+and constructed worst-case columns of truncating chains (anchored_columns: each chain's
+running sum held at a power of two while every later product is cut to nothing, so
+every step, promotion and split errs the same way). The certificate names the kind of
+column that attained L (COLUMN_KINDS).
 
 Every value is read in the format it has where it is used: the output in the schedule's
 `out` (else the instruction's d), C in the format it joins in (gemm.element.c_format:
@@ -32,6 +36,15 @@ from ..model.measure import Measure, exact_value, measure_value
 from ..smt.query import Constraint
 from .compose import Argument, gemm_bound
 
+COLUMN_KINDS = {
+    "random": "a random column",
+    "witness": "the instruction witness given",
+    "repeated": "the instruction's worst case repeated in every k-block",
+    "anchored": "an anchored column (a chain's running sum held at 2^E, every later "
+    "product cut to nothing)",
+}
+"""What the columns measured for L are (gemm_certificate), as the report names them."""
+
 SPREADS = (0, 4, 12)
 """Exponent spreads of the random inputs (0: all of one binade)."""
 
@@ -49,6 +62,7 @@ class GemmCertificate:
     witness: dict | None = None  # {"a": [...], "b": [...], "c": int} bit patterns
     rows: int = 0
     sampled: Fraction = Fraction(0)  # the largest error of the random columns alone
+    lower_from: str = ""  # which kind of column attained `lower` (COLUMN_KINDS)
     seconds: float = 0.0
 
     def to_json(self) -> dict:
@@ -64,7 +78,8 @@ class GemmCertificate:
             "upper": rat(self.upper),
             "upper_method": "composed" if self.upper is not None else None,
             "argument": self.argument,
-            "lower_from": f"{self.rows} columns run through tc.matmul, measured exactly",
+            "lower_from": f"{self.rows} columns run through tc.matmul, measured exactly; "
+            f"the largest from {self.lower_from or 'none'}",
             "witness": self.witness,
             "sampled": rat(self.sampled),
             "seconds": round(self.seconds, 3),
@@ -124,6 +139,94 @@ def _repeated_worst(h, K: int, constraints) -> list[tuple[list[int], list[int], 
         a = [w[f"a{k}"] for k in range(p.K)] * reps
         b = [w[f"b{k}"] for k in range(p.K)] * reps
         out.append((a[:K], b[:K], w["c"]))
+    return out
+
+
+def _normal_bits(fmt: Format, e: int, m: int) -> int:
+    """The bits of the positive normal value m 2^(e - mbits) of `fmt` (m with its
+    hidden bit: 2^mbits <= m < 2^(mbits + 1))."""
+    s = fmt.spec
+    return ((e + s.bias) << s.mbits) | (m - (1 << s.mbits))
+
+
+def _near_two(fa: Format, fb: Format) -> tuple[int, int]:
+    """Significands (ma, mb), hidden bits included, of normal a and b whose product
+    significand ma mb 2^-(mbits_a + mbits_b) is the largest below 2 (searched over ma
+    where a's significands are few; else ma = 2 - ulp, mb = 1)."""
+    sa, sb = fa.spec.mbits, fb.spec.mbits
+    two = 1 << (sa + sb + 1)
+    if sa > 12:
+        return (2 << sa) - 1, 1 << sb
+    best = ((2 << sa) - 1, 1 << sb)
+    for ma in range(1 << sa, 2 << sa):
+        mb = min((2 << sb) - 1, -(-two // ma) - 1)
+        if mb >= 1 << sb and ma * mb > best[0] * best[1]:
+            best = (ma, mb)
+    return best
+
+
+def _chain_starts(h, K: int) -> list[int]:
+    """The k positions at which the chains of `h`'s plan for depth K start (each
+    split's and each promoted chain's first k-block, as the chain takes them)."""
+    from ..gemm.plan import make_plan, padded_k
+
+    p = h.params()
+    plan = make_plan(h.schedule, padded_k(K, p.K), p.K)
+    starts = {chain[0] * p.K for sp in plan.splits for chain in sp.chains}
+    return sorted(x for x in starts if x < K)
+
+
+def anchored_columns(hyps, K: int) -> list[tuple[list[int], list[int], int]]:
+    """Constructed worst-case columns of a truncating chain (a, b, C as bits; C in the
+    instruction's c format): an anchor product 2^E (a = 2^ea, b = 2^eb, normal) that
+    starts a chain, and dust, products just below the grid step 2^(E - F) of a running
+    sum at 2^E (the largest significand product below 2 at exponent E - F - 1). Every
+    dust product is cut to nothing, so the running sum stays at 2^E, at the foot of its
+    binade, and every later step of the chain loses all of its products, one sign,
+    all in the same direction: the error grows with the chain's length as the composed
+    U does. Patterns, for each hypothesis h (the first with C as the anchor where C
+    joins its chain): an anchor at every chain start of h's plan (each promotion and
+    split partial then errs the same way), dust everywhere else; and an anchor at 0,
+    zeros through h's first chain, dust after (for drift rows: a promoted schedule
+    sums that dust exactly, a single chain loses it). [] where the unit does not
+    truncate (AlignMode.TRUNCATE) or the formats leave no room."""
+    from ..model.params import Algorithm
+    from ..model.terms import AlignMode
+
+    hx = hyps[0]
+    p = hx.params()
+    if p.align != AlignMode.TRUNCATE or p.algorithm != Algorithm.FDA:
+        return []
+    fa, fb = p.a_fmt, p.b_fmt
+    sa, sb = fa.spec, fb.spec
+    E = sa.emin + sb.emin + p.F + 1  # dust at E - F - 1 >= the smallest normal product
+    if E > sa.emax + sb.emax:
+        return []
+    ea = max(sa.emin, E - sb.emax)
+    anchor = (_normal_bits(fa, ea, 1 << sa.mbits), _normal_bits(fb, E - ea, 1 << sb.mbits))
+    xd = E - p.F - 1
+    xa = max(sa.emin, xd - sb.emax)
+    if xd - xa < sb.emin or xa > sa.emax:
+        return []
+    ma, mb = _near_two(fa, fb)
+    dust = (_normal_bits(fa, xa, ma), _normal_bits(fb, xd - xa, mb))
+    out: list[tuple[list[int], list[int], int]] = []
+
+    def column(anchors: set[int], zeros: range = range(0), c: int = 0):
+        a = [anchor[0] if k in anchors else 0 if k in zeros else dust[0] for k in range(K)]
+        b = [anchor[1] if k in anchors else 0 if k in zeros else dust[1] for k in range(K)]
+        if (a, b, c) not in out:
+            out.append((a, b, c))
+
+    for h in hyps:
+        starts = _chain_starts(h, K)
+        column(set(starts))
+        if h.schedule.c_in_chain and h is hx:
+            cf = p.c_fmt.spec
+            if cf.emin <= E <= cf.emax:
+                column(set(starts) - {0}, c=_normal_bits(p.c_fmt, E, 1 << cf.mbits))
+        if len(starts) > 1:
+            column({0}, range(1, starts[1]))
     return out
 
 
@@ -224,13 +327,20 @@ def gemm_certificate(
         cols_b.append(_draw(p.b_fmt, K, spread, rng, pos, shift))
         cs.append(_draw(c_fmt, 1, spread, rng, shift=2 * shift)[0] if i % 2 else 0)
     n_random = len(cs)
+    kinds = ["random"] * n_random
     extra: list[tuple[list[int], list[int], int, Format]] = []
     if witness is not None:
         k = len(witness["a"])
         wa = [int(x) for x in witness["a"]] + [0] * (K - k)
         wb = [int(x) for x in witness["b"]] + [0] * (K - k)
         extra.append((wa, wb, int(witness["c"]), p.c_fmt))
-    extra += [(a_w, b_w, c_w, p.c_fmt) for a_w, b_w, c_w in _repeated_worst(hx, K, constraints)]
+        kinds.append("witness")
+    for kind, cols in (
+        ("repeated", _repeated_worst(hx, K, constraints)),
+        ("anchored", anchored_columns(hyps, K)),
+    ):
+        extra += [(a_w, b_w, c_w, p.c_fmt) for a_w, b_w, c_w in cols]
+        kinds += [kind] * len(cols)
     for a_w, b_w, c_w, f in extra:
         # an instruction-level row's c is in the instruction's c format: read it in the
         # format C joins in (rounded where that differs; the row is measured as it runs)
@@ -252,6 +362,7 @@ def gemm_certificate(
     errs = _measure(hyps, K, cols_a, cols_b, cs, fmts)
     best = max(range(len(errs)), key=lambda i: errs[i])
     cert.lower = errs[best]
+    cert.lower_from = kinds[keep[best]]
     n_random = sum(1 for i in keep if i < n_random)
     cert.sampled = max(errs[:n_random], default=Fraction(0))
     cert.witness = {
