@@ -29,7 +29,7 @@ from .profiles import (
     Source,
     relevant_flags,
 )
-from .schedule import CJoin, parse_schedule
+from .schedule import CJoin, OperandRound, parse_schedule
 
 FP8_PROMOTE = 128
 """K elements per chain of cuBLASLt FP8 GEMMs without fast accumulation (schedules/
@@ -107,6 +107,27 @@ def call_key(
     return CallKey(function, a, b, out, relevant_flags(a, dict(flags)), layout, epilogue)
 
 
+LIBRARY_TF32_ROUND = OperandRound.RNA
+"""How the library rounds an fp32 operand to TF32 when torch lets it run TF32 and the
+hypothesis does not say (`operand_round`). Not truncation: on ordinary fp32 operands
+truncation mispredicted every element of every TF32 call recorded on an H200 (torch
+2.11, CUDA 13.0; the H100 recordings fed operands already on the TF32 grid, where the
+modes agree). Ties away from zero is CUTLASS's TF32 converter (FloatRoundStyle
+round_half_ulp_truncate: half an ulp added to the bits, then truncated; PTX
+cvt.rna.tf32.f32); ties to even differs from it only on operands exactly halfway, which
+the prepared probe (python -m tensorcore_smt.gemm.tf32_probe) decides on a GPU."""
+
+
+def library_tf32(hyp: GemmHypothesis) -> GemmHypothesis:
+    """`hyp` with fp32 operands rounded to TF32 as the library rounds them, unless its
+    schedule names `operand_round` itself."""
+    if "operand_round" in hyp.text or hyp.schedule.operand_round != OperandRound.TRUNCATE:
+        return hyp
+    return GemmHypothesis(
+        hyp.variant, hyp.schedule.with_(operand_round=LIBRARY_TF32_ROUND), hyp.instr, hyp.text
+    )
+
+
 @dataclass(frozen=True)
 class Decision:
     """Which recipe a profile gives one call, and why."""
@@ -132,6 +153,8 @@ class Decision:
             hyp = GemmHypothesis(
                 hyp.variant, hyp.schedule.with_(c_join=CJoin.EPILOGUE), hyp.instr, hyp.text
             )
+        if self.key.a == "fp32" and dict(self.key.flags).get(Flag.TF32, False):
+            hyp = library_tf32(hyp)
         return hyp
 
     def as_dict(self) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..errors import UserError
 from .hypothesis import GemmHypothesis, full_fp32_instruction
-from .profile_call import FP8_PROMOTE, torch_flags
+from .profile_call import FP8_PROMOTE, library_tf32, torch_flags
 from .profiles import Function, Profile, find_profile
 from .schedule import CJoin
 
@@ -105,10 +105,16 @@ def _tf32_allowed() -> bool:
 def _fp32(hyp: GemmHypothesis, a) -> GemmHypothesis:
     """The hypothesis an fp32 product runs: at torch's float32 matmul precision "highest"
     (TF32 not allowed) the architecture's full-fp32 instruction (cuBLAS SGEMM's FFMA
-    chain on NVIDIA), unless the hypothesis names one; else `hyp` itself."""
+    chain on NVIDIA), unless the hypothesis names one; with TF32 allowed, `hyp` with the
+    library's operand conversion (LIBRARY_TF32_ROUND) where its schedule keeps the
+    default; else `hyp` itself."""
     import torch
 
-    if a.dtype != torch.float32 or hyp.instr is not None or _tf32_allowed():
+    if a.dtype != torch.float32:
+        return hyp
+    if _tf32_allowed():
+        return library_tf32(hyp)
+    if hyp.instr is not None:
         return hyp
     return dataclasses.replace(hyp, instr=full_fp32_instruction(hyp.arch))
 
