@@ -70,6 +70,9 @@ FOUND = {
     "flushed too (flush_c) but the argument only asks a and b to be normal",
     "flush-chain": "composed U with flush_inputs on chained groups (K > L): a group's "
     "subnormal result is flushed as the next group's c, a loss the argument does not count",
+    "directed-overflow": "composed U finite for chained groups rounding toward +/-inf: "
+    "each group can round a magnitude up by an ulp, past the largest finite value (the "
+    "overflow precondition only considers roundings to nearest)",
     "round-down-carry": "instruction_bound raises ValueError (least_carry_bits) for "
     "align=round-down with carry_bits set, instead of refusing in one line",
 }
@@ -458,7 +461,8 @@ def make_rows(p: ModelParams, budget: int, seed: int, cls: ClassSpec | None = No
     keep = np.array([True] * len(c))
     cv = _c_values(c, p.c_fmt)
     keep &= np.isfinite(cv)
-    return Rows(a[keep], b[keep], c[keep], exhaustive)
+    # every input: a and b over the distinct products, c over its whole (tiny) format
+    return Rows(a[keep], b[keep], c[keep], exhaustive and p.c_fmt.spec.storage <= 8)
 
 
 _CACHE: dict = {}
@@ -523,7 +527,12 @@ def audit_instruction_U(
     for cls in classes(*product_range(p)):
         cons = cls.constraints()
         case = Case(variant, instr, cls.name, "U", NOT_APPLICABLE, known=known)
-        if known is None and p.flush_inputs and len(p.groups()) > 1:
+        from tensorcore_smt.formats import Rounding
+
+        chained = p.algorithm == Algorithm.FDA and len(p.groups()) > 1
+        if known is None and chained and p.rounding in (Rounding.RTP, Rounding.RTN):
+            case.known = "directed-overflow"
+        elif known is None and p.flush_inputs and len(p.groups()) > 1:
             case.known = "flush-chain"
         elif known is None and p.flush_inputs and p.flush_c and "c" not in cls.normal:
             case.known = "flush-c"
@@ -531,7 +540,7 @@ def audit_instruction_U(
             from tensorcore_smt.model.terms import AlignMode
 
             if p.align == AlignMode.ROUND_DOWN and p.carry_bits is not None:
-                case.known = case.known or "round-down-carry"
+                case.known = "round-down-carry"
         except ImportError:
             pass
         try:
@@ -1267,7 +1276,7 @@ class Size:
 SIZES = {
     "fast": Size(variants=8, rows=6000, gemm=2, gemm_cols=120, integer=10, monotone=3, clamp=4),
     "wide": Size(
-        variants=160, rows=60000, gemm=24, gemm_cols=400, integer=120, monotone=24, clamp=20
+        variants=300, rows=16000, gemm=16, gemm_cols=300, integer=200, monotone=30, clamp=30
     ),
 }
 

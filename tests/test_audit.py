@@ -181,6 +181,18 @@ def test_found_flushed_chain():
     assert not [c for c in cases if c.status == audit.UNSOUND], _fail_text(cases)
 
 
+@pytest.mark.xfail(strict=True, reason=audit.FOUND["directed-overflow"])
+def test_found_directed_rounding_overflow():
+    """ada[K=2,L=1,align=exact,rounding=rtp] with e5m2 c and d: a = b = (0x01, 0x01),
+    c = 0x7a (49152): each group rounds up by an ulp, 57344 then Inf, while the exact
+    result is finite (U = 0.5625)."""
+    text = "ada[K=2,L=1,align=exact,rounding=rtp,c_fmt=e5m2,d_fmt=e5m2]"
+    instr = "m16n8k16.f16.e4m3.e4m3.f16"
+    p = resolve(text, instr)
+    cases = audit.audit_instruction_U(text, instr, p, 6000, 0)
+    assert not [c for c in cases if c.status == audit.UNSOUND], _fail_text(cases)
+
+
 @pytest.mark.xfail(strict=True, reason=audit.FOUND["round-down-carry"])
 def test_found_round_down_carry_raises():
     """hopper[K=1,align=round-down]: instruction_bound raises (tcsmt bound prints the
