@@ -467,3 +467,79 @@ def test_amd_models_known_tree_or_plain_refusal():
         tc.reveal("model:cdna2", 64, "fp16")
     with pytest.raises(NotATree, match="cannot read this unit"):
         tc.reveal("model:cdna1", 64, "fp16")
+
+
+def _fused_split(k: int, group: int, splits: int):
+    """`splits` contiguous chains of fused `group`-leaf adds (the accumulator in each),
+    added serially: a split-K layout of a matrix unit."""
+    parts = []
+    size = k // splits
+    for lo in range(0, k, size):
+        t = tuple(range(lo, lo + group))
+        for g0 in range(lo + group, lo + size, group):
+            t = (t, *range(g0, g0 + group))
+        parts.append(t)
+    out = parts[0]
+    for p in parts[1:]:
+        out = (out, p)
+    return out
+
+
+@pytest.mark.parametrize("k,m,n,free", [(65536, 65536, 65536, True), (8192, 1, 512, False)])
+def test_structured_rebuild_large_k_and_one_row(k, m, n, free):
+    """Every pair answered from a known tree (fused groups of 16 chained, 4 splits): the
+    rebuild gives it back at K = 65536 with no K x K matrix, and at M = 1 (one pivot a
+    call) in a bounded number of calls; a tree whose blocks are not alike is still
+    rebuilt exactly (its predictions fail the confirmation and every question is asked)."""
+    from tensorcore_smt.order.structured import reveal_structured
+    from tensorcore_smt.order.tree import TreeIndex, big_stack
+
+    def run(t):
+        idx = TreeIndex(t, k)
+
+        def ask(p, q):
+            s = idx.sizes(np.repeat(p, len(q)), np.tile(q, len(p))).reshape(len(p), len(q))
+            s[p[:, None] == q[None, :]] = -1
+            return s
+
+        got = reveal_structured(ask, k, m, n, free)
+        return got, got.tree == canonical(t)
+
+    want = _fused_split(k, 16, 4)
+    got, same = big_stack(run, want)
+    assert same and got.predicted > 0 and got.confirmed > 0
+    assert got.calls <= (300 if free else 200)  # free: 512 columns a call at K = 65536
+    odd = list(_fused_split(k, 16, 4))
+    odd[1] = chain(sorted(leaves(odd[1])))  # the last split a plain chain
+    got, same = big_stack(run, tuple(odd))
+    assert same
+
+
+def test_model_split_k_at_k16384_returns_its_order():
+    """A model of a known split-K order at K = 16384 (bf16: fp16 inputs cannot hold the
+    pair probe above K = 4096): its plan's tree and a hypothesis summing in it."""
+    from tensorcore_smt.order.tree import big_stack
+
+    hyp = "hopper/serial[split_k=4,split=interleaved,split_tile=1024]"
+    k = 16384
+    r = tc.reveal(f"model:{hyp}", k, "bf16", check=False)
+    info: list = []
+    import ml_dtypes
+
+    a = np.zeros((1, k), ml_dtypes.bfloat16)
+    tc.matmul(hyp, a, a.T.copy(), run_info=info, instr=r.instr)
+    p = tc.resolve("hopper", info[0].instr)
+
+    def same():
+        return r.tree == canonical(plan_tree(info[0].plan, k, p.L))
+
+    assert big_stack(same)
+    assert r.hypothesis is not None and r.seconds < 30
+    sched = parse_schedule(r.hypothesis.split("/", 1)[1])
+    kb = info[0].plan.k_block
+
+    def named():
+        return plan_tree(make_plan(sched, k, kb), k, p.L) == r.tree
+
+    assert big_stack(named)
+    assert r.probe_outputs * k < 2e9  # multiply-adds of the probe calls

@@ -43,7 +43,7 @@ def _shape(text: str | None) -> tuple[int, int] | None:
     type=int,
     metavar="K",
     required=True,
-    help="Products per output element (2 to 4096).",
+    help="Products per output element: 2 to 65536 for a GEMM or model:HYP (above 4096 one class of outputs, default shape 256,256), 2 to 4096 for numpy:dot and numpy:gemv.",
 )
 @click.option(
     "--dtype",

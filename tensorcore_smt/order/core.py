@@ -24,10 +24,17 @@ from .classes import Classes, blocks_of, reveal_classes
 from .evaluate import TreeArithmetic
 from .hypothesis import find
 from .nans import learn_nan_rules
-from .oracles import make_oracle, np_dtype
-from .tree import NotATree, Tree, build, canonical, from_sizes, render, to_lists
+from .oracles import Model, make_oracle, np_dtype
+from .structured import reveal_structured
+from .tree import NotATree, Tree, big_stack, build, canonical, from_sizes, render, to_lists
 
-MAX_K = 4096
+MAX_K = 65536
+"""K at most for a GEMM or model oracle (the rebuild of structured.py above CLASSES_K)."""
+SMALL_K = 4096
+"""K at most for numpy:dot and numpy:gemv (one pair or one pivot a call)."""
+CLASSES_K = 4096
+"""Above this K (and for M = 1 or N = 1) the outputs of a call are taken as one class
+and the tree rebuilt by structured.py; up to it classes.py finds classes of outputs."""
 MIN_OUTPUTS = 10_000
 """Outputs on discriminating inputs a class's check needs before `reproduced` is claimed."""
 CHECK_OUTPUTS = MIN_OUTPUTS
@@ -100,6 +107,9 @@ class RevealResult:
     check_calls: int = 0
     check_shape: tuple[int, int, int] | None = None
     note: str = ""
+    probe_outputs: int = 0
+    """Outputs (elements of D) the probe calls computed; each sums K products."""
+    method: str = ""
 
     @property
     def first(self) -> ClassResult:
@@ -157,6 +167,9 @@ class RevealResult:
             "hypothesis": self.hypothesis,
             "instr": self.instr,
             "oracle_calls": self.oracle_calls,
+            "probe_outputs": self.probe_outputs,
+            "probe_products": self.probe_outputs * self.k,
+            "method": self.method,
             "seconds": round(self.seconds, 3),
             "reproduced": self.reproduced,
             "reason": self.reason,
@@ -202,10 +215,19 @@ def reveal(
         raise UserError(f"check_outputs {check_outputs}: from 1 to {1 << 26}")
     k = int(k)
     orc = make_oracle(oracle, dtype, shape)
+    if k > SMALL_K and not hasattr(orc, "sizes_call"):
+        raise UserError(f"--k {k}: {orc.name} takes K from 2 to {SMALL_K}")
     orc.check(k)
+    if k > 2048:  # trees as deep as K: compared and written out on a big stack
+        return big_stack(_reveal, orc, k, shape, seed, check, check_outputs)
+    return _reveal(orc, k, shape, seed, check, check_outputs)
+
+
+def _reveal(orc, k, shape, seed, check, check_outputs) -> RevealResult:
     t0 = time.monotonic()
+    how: list = []
     try:
-        labels, trees, probe_shape = _probe(orc, k)
+        labels, trees, probe_shape = _probe(orc, k, seed, how)
     except NotATree as e:
         if orc.name.startswith("model:"):
             raise NotATree(
@@ -228,6 +250,15 @@ def reveal(
         seconds=seconds,
         probe_shape=probe_shape,
     )
+    res.probe_outputs = orc.probe_outputs
+    if how:
+        st = how[0]
+        res.method = (
+            f"structured rebuild: {st.asked} pivot question(s) asked, {st.predicted} "
+            f"predicted from a translate, {st.confirmed} of them asked to confirm"
+        )
+    else:
+        res.method = "rebuilt by classes of outputs"
     notes = []
     if len(trees) > 1:
         m, n = labels.shape
@@ -248,10 +279,21 @@ def reveal(
     return res
 
 
-def _probe(orc, k: int) -> tuple[np.ndarray, list[Tree], tuple[int, int] | None]:
-    """The class of each output position and the tree of each class."""
+def _probe(
+    orc, k: int, seed: int = 0, how: list | None = None
+) -> tuple[np.ndarray, list[Tree], tuple[int, int] | None]:
+    """The class of each output position and the tree of each class; `how` gets the
+    Structured record where structured.py rebuilt the tree."""
     if hasattr(orc, "sizes_call"):  # a GEMM: many pairs a call, classes of positions
         m, n = orc.mn(k)
+        free = isinstance(orc, Model)  # a model sums every output alike: calls of any shape
+        if k > CLASSES_K or min(m, n) == 1:
+            st = reveal_structured(
+                lambda p, q: orc.sizes_call(k, p, q), k, *((k, k) if free else (m, n)), free, seed
+            )
+            if how is not None:
+                how.append(st)
+            return np.zeros((m, n), np.int64), [st.tree], (m, n)
         got: Classes = reveal_classes(lambda p, q: orc.sizes_call(k, p, q), k, m, n)
         return got.labels, got.trees, (m, n)
     if hasattr(orc, "column_call"):  # a GEMV: one pivot a call, classes of rows

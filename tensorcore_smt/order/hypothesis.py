@@ -45,11 +45,18 @@ def plan_tree(plan: Plan, k: int, group: int | None = None) -> Tree:
 
     def chain(blocks: tuple[int, ...]) -> Tree | None:
         acc: Tree | None = None
+        acc_low = 0
         for blk in blocks:
             for lo in range(blk * kb, (blk + 1) * kb, g):
                 terms = [e for e in range(lo, lo + g) if e < k]
-                parts = ([acc] if acc is not None else []) + terms
-                acc = node(parts) if parts else None
+                if acc is None:
+                    acc = node(terms) if terms else None
+                    acc_low = terms[0] if terms else 0
+                elif terms:  # children in the order of their smallest leaf (node's order)
+                    at = sum(1 for e in terms if e < acc_low)
+                    parts = [*terms[:at], acc, *terms[at:]]
+                    acc = tuple(parts)
+                    acc_low = min(acc_low, terms[0])
         return acc
 
     def split(sp) -> Tree | None:
@@ -97,14 +104,17 @@ def unit_group(p) -> int | None:
     return None
 
 
-def schedules(k: int, k_block: int) -> list[Schedule]:
-    """The schedules tried, simplest first: serial, then promotion, then split-K."""
+def schedules(k: int, k_block: int, split: bool = True) -> list[Schedule]:
+    """The schedules tried, simplest first: serial, then promotion, then (`split`)
+    split-K."""
     kp = padded_k(k, k_block)
     widths = [w for w in (k_block * 2**i for i in range(13)) if w < kp]
     out = [Schedule(), Schedule(order=KOrder.DESCENDING)]
-    out += [Schedule(promote=p) for p in widths]
+    out += [Schedule(promote=p) for p in widths if p <= SCHEDULE_RANGES["promote"].hi]
+    if not split:
+        return out
     for s_k in range(2, 17):
-        for tile in widths:
+        for tile in [w for w in widths if w <= SCHEDULE_RANGES["split_tile"].hi]:
             for mode in SplitMode:
                 for red in Reduce:
                     out.append(Schedule(split_k=s_k, split=mode, split_tile=tile, reduce=red))
@@ -128,8 +138,10 @@ def find(
     want = canonical(tree)
     kp = padded_k(k, k_block)
     found: list[str] = []
+    # above K = 4096 split-K layouts are read off the tree (synthesize), not tried one by one
+    tried = schedules(k, k_block, split=k <= 4096)
     with deep(k):
-        for sched in schedules(k, k_block):
+        for sched in tried:
             try:
                 plan = make_plan(sched, kp, k_block)
             except UserError:

@@ -121,6 +121,7 @@ class Oracle:
 
     def __init__(self) -> None:
         self.calls = 0
+        self.probe_outputs = 0  # outputs the probe calls computed (each sums K products)
         self._pv: dict[int, PairValues] = {}
 
     def values(self, k: int) -> PairValues:
@@ -270,7 +271,11 @@ class Gemm(Oracle):
         self.shape = shape
 
     def mn(self, k: int) -> tuple[int, int]:
-        return self.shape or (k, k)
+        """The probe's M x N: the shape asked, else K x K up to K = 4096 and 256 x 256
+        above (a K x K call of larger K holds gigabytes)."""
+        if self.shape:
+            return self.shape
+        return (k, k) if k <= 4096 else (256, 256)
 
     def run(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -278,6 +283,7 @@ class Gemm(Oracle):
     def _call(self, k, rows, cols):
         a, b = pair_inputs(self.values(k), rows, cols, k)
         self.calls += 1
+        self.probe_outputs += len(rows) * len(cols)
         return self.run(a.astype(np_dtype(self.fmt)), b.astype(np_dtype(self.fmt)))
 
     def sizes_call(self, k: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -362,6 +368,9 @@ class Model(Gemm):
 
     acc_bits = 24
     subnormal_inputs = True
+    engine = "compiled"
+    """tc.matmul's engine: the compiled one (the default takes the numpy interpreter
+    for small calls, 20 to 50 times slower at large K)."""
 
     def __init__(self, hyp: str, fmt: Format, shape) -> None:
         super().__init__(shape)
@@ -396,7 +405,7 @@ class Model(Gemm):
     def run(self, a, b):
         from ..gemm.emulate import matmul
 
-        d = np.asarray(matmul(self.hyp, a, b))
+        d = np.asarray(matmul(self.hyp, a, b, engine=self.engine))
         if d.dtype != np.float32:
             raise UserError(f"{self.name}: its output is {d.dtype}; the probe reads fp32 outputs")
         return d

@@ -58,13 +58,72 @@ def node(children: list[Tree]) -> Tree:
 
 
 def canonical(t: Tree) -> Tree:
-    """`t` with every node's children in the order of their smallest leaf."""
-    with deep(len(leaves(t))):
-        return _canonical(t)
+    """`t` with every node's children in the order of their smallest leaf (iterative:
+    linear in the tree's size whatever its depth)."""
+    done: dict[int, tuple[Tree, int]] = {}
+    stack: list[tuple[Tree, bool]] = [(t, False)]
+    while stack:
+        x, ready = stack.pop()
+        if isinstance(x, int) or id(x) in done:
+            continue
+        if not ready:
+            stack.append((x, True))
+            stack.extend((c, False) for c in x if not isinstance(c, int))
+            continue
+        kids = [(c, c) if isinstance(c, int) else done[id(c)] for c in x]
+        kids.sort(key=lambda ct: ct[1])
+        done[id(x)] = (
+            kids[0][0] if len(kids) == 1 else tuple(c for c, _ in kids),
+            kids[0][1],
+        )
+    return t if isinstance(t, int) else done[id(t)][0]
 
 
-def _canonical(t: Tree) -> Tree:
-    return t if isinstance(t, int) else node([_canonical(c) for c in t])
+def lows(t: Tree) -> dict[int, int]:
+    """The smallest leaf of every internal node of `t`, by id (iterative)."""
+    out: dict[int, int] = {}
+    stack: list[tuple[Tree, bool]] = [(t, False)]
+    while stack:
+        x, ready = stack.pop()
+        if isinstance(x, int) or id(x) in out:
+            continue
+        if not ready:
+            stack.append((x, True))
+            stack.extend((c, False) for c in x if not isinstance(c, int))
+            continue
+        out[id(x)] = min(c if isinstance(c, int) else out[id(c)] for c in x)
+    return out
+
+
+def big_stack(fn, *args, **kwargs):
+    """fn(*args, **kwargs) in a thread with a 1 GiB stack: comparing, hashing or writing
+    out a tree recurses in C once per level, and a chain over K = 65536 products is that
+    deep (the main thread's stack holds about 10^4 levels). Exceptions are re-raised."""
+    import threading
+
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["out"] = fn(*args, **kwargs)
+        except BaseException as e:  # re-raised in the caller's thread
+            box["err"] = e
+
+    old = threading.stack_size()
+    limit = sys.getrecursionlimit()
+    threading.stack_size(1 << 30)
+    sys.setrecursionlimit(max(limit, 1 << 20))
+    try:
+        th = threading.Thread(target=run, daemon=True)
+        th.start()
+        threading.stack_size(old)
+        th.join()
+    finally:
+        threading.stack_size(old)
+        sys.setrecursionlimit(limit)
+    if "err" in box:
+        raise box["err"]
+    return box["out"]
 
 
 def leaves(t: Tree) -> list[int]:
@@ -99,6 +158,9 @@ def _from_lists(x) -> Tree:
     return int(x) if not isinstance(x, list) else node([_from_lists(c) for c in x])
 
 
+_LOWS: dict[int, int] = {}
+
+
 def render(t: Tree) -> str:
     """The tree in one line: a node as `[...]`, a left-leaning chain of single-leaf
     additions ((x + a) + b) + ... as `chain(x, a, b, ...)`, and runs of leaves in
@@ -106,18 +168,30 @@ def render(t: Tree) -> str:
     first 16 products are one fused add, then 16, 17, ... one addition each, is
     `[[0..15], 16..31]` when the 17 terms are one fused add, and `chain([0..15], 16..31)`
     when they are 16 additions."""
-    with deep(len(leaves(t))):
-        return _render(t)
+    global _LOWS
+    _LOWS = lows(t)
+    try:
+        with deep(len(leaves(t))):
+            return _render(t)
+    finally:
+        _LOWS = {}
 
 
 class _Chain(tuple):
     """Display only: a left-leaning chain of single-leaf additions, flattened."""
 
 
+def _low_of(x: Tree) -> int:
+    if isinstance(x, int):
+        return x
+    got = _LOWS.get(id(x))
+    return low(x) if got is None else got
+
+
 def _flatten_chain(t: Tree):
     items: list = []
     x = t
-    while not isinstance(x, int) and len(x) == 2 and isinstance(x[1], int) and x[1] > low(x[0]):
+    while not isinstance(x, int) and len(x) == 2 and isinstance(x[1], int) and x[1] > _low_of(x[0]):
         items.append(x[1])
         x = x[0]
     if len(items) < 2:
@@ -188,6 +262,14 @@ Query = Callable[[int, np.ndarray], np.ndarray]
 """query(pivot, others) -> the size of each pair (pivot, other)."""
 
 
+def _ask(query, g: int, others: np.ndarray, top: int) -> np.ndarray:
+    """query(g, others), told `top` (the size of the subtree the question lies in, the
+    largest answer possible) where it takes it (`query.takes_top`)."""
+    if getattr(query, "takes_top", False):
+        return query(g, others, top)
+    return query(g, others)
+
+
 def build(k: int, query: Query) -> Tree:
     """The tree over leaves 0..k-1 whose pair sizes `query` answers (FPRev's recursion:
     a pivot's sizes name its ancestors, the leaves first met at each ancestor are split
@@ -220,7 +302,7 @@ def _subtree(members: np.ndarray, query: Query, pivot_sizes: np.ndarray | None =
     if len(members) == 1:
         return int(members[0])
     g, rest = int(members[0]), members[1:]
-    s = query(g, rest) if pivot_sizes is None else pivot_sizes
+    s = _ask(query, g, rest, len(members)) if pivot_sizes is None else pivot_sizes
     if s.min() < 2 or s.max() != len(members):
         raise NotATree(
             f"leaf {g}: sizes {int(s.min())}..{int(s.max())} within a subtree of "
@@ -236,8 +318,8 @@ def _subtree(members: np.ndarray, query: Query, pivot_sizes: np.ndarray | None =
             raise NotATree(
                 f"leaf {g}: {covered} leaves within the subtree of size {int(v)} met there"
             )
-        try:
-            t = node([t, *_children(group, int(v), query)])
+        try:  # the pivot is the subtree's smallest leaf, the children come in order
+            t = (t, *_children(group, int(v), query))
         except Pending:
             pending = True
     if pending:
@@ -252,7 +334,7 @@ def _children(group: np.ndarray, v: int, query: Query) -> list[Tree]:
     pending = False
     while len(group):
         h, others = int(group[0]), group[1:]
-        s = query(h, others) if len(others) else np.zeros(0, np.int64)
+        s = _ask(query, h, others, v) if len(others) else np.zeros(0, np.int64)
         if len(s) and s.max() > v:
             raise NotATree(f"leaf {h}: size {int(s.max())} above its ancestor's {v}")
         inside = s < v
@@ -264,3 +346,62 @@ def _children(group: np.ndarray, v: int, query: Query) -> list[Tree]:
     if pending:
         raise Pending
     return out
+
+
+class TreeIndex:
+    """The pair sizes of a tree for many pairs at once (no K x K matrix): each pair's
+    lowest common ancestor by binary lifting over the nodes' parents."""
+
+    def __init__(self, t: Tree, k: int) -> None:
+        parent = [0] * k
+        depth = [0] * k
+        size = [1] * k
+        nid: dict[int, int] = {}
+        order: list[Tree] = []
+        stack: list[Tree] = [t]
+        while stack:  # pre-order: a node before its children
+            x = stack.pop()
+            if isinstance(x, int):
+                continue
+            nid[id(x)] = k + len(order)
+            order.append(x)
+            stack.extend(x)
+        n = k + len(order)
+        parent += [0] * len(order)
+        depth += [0] * len(order)
+        size += [0] * len(order)
+        root = k if not isinstance(t, int) else int(t)
+        parent[root] = root
+        for x in order:
+            me = nid[id(x)]
+            for c in x:
+                ci = c if isinstance(c, int) else nid[id(c)]
+                parent[ci] = me
+                depth[ci] = depth[me] + 1
+        for x in reversed(order):
+            me = nid[id(x)]
+            size[me] = sum(1 if isinstance(c, int) else size[nid[id(c)]] for c in x)
+        self.parent = np.array(parent[:n], np.int64)
+        self.depth = np.array(depth[:n], np.int64)
+        self.size = np.array(size[:n], np.int64)
+        up = [self.parent]
+        while (1 << len(up)) <= int(self.depth.max(initial=0)):
+            up.append(up[-1][up[-1]])
+        self.up = up
+
+    def sizes(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The size of pair (i[x], j[x]) for every x (1 where i = j)."""
+        a = np.asarray(i, np.int64).copy()
+        b = np.asarray(j, np.int64).copy()
+        swap = self.depth[a] < self.depth[b]
+        a[swap], b[swap] = b[swap], a[swap].copy()
+        diff = self.depth[a] - self.depth[b]
+        for lv, up in enumerate(self.up):
+            move = ((diff >> lv) & 1).astype(bool)
+            a[move] = up[a[move]]
+        for up in reversed(self.up):
+            move = up[a] != up[b]
+            a[move] = up[a[move]]
+            b[move] = up[b[move]]
+        lca = np.where(a == b, a, self.parent[a])
+        return self.size[lca]
