@@ -1276,7 +1276,7 @@ class Size:
 SIZES = {
     "fast": Size(variants=8, rows=6000, gemm=2, gemm_cols=120, integer=10, monotone=3, clamp=4),
     "wide": Size(
-        variants=300, rows=16000, gemm=16, gemm_cols=300, integer=200, monotone=30, clamp=30
+        variants=340, rows=16000, gemm=16, gemm_cols=300, integer=200, monotone=30, clamp=30
     ),
 }
 
