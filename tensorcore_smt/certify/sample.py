@@ -3,8 +3,8 @@
 A certificate's lower bound must be attained by a real input. Random rows are cheap
 witnesses: they are drawn with mixed magnitudes and signs (each value +-m 2^e with e
 uniform in a window around 1, a tenth of them zero), kept where the class's constraint
-holds on the concrete interpreter, run through the unit with `tc.simulate`, and their
-error measured with exact rationals. The best row seeds the bisection, so the solvers
+holds (its concrete meaning, inputs/concrete.py), run through the unit with
+`tc.simulate`, and their error measured with exact rationals. The best row seeds the bisection, so the solvers
 start above what sampling already shows (and the report can say how far random
 testing is from the worst case).
 """
@@ -18,11 +18,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..bv.core import BV
-from ..bv.vector import VECTOR
 from ..formats import Format, round_fraction, value_of
+from ..inputs.concrete import rows_mask
 from ..model.measure import exact_value, measure_value
-from ..smt.query import Query, constraint_terms, fixed_inputs
+from ..smt.formula import fixed_inputs
+from ..smt.query import Query
 
 
 @dataclass
@@ -62,23 +62,12 @@ def sample_best(q: Query, rows: int, seed: int = 0, window: int = 8) -> Sampled 
 
 
 def in_class(q: Query, drawn: list[dict[str, int]]) -> np.ndarray:
-    """Which rows (input name -> bits) lie in the class of `q`, decided by its constraints
-    on the concrete vector interpreter."""
-    names = [o.name for o in q.operands]
-    fmts = {o.name: o.fmt for o in q.operands}
-    rows = len(drawn)
-    inputs = {
-        n: BV(
-            VECTOR,
-            VECTOR.lanes(np.array([v[n] for v in drawn], dtype=np.uint64), fmts[n].spec.storage),
-            fmts[n].spec.storage,
-        )
-        for n in names
-    }
-    ok = np.ones(rows, dtype=bool)
-    for cond in constraint_terms(q, inputs):
-        ok &= np.broadcast_to(np.asarray(cond.v, dtype=bool), (rows,))
-    return ok
+    """Which rows (input name -> bits) lie in the class of `q`, by the class's concrete
+    meaning (inputs/concrete.py)."""
+    if not drawn:
+        return np.zeros(0, dtype=bool)
+    columns = {o.name: np.array([v[o.name] for v in drawn], dtype=np.uint64) for o in q.operands}
+    return rows_mask(q.constraints, q.operands, q.p, columns)
 
 
 def best_of(q: Query, drawn: list[dict[str, int]]) -> Sampled | None:

@@ -16,8 +16,8 @@ import click
 
 from ..certify import report
 from ..certify.bound import DEFAULT_RESOLUTION, WitnessBug, bound, default_class
-from ..certify.classes import parse_where
 from ..errors import ExitCode, UserError
+from ..inputs.parse import parse_where
 from ..model.measure import Measure
 from ..smt.solve import Limits, solvers_for
 from .base import check_out, main, write_or_print

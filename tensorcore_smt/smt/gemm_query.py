@@ -31,7 +31,7 @@ from ..gemm import model as adapter
 from ..gemm.model import GemmModel
 from ..model.params import ModelParams
 from ..version import __version__
-from .query import Built, Constraint, ConstraintKind, Goal, Operand, _safe
+from .query import Built, Constraint, ConstraintKind, Goal, Operand, safe_name
 
 LEVEL = "gemm"
 
@@ -110,8 +110,8 @@ class GemmQuery:
     @property
     def slug(self) -> str:
         if self.name:
-            return _safe(self.name)
-        return _safe(
+            return safe_name(self.name)
+        return safe_name(
             f"{self.goal.value}_{self.variants[0]}_vs_{self.variants[1]}_K{self.K}_"
             f"{self.instruction}"
         )
