@@ -28,7 +28,22 @@ def run(*args):
 
 
 def _row0_bits(hyp: str, w: dict, k: int, fmt) -> int:
-    """Row 0, column w['column'] of A @ B under `hyp`, from the witness's seed."""
+    """Row 0, column w['column'] of A @ B under `hyp`, from the witness's seed; for a
+    pair-probe witness, A's row and B's column built here from its pair and values."""
+    if w["kind"] == "pair-probe":
+        s, t, v, d = w["values"]
+        i, j = w["pair"]
+        a = np.full((1, k), t, np.float32)
+        a[0, i] = s
+        b = np.full((k, 1), v, np.float32)
+        b[j, 0] = d
+        assert fmt.spec.name == "bf16"
+        import ml_dtypes
+
+        a, b = a.astype(ml_dtypes.bfloat16), b.astype(ml_dtypes.bfloat16)
+        assert np.array_equal(a.astype(np.float32)[0, [i]], [s])  # exact in bf16
+        out = np.asarray(matmul(hyp, a, b, out_dtype="bf16"))
+        return int(out.view(np.uint16)[0, 0])
     kind = Kind(w["kind"])
     a = block(kind, fmt, w["seed"], Operand.A, np.array([0]), np.arange(k))
     b = block(kind, fmt, w["seed"], Operand.B, np.arange(k), np.array([w["column"]]))
@@ -129,3 +144,24 @@ def test_live_torch_cpu_changes_are_torchs():
 
 def test_recipe_identity_ignores_how():
     assert Recipe(SPLIT, None, "a").key == Recipe(SPLIT, None, "b").key
+
+
+def test_the_pair_probe_tells_apart_what_random_rows_do_not():
+    """bf16 at K = 11008, serial against a two-way split: the seeded random rows (6 tries)
+    give row 0 the same bits under both, the cancellation probe does not, and its
+    witness re-runs through tc.matmul on inputs built here."""
+    from tensorcore_smt.formats import Format
+    from tensorcore_smt.invariance.witness import probe_search, search
+
+    r1 = Recipe(SERIAL)
+    r2 = Recipe("hopper/serial[split_k=2,split=contiguous,split_tile=128,reduce=serial]")
+    k = 11008
+    w = probe_search(r1, r2, BF16, k)
+    assert w is not None
+    d = w.as_dict()
+    got = (
+        _row0_bits(r1.hypothesis, d, k, Format.BF16),
+        _row0_bits(r2.hypothesis, d, k, Format.BF16),
+    )
+    assert got[0] != got[1] and [f"0x{x:04x}" for x in got] == d["d"]
+    assert search(r1, r2, BF16, 8, k, tries=0) is not None

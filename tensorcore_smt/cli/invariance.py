@@ -168,10 +168,12 @@ def _step(step, w, tries: int) -> str:
     if w is None:
         return f"recipes differ; no witness found in {tries} tries"
     d = w.as_dict()
-    return (
-        f"row 0 differs on {d['kind']} inputs seed {d['seed']}, column {d['column']}: "
-        f"{d['d'][0]} vs {d['d'][1]} (re-run through tc.matmul)"
+    where = (
+        f"the pair probe (i, j) = ({d['pair'][0]}, {d['pair'][1]})"
+        if "pair" in d
+        else f"{d['kind']} inputs seed {d['seed']}, column {d['column']}"
     )
+    return f"row 0 differs on {where}: {d['d'][0]} vs {d['d'][1]} (re-run through tc.matmul)"
 
 
 def _ms(ms: list[int]) -> str:
