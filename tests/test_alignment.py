@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 import tensorcore_smt as tc
 from tensorcore_smt.certify.aligned_rows import aligned_rows
-from tensorcore_smt.certify.alignment import Entry, Slot, _worst_at, candidate
+from tensorcore_smt.certify.alignment import Entry, Slot, candidate, worst_at
 from tensorcore_smt.certify.bound import default_class, make_bound_query
 from tensorcore_smt.certify.classes import parse_where
 from tensorcore_smt.certify.compose import class_normal, instruction_bound
@@ -74,7 +74,7 @@ def test_dinkelbach_finds_the_brute_force_maximum():
             slots.append(Slot(tuple(sorted(entries)), count))
         F = rng.randint(1, 4)
         for E in range(-3, 4):
-            w = _worst_at(slots, E, F, 0, 0)
+            w = worst_at(slots, E, F, 0, 0)
             if w is None:
                 continue
             assert w.ratio == _brute(slots, E, F), (slots, E, F)

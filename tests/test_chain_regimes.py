@@ -12,7 +12,7 @@ import pytest
 
 from tensorcore_smt.certify.alignment import Entry, Slot
 from tensorcore_smt.certify.bound import bound, default_class, make_bound_query
-from tensorcore_smt.certify.chain_regimes import max_loss, prune
+from tensorcore_smt.certify.chain_regimes import Alt, RegimeCase, max_loss, prune
 from tensorcore_smt.certify.classes import parse_where
 from tensorcore_smt.certify.compose import instruction_bound
 from tensorcore_smt.certify.extremal import _mutate, argument_rows
@@ -46,14 +46,18 @@ def test_max_loss_is_the_largest_cut_of_any_term():
 
 def test_prune_keeps_every_case_that_can_be_the_worst():
     one, two = Fraction(1), Fraction(2)
-    a = [(two, 0 * one), (one, two)]
-    dominated = [(one, 0 * one), (one, one)]  # each of a's alternatives is above one of it
-    incomparable = [(0 * one, 3 * one)]
+
+    def case(name, *alts):
+        return RegimeCase(name, name, [Alt(*a) for a in alts])
+
+    a = case("a", (two, 0 * one), (one, two))
+    dominated = case("dominated", (one, 0 * one), (one, one))  # each of a's is above one
+    incomparable = case("incomparable", (0 * one, 3 * one))
     kept = prune([dominated, a, incomparable])
     assert a in kept and incomparable in kept and dominated not in kept
     # neither dominates: (0, 5) is below nothing of c, (1, 1) below nothing of b
-    b = [(two, 0 * one), (0 * one, 5 * one)]
-    c = [(two, 0 * one), (one, one)]
+    b = case("b", (two, 0 * one), (0 * one, 5 * one))
+    c = case("c", (two, 0 * one), (one, one))
     assert len(prune([b, c])) == 2
 
 

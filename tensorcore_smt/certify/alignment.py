@@ -142,7 +142,7 @@ class Worst:
     others: list[tuple[int, Entry, int]] | None = None
 
 
-def _worst_at(
+def worst_at(
     slots: list[Slot],
     E: int,
     F: int,
@@ -258,12 +258,12 @@ def group_setting(p: ModelParams, n_products: int, c_fmt: Format | None, normal)
 def rounded_ratio(g: GroupSetting, E: int, F: int) -> tuple[Worst | None, Fraction]:
     """The worst configuration at E (alignment only) and its ratio with the output
     rounding added (module docstring: a directed rounding of a multiple of the grid)."""
-    w = _worst_at(g.slots, E, F, 0, 0)
+    w = worst_at(g.slots, E, F, 0, 0)
     if w is None:
         return None, Fraction(0)
     r = w.ratio + (0 if g.directed else g.u)
     if g.directed:
-        w2 = _worst_at(g.slots, E, F, -1, E - F)
+        w2 = worst_at(g.slots, E, F, -1, E - F)
         if w2 is not None:
             r = max(r, w2.ratio + g.u)
     return w, r
@@ -298,7 +298,7 @@ def worst_configs(
     found: list[Worst] = []
     for E in sorted({x.e for s in slots for x in s.entries}):
         for const, shift in ((0, 0), (-1, E - p.F)):
-            w = _worst_at(slots, E, p.F, const, shift)
+            w = worst_at(slots, E, p.F, const, shift)
             if w is not None and w.ratio > 0:
                 found.append(w)
     found.sort(key=lambda w: w.ratio, reverse=True)
@@ -363,6 +363,7 @@ __all__ = [
     "Slot",
     "Worst",
     "candidate",
+    "worst_at",
     "worst_configs",
     "group_bound",
     "group_setting",

@@ -32,14 +32,15 @@ is M). Preconditions: chain_mass.chain_mass_upper's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
 
 from ..formats import Rounding
 from ..model.params import ModelParams
-from .alignment import _worst_at, group_setting
-from .chain_mass import _smallest_at
-from .chain_regimes import chain_groups, max_loss
+from .alignment import group_setting, worst_at
+from .chain_mass import smallest_at
+from .chain_regimes import ChainGroup, chain_groups, max_loss
 from .nodes import up
 
 
@@ -53,65 +54,138 @@ class Lead(Enum):
     ABSOLUTE = "absolute"
 
 
-State = tuple[Fraction, Fraction]
-"""(R, Gamma) after some groups."""
+@dataclass(frozen=True)
+class State:
+    """(R, Gamma) after some groups: E_{<=j} <= R S_{<=j} + Gamma M."""
+
+    R: Fraction
+    Gamma: Fraction
+
+    @property
+    def total(self) -> Fraction:
+        """R + Gamma: the normwise bound the state gives once S_{<=J} = M."""
+        return self.R + self.Gamma
 
 
-def _cases(p: ModelParams, n: int, c_fmt, normal, first: bool) -> list[tuple]:
-    """The cases of one group: (FIRST, lambda, abs), (PRODUCT, lambda_p, X, lead, abs),
-    (ACCUMULATOR, lambda_r, abs) or (ABSOLUTE, abs), abs the largest loss at E over
-    2^e_min."""
-    g = group_setting(p, n, c_fmt, normal)
+@dataclass(frozen=True)
+class Case:
+    """One case of a group in the induction: the term that leads at the group's exponent
+    E and the figures its step reads (module docstring). `absolute`: the largest loss at
+    E over 2^e_min (every case's absolute alternative); `ratio`: lambda (FIRST),
+    lambda_p (PRODUCT) or lambda_r (ACCUMULATOR); `cut`: X, the largest cut of an
+    accumulator value at E, and `leader`: lead(E), the smallest leading product
+    (PRODUCT)."""
+
+    lead: Lead
+    E: int | None
+    absolute: Fraction
+    ratio: Fraction = Fraction(0)
+    cut: Fraction = Fraction(0)
+    leader: Fraction = Fraction(0)
+
+    @property
+    def name(self) -> str:
+        at = "at or below e_zero" if self.E is None else f"at E = {self.E}"
+        return f"{self.lead.value} leads {at}"
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One bound for a (state, case): its name, the inequality it states, and the state
+    it leads to."""
+
+    name: str
+    states: str
+    after: State
+
+
+def alternatives(state: State, case: Case) -> list[Alternative]:
+    """The bounds the module docstring proves for one group in `case`, from `state`."""
+    R, G = state.R, state.Gamma
+    out = [
+        Alternative(
+            "absolute", "E' <= E + loss(E), loss(E) <= Gamma 2^e_min", State(R, G + case.absolute)
+        )
+    ]
+    if case.lead == Lead.FIRST:
+        out.append(Alternative("exact loss ratio", "E_1 <= lambda(E) S_1", State(case.ratio, G)))
+    elif case.lead == Lead.PRODUCT:
+        lam, X, lead = case.ratio, case.cut, case.leader
+        x = X / (1 + R)
+        f = ((1 + 2 * R) * x + lam * lead) / (x + lead) if x + lead else lam
+        out.append(
+            Alternative(
+                "loss paid by the mass carried",
+                "E' <= R S + lambda_p P_j + min((1 + R) S, X) + 2 Gamma M, "
+                "R' = max(R, lambda_p, f(lead))",
+                State(max(R, lam, f), 2 * G),
+            )
+        )
+        out.append(
+            Alternative(
+                "loss charged to the group's products",
+                "E' <= R S + (lambda_p + X / lead) P_j + Gamma M (chain_mass.py)",
+                State(max(R, lam + X / lead), G),
+            )
+        )
+    elif case.lead == Lead.ACCUMULATOR:
+        lam = case.ratio
+        out.append(
+            Alternative(
+                "accumulator leads",
+                "loss <= lambda_r (|r_{j-1}| + P_j): R' = R + lambda_r (1 + R)",
+                State(R + lam * (1 + R), G * (1 + lam)),
+            )
+        )
+    return out
+
+
+def group_cases(p: ModelParams, group: ChainGroup) -> list[Case]:
+    """The cases of one group of the chain (module docstring)."""
+    g = group_setting(p, group.n_products, group.c_fmt, group.normal)
     slots, floor, m = g.slots, g.floor, g.m
     prod, cslot = slots[0], slots[1]
     scale = Fraction(2) ** (-p.out_fmt.spec.emin)
-    out: list[tuple] = []
+    out: list[Case] = []
     if floor is not None:
-        out.append((Lead.ABSOLUTE, m * Fraction(2) ** (floor - p.F) * scale))
+        out.append(Case(Lead.ABSOLUTE, None, m * Fraction(2) ** (floor - p.F) * scale))
     for E in g.exps:
         if floor is not None and E <= floor:
             continue
         ab = sum((s.count * max_loss(s, E, p.F) for s in slots), Fraction(0)) * scale
-        if first:
-            w = _worst_at(slots, E, p.F, 0, 0)
+        if group.first:
+            w = worst_at(slots, E, p.F, 0, 0)
             if w is not None:
-                out.append((Lead.FIRST, w.ratio, ab))
+                out.append(Case(Lead.FIRST, E, ab, ratio=w.ratio))
             continue
-        wp = _worst_at([prod], E, p.F, 0, 0)
+        wp = worst_at([prod], E, p.F, 0, 0)
         if wp is not None:
-            out.append((Lead.PRODUCT, wp.ratio, max_loss(cslot, E, p.F), _smallest_at(prod, E), ab))
-        wr = _worst_at(slots, E, p.F, 0, 0, leaders=(1,))
+            out.append(
+                Case(
+                    Lead.PRODUCT,
+                    E,
+                    ab,
+                    ratio=wp.ratio,
+                    cut=max_loss(cslot, E, p.F),
+                    leader=smallest_at(prod, E),
+                )
+            )
+        wr = worst_at(slots, E, p.F, 0, 0, leaders=(1,))
         if wr is not None:
-            out.append((Lead.ACCUMULATOR, wr.ratio, ab))
+            out.append(Case(Lead.ACCUMULATOR, E, ab, ratio=wr.ratio))
     return out
 
 
-def _step(state: State, case: tuple) -> State:
-    """The state after one group in `case` (module docstring), the better alternative."""
-    R, G = state
-    kind, *rest = case
-    ab = rest[-1]
-    alts = [(R, G + ab)]
-    if kind == Lead.FIRST:
-        alts.append((rest[0], G))
-    elif kind == Lead.PRODUCT:
-        lam, X, lead = rest[0], rest[1], rest[2]
-        x = X / (1 + R)
-        f = ((1 + 2 * R) * x + lam * lead) / (x + lead) if x + lead else lam
-        alts.append((max(R, lam, f), 2 * G))
-        # or r's loss charged to the group's own products, at least lead (chain_mass.py)
-        alts.append((max(R, lam + X / lead), G))
-    elif kind == Lead.ACCUMULATOR:
-        lam = rest[0]
-        alts.append((R + lam * (1 + R), G * (1 + lam)))
-    return min(alts, key=lambda s: s[0] + s[1])
+def step(state: State, case: Case) -> Alternative:
+    """The better alternative for one group in `case` (the smaller R' + Gamma')."""
+    return min(alternatives(state, case), key=lambda a: a.after.total)
 
 
 def _maximal(states: set[State]) -> set[State]:
     """The states no other state exceeds in both coordinates."""
     out: list[State] = []
-    for s in sorted(states, key=lambda s: (-s[0], -s[1])):
-        if not any(o[0] >= s[0] and o[1] >= s[1] for o in out):
+    for s in sorted(states, key=lambda s: (-s.R, -s.Gamma)):
+        if not any(o.R >= s.R and o.Gamma >= s.Gamma for o in out):
             out.append(s)
     return set(out)
 
@@ -124,18 +198,20 @@ def chain_induction_upper(p: ModelParams, normal_of) -> Fraction | None:
         return None
     directed = p.rounding not in (Rounding.RNE, Rounding.RNA)
     u = Fraction(2 if directed else 1, 2**p.out_fmt.spec.precision)
-    states: set[State] = {(Fraction(0), Fraction(0))}
-    for n, c_fmt, normal, first, _ in chain:
-        cases = _cases(p, n, c_fmt, normal, first=first)
+    states: set[State] = {State(Fraction(0), Fraction(0))}
+    for group in chain:
+        cases = group_cases(p, group)
         if not cases:
             return None
         nxt = set()
         for s in states:
             for c in cases:
-                R, G = _step(s, c)
-                nxt.add((up(R), up(G + u * (1 + R + G))))
+                after = step(s, c).after
+                R, G = after.R, after.Gamma
+                # the group's rounding: u max(|s'|, 2^e_min) <= u (1 + R + Gamma) M
+                nxt.add(State(up(R), up(G + u * (1 + R + G))))
         states = _maximal(nxt)
-    return up(max(R + G for R, G in states))
+    return up(max(s.total for s in states))
 
 
-__all__ = ["chain_induction_upper"]
+__all__ = ["Alternative", "Case", "Lead", "State", "alternatives", "chain_induction_upper", "step"]

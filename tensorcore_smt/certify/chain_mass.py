@@ -38,7 +38,7 @@ from fractions import Fraction
 
 from ..formats import Rounding
 from ..model.params import ModelParams
-from .alignment import Slot, _worst_at, group_setting
+from .alignment import Slot, group_setting, worst_at
 from .chain_regimes import chain_groups, max_loss
 from .nodes import up
 
@@ -46,7 +46,7 @@ Alt = tuple[Fraction, Fraction, Fraction]
 """(alpha, beta, gamma): one alternative bound of a case."""
 
 
-def _smallest_at(s: Slot, E: int) -> Fraction | None:
+def smallest_at(s: Slot, E: int) -> Fraction | None:
     """The smallest value of a term of slot `s` aligned at exactly E."""
     vals = [x.lo * Fraction(2) ** x.lsb for x in s.entries if x.e == E]
     return min(vals) if vals else None
@@ -69,16 +69,16 @@ def group_mass_cases(
         loss = sum((s.count * max_loss(s, E, p.F) for s in slots), Fraction(0))
         absolute = (Fraction(0), Fraction(0), loss * scale)
         if first:
-            w = _worst_at(slots, E, p.F, 0, 0)
+            w = worst_at(slots, E, p.F, 0, 0)
             if w is not None:
                 cases.append([(w.ratio, Fraction(0), Fraction(0)), absolute])
             continue
-        wp = _worst_at([prod], E, p.F, 0, 0)
+        wp = worst_at([prod], E, p.F, 0, 0)
         if wp is not None:
-            lead = _smallest_at(prod, E)
+            lead = smallest_at(prod, E)
             alpha = wp.ratio + max_loss(cslot, E, p.F) / lead
             cases.append([(alpha, Fraction(0), Fraction(0)), absolute])
-        wr = _worst_at(slots, E, p.F, 0, 0, leaders=(1,))
+        wr = worst_at(slots, E, p.F, 0, 0, leaders=(1,))
         if wr is not None:
             cases.append([(wr.ratio, wr.ratio, Fraction(0)), absolute])
     return cases
@@ -93,8 +93,8 @@ def chain_mass_upper(p: ModelParams, normal_of) -> Fraction | None:
     directed = p.rounding not in (Rounding.RNE, Rounding.RNA)
     u = Fraction(2 if directed else 1, 2**p.out_fmt.spec.precision)
     per_group = []
-    for n, c_fmt, normal, first, _ in chain:
-        cases = group_mass_cases(p, n, c_fmt, normal, first=first)
+    for g in chain:
+        cases = group_mass_cases(p, g.n_products, g.c_fmt, g.normal, first=g.first)
         if not cases:
             return None
         per_group.append(cases)
@@ -129,4 +129,4 @@ def chain_mass_upper(p: ModelParams, normal_of) -> Fraction | None:
     return best
 
 
-__all__ = ["chain_mass_upper", "group_mass_cases"]
+__all__ = ["chain_mass_upper", "group_mass_cases", "smallest_at"]

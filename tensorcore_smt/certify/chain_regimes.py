@@ -35,15 +35,46 @@ the first group, no flushing of sums or outputs.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
+from ..formats import Format
 from ..model.params import Algorithm, CAddend, ModelParams
 from ..model.terms import AlignMode
 from .alignment import Slot, group_setting, rounded_ratio
 from .nodes import LEAF, NodeBound, up
 
-Alt = tuple[Fraction, Fraction]
-"""One alternative (delta, b) of a case."""
+
+class Alt(NamedTuple):
+    """One alternative (N) bound of a case: |r - sum v_i| <= delta sum |v_i| + b."""
+
+    delta: Fraction
+    b: Fraction
+
+
+@dataclass
+class RegimeCase:
+    """One case of a group's inputs (module docstring): its name, the condition that
+    puts an input in it, and its alternatives, each a valid bound for every input of
+    the case."""
+
+    name: str
+    condition: str
+    alternatives: list[Alt]
+
+
+@dataclass(frozen=True)
+class ChainGroup:
+    """One group of a chain as the case analyses read it: its products, the format of
+    its c (the input C's for the first group, d's for the accumulator after it), which
+    operand groups the class keeps normal there, and its place in the chain."""
+
+    n_products: int
+    c_fmt: Format
+    normal: tuple[tuple[str, bool], ...]
+    first: bool
+    last: bool
 
 
 def max_loss(s: Slot, E: int, F: int) -> Fraction:
@@ -82,13 +113,13 @@ def group_cases(
     c_fmt,
     normal: tuple[tuple[str, bool], ...],
     root: bool,
-) -> list[list[Alt]]:
-    """The cases of one group of the chain, each a list of alternatives (delta, b)."""
+) -> list[RegimeCase]:
+    """The cases of one group of the chain, each with its alternatives (delta, b)."""
     g = group_setting(p, n_products, c_fmt, normal)
     slots, u, m, floor, directed = g.slots, g.u, g.m, g.floor, g.directed
     out = p.out_fmt.spec
     sub = u * Fraction(2) ** out.emin
-    cases: list[list[Alt]] = []
+    cases: list[RegimeCase] = []
 
     ulp_sub = Fraction(2) ** (out.emin - out.mbits)  # the output's subnormal spacing
 
@@ -97,20 +128,35 @@ def group_cases(
         # a directed rounding of s' (a multiple of G) loses a multiple of G below one
         # ulp: with G <= u 2^e_min <= ulp(s'), loss + rounding <= loss - G + u max(|s'|, 2^e_min)
         folded = loss - G if directed and G <= sub else loss
-        cases.append([(ratio, Fraction(0)), (u, max(folded, Fraction(0)))])
+        cases.append(
+            RegimeCase(
+                f"E = {E}, s' normal",
+                f"the group's largest exponent is {E} and its rounded sum is normal",
+                [Alt(ratio, Fraction(0)), Alt(u, max(folded, Fraction(0)))],
+            )
+        )
         if not root:
             # a subnormal s' (a multiple of G) rounded onto the spacing 2^(e_min - mbits)
             if G >= ulp_sub:
                 r_sub = Fraction(0)
             else:
                 r_sub = ulp_sub - G if directed else ulp_sub / 2
-            cases.append([(align, r_sub), (Fraction(0), loss + r_sub)])
+            cases.append(
+                RegimeCase(
+                    f"E = {E}, s' subnormal",
+                    f"the group's largest exponent is {E} and its rounded sum is subnormal",
+                    [Alt(align, r_sub), Alt(Fraction(0), loss + r_sub)],
+                )
+            )
 
     if floor is not None:
         loss = m * Fraction(2) ** (floor - p.F)
-        cases.append([(u, loss)])
+        below = f"the group's largest exponent is at or below e_zero = {floor}"
+        cases.append(RegimeCase("E <= e_zero, s' normal", below, [Alt(u, loss)]))
         if not root:
-            cases.append([(Fraction(0), loss + sub)])
+            cases.append(
+                RegimeCase("E <= e_zero, s' subnormal", below, [Alt(Fraction(0), loss + sub)])
+            )
     for E in g.exps:
         if floor is not None and E <= floor:
             continue
@@ -126,20 +172,27 @@ def _below(x: Alt, y: Alt) -> bool:
     return x[0] <= y[0] and x[1] <= y[1]
 
 
-def prune(cases: list[list[Alt]]) -> list[list[Alt]]:
+def prune(cases: list[RegimeCase]) -> list[RegimeCase]:
     """The cases that are not dominated by another (module docstring)."""
-    order = sorted(cases, key=lambda c: (max(a[0] for a in c), max(a[1] for a in c)), reverse=True)
-    kept: list[list[Alt]] = []
-    for c in order:
-        if any(all(any(_below(x, y) for x in c) for y in k) for k in kept):
+
+    def key(c: RegimeCase) -> tuple[Fraction, Fraction]:
+        return (max(a.delta for a in c.alternatives), max(a.b for a in c.alternatives))
+
+    def dominated(x: RegimeCase, y: RegimeCase) -> bool:
+        """Every alternative of y lies above one of x's: x's bound is never the larger."""
+        return all(any(_below(a, b) for a in x.alternatives) for b in y.alternatives)
+
+    kept: list[RegimeCase] = []
+    for c in sorted(cases, key=key, reverse=True):
+        if any(dominated(c, k) for k in kept):
             continue
-        kept = [k for k in kept if not all(any(_below(x, y) for x in k) for y in c)]
+        kept = [k for k in kept if not dominated(k, c)]
         kept.append(c)
     return kept
 
 
-def chain_groups(p: ModelParams, normal_of) -> list[tuple] | None:
-    """The groups of a chain as (n_products, c_fmt, normal, first, last), or None where
+def chain_groups(p: ModelParams, normal_of) -> list[ChainGroup] | None:
+    """The groups of a chain (ChainGroup), or None where
     the chain bounds do not apply (not FDA, one group, alignment other than truncation, c added
     after the chain, flushed sums or outputs, unpacked operands)."""
     groups = p.groups()
@@ -156,7 +209,8 @@ def chain_groups(p: ModelParams, normal_of) -> list[tuple] | None:
             ("b", normal_of("b", p.b_fmt)),
             ("c", i == 0 and normal_of("c", p.c_fmt)),
         )
-        out.append((hi - lo, p.c_fmt if i == 0 else p.d_fmt, normal, i == 0, i == len(groups) - 1))
+        c_fmt = p.c_fmt if i == 0 else p.d_fmt
+        out.append(ChainGroup(hi - lo, c_fmt, normal, i == 0, i == len(groups) - 1))
     return out
 
 
@@ -172,18 +226,19 @@ def chain_upper(p: ModelParams, constraints, normal_of, cap: Fraction) -> Fracti
         return None
     scale = Fraction(2) ** (-p.d_fmt.spec.emin)
     per_group = []
-    for n, c_fmt, normal, _, last in chain:
-        cases = group_cases(p, n, c_fmt, normal, root=last)
-        cases = [[a for a in c if a[1] * scale < cap] for c in cases]
-        if any(not c for c in cases):
+    for g in chain:
+        cases = group_cases(p, g.n_products, g.c_fmt, g.normal, root=g.last)
+        for c in cases:
+            c.alternatives = [a for a in c.alternatives if a.b * scale < cap]
+        if any(not c.alternatives for c in cases):
             return None
         per_group.append(prune(cases))
-    sizes = [n for n, *_ in chain]
+    sizes = [g.n_products for g in chain]
     e_min = p.d_fmt.spec.emin
     worst = Fraction(0)
     for combo in itertools.product(*per_group):
         best = None
-        for alts in itertools.product(*combo):
+        for alts in itertools.product(*(c.alternatives for c in combo)):
             cb = LEAF
             for (delta, b), n in zip(alts, sizes):
                 cb = LEAF.node([cb] + [LEAF] * n, NodeBound(up(delta), up(b)))
@@ -194,4 +249,13 @@ def chain_upper(p: ModelParams, constraints, normal_of, cap: Fraction) -> Fracti
     return worst
 
 
-__all__ = ["chain_groups", "chain_upper", "group_cases", "max_loss", "prune"]
+__all__ = [
+    "Alt",
+    "ChainGroup",
+    "RegimeCase",
+    "chain_groups",
+    "chain_upper",
+    "group_cases",
+    "max_loss",
+    "prune",
+]
