@@ -207,6 +207,12 @@ def test_decisions_name_their_source():
     )
     assert mode.decisions[2].call_class == "fp16" and "unaligned" in mode.decisions[2].reason
     assert mode.decisions[0].as_dict()["source"] == "recorded"
+    with tc.emulate("h100") as rows:  # M is no leading dimension: an odd M keeps the class
+        A[:7] @ B
+        A[:8] @ B
+    odd, even = rows.decisions
+    assert odd.source in (Source.RULE, Source.RECORDED) and "unaligned" not in odd.reason
+    assert (odd.recipe, odd.came_from) == (even.recipe, even.came_from)
     with tc.emulate("hopper") as mode:  # an architecture, as before: no decisions
         A @ B
     assert mode.profile is None and mode.decisions == [] and mode.emulated

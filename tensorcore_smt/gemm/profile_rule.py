@@ -11,10 +11,13 @@ w_k dominates. The weights are fitted on the recorded shapes (`fit_weights`: the
 point whose leave-one-out neighbour has the shape's own recipe most often, first of the
 grid on ties) and written in the profile.
 
-A shape is *aligned* when M, N and K are each a multiple of `align_bytes` bytes of the
-input format (16 bytes: 8 fp16 elements, 4 fp32, 16 fp8; the alignment cuBLAS's tensor-
-core kernels want of leading dimensions); any other shape is *unaligned*, and the rule
-takes a neighbour only from its own class.
+A shape is *aligned* when N and K are each a multiple of `align_bytes` bytes of the input
+format (16 bytes: 8 fp16 elements, 4 fp32, 16 fp8; the alignment cuBLAS's tensor-core
+kernels want of leading dimensions); any other shape is *unaligned*, and the rule takes a
+neighbour only from its own class. M is not a leading dimension of a row-major torch call:
+cuBLAS, column-major, computes D^T = B^T A^T with leading dimensions N (B^T, D^T) and K
+(A^T), so A[:M] @ B for any M reads memory of the same alignment (a class by M would
+put every M not a multiple of 8 in a class with no recordings).
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ WEIGHT_GRID: dict[str, tuple[float, ...]] = {
 
 RULE_TEXT = (
     "nearest recorded shape whose recipe reproduces it, of the same alignment class "
-    "(M, N, K each a multiple of {align} bytes of the input format, or not), in the distance "
+    "(N and K, the leading dimensions, each a multiple of {align} bytes of the input format, "
+    "or not), in the distance "
     "{k:g}|dlog2 K| + {mn:g}|dlog2(M*N)| + {aspect:g}|dlog2(M/N)|; ties: the smaller K, "
     "then M*N, then M. Weights fitted by leave-one-out on the recorded shapes "
     "({hits} of {total} neighbours had the shape's own recipe)."
@@ -44,10 +48,11 @@ RULE_TEXT = (
 
 
 def aligned(fmt: str, m: int, n: int, k: int, align_bytes: int) -> bool:
-    """Whether M, N and K are each a multiple of `align_bytes` bytes of `fmt`."""
+    """Whether N and K (the leading dimensions of a row-major call; M is not one) are
+    each a multiple of `align_bytes` bytes of `fmt`."""
     bits = Format.parse(fmt).spec.storage
     per = max(1, (align_bytes * 8) // bits)
-    return m % per == 0 and n % per == 0 and k % per == 0
+    return n % per == 0 and k % per == 0
 
 
 def _point(m: int, n: int, k: int) -> tuple[float, float, float]:
