@@ -20,10 +20,11 @@ from tensorcore_smt.certify.aligned_rows import aligned_rows
 from tensorcore_smt.certify.alignment import Entry, Slot, candidate, worst_at
 from tensorcore_smt.certify.bound import default_class, make_bound_query
 from tensorcore_smt.certify.classes import parse_where
-from tensorcore_smt.certify.compose import class_normal, instruction_bound
+from tensorcore_smt.certify.compose import instruction_bound
 from tensorcore_smt.certify.sample import best_of
 from tensorcore_smt.cli import main
 from tensorcore_smt.formats import Format, round_fraction, value_of
+from tensorcore_smt.inputs.implications import class_normal
 from tensorcore_smt.model.measure import Measure, exact_value, measure_value
 from tensorcore_smt.smt.query import fixed_inputs
 
@@ -131,7 +132,7 @@ def test_aligned_witnesses_reproduce_and_meet_the_bound(arch, instr, cls):
     cons = default_class() if cls == "default" else NORMAL
     q = make_bound_query(arch, None, instr, Measure.NORMWISE, cons)
     U = instruction_bound(q.p, cons).upper
-    rows = aligned_rows(q, fixed_inputs(q), class_normal(q))
+    rows = aligned_rows(q, fixed_inputs(q), class_normal(q.p, q.constraints))
     best = best_of(q, rows)
     assert best is not None and best.measure <= U
     # re-run through the public simulate and measured again: the same exact figure
@@ -175,7 +176,7 @@ def test_rows_in_the_subnormal_regime_never_exceed_the_bound(arch, instr):
     U = instruction_bound(q.p, default_class()).upper
     rng = random.Random(9)
     rows = [_tiny_row(q.p, rng) for _ in range(300)]
-    seeds = aligned_rows(q, {}, class_normal(q))
+    seeds = aligned_rows(q, {}, class_normal(q.p, q.constraints))
     for _ in range(300):
         row = rng.choice(seeds)
         for _ in range(rng.randint(1, 3)):

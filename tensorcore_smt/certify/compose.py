@@ -55,14 +55,22 @@ witnesses of `tcsmt bound` never exceed it (tests/test_compose.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..formats import Format, Rounding, max_finite_bits, value_of
+from ..inputs.constraints import Constraint
+from ..inputs.implications import (
+    forced_normal,
+    gemm_class,
+    largest,
+    product_rho_bits,
+    running_class,
+)
+from ..inputs.kinds import ConstraintKind
 from ..model.fda import least_carry_bits
-from ..model.params import Algorithm, CAddend, ModelParams, Opposing, Split
+from ..model.params import Algorithm, CAddend, ModelParams, Opposing, ProductExponent, Split
 from ..model.terms import AlignMode
-from ..smt.query import GLOBAL_KINDS, Constraint, ConstraintKind
 from . import compose_cdna3
 from .alignment import group_bound
 from .analytic import ONES_REFUSAL, unit_roundoff
@@ -100,42 +108,6 @@ class Argument:
         return self.low <= M <= self.high
 
 
-def _forced_normal(op: str, fmt: Format, constraints: tuple[Constraint, ...]) -> bool:
-    """Whether the class keeps every nonzero operand of group `op` normal in `fmt`."""
-    for c in constraints:
-        if op not in c.operands:
-            continue
-        if c.kind in (ConstraintKind.NORMAL_ONLY, ConstraintKind.INTEGER):
-            return True
-        if c.kind == ConstraintKind.REPRESENTABLE and c.fmt is not None:
-            if c.fmt.spec.emin >= fmt.spec.emin:
-                return True
-        if c.kind == ConstraintKind.EXPONENT_WINDOW and c.lo is not None:
-            if c.lo >= fmt.spec.emin:
-                return True
-    return False
-
-
-def class_normal(q) -> dict[str, bool]:
-    """Which operand groups the class of the query `q` keeps normal (a, b, c)."""
-    p = q.p
-    fmts = {"a": p.a_fmt, "b": p.b_fmt, "c": p.c_fmt}
-    return {op: _forced_normal(op, f, q.constraints) for op, f in fmts.items()}
-
-
-def _rho_bits(op: str, fmt: Format, unit_fmt: Format, constraints) -> int:
-    """log2 of 1/rho for operand group `op`: 0 when its nonzero values are normal in the
-    format the unit multiplies (`unit_fmt`: the unpacked one, else `fmt`), else mbits."""
-    if _forced_normal(op, fmt, constraints):
-        return 0
-    if unit_fmt != fmt:
-        # an exact unpacking into a wider format: subnormals of fmt may be normal there
-        smallest = fmt.spec.emin - fmt.spec.mbits
-        if smallest >= unit_fmt.spec.emin:
-            return 0
-    return unit_fmt.spec.mbits
-
-
 def fda_group(
     p: ModelParams,
     n_products: int,
@@ -167,13 +139,13 @@ def fda_group(
         if fb_prod <= p.F and fb_c <= p.F:
             m -= 1
     F = p.F if p.align != AlignMode.EXACT else 0
-    rho_bits = _rho_bits("a", p.a_fmt, af, constraints) + _rho_bits("b", p.b_fmt, bf, constraints)
+    rho_bits = sum(product_rho_bits(p, constraints))  # a and b as the unit multiplies them
     grid = Fraction(m, 2**F) if m else Fraction(0)
     alpha = grid * 2**rho_bits
     out = p.out_fmt
     u = unit_roundoff(out, p.rounding)
     e_min_out = Fraction(2) ** out.spec.emin
-    c_normal = normal_sums or (c_input and _forced_normal("c", c_fmt, constraints))
+    c_normal = normal_sums or (c_input and forced_normal("c", c_fmt, constraints))
     b = Fraction(0)
     if m:
         if not c_normal:
@@ -202,8 +174,8 @@ def fda_group(
     if not m or p.align != AlignMode.TRUNCATE:
         return plain
     normal = (
-        ("a", _forced_normal("a", p.a_fmt, constraints)),
-        ("b", _forced_normal("b", p.b_fmt, constraints)),
+        ("a", forced_normal("a", p.a_fmt, constraints)),
+        ("b", forced_normal("b", p.b_fmt, constraints)),
         ("c", c_normal),
     )
     g = group_bound(p, n_products, c_fmt, normal, whole)
@@ -241,16 +213,26 @@ def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusa
     if p.algorithm == Algorithm.FDA and p.opposing != Opposing.EXACT:
         return Refusal(ONES_REFUSAL)
     if p.algorithm == Algorithm.FDA:
-        if p.carry_bits is not None and p.carry_bits < least_carry_bits(p):
-            return Refusal(
-                f"carry_bits={p.carry_bits} < {least_carry_bits(p)}: the register can overflow"
-            )
+        # round-down first: least_carry_bits bounds only truncating or exact alignments
         if p.align == AlignMode.ROUND_DOWN:
             return Refusal("round-down alignment can grow a term past the output range")
-    if p.flush_inputs and not all(
-        _forced_normal(op, f, constraints) for op, f in (("a", p.a_fmt), ("b", p.b_fmt))
-    ):
-        return Refusal("flushed subnormal inputs: add --where normal-only:ab")
+        if p.carry_bits is not None:
+            if p.product_exponent != ProductExponent.UNNORMALIZED:
+                return Refusal(
+                    f"carry_bits={p.carry_bits} with product_exponent="
+                    f"{p.product_exponent.value}: no least carry bits are proved, the "
+                    "register can overflow"
+                )
+            least = least_carry_bits(p)
+            if p.carry_bits < least:
+                return Refusal(f"carry_bits={p.carry_bits} < {least}: the register can overflow")
+    if p.flush_inputs:
+        # a subnormal a, b or c read as 0 loses up to 2^e_min of its format: relative to
+        # nothing in M, so the class must keep every flushed operand normal
+        fmts = {"a": p.a_fmt, "b": p.b_fmt, "c": p.c_fmt}
+        ops = "abc" if flushes_c(p) else "ab"
+        if not all(forced_normal(op, fmts[op], constraints) for op in ops):
+            return Refusal(f"flushed subnormal inputs: add --where normal-only:{ops}")
     if rounds_up_midway(p) and not (
         small_steps(p, constraints) or far_from_overflow(p, p.K, constraints)
     ):
@@ -259,25 +241,48 @@ def preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusa
 
 
 OVERFLOW_EDGE = (
-    "an intermediate sum rounded to nearest (up by half an ulp) can overflow in the next "
-    "addition when |c| + sum |a_k b_k| is within a few ulps of the largest finite value: "
-    "narrow c, e.g. --where exponent-window:c=-149:125"
+    "an intermediate sum rounded away from zero (to nearest: up by half an ulp; toward "
+    "+/-inf: up by an ulp) can overflow in the next addition when |c| + sum |a_k b_k| is "
+    "within a few ulps of the largest finite value: narrow c, e.g. --where "
+    "exponent-window:c=-149:125"
 )
 
 
+def flushes_c(p: ModelParams) -> bool:
+    """Whether the unit reads its input c through flush_inputs (a subnormal c as 0): FDA
+    with flush_c and c fused (c added after the chain is an IEEE addition of c as
+    given), and every IEEE-operation unit (SEQUENTIAL, GPS, SFMA flush a, b and c)."""
+    if not p.flush_inputs:
+        return False
+    if p.algorithm == Algorithm.FDA:
+        return p.flush_c and p.c_add == CAddend.FUSED
+    return p.algorithm in (Algorithm.SFMA, *IEEE_TREES)
+
+
+def flushes_chain(p: ModelParams) -> bool:
+    """Whether chained FDA groups read each previous group's result through flush_inputs:
+    a subnormal running accumulator (in d's format) is then read as 0 by the next group,
+    although every input of the class is normal."""
+    return p.algorithm == Algorithm.FDA and p.flush_inputs and p.flush_c and len(p.groups()) > 1
+
+
 def rounds_up_midway(p: ModelParams) -> bool:
-    """Whether a rounding to nearest (which can grow a magnitude) feeds a later addition:
-    chained FDA groups that round to nearest, or a chain of FMAs. Truncation and rounding
-    toward zero never grow a magnitude, so every running sum then stays within the exact
-    terms' sum M, below the largest finite value in a no-overflow class."""
-    nearest = p.rounding in (Rounding.RNE, Rounding.RNA)
+    """Whether a rounding that can grow a magnitude feeds a later addition: chained FDA
+    groups that round other than toward zero, or a chain of FMAs. To nearest grows a
+    magnitude by up to half an ulp, toward +inf (-inf) a positive (negative) one by up to
+    an ulp: from below the largest finite value a chained step can then reach Inf (an
+    e5m2 accumulator 49152 plus tiny products rounded up twice: 57344, then Inf). Only
+    truncation and rounding toward zero never grow a magnitude, so every running sum then
+    stays within the exact terms' sum M, below the largest finite value in a no-overflow
+    class."""
+    grows = p.rounding != Rounding.RZ
     if p.algorithm == Algorithm.SFMA:
         return p.K > 1
     if p.algorithm == Algorithm.GPS:
         return True
     if p.algorithm == Algorithm.SEQUENTIAL:
-        return p.acc_rounding in (Rounding.RNE, Rounding.RNA)
-    return nearest and len(p.groups()) > 1
+        return p.acc_rounding != Rounding.RZ
+    return grows and len(p.groups()) > 1
 
 
 def small_steps(p: ModelParams, constraints) -> bool:
@@ -288,7 +293,19 @@ def small_steps(p: ModelParams, constraints) -> bool:
     each growing by less than a factor 1 + u), so it returns at most max and the next
     step starts again from a finite value. fp16 products (below 2^32) beside fp32's
     half ulp at the top (2^103) always pass; bf16, tf32, fp32 and fp64 products do not
-    (c = max - 2 ulp, a tie rounded up, then 1.5 ulp overflows: certify/overflow_rows.py)."""
+    (c = max - 2 ulp, a tie rounded up, then 1.5 ulp overflows: certify/overflow_rows.py).
+
+    Roundings to nearest only: a directed rounding away from zero turns max plus any
+    nonzero step into Inf, however small the step (then only far_from_overflow clears
+    the chain)."""
+    nearest = (Rounding.RNE, Rounding.RNA)
+    if p.algorithm == Algorithm.SEQUENTIAL:
+        if p.acc_rounding not in nearest:
+            return False
+        if p.acc_fmt != p.d_fmt and p.rounding not in nearest:
+            return False  # an accumulator grown past d's max converts to Inf
+    elif p.algorithm in (Algorithm.FDA, Algorithm.SFMA) and p.rounding not in nearest:
+        return False
     if p.algorithm in IEEE_TREES:
         n = largest_step(p)
         fmts = [p.acc_fmt if p.algorithm == Algorithm.SEQUENTIAL else Format.FP32, p.d_fmt]
@@ -297,24 +314,12 @@ def small_steps(p: ModelParams, constraints) -> bool:
     else:
         n = max(hi - lo for lo, hi in p.groups())
         fmts = [p.out_fmt, p.d_fmt]
-    step = n * _largest(p.a_fmt, "a", constraints) * _largest(p.b_fmt, "b", constraints)
+    step = n * largest(p.a_fmt, "a", constraints) * largest(p.b_fmt, "b", constraints)
     for f in fmts:
         half_ulp = Fraction(2) ** (f.spec.emax - f.spec.mbits - 1)
         if not 2 * step < half_ulp:
             return False
     return True
-
-
-def _largest(fmt: Format, op: str, constraints) -> Fraction:
-    """The largest magnitude of operand group `op` in the class (its format's largest
-    finite value, or below 2^(hi+1) for an exponent window)."""
-    from ..formats import max_finite_bits, value_of
-
-    top = value_of(max_finite_bits(fmt), fmt)
-    for c in constraints:
-        if c.kind == ConstraintKind.EXPONENT_WINDOW and op in c.operands and c.hi is not None:
-            top = min(top, Fraction(2) ** (c.hi + 1))
-    return top
 
 
 def far_from_overflow(p: ModelParams, K: int, constraints) -> bool:
@@ -323,8 +328,8 @@ def far_from_overflow(p: ModelParams, K: int, constraints) -> bool:
     within a factor 1 + U < 2 of the exact terms' sum), can reach the overflow threshold."""
     from ..formats import max_finite_bits, value_of
 
-    top = _largest(p.c_fmt, "c", constraints) + K * _largest(p.a_fmt, "a", constraints) * (
-        _largest(p.b_fmt, "b", constraints)
+    top = largest(p.c_fmt, "c", constraints) + K * largest(p.a_fmt, "a", constraints) * (
+        largest(p.b_fmt, "b", constraints)
     )
     return top <= value_of(max_finite_bits(p.d_fmt), p.d_fmt) / 2
 
@@ -340,9 +345,10 @@ def instruction(
     `normal_sums`: fda_normal_sums holds, FDA groups only)."""
     if p.algorithm in (Algorithm.FDRDA, Algorithm.GFDRDA):
         return fdrda_instruction(p, constraints, root)
+    c_flush = flushes_c(p) and not (normal_sums or forced_normal("c", p.c_fmt, constraints))
     if p.algorithm in IEEE_TREES:
-        tree, lines = IEEE_TREES[p.algorithm](p, root, _forced_normal("c", p.c_fmt, constraints))
-        return as_node(tree), lines
+        tree, lines = IEEE_TREES[p.algorithm](p, root, forced_normal("c", p.c_fmt, constraints))
+        return _flushed_c(p, as_node(tree), lines, c_flush)
     lines = []
     if p.algorithm == Algorithm.SFMA:
         n = ieee_add(p.d_fmt)
@@ -350,11 +356,17 @@ def instruction(
         for k in range(p.K):
             cb = LEAF.node([cb, LEAF], ieee_add(p.d_fmt, root) if k == p.K - 1 else n)
         lines.append(f"{p.K} FMAs into {p.d_fmt.spec.name}: delta = {float(n.delta):.3g} each")
-        return as_node(cb), lines
+        return _flushed_c(p, as_node(cb), lines, c_flush)
     after = p.c_add == CAddend.AFTER
     cb = LEAF
     c_fmt = p.c_fmt
     groups = p.groups()
+    # a chained group reads the previous group's result through flush_inputs: a
+    # subnormal accumulator (below 2^e_min(d)) is read as 0 unless no accumulator of
+    # the chain is subnormal (fda_normal_sums)
+    chain_flush = flushes_chain(p) and not (
+        normal_sums or fda_normal_sums(p, constraints) is not None
+    )
     for i, (lo, hi) in enumerate(groups):
         first = not (i or after)
         last = root and not after and i == len(groups) - 1
@@ -368,18 +380,38 @@ def instruction(
             whole=first and last,
             normal_sums=normal_sums,
         )
+        if chain_flush and i > 0:
+            n = NodeBound(n.delta, up(n.b + Fraction(2) ** p.d_fmt.spec.emin))
         lines.append(
             f"group {i}: {hi - lo} products, F = {p.F}: delta = {float(n.delta):.4g}, "
             f"b = {float(n.b):.3g}"
         )
         cb = LEAF.node([cb] + [LEAF] * (hi - lo), n)
+    if chain_flush:
+        lines.append(
+            f"flush_inputs reads each chained group's c, the running accumulator, as 0 "
+            f"where it is subnormal: b += 2^{p.d_fmt.spec.emin} in every group after the first"
+        )
     if after:
         n = ieee_add(p.d_fmt, root)
         cb = LEAF.node([cb, LEAF], n)
         lines.append(
             f"c added after the chain in {p.d_fmt.spec.name}: delta = {float(n.delta):.3g}"
         )
-    return as_node(cb), lines
+    return _flushed_c(p, as_node(cb), lines, c_flush)
+
+
+def _flushed_c(
+    p: ModelParams, n: NodeBound, lines: list[str], flushed: bool
+) -> tuple[NodeBound, list[str]]:
+    """The instruction's node where flush_inputs may read a subnormal c (one the class,
+    or the chain, does not keep normal: a GEMM's running accumulator) as 0: the unit
+    then computes on (0, products), within (N) of those, and loses |c| < 2^e_min(c)
+    more, an absolute part (and no max form)."""
+    if not flushed:
+        return n, lines
+    lines.append(f"flush_inputs reads a subnormal c as 0: b += 2^{p.c_fmt.spec.emin}")
+    return NodeBound(n.delta, up(n.b + Fraction(2) ** p.c_fmt.spec.emin)), lines
 
 
 def as_node(cb: Composed) -> NodeBound:
@@ -390,15 +422,12 @@ def as_node(cb: Composed) -> NodeBound:
 
 
 def _fdrda_rho(p: ModelParams, constraints) -> tuple[int, int]:
-    af, bf = compose_cdna3.unit_formats(p)
-    return _rho_bits("a", p.a_fmt, af, constraints), _rho_bits("b", p.b_fmt, bf, constraints)
+    return product_rho_bits(p, constraints, compose_cdna3.unit_formats(p))
 
 
 def fdrda_preconditions(p: ModelParams, constraints: tuple[Constraint, ...]) -> Refusal | None:
     """Why the FDRDA/GFDRDA argument (compose_cdna3.py) does not apply to `p`, or None."""
-    ab_normal = all(
-        _forced_normal(op, f, constraints) for op, f in (("a", p.a_fmt), ("b", p.b_fmt))
-    )
+    ab_normal = all(forced_normal(op, f, constraints) for op, f in (("a", p.a_fmt), ("b", p.b_fmt)))
     why = compose_cdna3.refusal(p, _fdrda_rho(p, constraints), ab_normal)
     return None if why is None else Refusal(why)
 
@@ -414,7 +443,7 @@ def fdrda_instruction(
     groups = p.groups()
     for i, (lo, hi) in enumerate(groups):
         c_fmt = p.c_fmt if i == 0 else p.d_fmt
-        flushable = p.flush_inputs and not (i == 0 and _forced_normal("c", c_fmt, constraints))
+        flushable = p.flush_inputs and not (i == 0 and forced_normal("c", c_fmt, constraints))
         last = root and i == len(groups) - 1
         delta, b, alpha, e = compose_cdna3.group_node(p, hi - lo, c_fmt, rho, flushable, last)
         n = NodeBound(up(delta), up(b))
@@ -435,14 +464,22 @@ def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Ar
         return why
     n, lines = instruction(p, constraints, root=True)
     U = LEAF.node([], n).normwise(p.d_fmt.spec.emin)
-    by_cases = chain_upper(p, constraints, lambda op, f: _forced_normal(op, f, constraints), U)
+    if p.algorithm not in (Algorithm.FDRDA, Algorithm.GFDRDA):
+        if rounds_up_midway(p) and not small_steps(p, constraints) and U > 1:
+            # far_from_overflow's premise: every running sum within (1 + U) M <= max
+            return Refusal(OVERFLOW_EDGE)
+    if flushes_chain(p) and fda_normal_sums(p, constraints) is None:
+        # the chain bounds below do not count a flushed accumulator
+        lines.append(f"U = g + A 2^-e_min({p.d_fmt.spec.name}) = {float(U):.6g}")
+        return Argument(U, lines)
+    by_cases = chain_upper(p, constraints, lambda op, f: forced_normal(op, f, constraints), U)
     if by_cases is not None and by_cases < U:
         U = by_cases
         lines.append(
             "chained groups bounded case by case (certify/chain_regimes.py): the worst "
             "combination of each group's cases, not the sum of every case's worst"
         )
-    normal_of = lambda op, f: _forced_normal(op, f, constraints)  # noqa: E731
+    normal_of = lambda op, f: forced_normal(op, f, constraints)  # noqa: E731
     for bound_of, why in (
         (chain_mass_upper, "by mass (certify/chain_mass.py): each loss charged to the "
          "products or accumulator it comes from, the largest group ratio once"),
@@ -455,26 +492,6 @@ def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Ar
             lines.append(f"chained groups bounded {why}")
     lines.append(f"U = g + A 2^-e_min({p.d_fmt.spec.name}) = {float(U):.6g}")
     return Argument(U, lines)
-
-
-def running_class(constraints: tuple[Constraint, ...]) -> tuple[Constraint, ...]:
-    """The class as the c of a chain step after the first sees it: c is then the running
-    accumulator, not the input C, so no constraint on c applies to it (a sum of normal
-    inputs can be subnormal or zero: fp16 products 2^-15 + 2^-16 summed into an fp16
-    accumulator). Constraints on a and b and the class-wide ones are kept."""
-    out = []
-    for cn in constraints:
-        if cn.kind == ConstraintKind.FIX:
-            if cn.operands != "c":
-                out.append(cn)
-            continue
-        if cn.kind in (ConstraintKind.TERMS, *GLOBAL_KINDS) or "c" not in cn.operands:
-            out.append(cn)
-            continue
-        ops = cn.operands.replace("c", "")
-        if ops:
-            out.append(replace(cn, operands=ops))
-    return tuple(out)
 
 
 def fda_normal_sums(
@@ -505,9 +522,9 @@ def fda_normal_sums(
         return None
     if p.c_add != CAddend.FUSED:
         return None
-    if not all(_forced_normal(op, f, constraints) for op, f in (("a", p.a_fmt), ("b", p.b_fmt))):
+    if not all(forced_normal(op, f, constraints) for op, f in (("a", p.a_fmt), ("b", p.b_fmt))):
         return None
-    if c_in_chain and not _forced_normal("c", p.c_fmt, constraints):
+    if c_in_chain and not forced_normal("c", p.c_fmt, constraints):
         return None
     out, d = p.out_fmt.spec, p.d_fmt.spec
     floor = max(out.emin, d.emin)
@@ -566,19 +583,6 @@ def chain_nodes(
     first, lines = instruction(p, constraints, normal_sums=normal_sums)
     later, _ = instruction(p, running_class(constraints), normal_sums=normal_sums)
     return first, later, lines
-
-
-def gemm_class(p: ModelParams, out: Format) -> tuple[Format, Fraction]:
-    """The class of a GEMM element as its normwise bound states it: (T, high) with
-    M = |c| + sum |a_k b_k| either 0 or 2^e_min(T) <= M <= high. T is the format, of the
-    instruction's d and the schedule's output `out`, with the larger e_min (the format
-    the result is finally rounded into, unless the chain's own format is narrower):
-    below it the result's bits are lost whatever the unit does, and U is normalised by
-    it. high is the smaller largest finite value of the two (the final conversion's
-    overflow may lower it further: gemm_bound)."""
-    low = out if out.spec.emin >= p.d_fmt.spec.emin else p.d_fmt
-    high = min(value_of(max_finite_bits(f), f) for f in (out, p.d_fmt))
-    return low, Fraction(high)
 
 
 def overflow_threshold(fmt: Format) -> Fraction:

@@ -2,7 +2,7 @@
 (fp8) of model/cdna3.py: the figures of one group as exact rationals. compose.py turns
 them into nodes and chains the groups (fdrda_preconditions, fdrda_instruction there);
 this module needs nothing of it but the class's smallest significands (rho_bits: log2 of
-1/rho for a and b, as compose._rho_bits gives them).
+1/rho for a and b, as inputs/implications.product_rho_bits gives them).
 
 One group: products p_1..p_n (exact, unnormalised exponent e_k = e_a + e_b, fb = mbits_a
 + mbits_b fraction bits), c (format c_fmt, exponent e_c; a zero or subnormal c has

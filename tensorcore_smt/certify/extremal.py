@@ -20,10 +20,10 @@ import time
 from fractions import Fraction
 
 from ..formats import Format, round_fraction
+from ..inputs.implications import class_normal
 from ..model.params import Algorithm
 from ..smt.query import Query, fixed_inputs
 from .aligned_rows import aligned_rows, unit_groups
-from .compose import class_normal
 from .extremal_cdna3 import fdrda_rows
 from .sample import Sampled, best_of
 
@@ -150,7 +150,7 @@ def argument_rows(q: Query, fixed: dict[str, int]) -> list[dict[str, int]]:
                     row.update(fixed)
                     rows.append(row)
                 break  # the lowest E that fits is enough
-    return rows + aligned_rows(q, fixed, class_normal(q))
+    return rows + aligned_rows(q, fixed, class_normal(q.p, q.constraints))
 
 
 def _mutate(row: dict[str, int], q: Query, rng: random.Random, fixed) -> dict[str, int]:

@@ -20,9 +20,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..formats import Format, round_fraction
+from ..inputs.implications import product_rho_bits
 from ..model.params import Algorithm
 from ..smt.query import Query
-from .compose import _fdrda_rho
 from .compose_cdna3 import group_alpha, smallest_products, unit_formats
 
 
@@ -87,7 +87,7 @@ def fdrda_rows(q: Query, fixed: dict[str, int]) -> list[dict[str, int]]:
     n = min(p.L, p.K)
     gfdrda = p.algorithm == Algorithm.GFDRDA
     sa_, sb_ = _below_two(af, bf)
-    rho = _fdrda_rho(p, q.constraints)
+    rho = product_rho_bits(p, q.constraints, (af, bf))
     _, e_arg = group_alpha(p, n, cf, rho)
     tops = sorted(smallest_products(p, rho))
     es = {0, 4, tops[-1] - 1, tops[-1]} | ({e_arg} if e_arg is not None else set())

@@ -17,7 +17,8 @@ Every value is read in the format it has where it is used: the output in the sch
 `out` (else the instruction's d), C in the format it joins in (gemm.element.c_format:
 the instruction's c in the chain, the output's in the epilogue). A column counts only
 where its exact magnitude |c| + sum |a_k b_k| lies in the class U holds over
-(compose.gemm_class, possibly restricted where the final conversion could overflow).
+(inputs/implications.gemm_class, possibly restricted where the final conversion could
+overflow).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ import numpy as np
 from ..bv.dtypes import bit_view
 from ..errors import UserError
 from ..formats import Format, round_fraction, value_of
+from ..inputs.constraints import Constraint
 from ..model.measure import Measure, exact_value, measure_value
-from ..smt.query import Constraint
 from .compose import Argument, gemm_bound
 
 COLUMN_KINDS = {
@@ -278,7 +279,7 @@ def gemm_certificate(
     `instr`: the instruction (default: the one libraries use for fp16 inputs)."""
     from ..gemm.element import c_format
     from ..gemm.hypothesis import parse_gemm
-    from .compose import gemm_class
+    from ..inputs.implications import gemm_class
 
     t0 = time.monotonic()
     hx = parse_gemm(hypothesis if "/" in hypothesis else f"{hypothesis}/serial", instr)

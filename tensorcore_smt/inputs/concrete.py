@@ -85,6 +85,7 @@ def fields(bits: np.ndarray, fmt: Format) -> Fields:
         v = x.astype(np.int64)
         mag = np.where(neg, (1 << w) - v, v)
         return Fields(neg, np.full(shape, w - 1, dtype=np.int64), mag, w - 1, v == 0, no, no)
+
     def field(lo: int, width: int) -> np.ndarray:
         return ((x >> np.uint64(lo)) & np.uint64((1 << width) - 1)).astype(np.int64)
 

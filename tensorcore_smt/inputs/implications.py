@@ -91,3 +91,14 @@ def gemm_class(p: ModelParams, out: Format) -> tuple[Format, Fraction]:
     low = output_format(p, out)
     high = min(value_of(max_finite_bits(f), f) for f in (out, p.d_fmt))
     return low, Fraction(high)
+
+
+def product_rho_bits(
+    p: ModelParams,
+    constraints: tuple[Constraint, ...],
+    unit_fmts: tuple[Format, Format] | None = None,
+) -> tuple[int, int]:
+    """log2 of 1/rho for a and b, each in the format the unit multiplies it in:
+    `unit_fmts`, else the unpacked format where the unit unpacks, else its own."""
+    af, bf = unit_fmts or (p.unpack or p.a_fmt, p.unpack or p.b_fmt)
+    return rho_bits("a", p.a_fmt, af, constraints), rho_bits("b", p.b_fmt, bf, constraints)
