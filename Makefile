@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-slow audit test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors record-profile
+.PHONY: invariance install test test-slow audit test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors record-profile
 
 # torch 2.13.0 is the CPU build (a wheel on this project's machines; a plain `torch`
 # would fetch a CUDA build of several GB): with MMA-Sim, the independent cross-check runs
@@ -61,6 +61,10 @@ results:
 # Certified worst-case normwise errors (tcsmt bound) beside sampled maxima: results/bounds.md.
 bounds:
 	$(BIN)/python bench/make_bounds.py --write results
+
+# Batch invariance by library profile (tcsmt invariance --profile, witnesses re-run): results/invariance.md.
+invariance:
+	$(BIN)/python bench/make_invariance.py --write results
 
 # Accumulation orders of numpy, torch (CPU) and the H100 recordings: results/libraries.md.
 libraries:
