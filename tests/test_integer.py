@@ -267,7 +267,10 @@ def _vectors(arch: str, name: str) -> VectorFile:
     p = PRESETS[arch].instructions[name].params
     a, b, c, _ = random_rows(p.a_fmt, p.b_fmt, p.c_fmt, p.K, 2, 1)
     vecs = [Vector([int(x) for x in a[i]], [int(x) for x in b[i]], int(c[i]), {}) for i in range(2)]
-    return predict(VectorFile(arch, name, [arch, f"{arch}[L=1]"], vecs))
+    # L (the clamp on every partial sum) is a belief about .satfinite forms only: a
+    # wrap-around form does not read it and refuses it
+    variants = [arch, f"{arch}[L=1]"] if p.int_clamp.value == "satfinite" else [arch]
+    return predict(VectorFile(arch, name, variants, vecs))
 
 
 PROBES = [
