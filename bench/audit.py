@@ -65,18 +65,13 @@ variant is in that family, so a report can tell them from new ones. Empty: the c
 integer-sum argument, the GEMM bound with out != d and cdna3 with F2 < F - 1 (issue 42,
 items 1, 2, 4) are fixed and audited as every other case."""
 
-FOUND = {
-    "flush-c": "composed U with flush_inputs and a class that leaves c subnormal: c is "
-    "flushed too (flush_c) but the argument only asks a and b to be normal",
-    "flush-chain": "composed U with flush_inputs on chained groups (K > L): a group's "
-    "subnormal result is flushed as the next group's c, a loss the argument does not count",
-    "directed-overflow": "composed U finite for chained groups rounding toward +/-inf: "
-    "each group can round a magnitude up by an ulp, past the largest finite value (the "
-    "overflow precondition only considers roundings to nearest)",
-    "round-down-carry": "instruction_bound raises ValueError (least_carry_bits) for "
-    "align=round-down with carry_bits set, instead of refusing in one line",
-}
-"""Unsound answers this audit found that no fix addresses yet (reported, same handling)."""
+FOUND: dict[str, str] = {}
+"""Unsound answers this audit found that no fix addresses yet (reported, same handling).
+Empty: flush_inputs reading a subnormal c (the class must keep c normal too), a chained
+group's subnormal result flushed as the next group's c (an absolute part per chained
+group), chained roundings toward +/-inf overflowing (the overflow precondition covers
+every rounding that can grow a magnitude) and round-down alignment with carry bits
+(refused before the carry check) are fixed and audited as every other case."""
 
 
 @dataclass

@@ -9,7 +9,9 @@ the parameter space (shrinking to the smallest variant that breaks a certificate
 slow run (`make test-slow`, `make audit`) covers more than 10^3 cases. Known-unsound
 families (audit.KNOWN, being fixed; audit.FOUND, found by the audit and not yet fixed)
 are tested on their own, strict xfail: they fail loudly once the certificate is right,
-and the marker must then go."""
+and the marker must then go. The families the audit found so far (flushed c, flushed
+chained accumulators, chained directed roundings overflowing, round-down with carry
+bits) are fixed and tested plainly below."""
 
 from __future__ import annotations
 
@@ -157,23 +159,30 @@ def test_cdna3_small_f2():
     assert not [c for c in cases if c.status == audit.UNSOUND], _fail_text(cases)
 
 
-@pytest.mark.xfail(strict=True, reason=audit.FOUND["flush-c"])
 def test_found_flushed_c():
-    """hopper[K=1,flush_inputs=true] with fp16 c and d over normal-only:ab: c = -0x83ff
-    (fp16's largest subnormal) is flushed, a = 2^-6, b = -2^-6: normwise error 0.1998
-    against U = 2^-10."""
+    """hopper[K=1,flush_inputs=true] with fp16 c and d: flush_c reads a subnormal c as 0
+    (c = 0x83ff, a = 2^-6, b = -2^-6 gave a normwise error of 0.1998 over normal-only:ab
+    against U = 2^-10), so the argument asks c to be normal too: normal-only:ab is
+    refused in one line, and the U over normal-only holds."""
+    from tensorcore_smt.certify.bound import default_class
+    from tensorcore_smt.certify.classes import parse_where
+    from tensorcore_smt.certify.compose import Refusal, instruction_bound
+
     text = "hopper[K=1,flush_inputs=true,c_fmt=fp16,d_fmt=fp16,rounding_fmt=none]"
     instr = "wgmma.m64n8k32.f32.e4m3.e4m3"
     p = resolve(text, instr)
+    why = instruction_bound(p, default_class() + (parse_where("normal-only:ab"),))
+    assert isinstance(why, Refusal) and "normal-only:abc" in why.reason
     cases = audit.audit_instruction_U(text, instr, p, 3000, 0)
     assert not [c for c in cases if c.status == audit.UNSOUND], _fail_text(cases)
+    assert any(c.status == audit.SOUND for c in cases), _fail_text(cases)
 
 
-@pytest.mark.xfail(strict=True, reason=audit.FOUND["flush-chain"])
 def test_found_flushed_chain():
     """ada[K=2,L=1,...,flush_inputs=true] with fp16 c and d over normal-only:abc:
     a = (0x84, 0), b = (0x9c, 0), c = 0x8401: group 0 gives a subnormal fp16, flushed as
-    group 1's c, d = 0 (normwise error 0.992 against U = 0.0144)."""
+    group 1's c, d = 0 (normwise error 0.985 against U = 0.0144 before): every chained
+    group now pays the flushed accumulator, below 2^e_min(d), as an absolute part."""
     text = "ada[K=2,L=1,F=8,carry_bits=1,flush_inputs=true,c_fmt=fp16,d_fmt=fp16,rounding_fmt=none]"
     instr = "m16n8k16.f32.e5m2.e5m2.f32"
     p = resolve(text, instr)
@@ -181,11 +190,11 @@ def test_found_flushed_chain():
     assert not [c for c in cases if c.status == audit.UNSOUND], _fail_text(cases)
 
 
-@pytest.mark.xfail(strict=True, reason=audit.FOUND["directed-overflow"])
 def test_found_directed_rounding_overflow():
     """ada[K=2,L=1,align=exact,rounding=rtp] with e5m2 c and d: a = b = (0x01, 0x01),
     c = 0x7a (49152): each group rounds up by an ulp, 57344 then Inf, while the exact
-    result is finite (U = 0.5625)."""
+    result is finite (U = 0.5625 before): a chained rounding toward +/-inf now meets the
+    overflow precondition as one to nearest does (the default class is refused)."""
     text = "ada[K=2,L=1,align=exact,rounding=rtp,c_fmt=e5m2,d_fmt=e5m2]"
     instr = "m16n8k16.f16.e4m3.e4m3.f16"
     p = resolve(text, instr)
@@ -193,14 +202,34 @@ def test_found_directed_rounding_overflow():
     assert not [c for c in cases if c.status == audit.UNSOUND], _fail_text(cases)
 
 
-@pytest.mark.xfail(strict=True, reason=audit.FOUND["round-down-carry"])
 def test_found_round_down_carry_raises():
-    """hopper[K=1,align=round-down]: instruction_bound raises (tcsmt bound prints the
-    internal ValueError) where it should refuse in one line."""
+    """hopper[K=1,align=round-down] (carry bits set): instruction_bound refuses in one
+    line (it raised least_carry_bits' ValueError before)."""
+    from tensorcore_smt.certify.bound import default_class
+    from tensorcore_smt.certify.compose import Refusal, instruction_bound
+
     text, instr = "hopper[K=1,align=round-down]", "wgmma.m64n8k32.f32.e4m3.e4m3"
     p = resolve(text, instr)
+    assert p.carry_bits is not None
+    why = instruction_bound(p, default_class())
+    assert isinstance(why, Refusal) and "round-down" in why.reason and "\n" not in why.reason
     cases = audit.audit_instruction_U(text, instr, p, 1500, 0)
     assert not [c for c in cases if c.status == audit.ERROR], _fail_text(cases)
+
+
+def test_found_round_down_carry_cli():
+    """`tcsmt bound` on it states the refusal as one argument line and goes on with the
+    solvers: exit 0 (closed) or 3 (budget ended), never an internal error."""
+    from click.testing import CliRunner
+
+    from tensorcore_smt.cli import main
+
+    args = ["bound", "hopper[K=1,align=round-down]", "--instr", "wgmma.m64n8k32.f32.e4m3.e4m3"]
+    r = CliRunner().invoke(main, args + ["--timeout", "2"])
+    assert r.exit_code in (0, 3), r.output
+    assert "internal error" not in r.output and "Traceback" not in r.output
+    refusals = [x for x in r.output.splitlines() if "no composed bound" in x]
+    assert len(refusals) == 1 and "round-down alignment" in refusals[0], r.output
 
 
 # --- the wide run ----------------------------------------------------------------------------

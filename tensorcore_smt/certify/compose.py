@@ -465,9 +465,14 @@ def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Ar
     n, lines = instruction(p, constraints, root=True)
     U = LEAF.node([], n).normwise(p.d_fmt.spec.emin)
     if p.algorithm not in (Algorithm.FDRDA, Algorithm.GFDRDA):
-        if rounds_up_midway(p) and not small_steps(p, constraints) and U > 1:
-            # far_from_overflow's premise: every running sum within (1 + U) M <= max
-            return Refusal(OVERFLOW_EDGE)
+        if rounds_up_midway(p) and not small_steps(p, constraints):
+            # far_from_overflow's premise: every running sum, within g M + A of its exact
+            # terms' sum M <= top, stays at or below the largest finite value
+            top = largest(p.c_fmt, "c", constraints) + p.K * largest(p.a_fmt, "a", constraints) * (
+                largest(p.b_fmt, "b", constraints)
+            )
+            if top * (1 + n.delta) + n.b > value_of(max_finite_bits(p.d_fmt), p.d_fmt):
+                return Refusal(OVERFLOW_EDGE)
     if flushes_chain(p) and fda_normal_sums(p, constraints) is None:
         # the chain bounds below do not count a flushed accumulator
         lines.append(f"U = g + A 2^-e_min({p.d_fmt.spec.name}) = {float(U):.6g}")
@@ -626,11 +631,11 @@ def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | R
     lemma = fda_normal_sums(p, constraints, plan.c_in_chain)
     node, later, lines = chain_nodes(p, constraints, normal_sums=lemma is not None)
     flat = nongrowing(p)
-    nearest = p.rounding in (Rounding.RNE, Rounding.RNA)
+    grows = p.rounding != Rounding.RZ  # a chain step's d rounded up can grow
     fp32_adds = sum(len(sp.chains) for sp in plan.splits if sp.promoted) + len(plan.splits) - 1
     # roundings inside the chains add a few products each (small_steps can clear them);
     # fp32 promotions and split combinations add whole partial sums
-    midway_chain = rounds_up_midway(p) or (nearest and plan.steps() > 1)
+    midway_chain = rounds_up_midway(p) or (grows and plan.steps() > 1)
     midway_partials = fp32_adds > 1 or (fp32_adds == 1 and not plan.c_in_chain)
     far = far_from_overflow(p, K, constraints)
     if (midway_partials and not far) or (midway_chain and not (far or small_steps(p, constraints))):
