@@ -4,7 +4,9 @@ Every output element runs element.py (one plan of instruction steps, promotions,
 combinations and the epilogue) on the vector interpreter, vectorised over chunks of
 output elements: memory stays bounded by the chunk, whatever M, N and K are. Operand
 columns are gathered k-block by k-block as the plan reads them. K is zero-padded to a
-multiple of the instruction's K, as kernels zero-fill a partial k-tile.
+multiple of the instruction's K, as kernels zero-fill a partial k-tile. A stream-K
+schedule has a plan per output tile (plan.stream_k_groups): the outputs of tiles with the
+same plan run together, a bounded piece at a time.
 """
 
 from __future__ import annotations
@@ -31,14 +33,16 @@ from ..model.params import ModelParams
 from .arrays import fits
 from .element import RN, acc_format, c_format, element, float_bits
 from .hypothesis import GemmHypothesis, parse_gemm
-from .outputs import OutputGrid
-from .plan import Plan, make_plan, padded_k
+from .outputs import OutputGrid, OutputList, Outputs, TileOutputs
+from .plan import Plan, TileGrid, k_iterations, make_plan, padded_k, stream_k_groups
 from .profile_call import Decision, call_key, decide, epilogue_of, major, parse_flags
 from .profiles import CallKey, Flag, Function, Profile, find_profile
 from .schedule import SCALAR_LIMIT, Schedule, parse_schedule
 
 CHUNK = CHUNK_ROWS
 """Output elements per vector pass (the instruction-level optimum, bv/chunks.py)."""
+PIECE = 1 << 20
+"""Outputs per run of a stream-K tile group: the index arrays made at once are this long."""
 
 
 class _Columns(Sequence):
@@ -155,7 +159,11 @@ def prepare(
         sched = sched.with_(**changes)
     if K < 1:
         raise UserError(f"K={K}: a GEMM needs K >= 1")
-    plan = make_plan(sched, padded_k(K, p.K), p.K)
+    Kp = padded_k(K, p.K)
+    if sched.stream_k is None:
+        plan = make_plan(sched, Kp, p.K)
+    else:  # the plan of a tile no worker boundary cuts; matmul runs each tile's own
+        plan = make_plan(sched, Kp, p.K, ((0, k_iterations(sched, Kp, p.K)),))
     return GemmRun(hyp, inst.name, p, plan, sched, K)
 
 
@@ -380,24 +388,38 @@ def matmul(
     runner = compiled_runner() if eng == Engine.COMPILED else None
     if run_info is not None:
         run_info.append(dataclasses.replace(run, engine=eng, decision=decision))
-    grid = OutputGrid(int(np.prod(batch, dtype=np.int64)), M, N)
-    if runner is not None:
-        out = np.empty(n_out, dtype=UNSIGNED[out_fmt.spec.storage])
-        runner(p, plan, sched, a_t, b_t, grid, c_bits, c_fmt, out)
-        return _result(out, out_fmt, batch + (M, N), dev)
+    nb = int(np.prod(batch, dtype=np.int64))
     be = VECTOR if device is None else array_backend(device)
     out = np.empty(n_out, dtype=UNSIGNED[out_fmt.spec.storage])
-    wa, wb = p.a_fmt.spec.storage, p.b_fmt.spec.storage
-    for lo, hi in spans(n_out, CHUNK):
-        ia, ib = grid.rows(lo, hi)
-        ca = _Columns(be, a_t, ia, wa)
-        cb = _Columns(be, b_t, ib, wb)
-        cbv = None
-        if c_bits is not None:
-            w = c_fmt.spec.storage
-            cbv = BV(be, be.lanes(c_bits[lo:hi], w), w)
-        d = element(ca, cb, cbv, p, plan, sched, c_fmt)
-        out[lo:hi] = host_bits(be, d, hi - lo)
+
+    def run_plan(plan: Plan, outputs: Outputs, c: np.ndarray | None, dst: np.ndarray) -> None:
+        """dst[o] = the bits of output o of `outputs` under `plan` (c: C of each)."""
+        if runner is not None:
+            runner(p, plan, sched, a_t, b_t, outputs, c, c_fmt, dst)
+            return
+        wa, wb = p.a_fmt.spec.storage, p.b_fmt.spec.storage
+        for lo, hi in spans(len(outputs), CHUNK):
+            ia, ib = outputs.rows(lo, hi)
+            cbv = None
+            if c is not None:
+                w = c_fmt.spec.storage
+                cbv = BV(be, be.lanes(c[lo:hi], w), w)
+            d = element(
+                _Columns(be, a_t, ia, wa), _Columns(be, b_t, ib, wb), cbv, p, plan, sched, c_fmt
+            )
+            dst[lo:hi] = host_bits(be, d, hi - lo)
+
+    if sched.stream_k is None:
+        run_plan(plan, OutputGrid(nb, M, N), c_bits, out)
+    else:  # a plan per group of tiles with the same cut (plan.stream_k_groups)
+        tiles = TileGrid(nb, M, N, sched.tile_m, sched.tile_n, sched.raster)
+        for plan_g, t in stream_k_groups(sched, Kp, p.K, tiles):
+            outs = TileOutputs(tiles, t)
+            for lo, hi in spans(len(outs), PIECE):
+                ia, ib, flat = outs.take(lo, hi)
+                part = np.empty(hi - lo, dtype=out.dtype)
+                run_plan(plan_g, OutputList(ia, ib), None if c_bits is None else c_bits[flat], part)
+                out[flat] = part
     return _result(out, out_fmt, batch + (M, N), dev)
 
 

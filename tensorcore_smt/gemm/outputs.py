@@ -52,4 +52,40 @@ class OutputList:
         )
 
 
+@dataclass(frozen=True)
+class TileOutputs:
+    """The outputs of some output tiles of an `OutputGrid` (a stream-K kernel's tiles that
+    share a plan), tile after tile, row-major within a tile: index arrays are made one
+    range at a time (`take`), never over all of them at once. `tiles`: tile numbers of
+    `grid` (plan.TileGrid) in the order they are taken."""
+
+    grid: object  # plan.TileGrid
+    tiles: np.ndarray
+
+    def __post_init__(self) -> None:
+        g = self.grid
+        bi, tm, tn = g.coords(self.tiles)
+        m0, n0 = tm * g.tile_m, tn * g.tile_n
+        rows = np.minimum(m0 + g.tile_m, g.M) - m0
+        cols = np.minimum(n0 + g.tile_n, g.N) - n0
+        starts = np.concatenate(([0], np.cumsum(rows * cols)))
+        for k, v in dict(bi=bi, m0=m0, n0=n0, cols=cols, starts=starts).items():
+            object.__setattr__(self, "_" + k, v)
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def take(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ia, ib, flat) int64 for outputs [lo, hi): the row of A and column of B each
+        reads (as OutputGrid numbers them) and its index in the row-major output."""
+        g = self.grid
+        o = np.arange(lo, hi, dtype=np.int64)
+        k = np.searchsorted(self._starts, o, side="right") - 1
+        dm, dn = np.divmod(o - self._starts[k], self._cols[k])
+        bi = self._bi[k]
+        ia = bi * g.M + self._m0[k] + dm
+        ib = bi * g.N + self._n0[k] + dn
+        return ia, ib, ia * g.N + (self._n0[k] + dn)
+
+
 Outputs = OutputGrid | OutputList

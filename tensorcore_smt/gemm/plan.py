@@ -8,11 +8,23 @@ k-blocks; split-K groups the k-blocks into k-tiles of `split_tile` elements, spl
 the contiguous tiles [s*q, (s+1)*q), q = ceil(tiles / S), or the interleaved tiles
 t = s mod S; within a split, a promoted schedule starts a fresh chain every `promote` of
 the split's own elements (CUTLASS `mma_promotion_interval`, in instructions).
+
+Stream-K (Osama, Merrill, Cecka, Garland, Owens, "Stream-K: Work-centric Parallel
+Decomposition for Dense Matrix-Matrix Multiplication on the GPU", PPoPP 2023): the
+kernel's iteration space, output tiles times the k-iterations of each tile, is divided
+evenly among G workers as contiguous ranges; a worker sums the part of each tile its range
+meets as one chain from +0 into its fp32 accumulators, and a tile whose k-iterations fall
+into several ranges is completed by a fix-up that adds the later workers' partials into
+the first one's, in worker order. So the plan of an output element depends on where its
+tile lies in that space (`stream_k_groups`), while every tile one worker covers whole is a
+plain chain.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..errors import UserError
 from .schedule import (
@@ -20,11 +32,14 @@ from .schedule import (
     KOrder,
     OperandRound,
     PartialRound,
+    Raster,
     ReduceFormat,
     Schedule,
+    SkHybrid,
     SplitMode,
     first_leaf,
     pairwise_tree,
+    reduce_tree,
     serial_tree,
 )
 
@@ -159,19 +174,59 @@ def _split(schedule: Schedule, blocks: list[int], k_block: int) -> list[list[int
     return [sum(tiles[s::S], []) for s in range(S)]
 
 
-def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
+Parts = tuple[tuple[int, int], ...]
+"""A stream-K tile's k-iterations cut by the workers' ranges: [lo, hi) iteration ranges in
+k order, together covering 0..iterations."""
+
+
+def k_iterations(schedule: Schedule, K_padded: int, k_block: int) -> int:
+    """The k-iterations of one output tile of a stream-K kernel: split_tile-wide k-tiles of
+    the padded K (the last one shorter when split_tile does not divide it)."""
+    per = _multiple("split_tile", schedule.split_tile, k_block)
+    return -(-(K_padded // k_block) // per)
+
+
+def _stream_k_owned(schedule: Schedule, K_padded: int, k_block: int, parts: Parts):
+    n_blocks = K_padded // k_block
+    per = _multiple("split_tile", schedule.split_tile, k_block)
+    iters = k_iterations(schedule, K_padded, k_block)
+    if (
+        not parts
+        or parts[0][0] != 0
+        or parts[-1][1] != iters
+        or any(lo >= hi or (i and parts[i - 1][1] != lo) for i, (lo, hi) in enumerate(parts))
+    ):
+        raise ValueError(f"stream-K parts {parts} do not cut 0..{iters} into ranges")
+    return [list(range(lo * per, min(hi * per, n_blocks))) for lo, hi in parts]
+
+
+def make_plan(schedule: Schedule, K_padded: int, k_block: int, parts: Parts | None = None) -> Plan:
     """The plan of `schedule` for one output element over `K_padded` elements in k-blocks
     of `k_block` (K_padded a multiple of k_block); UserError when the schedule cannot
     cut this K (promote or split_tile not a multiple of k_block, fewer k-tiles than
     splits, a contiguous split left without a k-tile). Every split of a plan owns at least
     one k-tile: a split with none would be a plan with fewer splits written another way
-    (its partial an fp32 +0), so it is refused rather than run."""
+    (its partial an fp32 +0), so it is refused rather than run.
+
+    A stream-K schedule has a plan per output tile: `parts`, the tile's k-iterations as
+    the workers' ranges cut them (`stream_k_groups`), each part one split, combined by
+    the schedule's reduce; without `parts` such a schedule is refused in one line (a
+    caller that takes one plan for every output element cannot run it)."""
     if K_padded < k_block or K_padded % k_block:
         raise UserError(f"K={K_padded} is not a positive multiple of the instruction's K={k_block}")
     n_blocks = K_padded // k_block
-    owned = []
-    for lo, hi in _kblocks(schedule, K_padded, k_block):
-        owned += _split(schedule, list(range(lo, hi)), k_block)
+    if schedule.stream_k is not None:
+        if parts is None:
+            raise UserError(
+                f"stream_k={schedule.stream_k}: each output tile has its own plan (its place "
+                "in the stream-K iteration space); only matmul (tcsmt gemm) runs such "
+                "schedules, not a question about one output element"
+            )
+        owned = _stream_k_owned(schedule, K_padded, k_block, parts)
+    else:
+        owned = []
+        for lo, hi in _kblocks(schedule, K_padded, k_block):
+            owned += _split(schedule, list(range(lo, hi)), k_block)
     S = len(owned)
     if schedule.order == KOrder.DESCENDING:
         owned = [blocks[::-1] for blocks in owned]
@@ -187,7 +242,7 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int) -> Plan:
                 tuple(blocks[i : i + per_chain]) for i in range(0, len(blocks), per_chain)
             )
             splits.append(SplitPlan(chains, True))
-    tree = schedule.tree
+    tree = schedule.tree if schedule.stream_k is None else reduce_tree(S, schedule.reduce)
     rounded: frozenset[int] = frozenset()
     if schedule.round_partials == PartialRound.ALL:
         rounded = frozenset(range(S))
@@ -233,3 +288,100 @@ def equivalent_plan(plan: Plan, nan_payloads: bool = False) -> Plan:
         plan.c_in_chain,
         operand_round=plan.operand_round,
     )
+
+
+@dataclass(frozen=True)
+class TileGrid:
+    """The output tiles of `batch` GEMMs of M x N in tile_m x tile_n tiles (edge tiles
+    smaller), numbered as a stream-K kernel walks them (Schedule.raster), batch after
+    batch."""
+
+    batch: int
+    M: int
+    N: int
+    tile_m: int
+    tile_n: int
+    raster: Raster = Raster.ALONG_N
+
+    @property
+    def tiles_m(self) -> int:
+        return -(-self.M // self.tile_m)
+
+    @property
+    def tiles_n(self) -> int:
+        return -(-self.N // self.tile_n)
+
+    def __len__(self) -> int:
+        return self.batch * self.tiles_m * self.tiles_n
+
+    def coords(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(batch, tile row, tile column) of tile numbers `t` (int64 arrays)."""
+        t = np.asarray(t, dtype=np.int64)
+        per = self.tiles_m * self.tiles_n
+        bi, r = np.divmod(t, per)
+        if self.raster == Raster.ALONG_N:
+            tm, tn = np.divmod(r, self.tiles_n)
+        else:
+            tn, tm = np.divmod(r, self.tiles_m)
+        return bi, tm, tn
+
+
+def stream_k_region(schedule: Schedule, n_tiles: int) -> tuple[int, int]:
+    """The tiles [lo, hi) that share the stream-K iteration space (Schedule.sk_hybrid);
+    the others are each summed whole by one worker."""
+    G = schedule.stream_k
+    assert G is not None
+    full, rem = divmod(n_tiles, G)
+    if schedule.sk_hybrid == SkHybrid.DP_SK:
+        return full * G, n_tiles
+    if schedule.sk_hybrid == SkHybrid.SK_DP:
+        return 0, (rem + G if full else n_tiles)
+    return 0, n_tiles
+
+
+def worker_starts(total: int, G: int) -> list[int]:
+    """Where each of G workers' contiguous ranges of `total` iterations starts: ranges
+    as equal as integers allow, the first total mod G one iteration longer."""
+    q, r = divmod(total, G)
+    return [w * q + min(w, r) for w in range(G)]
+
+
+def tile_parts(schedule: Schedule, n_tiles: int, iters: int) -> dict[Parts, list[int]]:
+    """The tiles cut by the workers' ranges, by their cut: {parts: [tile numbers]}
+    (`Parts` for each tile of the stream-K region whose k-iterations two or more
+    workers share); every other tile is whole, ((0, iters),)."""
+    lo, hi = stream_k_region(schedule, n_tiles)
+    cuts: dict[int, set[int]] = {}
+    for b in worker_starts((hi - lo) * iters, schedule.stream_k)[1:]:
+        t, off = divmod(b, iters)
+        if off:
+            cuts.setdefault(lo + t, set()).add(off)
+    out: dict[Parts, list[int]] = {}
+    for t, offs in sorted(cuts.items()):
+        ends = [0, *sorted(offs), iters]
+        out.setdefault(tuple(zip(ends[:-1], ends[1:])), []).append(t)
+    return out
+
+
+def stream_k_groups(
+    schedule: Schedule, K_padded: int, k_block: int, grid: TileGrid
+) -> list[tuple[Plan, np.ndarray]]:
+    """The plans of a stream-K schedule over the tiles of `grid`, each with the tile
+    numbers that run it (int64, ascending): the whole-tile plan first (one chain, or
+    promoted chains, over all of K) for every tile no worker boundary cuts, then one plan
+    per distinct cut. Tiles with the same cut share a plan, so there are at most
+    stream_k + 1 plans whatever the number of tiles."""
+    iters = k_iterations(schedule, K_padded, k_block)
+    n = len(grid)
+    cut = tile_parts(schedule, n, iters)
+    whole = np.ones(n, dtype=bool)
+    groups = []
+    for parts, tiles in cut.items():
+        t = np.asarray(tiles, dtype=np.int64)
+        whole[t] = False
+        groups.append((make_plan(schedule, K_padded, k_block, parts), t))
+    out = []
+    if whole.any():
+        plan = make_plan(schedule, K_padded, k_block, ((0, iters),))
+        out.append((plan, np.flatnonzero(whole).astype(np.int64)))
+    return out + groups

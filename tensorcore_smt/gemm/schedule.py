@@ -81,6 +81,24 @@ class OperandRound(Enum):
     RNA = "rna"  # rounded to nearest, ties away from zero (PTX cvt.rna.tf32.f32)
 
 
+class Raster(Enum):
+    """How a stream-K kernel numbers its output tiles (the order of the iteration space)."""
+
+    ALONG_N = "along-n"  # t = (batch * tiles_m + tile_row) * tiles_n + tile_col
+    ALONG_M = "along-m"  # t = (batch * tiles_n + tile_col) * tiles_m + tile_row
+
+
+class SkHybrid(Enum):
+    """Which output tiles of a stream-K kernel share the stream-K iteration space (the
+    others are data-parallel: one worker sums the whole tile, one chain)."""
+
+    NONE = "none"  # every tile (basic stream-K)
+    DP_SK = "dp-sk"  # the first floor(tiles / G) * G tiles whole (full waves), the last
+    # tiles mod G stream-K (data-parallel + one-tile stream-K)
+    SK_DP = "sk-dp"  # the first (tiles mod G) + G tiles stream-K (all tiles when fewer than
+    # G), the rest whole (two-tile stream-K + data-parallel)
+
+
 class ReduceFormat(Enum):
     """The format every addition of the split-K combination rounds to."""
 
@@ -264,6 +282,11 @@ SCHEDULE_RANGES: dict[str, FieldRange] = {
     ),
     "split_tile": FieldRange(1, 4096, "k-tile width of split-K; cuBLASLt: 64 or 128"),
     "warp": FieldRange(2, 1024, "partials per halving-tree group (a warp: 32 lanes)"),
+    "stream_k": FieldRange(
+        1, 4096, "stream-K workers (CTAs), one per SM in a persistent kernel: 132 on an H100"
+    ),
+    "tile_m": FieldRange(1, 4096, "output tile rows of a stream-K kernel; CUTLASS: 64..256"),
+    "tile_n": FieldRange(1, 4096, "output tile columns of a stream-K kernel; CUTLASS: 64..256"),
 }
 """Allowed range of every integer schedule field."""
 
@@ -286,7 +309,12 @@ class Schedule:
     group results then by reduce; reduce_fmt: the format each combining addition rounds
     to (fp32, or the output type); round_partials: which partials are rounded to the
     output type before they combine; operand_round: how fp32 operands become the
-    instruction's TF32 operands; c_join: where C enters (see `c_in_chain` and `c_at`);
+    instruction's TF32 operands; stream_k (G), tile_m, tile_n, raster, sk_hybrid: a
+    stream-K kernel (plan.stream_k_groups): the output tiles (tile_m x tile_n, numbered
+    by raster) times their k-iterations (split_tile wide) cut into G near-equal
+    contiguous ranges, one per worker, each tile summed as one chain per range that
+    meets it, the parts combined by reduce (the fix-up; serial: in worker order), so the
+    plan of an output element depends on its tile; c_join: where C enters (see `c_in_chain` and `c_at`);
     alpha, beta, epilogue, out, saturate: the epilogue (beta None: 1; out None: the
     instruction's d format; saturate None: FP8 outputs saturate, others do not).
 
@@ -307,6 +335,11 @@ class Schedule:
     reduce_fmt: ReduceFormat = ReduceFormat.ACC
     round_partials: PartialRound = PartialRound.NONE
     operand_round: OperandRound = OperandRound.TRUNCATE
+    stream_k: int | None = None
+    tile_m: int = 128
+    tile_n: int = 128
+    raster: Raster = Raster.ALONG_N
+    sk_hybrid: SkHybrid = SkHybrid.NONE
     c_join: CJoin | None = None
     alpha: float = 1.0
     beta: float | None = None
@@ -317,6 +350,35 @@ class Schedule:
     def __post_init__(self) -> None:
         for f in fields(self):
             check_field(f.name, getattr(self, f.name))
+        if self.stream_k is None:
+            base = Schedule.__dataclass_fields__
+            for name in STREAM_K_FIELDS[1:]:
+                if getattr(self, name) != base[name].default:
+                    raise UserError(
+                        f"{name}={_show(getattr(self, name))} describes a stream-K kernel; "
+                        "allowed without stream_k: the default "
+                        f"{_show(base[name].default)} (or give stream_k=WORKERS)"
+                    )
+        else:
+            bad = [
+                f"{name}={_show(getattr(self, name))}"
+                for name, ok in (
+                    ("split_k", self.split_k == 1),
+                    ("kblocks", self.kblocks is None),
+                    ("combine", self.combine is None),
+                    ("warp", self.warp is None),
+                    ("reduce_fmt", self.reduce_fmt == ReduceFormat.ACC),
+                    ("round_partials", self.round_partials == PartialRound.NONE),
+                    ("c_join", self.c_join != CJoin.CHAIN),
+                )
+                if not ok
+            ]
+            if bad:
+                raise UserError(
+                    f"stream_k={self.stream_k} cuts K per output tile itself; {', '.join(bad)} "
+                    "cannot be combined with it; allowed: split_k=1, kblocks, combine and "
+                    "warp none, reduce_fmt=acc, round_partials=none, c_join not chain"
+                )
         n = self.partials
         if self.combine is not None:
             got = sorted(combine_leaves(self.combine))
@@ -402,10 +464,16 @@ class Schedule:
         chain's acc_0 (in the instruction's c format), False for beta*C in the epilogue.
         c_join=chain or epilogue says so; unset, C joins the chain when there is one
         chain (no split, no promotion) and alpha = beta = 1, else the epilogue (the
-        chain would compute alpha*(A*B + C))."""
+        chain would compute alpha*(A*B + C)); a stream-K kernel, whose tiles are one
+        chain or several, the epilogue."""
         if self.c_join is not None:
             return self.c_join == CJoin.CHAIN
-        return self.partials == 1 and self.promote is None and self.unit_scalars
+        return (
+            self.partials == 1
+            and self.promote is None
+            and self.stream_k is None
+            and self.unit_scalars
+        )
 
     @property
     def c_at(self) -> CJoin:
@@ -465,8 +533,22 @@ _ENUMS: dict[str, type[Enum]] = {
     "reduce_fmt": ReduceFormat,
     "round_partials": PartialRound,
     "operand_round": OperandRound,
+    "raster": Raster,
+    "sk_hybrid": SkHybrid,
 }
-_OPTIONAL = {"promote", "combine", "kblocks", "warp", "c_join", "beta", "out", "saturate"}
+_OPTIONAL = {
+    "promote",
+    "combine",
+    "kblocks",
+    "warp",
+    "stream_k",
+    "c_join",
+    "beta",
+    "out",
+    "saturate",
+}
+STREAM_K_FIELDS = ("stream_k", "tile_m", "tile_n", "raster", "sk_hybrid")
+"""The fields of a stream-K kernel: stream_k, and those that mean something only with it."""
 _FLOATS = {"alpha", "beta"}
 _BOOLS = {"saturate"}
 
