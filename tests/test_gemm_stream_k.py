@@ -255,3 +255,13 @@ def test_solvers_refuse_stream_k_in_one_line():
         make_gemm_query("hopper/serial[stream_k=2,split_tile=16]", "hopper/serial", 64)
     msg = str(e.value)
     assert "each output tile has its own plan" in msg and "\n" not in msg
+
+
+def test_torch_engine_agrees():
+    pytest.importorskip("torch")
+    A = RNG.standard_normal((5, 64)).astype(np.float16)
+    Bm = RNG.standard_normal((64, 3)).astype(np.float16)
+    C = RNG.standard_normal((5, 3)).astype(np.float32)
+    s = "hopper/serial[stream_k=4,tile_m=2,tile_n=2,split_tile=16,beta=0.5]"
+    got = [_u32(np.asarray(tc.matmul(s, A, Bm, C, engine=e))) for e in ("numpy", "torch")]
+    assert np.array_equal(got[0], got[1])
