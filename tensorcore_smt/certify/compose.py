@@ -677,6 +677,21 @@ def gemm_bound(hyp, K: int, constraints: tuple[Constraint, ...]) -> Argument | R
                 "chain step adds its delta to g (g = sum of the steps' deltas), where the "
                 "plain node multiplies (1 + delta)(1 + g)"
             )
+    if (midway_partials or midway_chain) and not (
+        not midway_partials and small_steps(p, constraints)
+    ):
+        # far_from_overflow cleared the overflow edge on its premise that every running
+        # sum stays within a factor 1 + U < 2 of its exact terms' sum: check it on the
+        # composed g and A, in every format a running sum is rounded to
+        from ..formats import max_finite_bits, value_of
+
+        top = largest(p.c_fmt, "c", constraints) + K * largest(p.a_fmt, "a", constraints) * (
+            largest(p.b_fmt, "b", constraints)
+        )
+        fmts = [p.d_fmt] + ([Format.FP32] if fp32_adds or plan.fp32_acc else [])
+        most = min(value_of(max_finite_bits(f), f) for f in fmts)
+        if top * (1 + total.g) + total.A > most:
+            return Refusal(OVERFLOW_EDGE)
     if lemma is not None:
         lines.append(lemma)
     out = s.out or p.d_fmt
