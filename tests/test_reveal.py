@@ -21,7 +21,7 @@ from tensorcore_smt.formats import Format
 from tensorcore_smt.gemm.plan import make_plan
 from tensorcore_smt.gemm.schedule import Reduce, parse_schedule
 from tensorcore_smt.order.evaluate import evaluate, evaluate_model
-from tensorcore_smt.order.hypothesis import plan_tree
+from tensorcore_smt.order.hypothesis import find, plan_tree
 from tensorcore_smt.order.probes import pair_values
 from tensorcore_smt.order.tree import (
     NotATree,
@@ -204,8 +204,9 @@ def assert_reproduces(r, oracle: str, m: int, n: int, dtype=np.float32, seed: in
     for c, cls in enumerate(r.classes):
         mask = labels == c
         if cls.hypothesis is not None and cls.hypothesis_reproduced is not False:
-            a32, b32 = a.astype(np.float32), b.astype(np.float32)
-            got = np.asarray(tc.matmul(cls.hypothesis, a32, b32, instr=cls.instr))
+            wide = cls.widen or dtype == np.float32  # fp32 FMAs read bf16 inputs widened
+            ha, hb = (a.astype(np.float32), b.astype(np.float32)) if wide else (a, b)
+            got = np.asarray(tc.matmul(cls.hypothesis, ha, hb, instr=cls.instr))
         else:
             assert cls.arithmetic is not None, cls.tree
             rows, cols = np.nonzero(np.ones((m, n), bool))
@@ -543,3 +544,62 @@ def test_model_split_k_at_k16384_returns_its_order():
 
     assert big_stack(named)
     assert r.probe_outputs * k < 2e9  # multiply-adds of the probe calls
+
+
+def _has_avx512_bf16() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "avx512_bf16" in f.read()
+    except OSError:
+        return False
+
+
+def test_reverse_pair_unit_named_from_its_tree():
+    """VDPBF16PS chains each pair's odd product first: the plan's tree of the
+    x86-avx512bf16 preset is chain(0, 1, 3, 2, ...), which is named on it and on no
+    schedule of x86-fma's one-product FMA."""
+    want = chain([0, 1, 3, 2, 5, 4, 7, 6])
+    assert plan_tree(make_plan(parse_schedule("serial"), 8, 2), 8, 1, reverse=True) == want
+    assert plan_tree(make_plan(parse_schedule("serial"), 8, 2), 8, 1) != want
+    tree = canonical(chain([0, 1, *[x for p in range(2, 32, 2) for x in (p + 1, p)]]))
+    found = find(tree, 32, "x86-avx512bf16", "vdpbf16ps", Format.BF16)
+    assert found is not None and found.hypothesis == "x86-avx512bf16/serial"
+    assert find(tree, 32, "x86-fma", "vfmadd231ps", Format.FP32) is None
+
+
+@pytest.mark.skipif(not _has_avx512_bf16(), reason="the CPU has no AVX512_BF16")
+@pytest.mark.parametrize("k,shape", [(64, None), (251, (333, 777))])
+def test_torch_cpu_bf16_is_a_vdpbf16ps_chain(k, shape):
+    """torch's bf16 CPU matmul on an AVX512_BF16 CPU: one chain of VDPBF16PS lanes (the odd
+    product of each pair first), named on x86-avx512bf16 and reproduced by tc.matmul on
+    10^4 discriminating outputs, odd K and an unaligned shape included."""
+    pytest.importorskip("torch")
+    r = tc.reveal("torch:cpu", k, "bf16", shape=shape)
+    assert r.hypothesis == "x86-avx512bf16/serial[out=bf16]", r.note
+    assert r.first.hypothesis_reproduced is True and r.first.hypothesis_checked >= 10_000
+    assert r.reproduced is True, r.reason
+
+
+def test_cdna1_fp32_known_order_and_exact_groups_refused():
+    """CDNA1's fp32 MFMA (SFMA, two FMAs a step) is named; its fp16 unit sums each group
+    of 4 exactly, which the pair probe cannot read, and the refusal says so."""
+    r = tc.reveal("model:cdna1", 64, "fp32")
+    assert r.hypothesis == "cdna1/serial" and r.reproduced is True
+    with pytest.raises(NotATree, match="cannot read this unit.*sums exactly"):
+        tc.reveal("model:cdna1", 64, "fp16", check=False)
+    out = CliRunner().invoke(
+        main, ["reveal", "--oracle", "model:cdna1", "--k", "64", "--dtype", "bf16"]
+    )
+    assert out.exit_code == 1 and "2 products" in out.output
+
+
+@pytest.mark.parametrize("k", [96, 100])
+def test_numpy_dot_lanes_of_one_product(k):
+    """numpy's sdot from K = 96 on a 64-wide loop reduced to 32 lanes, then a 32-wide FMA
+    loop: nodes of two products are two one-product lanes added (each rounded), the
+    products after them fused, the tail (K = 100) in a C double joined in double."""
+    r = tc.reveal("numpy:dot", k)
+    if k == 96 and r.tree != canonical(r.tree):  # pragma: no cover - trees are canonical
+        raise AssertionError
+    assert r.reproduced is True, r.reason
+    assert r.first.arithmetic is not None and r.first.checked_outputs >= 10_000

@@ -69,6 +69,8 @@ class ClassResult:
     others: list[str] = field(default_factory=list)
     """Further hypotheses with the same tree that round otherwise; the check on random
     inputs takes the first that reproduces the outputs."""
+    widen: bool = False
+    """The hypothesis reads the oracle's inputs as fp32 (a CPU's bf16 GEMM on fp32 FMAs)."""
 
     def to_json(self) -> dict:
         return {
@@ -230,9 +232,11 @@ def _reveal(orc, k, shape, seed, check, check_outputs) -> RevealResult:
         labels, trees, probe_shape = _probe(orc, k, seed, how)
     except NotATree as e:
         if orc.name.startswith("model:"):
+            why = _exact_groups(orc)
             raise NotATree(
-                f"{orc.name}: the pair probes cannot read this unit (its outputs on them "
-                f"are not those of one summation tree: {e})"
+                f"{orc.name}: the pair probes cannot read this unit ("
+                + (why or f"its outputs on them are not those of one summation tree: {e}")
+                + ")"
             ) from None
         raise
     seconds = time.monotonic() - t0
@@ -279,6 +283,29 @@ def _reveal(orc, k, shape, seed, check, check_outputs) -> RevealResult:
     return res
 
 
+def _exact_groups(orc) -> str | None:
+    """Why a model's unit cannot be read by the pair probes where its fused adds keep
+    every bit (align=exact, more than one product a group: CDNA1's fp16 and bf16), else
+    None."""
+    from ..api import resolve
+    from ..model.params import Algorithm
+    from ..model.terms import AlignMode
+    from .hypothesis import _instruction
+
+    try:
+        p = resolve(orc.arch, orc.instr or _instruction(orc.arch, orc.fmt))
+    except UserError:
+        return None
+    if p.algorithm != Algorithm.FDA or p.align != AlignMode.EXACT or min(p.L, p.K) < 2:
+        return None
+    return (
+        f"each fused add of {min(p.L, p.K)} products and the accumulator sums exactly "
+        "(align=exact) and rounds once, so +big and -big cancel inside a group and its "
+        "other products' units survive: an output counts the products after the pair's "
+        "group plus the group's own, which no summation tree's subtree sizes give"
+    )
+
+
 def _probe(
     orc, k: int, seed: int = 0, how: list | None = None
 ) -> tuple[np.ndarray, list[Tree], tuple[int, int] | None]:
@@ -309,16 +336,24 @@ def _probe(
 def _hypothesis(cls: ClassResult, orc, k: int) -> None:
     """The hypotheses on the oracle's unit whose plan sums in the class's tree (the first,
     and others that round otherwise), with the oracle's output format where the
-    instruction writes another (a CPU's bf16 GEMM: fp32 FMAs, then bf16)."""
+    instruction writes another (a CPU's bf16 GEMM: fp32 FMAs, then bf16). Where none
+    does, the oracle's further units (`also`: a CPU's bf16 dot-product instruction)."""
     if orc.arch is None:
         return
     fmt = Format.FP32 if orc.fmt == Format.TF32 else orc.fmt
+    arch, widen = orc.arch, orc.widen
     found = find(cls.tree, k, orc.arch, orc.instr, fmt, orc.label)
+    for arch, instr in orc.also if found is None else ():
+        found = find(cls.tree, k, arch, instr, fmt)
+        if found is not None:
+            widen = False  # the unit reads the input format itself
+            break
     if found is None:
         return
     from ..api import resolve
 
-    d_fmt = resolve(orc.arch, found.instr).d_fmt
+    cls.widen = widen
+    d_fmt = resolve(arch, found.instr).d_fmt
     hyps = []
     for hyp in found.all:
         if orc.out != d_fmt:
@@ -376,15 +411,18 @@ def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) 
             return np.concatenate(got_a), np.concatenate(got_b), np.concatenate(got_d)
 
         cls.arithmetic = learn(cls.tree, sample, dt, seed)
-    hyp_room = [max(1, HYPOTHESIS_WORK // k) for _ in res.classes]
+    # the hypothesis on at least the outputs a claim needs where it is the only check
+    hyp_room = [
+        max(HYPOTHESIS_WORK // k, need[c] if cls.arithmetic is None else 1)
+        for c, cls in enumerate(res.classes)
+    ]
     while any(x > 0 for x in need) and call[0] < MAX_CHECK_CALLS:
         a, b, d = run(None)
         res.check_shape = (m, n, k)
         for c, cls in enumerate(res.classes):
             if need[c] <= 0:
                 continue
-            rr, cc = np.nonzero(labels == c)
-            rr, cc = rr[: need[c]], cc[: need[c]]
+            rr, cc = _spread(labels == c, need[c], seed + call[0])
             need[c] -= len(rr)
             cls.checked_outputs += len(rr)
             want = d[rr, cc]
@@ -396,13 +434,32 @@ def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) 
                 hyp_room[c] -= take
                 sel = np.zeros(d.shape, bool)
                 sel[rr[:take], cc[:take]] = True
-                typed = np.float32 if orc.widen else np_dtype(orc.fmt)
+                typed = np.float32 if cls.widen else np_dtype(orc.fmt)
                 pieces = _pieces(sel, cls, a.astype(typed), b.astype(typed), d, False)
                 cls.hypothesis_checked += take
                 _compare(cls, pieces, dt)
     res.check_calls = orc.calls - before
     for cls in res.classes:
         _verdict(cls, outputs)
+
+
+def _spread(mask: np.ndarray, room: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most `room` positions of `mask` (rows, columns), whole rows drawn at random
+    from all of the class's rows, its first and last always among them (a class's edge
+    tiles lie in its last rows and columns), in row-major order."""
+    rr, cc = np.nonzero(mask)
+    if len(rr) <= room:
+        return rr, cc
+    rows, per = np.unique(rr, return_counts=True)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(rows))
+    ends = [0, len(rows) - 1]
+    order = np.concatenate([ends, order[~np.isin(order, ends)]])
+    take = order[: int(np.searchsorted(np.cumsum(per[order]), room)) + 1]
+    starts = np.concatenate([[0], np.cumsum(per)])
+    got = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in take])[:room]
+    got.sort()  # the last row drawn is the one cut short
+    return rr[got], cc[got]
 
 
 def _verdict(cls: ClassResult, outputs: int) -> None:
@@ -419,7 +476,8 @@ def _verdict(cls: ClassResult, outputs: int) -> None:
     else:
         ok = bool(cls.hypothesis_reproduced)
         what = f"the hypothesis on {cls.hypothesis_checked} outputs"
-    if cls.checked_outputs < MIN_OUTPUTS:
+    counted = cls.checked_outputs if cls.arithmetic is not None else cls.hypothesis_checked
+    if counted < MIN_OUTPUTS:
         cls.reproduced = None if ok else False
         cls.reason = (
             f"{what} agree; fewer than {MIN_OUTPUTS} checked: not claimed"
@@ -447,7 +505,7 @@ def _check_recorded(res: RevealResult, orc, seed: int, labels: np.ndarray, outpu
             continue
         cls.checked_outputs += int(sel.sum())
         cls.hypothesis_checked += int(sel.sum())
-        _compare(cls, _pieces(sel, cls, a, b, d, orc.widen), np_dtype(orc.out))
+        _compare(cls, _pieces(sel, cls, a, b, d, cls.widen), np_dtype(orc.out))
         cls.reason = (
             f"the recorded random call ({int(sel.sum())} outputs, ordinary random inputs) "
             + ("agrees" if cls.hypothesis_reproduced else "differs")

@@ -39,6 +39,9 @@ class Products(str, Enum):
 
     FUSED = "fused"
     ROUNDED = "rounded"
+    LANES = "lanes"
+    """fma, but a node of two products adds two lanes of one product each (each
+    rounded, then added): the tree alone does not tell that from a chain of two."""
 
 
 class Width(str, Enum):
@@ -57,7 +60,11 @@ class Arithmetic:
     daz: bool = False
 
     def text(self) -> str:
-        prod = "fma" if self.products == Products.FUSED else "products rounded to fp32"
+        prod = {
+            Products.FUSED: "fma",
+            Products.ROUNDED: "products rounded to fp32",
+            Products.LANES: "fma, a node of two products two one-product lanes added",
+        }[self.products]
         if self.width == Width.FP64:
             prod = "exact products" if self.products == Products.FUSED else prod
         out = f"{prod}, sums in {self.width.value}"
@@ -114,7 +121,8 @@ UNIFORM = tuple(
     Arithmetic(p, w, d)
     for d in (False, True)
     for w in (Width.FP32, Width.FP64)
-    for p in (Products.FUSED, Products.ROUNDED)
+    for p in (Products.FUSED, Products.ROUNDED, Products.LANES)
+    if p != Products.LANES or w == Width.FP32
 )
 """The uniform arithmetics tried, simplest first."""
 
@@ -302,6 +310,8 @@ def _eval_rows(steps, slots, root, k, a, b) -> np.ndarray:
             both = xl & yl
             if both.any():
                 x[both] = _r32(x[both], ftz)
+                if ar.products == Products.LANES:  # two lanes: the second rounded too
+                    y[both] = _r32(y[both], ftz)
         vals[outs] = _add(x, y, ar.width, ftz)
     with np.errstate(over="ignore"):
         return vals[slot_of[root]].astype(np.float32)

@@ -36,10 +36,11 @@ class Found:
         return (self.hypothesis, *self.others)
 
 
-def plan_tree(plan: Plan, k: int, group: int | None = None) -> Tree:
+def plan_tree(plan: Plan, k: int, group: int | None = None, reverse: bool = False) -> Tree:
     """The summation tree of `plan` over products 0..k-1, each instruction step fusing
     its products `group` at a time (the unit's L; None: all K of the step at once), the
-    running accumulator a member of the step's first fused add."""
+    running accumulator a member of the step's first fused add; `reverse`: each step
+    takes its groups from the last to the first (VDPBF16PS: the odd product first)."""
     kb = plan.k_block
     g = group or kb
 
@@ -47,7 +48,8 @@ def plan_tree(plan: Plan, k: int, group: int | None = None) -> Tree:
         acc: Tree | None = None
         acc_low = 0
         for blk in blocks:
-            for lo in range(blk * kb, (blk + 1) * kb, g):
+            los = range(blk * kb, (blk + 1) * kb, g)
+            for lo in reversed(los) if reverse else los:
                 terms = [e for e in range(lo, lo + g) if e < k]
                 if acc is None:
                     acc = node(terms) if terms else None
@@ -83,18 +85,35 @@ def plan_tree(plan: Plan, k: int, group: int | None = None) -> Tree:
     return out
 
 
+def unit_reverse(p) -> bool:
+    """Whether an instruction step chains its products from the last to the first (a
+    sequential unit of several FMAs in reverse order: VDPBF16PS, the odd pair first)."""
+    from ..model.params import Algorithm, Order
+
+    return p.algorithm in (Algorithm.SEQUENTIAL, Algorithm.SFMA) and p.order == Order.REVERSE
+
+
 def unit_group(p) -> int | None:
     """Products per fused add of an instruction whose steps chain contiguous fused adds
     with the accumulator in the first (FDA with c fused, contiguous groups: L; a
     sequential FMA: 1); None for the others (their order within one step is not a plain
     chain of fused adds: pairwise groups, c added after, interleaved byte pairs). A
     sequential FMA is IEEE's fused multiply-add (SFMA, or one fused product: x86-fma)."""
-    from ..model.params import Algorithm, CAddend, GroupMap
+    from ..model.params import Algorithm, CAddend, GroupMap, Order
 
     if p.K == 1 and (
         p.algorithm == Algorithm.SFMA or (p.algorithm == Algorithm.SEQUENTIAL and p.fused_products)
     ):
         return 1
+    if (
+        (
+            p.algorithm == Algorithm.SFMA
+            or (p.algorithm == Algorithm.SEQUENTIAL and p.fused_products)
+        )
+        and p.L == 1
+        and p.order in (Order.C_FIRST, Order.REVERSE)
+    ):
+        return 1  # a chain of FMAs through the step's products (unit_reverse: which way)
     if (
         p.algorithm in (Algorithm.FDA, Algorithm.FDRDA)
         and p.c_add == CAddend.FUSED
@@ -132,6 +151,7 @@ def find(
 
     name = instr or default_instruction(arch, fmt, fmt)
     group = unit_group(resolve(arch, name))
+    rev = unit_reverse(resolve(arch, name))
     if group is None:
         return None
     k_block = resolve(arch, name).K
@@ -146,11 +166,11 @@ def find(
                 plan = make_plan(sched, kp, k_block)
             except UserError:
                 continue
-            if plan_tree(plan, k, group) == want:
+            if plan_tree(plan, k, group, rev) == want:
                 found.append(sched.text())
                 break
         for pairs in (False, True):
-            sched = synthesize(want, k, k_block, group, pairs)
+            sched = synthesize(want, k, k_block, group, pairs, rev)
             if sched is not None and sched.text() not in found:
                 found.append(sched.text())
     if not found:
@@ -171,7 +191,7 @@ class _NoSchedule(Exception):
 
 
 def synthesize(
-    tree: Tree, k: int, k_block: int, group: int, pairs: bool = False
+    tree: Tree, k: int, k_block: int, group: int, pairs: bool = False, reverse: bool = False
 ) -> Schedule | None:
     """A split-K schedule whose plan sums in `tree` (canonical), read off the tree: its
     largest subtrees that are one chain of k-blocks (as `plan_tree` runs a chain) are the
@@ -195,7 +215,7 @@ def synthesize(
         if ls != whole:
             return None
         one = Plan(k_block, n_blocks, (SplitPlan((tuple(blocks),), False),), 0, False)
-        return tuple(blocks) if plan_tree(one, k, group) == t else None
+        return tuple(blocks) if plan_tree(one, k, group, reverse) == t else None
 
     def walk(t: Tree):
         c = chain_of(t)
@@ -231,15 +251,27 @@ def synthesize(
                     plan = make_plan(sched, kp, k_block)
                 except UserError:
                     continue
-                if plan_tree(plan, k, group) == tree:
+                if plan_tree(plan, k, group, reverse) == tree:
                     return sched
         return _in_kblocks(
-            [chains[c] for c in sorted(rank, key=rank.get)], combine, k, k_block, group, tree
+            [chains[c] for c in sorted(rank, key=rank.get)],
+            combine,
+            k,
+            k_block,
+            group,
+            tree,
+            reverse,
         )
 
 
 def _in_kblocks(
-    chains: list[tuple[int, ...]], combine, k: int, k_block: int, group: int, tree: Tree
+    chains: list[tuple[int, ...]],
+    combine,
+    k: int,
+    k_block: int,
+    group: int,
+    tree: Tree,
+    reverse: bool = False,
 ) -> Schedule | None:
     """The schedule with `kblocks=` whose plan sums in `tree`: `chains` (in the order of
     their first k-block, numbered so in `combine`) fall into consecutive runs of k-blocks
@@ -276,6 +308,6 @@ def _in_kblocks(
             plan = make_plan(sched, kp, k_block)
         except UserError:
             continue
-        if plan_tree(plan, k, group) == tree:
+        if plan_tree(plan, k, group, reverse) == tree:
             return sched
     return None

@@ -118,6 +118,8 @@ class Oracle:
     acc_bits: int = CPU_ACC_BITS
     subnormal_inputs: bool = False
     widen: bool = False  # inputs read as fp32 by the hypothesis (a CPU's bf16 GEMM)
+    also: tuple[tuple[str, str], ...] = ()
+    """Further (arch, instruction) a hypothesis is sought on where `arch` has none."""
 
     def __init__(self) -> None:
         self.calls = 0
@@ -191,6 +193,9 @@ DOT_BATCH = 4096
 CPU_FMA = ("x86-fma", "vfmadd231ps")
 """The unit a CPU library's hypotheses are sought on: x86 FMA3's fp32 fused multiply-add
 (archs/x86.toml), which OpenBLAS's and torch's fp32 kernels chain in SIMD lanes."""
+CPU_BF16 = ("x86-avx512bf16", "vdpbf16ps")
+"""The unit a CPU's bf16 GEMM is also sought on: one fp32 lane of VDPBF16PS (two FMAs,
+the odd product of a pair first), which oneDNN's bf16 kernels chain on AVX512_BF16."""
 
 
 class NumpyDot(Oracle):
@@ -331,6 +336,8 @@ class TorchGemm(Gemm):
         if device == "cpu":
             self.arch, self.instr = CPU_FMA
             self.widen = fmt != Format.FP32
+            if fmt == Format.BF16:  # oneDNN's bf16 kernels on AVX512_BF16 (VDPBF16PS)
+                self.also = (CPU_BF16,)
         if device == "cuda":
             major_minor = torch.cuda.get_device_capability(0)
             self.arch = GPU_ARCH.get(tuple(major_minor))
