@@ -666,3 +666,15 @@ def test_space_over_a_variant_asks_the_solvers_about_its_members():
     assert q.variants == ("hopper[carry_bits=6]", "hopper[carry_bits=6,e_zero=none]")
     for text, h in zip(q.variants, (a, b)):
         assert parse_variant(text).params(s.instr) == s.params(h)
+
+
+def test_a_family_that_cannot_run_on_the_instruction_is_left_out_with_why():
+    """GPS units return fp32: on an instruction with an fp16 d the space leaves the
+    family out (and says why) instead of refusing the whole space."""
+    space = resolve_space("hopper", "m16n8k16.f16.f16.f16.f16", None)
+    left = dict(space.left_out)
+    assert "gps" in left and "fp32" in left["gps"]
+    assert "gps" not in [f.name for f in space.families]
+    assert space.params(space.preset()) == space.base
+    full = resolve_space("hopper", "m16n8k16.f32.f16.f16.f32", None)
+    assert "gps" in [f.name for f in full.families] and full.left_out == ()

@@ -139,6 +139,7 @@ def to_json(res: Result) -> dict[str, Any]:
         "arch": sp.arch,
         "instr": sp.instr,
         "space": sp.name,
+        "families_left_out": [{"family": f, "why": why} for f, why in sp.left_out],
         "oracle": res.oracle,
         "survivors": survivors,
         "classes": len(res.classes),
@@ -267,6 +268,8 @@ def to_text(res: Result) -> str:
         )
         + f", {res.seconds:.1f} s",
     ]
+    for fam, why in sp.left_out:
+        lines.append(f"left out:   family {fam}, which cannot run on this instruction: {why}")
     if res.error:
         lines.append(f"error: {res.error} (the steps before it are kept below)")
     lines += [f"note: {n}" for n in res.notes]

@@ -105,6 +105,8 @@ class Space:
     path: Path | None = None
     _params: dict = field(default_factory=dict, repr=False)
     variant: str = ""  # the base variant as given (`ARCH[...]`); "" : the preset `arch`
+    # families the file names that cannot run on this instruction's operands, with why
+    left_out: tuple[tuple[str, str], ...] = ()
 
     def expr(self, h: Hypothesis) -> str:
         """`h` as a variant expression over the space's base variant (its overrides are
@@ -373,11 +375,24 @@ def load_space(path: Path, arch: str, instr: str | None = None) -> Space:
         path,
         variant=variant.text,
     )
-    for fam in families:  # every family must run on this instruction's operands
+    # a family whose units cannot run on this instruction's operands (e.g. a unit that
+    # returns fp32 on an instruction with an fp16 d) is left out of the space for this
+    # instruction, with the reason; the family of the preset itself must run
+    kept, left = [], []
+    for fam in families:
         try:
             space.params(space.seed(fam.name))
+            kept.append(fam)
         except (TypeError, ValueError) as e:
-            raise UserError(f"{where}: family {fam.name}: {e}") from None
+            left.append((fam.name, str(e)))
+    if not kept:
+        name, why = left[0]
+        raise UserError(f"{where}: family {name}: {why}")
+    space.families, space.left_out = kept, tuple(left)
+    try:
+        space.preset()
+    except (TypeError, ValueError, UserError, LookupError) as e:
+        raise UserError(f"{where}: no family of the space holds the preset: {e}") from None
     return space
 
 
