@@ -235,3 +235,20 @@ def test_cublaslt_fields_are_omitted_where_the_query_fails():
         assert why
     else:  # a machine with libcublasLt and a GPU
         assert {"algo_id", "splitk_num", "reduction_scheme", "stages_id"} <= set(fields)
+
+
+def test_a_call_leaves_torchs_flags_as_it_found_them():
+    """run() sets the class's matmul flags for the call only: the caller's TF32 and
+    reduced-precision settings are back afterwards (a later call in the same process
+    would otherwise run under the recorder's flags)."""
+    torch = pytest.importorskip("torch")
+    from tensorcore_smt.hardware.library_calls import CallClass, Op, Precision, run
+
+    m = torch.backends.cuda.matmul
+    before = (torch.get_float32_matmul_precision(), m.allow_fp16_reduced_precision_reduction)
+    a = torch.ones((1, 2, 3), dtype=torch.float16)
+    b = torch.ones((1, 3, 2), dtype=torch.float16)
+    assert run(CallClass(Op.MATMUL, Precision.FP16, False), a, b).shape == (1, 2, 2)
+    run(CallClass(Op.MATMUL, Precision.TF32), a.float(), b.float())
+    after = (torch.get_float32_matmul_precision(), m.allow_fp16_reduced_precision_reduction)
+    assert after == before

@@ -16,6 +16,8 @@ full fp32; "high": TF32 allowed on ordinary fp32 operands).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -158,6 +160,30 @@ def classes(ops: tuple[Op, ...], precisions: tuple[Precision, ...]) -> list[Call
     return out
 
 
+@contextmanager
+def call_flags(cls: CallClass) -> Iterator[None]:
+    """torch's global matmul flags set for a call of `cls` (set_flags) inside the block,
+    and put back as they were after it, so that a recorded or re-run call leaves the
+    caller's torch as it found it."""
+    import torch
+
+    m = torch.backends.cuda.matmul
+    before = (
+        torch.get_float32_matmul_precision(),
+        m.allow_tf32,
+        m.allow_fp16_reduced_precision_reduction,
+        m.allow_bf16_reduced_precision_reduction,
+    )
+    set_flags(cls)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before[0])
+        m.allow_tf32 = before[1]
+        m.allow_fp16_reduced_precision_reduction = before[2]
+        m.allow_bf16_reduced_precision_reduction = before[3]
+
+
 def set_flags(cls: CallClass) -> None:
     """torch's global matmul flags for a call of `cls` (TF32 on only for TF32; the
     reduced-precision reduction flag of the class, torch's default True otherwise)."""
@@ -175,10 +201,15 @@ def run(cls: CallClass, A: Any, B: Any, extra: Any = None) -> Any:
     """The call's output for operands A (batch, M, K), B (batch, K, N) (torch tensors of
     the operand format; batch 1 unless bmm) and `extra` (bias or C); flags set first.
     Returns D as (batch, M, N)."""
+
+    with call_flags(cls):
+        return _call(cls, A, B, extra)
+
+
+def _call(cls: CallClass, A: Any, B: Any, extra: Any) -> Any:
     import torch
     import torch.nn.functional as F
 
-    set_flags(cls)
     a, b = A[0], B[0]
     op = cls.op
     if op == Op.MATMUL:
@@ -215,6 +246,7 @@ __all__ = [
     "CallClass",
     "Op",
     "Precision",
+    "call_flags",
     "classes",
     "run",
     "set_flags",
