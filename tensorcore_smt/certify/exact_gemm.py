@@ -264,25 +264,12 @@ def _candidates(K: int, m: int, L: int, B: int):
 
 
 def _witness(res: GemmExactness, hyp, p, K: int, slice_bits: int) -> None:
-    from ..api import bits_dtype
-    from ..gemm.emulate import matmul
-
     m = (1 << slice_bits) - 1
     for a_vals, b_vals in _candidates(K, m, p.K, res.B):
-        A = np.array(
-            [[round_fraction(Fraction(v), p.a_fmt) for v in a_vals]], dtype=bits_dtype(p.a_fmt)
-        )
-        Bm = np.array(
-            [[round_fraction(Fraction(v), p.b_fmt)] for v in b_vals], dtype=bits_dtype(p.b_fmt)
-        )
-        D = np.asarray(matmul(hyp, A, Bm, instr=res.instruction, engine="compiled")).reshape(-1)
-        D = bit_view(D)
-        out = hyp.schedule.out or p.d_fmt
-        d = value_of(int(D[0]), out)
-        exact = sum(x * y for x, y in zip(a_vals, b_vals))
-        if not isinstance(d, Fraction) or d != exact:
+        err = _inexact(res, hyp, p, a_vals, b_vals)
+        if err is not None:
             res.witness_K = K
-            res.witness_error = abs(d - exact) if isinstance(d, Fraction) else None
+            res.witness_error = None if err < 0 else err
             return
 
 
