@@ -15,21 +15,10 @@ from ..gemm.profiles import CallClass, Profile, load_profile
 from .base import Group, check_out, main
 
 
-def _group() -> click.Group:
-    """The `profile` group: the one another module registered first, else a new one."""
-    found = main.commands.get("profile")
-    if isinstance(found, click.Group):
-        return found
-
-    @main.group("profile", cls=Group)
-    def profile_group() -> None:
-        """Library profiles: which GEMM recipe a GPU's BLAS library runs for each torch
-        call class and shape (profiles/*.json; docs/profiles.md)."""
-
-    return profile_group
-
-
-profile_group = _group()
+@main.group("profile", cls=Group)
+def profile_group() -> None:
+    """Library profiles: which GEMM recipe a GPU's BLAS library runs for each torch
+    call class and shape (profiles/*.json; docs/profiles.md)."""
 
 
 def _sched(recipe: str) -> str:

@@ -16,20 +16,8 @@ from pathlib import Path
 import click
 
 from ..errors import ExitCode, UserError
-from .base import Group, interrupted, main
-
-
-def _group() -> click.Group:
-    found = main.commands.get("profile")
-    if isinstance(found, click.Group):
-        return found
-
-    @main.group("profile", cls=Group)
-    def profile_group() -> None:
-        """Library profiles: which GEMM recipe a GPU's BLAS library runs for each torch call
-        class and shape (profiles/*.json; docs/profiles.md)."""
-
-    return profile_group
+from .base import interrupted
+from .profile import profile_group
 
 
 @click.command("record")
@@ -100,4 +88,4 @@ def record_cmd(
     sys.exit(int(ExitCode.OK))
 
 
-_group().add_command(record_cmd)
+profile_group.add_command(record_cmd)
