@@ -1158,3 +1158,13 @@ def test_fda_renormalize_matches_rationals(data) -> None:
         a, b, c = data.draw(rows(p))
         got = all_interpreters(p, a, b, c, symbolic=False)
         assert got == renormalize_group_ref(a, b, c, p.c_fmt, p), (a, b, c)
+
+
+@pytest.mark.parametrize("e_zero", [439, 1000, 16383])
+def test_exact_alignment_register_reaches_a_high_e_zero(e_zero: int) -> None:
+    """align=exact with zero terms at a large e_zero: e_max is e_zero, so the register
+    must reach from there down to c's lowest bit; the vector interpreter (fixed widths)
+    gave 0 for c = 2^-149 where the concrete one gave c (found by the FDA grid)."""
+    base = tc.resolve("hopper", "m16n8k16.f32.f16.f16.f32")
+    p = dataclasses.replace(base, K=4, L=2, F=0, align=AlignMode.EXACT, e_zero=e_zero)
+    assert all_interpreters(p, [0] * 4, [0] * 4, 1, symbolic=False) == 1

@@ -78,6 +78,10 @@ def _exact_frac_bits(terms: list[Addend], p: ModelParams) -> int:
         s = f.spec
         span = max(span, s.emax - s.emin + s.mbits + 2)
     prod_span = 2 * span + 8
+    if p.e_zero is not None and p.e_zero > 0:
+        # a zero term raises e_max to e_zero, above every term's own exponent: the
+        # register reaches down from there to the lowest bit of the smallest term
+        prod_span += p.e_zero
     return max(t.fb for t in terms) + prod_span
 
 
