@@ -77,10 +77,22 @@ class RuleChecked:
 def _run_on_cpu(src: str, monkeypatch) -> tuple[str, list[str]]:
     checked = RuleChecked(monkeypatch)
     monkeypatch.setattr(sys, "argv", ["probe.py", "cpu"])
+    # the program sets torch's matmul flags for its own process: put them back after it
+    m = torch.backends.cuda.matmul
+    names = (
+        "allow_tf32",
+        "allow_fp16_reduced_precision_reduction",
+        "allow_bf16_reduced_precision_reduction",
+    )
+    before = [getattr(m, n) for n in names]
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        ns: dict = {"__name__": "__main__"}
-        exec(compile(src, "probe.py", "exec"), ns)
+    try:
+        with contextlib.redirect_stdout(out):
+            ns: dict = {"__name__": "__main__"}
+            exec(compile(src, "probe.py", "exec"), ns)
+    finally:
+        for n, v in zip(names, before):
+            setattr(m, n, v)
     return out.getvalue(), checked.calls
 
 
