@@ -6,12 +6,11 @@ tc.matmul attain over the certificate's class on small formats, each case a
 
 The fast run covers a few variants of every certificate and a Hypothesis search over
 the parameter space (shrinking to the smallest variant that breaks a certificate); the
-slow run (`make test-slow`, `make audit`) covers more than 10^3 cases. Known-unsound
-families (audit.KNOWN, being fixed; audit.FOUND, found by the audit and not yet fixed)
-are tested on their own, strict xfail: they fail loudly once the certificate is right,
-and the marker must then go. The families the audit found so far (flushed c, flushed
-chained accumulators, chained directed roundings overflowing, round-down with carry
-bits) are fixed and tested plainly below."""
+slow run (`make test-slow`, `make audit`) covers more than 10^3 cases. The families once
+unsound (chained integer sums, GEMM bounds with `out`, cdna3's F2, and those the audit
+found: flushed c, flushed chained accumulators, chained directed roundings overflowing,
+round-down with carry bits) are each tested on their own below, plainly: every
+certificate sound, or refused in one line."""
 
 from __future__ import annotations
 
@@ -128,7 +127,7 @@ def test_composed_bound_over_the_space(v):
     assert not bad, _fail_text(bad)
 
 
-# --- the known-unsound families, each strict xfail until its fix lands -------------------
+# --- the families once unsound, each on its own ----------------------------------------
 
 
 def test_gemm_bound_with_out():
