@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 from strategies import distinct_models, model_id
 
+import tensorcore_smt as tc
 from tensorcore_smt import api
-from tensorcore_smt.engine import Engine, kernel, parse_engine
+from tensorcore_smt.engine import Engine, default_engine, kernel, parse_engine
 from tensorcore_smt.engine import cache as engine_cache
 from tensorcore_smt.engine import jit as engine_jit
 from tensorcore_smt.errors import UserError
@@ -295,6 +296,34 @@ def test_default_engine_by_batch_and_readiness(monkeypatch):
     monkeypatch.setenv("TCSMT_ENGINE", "gpu")
     with pytest.raises(UserError, match="unknown engine 'gpu'"):
         api._pick_engine(p, None, None, [a, b, c])
+
+
+def test_default_engine_weighs_numpy_passes(monkeypatch):
+    """A GEMM of few outputs and many instruction steps goes to the compiled engine:
+    numpy pays a fixed cost per pass (a step), so 16 outputs x 62,500 steps (hopper,
+    4x4 by K = 10^6) is minutes of numpy, though its row-steps stay below COMPILE_ROWS;
+    a small GEMM, or one batch of rows, stays on numpy."""
+    from tensorcore_smt.engine.choice import COMPILE_ROWS, PASS_ROWS, numpy_cost
+
+    monkeypatch.delenv("TCSMT_ENGINE", raising=False)
+    outputs, steps = 16, 62_500
+    assert outputs * steps < COMPILE_ROWS  # the step count alone said numpy
+    assert default_engine(False, outputs * steps, steps) == Engine.COMPILED
+    assert default_engine(False, 12 * 3, 3) == Engine.NUMPY
+    assert default_engine(False, 100) == Engine.NUMPY
+    assert default_engine(False, COMPILE_ROWS) == Engine.COMPILED
+    assert default_engine(True, 1) == Engine.COMPILED
+    # the crossover: the passes whose fixed cost alone reaches COMPILE_ROWS
+    n = -(-COMPILE_ROWS // PASS_ROWS)
+    assert numpy_cost(0, n) >= COMPILE_ROWS > numpy_cost(0, n - 1)
+    assert default_engine(False, 0, n) == Engine.COMPILED
+    assert default_engine(False, 0, n - 1) == Engine.NUMPY
+    # what tc.matmul asks for such a GEMM: compiled, without running it
+    A = np.ones((4, 16 * 200), np.float16)
+    B = np.ones((16 * 200, 4), np.float16)
+    info: list = []
+    tc.matmul("hopper", A, B, run_info=info)
+    assert info[-1].engine == Engine.COMPILED  # 200 steps: numpy's passes cost more
 
 
 def test_engine_errors_are_one_line():

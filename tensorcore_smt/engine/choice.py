@@ -8,6 +8,12 @@ kernel, which numpy spends on roughly a million rows: a kernel not yet compiled 
 compiled for batches of at least COMPILE_ROWS rows. identify's pools (a few thousand rows
 on each of many hypotheses) thus stay on numpy unless the kernels are already cached,
 and validate's and the GEMM level's big batches compile once and run compiled.
+
+numpy also pays a fixed cost per pass over a batch (its interpreter walks the model's
+operations in Python: about 5 ms a pass, what it spends on some 8,000 rows). The GEMM
+level makes one pass per instruction step and chunk of outputs, so a GEMM of few
+outputs and many steps (16 outputs by 62,500 steps) costs numpy minutes for a million
+row-steps: the choice weighs rows and passes together (numpy_cost).
 """
 
 from __future__ import annotations
@@ -43,11 +49,24 @@ def parse_engine(value: str | Engine | None) -> Engine | None:
         raise UserError(f"engine: unknown engine {value!r}; known: {', '.join(ENGINES)}") from None
 
 
-def default_engine(ready: bool, rows: int) -> Engine:
-    """The engine for a batch of `rows` rows on this machine's CPU when none is asked
-    for: $TCSMT_ENGINE when set (numpy or compiled; the test suite sets numpy so that
+PASS_ROWS = 1 << 13
+"""numpy's fixed cost of one pass over a batch, in rows (about 5 ms against its 1.6 M
+row-steps/s on a GEMM on the measured machine)."""
+
+
+def numpy_cost(rows: int, passes: int = 1) -> int:
+    """numpy's cost of `rows` rows of work done in `passes` passes, in rows: the work
+    plus each pass's fixed cost."""
+    return rows + passes * PASS_ROWS
+
+
+def default_engine(ready: bool, rows: int, passes: int = 1) -> Engine:
+    """The engine for a batch of `rows` rows (for a GEMM: outputs x instruction steps)
+    that numpy would run in `passes` passes (a GEMM: its steps times its chunks of
+    outputs) on this machine's CPU when none is asked for: $TCSMT_ENGINE when set (numpy or compiled; the test suite sets numpy so that
     tests of the vector interpreter test it whatever kernels are cached), else the faster
-    one, `ready` telling whether the kernel is already compiled (memory or disk cache)."""
+    one, `ready` telling whether the kernel is already compiled (memory or disk cache):
+    compiled once numpy's cost (numpy_cost) reaches COMPILE_ROWS."""
     env = os.environ.get("TCSMT_ENGINE")
     if env:
         e = parse_engine(env)
@@ -55,4 +74,6 @@ def default_engine(ready: bool, rows: int) -> Engine:
             raise UserError("TCSMT_ENGINE: torch needs a device; use numpy or compiled")
         assert e is not None
         return e
-    return Engine.COMPILED if ready or rows >= COMPILE_ROWS else Engine.NUMPY
+    if ready or numpy_cost(rows, passes) >= COMPILE_ROWS:
+        return Engine.COMPILED
+    return Engine.NUMPY

@@ -310,7 +310,8 @@ def matmul(
     interpreter), compiled (the compiled GEMM runner, `compiled_runner`), torch (the
     vector interpreter on torch, device "cpu" unless given) or None: with a device torch,
     else engine/choice.py's default for a batch of the GEMM's instruction steps
-    ($TCSMT_ENGINE when set, else compiled from COMPILE_ROWS steps on). Returns D as the output dtype (a torch
+    ($TCSMT_ENGINE when set, else compiled once outputs x steps, with numpy's cost
+    of a pass per step, reaches COMPILE_ROWS). Returns D as the output dtype (a torch
     tensor on A's device when A is one); `run_info`, when a list, receives the GemmRun.
 
     `arch` may name a library profile instead (`h100`, `h100-cublas-13.0`, a profile
@@ -384,7 +385,8 @@ def matmul(
     if device is not None:
         eng = Engine.TORCH
     elif eng is None:
-        eng = default_engine(False, n_out * plan.steps())
+        steps = plan.steps()  # numpy: a pass per step and chunk of outputs
+        eng = default_engine(False, n_out * steps, steps * -(-n_out // CHUNK))
     runner = compiled_runner() if eng == Engine.COMPILED else None
     if run_info is not None:
         run_info.append(dataclasses.replace(run, engine=eng, decision=decision))
