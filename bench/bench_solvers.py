@@ -1,8 +1,8 @@
-"""Solver times on the project's key queries beside paper 000's Table 4, and an encoding study.
+"""Solver times on the project's key queries beside Valpey et al.'s (2025) Table 4, and an encoding study.
 
 Run with `python bench/bench_solvers.py` (or `make bench-solvers`). It prints:
 
-**Table 4 reproduction.** Every row of paper 000's Table 4 (Z3 4.8.9 and cvc5 1.0.2 on a
+**Table 4 reproduction.** Every row of Valpey et al.'s (2025) Table 4 (Z3 4.8.9 and cvc5 1.0.2 on a
 32-core AMD EPYC 7502P, 6 h timeout) as a query of this project that asks the paper's
 question, on Volta (`volta` preset, `m8n8k4` with fp16 inputs) unless the row names
 another architecture:
@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         "--only", action="append", help=f"query names, comma-separated ({', '.join(BY_NAME)})"
     )
     ap.add_argument(
-        "--table4", action="store_true", help="only paper 000's Table 4 rows and the calibration"
+        "--table4",
+        action="store_true",
+        help="only Valpey et al.'s (2025) Table 4 rows and the calibration",
     )
     ap.add_argument(
         "--write", type=Path, metavar="DIR", help="write DIR/table4.md and DIR/table4.json"

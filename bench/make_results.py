@@ -13,7 +13,7 @@ with every variant's prediction, ready for `tcsmt probe`). results/README.md sum
 them in one table per architecture, followed by the Markidis vs Ootomo-Yokota witnesses
 with both errors; results/summary.json holds the same rows. Finally the feature matrix
 (tensorcore_smt.smt.features: every witness run through the presets, beside FTTN Table IV,
-paper 000 and MMA-Sim Table III) is written to results/features.md and features.json;
+Valpey et al. 2025 and MMA-Sim Table III) is written to results/features.md and features.json;
 `--features-only` rebuilds just that from the vectors already there.
 
 `--sparse` asks every property that applies of the sparse form SPARSE_FORM instead (on
@@ -217,9 +217,9 @@ def write_features(out: Path) -> None:
 
 
 def render_p5(out: Path, rows: dict) -> str:
-    """The Markidis vs Ootomo-Yokota witnesses (paper 000 §6, Property 5) with both errors."""
+    """The Markidis vs Ootomo-Yokota witnesses (Valpey et al. 2025 §6, Property 5) with both errors."""
     lines = [
-        "## Markidis vs Ootomo-Yokota (paper 000 §6, Property 5)",
+        "## Markidis vs Ootomo-Yokota (Valpey et al. 2025 §6, Property 5)",
         "",
         "fp32 inputs split into fp16 + residual on each architecture's fp16 unit; a and b in",
         "O-Y's Type 1 range 2^-15..2^14, c free. `markidis-more-accurate` is Property 5: a",

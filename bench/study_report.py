@@ -477,7 +477,7 @@ def element_findings(sun: dict) -> list[str]:
     L.append(
         "- Multiplication with low-precision data: the emulator's error is "
         + ("0 on every sample" if mul_zero else "NOT zero")
-        + " for bf16, fp16 and tf32 (products are exact: paper 000 §4, MMA-Sim step 2), as "
+        + " for bf16, fp16 and tf32 (products are exact: Valpey et al. 2025 §4, MMA-Sim step 2), as "
         "Tables 12, 13 and 15 report; with fp16 C/D (Table 14) the error against fp16(CPU "
         f"result) is {e(ours('14', 'low', 0, 'CPU_FP32 cvt FP16')['mean'])} for all three "
         "operations, as the paper reports: the unit computes wide and rounds once to fp16."
@@ -493,7 +493,7 @@ def element_findings(sun: dict) -> list[str]:
         f"{100 * fa['share_nonzero']:.1f} % of samples. Cause: the Ampere unit adds the "
         "exact products and c with F = 24 fraction bits aligned to the largest exponent, "
         "truncating what falls below, and rounds the fp32 result toward zero (MMA-Sim Table "
-        "III; paper 000 Table 3), while the CPU rounds to nearest: whenever the exact sum "
+        "III; Valpey et al. 2025 Table 3), while the CPU rounds to nearest: whenever the exact sum "
         "needs more than 24 bits (the two addends far apart in magnitude) the two differ by "
         "one unit in the last place. Paper: bf16 0.0 / 1.89E-08, fp16 0.00 / 0.00, tf32 0.0 / 0.0."
     )

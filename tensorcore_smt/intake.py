@@ -163,6 +163,25 @@ DTYPE_INTEGER: dict[np.dtype, Format] = {d: f for f, d in INTEGER_DTYPE.items() 
 unsigned arrays are bit patterns."""
 
 
+def operand_formats(a: np.ndarray, b: np.ndarray) -> tuple[Format | None, Format | None]:
+    """The formats GEMM operands A and B carry (`format_of`; None: bit patterns), where
+    an unsigned array beside a signed integer operand (int8 A with uint8 B) holds the
+    values of the unsigned integer format of its width (u8): the two are integer
+    values, as an s8 x u8 instruction takes them, not a float and bit patterns."""
+    fa, fb = format_of(a, "A"), format_of(b, "B")
+    if fa is None and fb is not None and fb.spec.is_integer:
+        fa = _UNSIGNED_INTEGER.get(a.dtype)
+    elif fb is None and fa is not None and fa.spec.is_integer:
+        fb = _UNSIGNED_INTEGER.get(b.dtype)
+    return fa, fb
+
+
+_UNSIGNED_INTEGER: dict[np.dtype, Format] = {
+    d: f for f, d in INTEGER_DTYPE.items() if d.kind == "u"
+}
+"""The unsigned integer format of an unsigned array beside an integer operand (uint8: u8)."""
+
+
 def integer_bits(a: np.ndarray, fmt: Format, what: str) -> np.ndarray:
     """Bit patterns of an integer operand: an array of the format's own dtype (int8 for
     s8, int32 for s32) read bit for bit (a view); other integer arrays hold patterns

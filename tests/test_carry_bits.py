@@ -39,7 +39,7 @@ def _params(arch: str, instr: str) -> ModelParams:
 
 
 def test_the_papers_carry_bits_and_the_fp8_bound():
-    """Paper 000 §4.3: 3 carry bits for Volta's 5 terms, 4 for Ampere's 9; fp8 products
+    """Valpey et al. 2025 §4.3: 3 carry bits for Volta's 5 terms, 4 for Ampere's 9; fp8 products
     are below 3.52 units, so 33 terms of Hopper's FP8 wgmma fit in 5 (not ceil(log2 33))."""
     assert _params("volta", "m8n8k4.f32.f16.f16.f32").carry_bits == 3
     assert _params("ampere", "m16n8k8.f32.f16.f16.f32").carry_bits == 4

@@ -1,5 +1,5 @@
 """The feature matrix: deduced from the library's witnesses, beside FTTN Table IV,
-paper 000 and MMA-Sim Table III, with every disagreement explained."""
+Valpey et al. 2025 and MMA-Sim Table III, with every disagreement explained."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from tensorcore_smt.spec.presets import parse_variant
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 
-def test_volta_row_matches_fasi_paper000_and_fttn():
+def test_volta_row_matches_fasi_valpey_and_fttn():
     cells = features.deduce("volta", RESULTS)
     got = {k: cells[k].value for k in ("extra_bits", "rounding", "width", "carry_bits", "fp16_out")}
     assert got == {
         "extra_bits": "0",  # FTTN Table IV: V100 no extra bit; MMA-Sim F=23
-        "rounding": "truncate",  # paper 000 §4.2
+        "rounding": "truncate",  # Valpey et al. 2025 §4.2
         "width": "4",
-        "carry_bits": "3",  # paper 000 §4.3
+        "carry_bits": "3",  # Valpey et al. 2025 §4.3
         "fp16_out": "RNE",
     }
     assert cells["extra_bits"].vectors > 0

@@ -576,8 +576,8 @@ def test_fit_fasi_volta_text_names_what_is_undecided(tmp_path):
 
 
 @pytest.mark.parametrize("arch", ["volta", "turing"])
-def test_fit_paper000_table3_keeps_the_preset(tmp_path, arch):
-    """Paper 000 Table 3: a = 2, b = 1, c = -2^-40 -> 2 (truncation, not RZ), and the
+def test_fit_valpey_table3_keeps_the_preset(tmp_path, arch):
+    """Valpey et al. 2025 Table 3: a = 2, b = 1, c = -2^-40 -> 2 (truncation, not RZ), and the
     one-shifted-bit row of §4.3 (b = 1, c = -1 + 2^-24 -> 2^-23)."""
     rows = [
         row([h16(2.0)], [h16(1.0)], h32(-(2.0**-40)), h32(2.0), 4, Z16),

@@ -219,12 +219,12 @@ def test_fasi_3d5_non_monotonic():
     assert volta32(ONES, b, 1.0) == bits(h32(1.0))
 
 
-# --- Paper 000: Table 3 and §4 -----------------------------------------------------------
+# --- Valpey et al. 2025: Table 3 and §4 -----------------------------------------------------------
 
 
 @pytest.mark.parametrize("arch", ["volta", "turing"])
-def test_paper000_table3_truncation_not_rtz(arch):
-    """Paper 000 Table 3 / §4.2: a = 2, b = 1, c = -2^-40 -> 2 on Volta and Turing
+def test_valpey_table3_truncation_not_rtz(arch):
+    """Valpey et al. 2025 Table 3 / §4.2: a = 2, b = 1, c = -2^-40 -> 2 on Volta and Turing
     (truncation during alignment; a properly rounded RTZ sum would be 2 - 2^-23).
     Turing's m8n8k4 behaves as Volta's (§4.3, §5)."""
     d = simulate(
@@ -237,8 +237,8 @@ def test_paper000_table3_truncation_not_rtz(arch):
     assert d == bits(h32(2.0))
 
 
-def test_paper000_table3_fasi_volta_hypothesis_is_rtz():
-    """Paper 000 Table 3: the hypothesis `fasi-volta` (additions correctly rounded toward
+def test_valpey_table3_fasi_volta_hypothesis_is_rtz():
+    """Valpey et al. 2025 Table 3: the hypothesis `fasi-volta` (additions correctly rounded toward
     zero, Fasi §III-C) gives the "properly-rounded RTZ result" 2 - 2^-23 on Table 3's
     input, which tells it apart from the `volta` preset (2)."""
     d = volta32([2.0], [1.0], -(2.0**-40), arch="fasi-volta")
@@ -246,14 +246,14 @@ def test_paper000_table3_fasi_volta_hypothesis_is_rtz():
     assert d != volta32([2.0], [1.0], -(2.0**-40))
 
 
-def test_paper000_one_shifted_bit_volta():
-    """Paper 000 §4.3 (Algorithm 1): Volta discards all shifted bits: b = 1,
+def test_valpey_one_shifted_bit_volta():
+    """Valpey et al. 2025 §4.3 (Algorithm 1): Volta discards all shifted bits: b = 1,
     c = -1 + 2^-24 -> 2^-23 (same as Fasi §III-D1)."""
     assert volta32(ONES, [1.0], -1.0 + 2.0**-24) == bits(h32(2.0**-23))
 
 
-def test_paper000_one_shifted_bit_ampere():
-    """Paper 000 §4.3 (Algorithm 1, step 2c): Ampere keeps one shifted bit, so the same
+def test_valpey_one_shifted_bit_ampere():
+    """Valpey et al. 2025 §4.3 (Algorithm 1, step 2c): Ampere keeps one shifted bit, so the same
     input (b = 1, c = -1 + 2^-24) is exact: 2^-24. Instruction m16n8k8 (K = 8)."""
     a = [h16(x) for x in pad(ONES, 8)]
     b = [h16(x) for x in pad([1.0], 8)]

@@ -27,7 +27,7 @@ from tensorcore_smt.model.params import (
 from tensorcore_smt.spec.presets import ALIASES, PRESETS, parse_variant
 
 ZERO4 = ("--a", "0,0,0,0", "--b", "0,0,0,0", "--c", "0")
-BASES = ["volta", "ampere", "hopper", "cdna3", "matlab-h100-fp8", "paper000-volta"]
+BASES = ["volta", "ampere", "hopper", "cdna3", "matlab-h100-fp8", "valpey-volta"]
 
 
 def _field_type(name: str) -> str:

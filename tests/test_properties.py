@@ -144,7 +144,7 @@ def test_table3_effective_subtraction_witness_has_the_papers_shape():
     a0, c = value_of(ins["a0"], Format.FP16), value_of(ins["c"], Format.FP32)
     assert a0 > 0 and c < 0
     # RZ never exceeds the exact magnitude; truncating the smaller term's shifted-out bits
-    # subtracts too little, so volta's result lies above it (paper 000 Table 3)
+    # subtracts too little, so volta's result lies above it (Valpey et al. 2025 Table 3)
     outs = [value_of(int(o["hex"], 16), Format.FP32) for o in w["outputs"].values()]
     exact = a0 + c
     assert abs(outs[1]) <= abs(exact) < abs(outs[0])

@@ -96,7 +96,7 @@ def test_shortcuts_give_the_bits_of_the_full_steps(i, monkeypatch):
 
 
 def test_a_query_with_zero_products_adds_no_rounding_for_them(monkeypatch):
-    """The fp16-accumulation reference of paper 000's exact-multiplication row with one
+    """The fp16-accumulation reference of Valpey et al.'s (2025) exact-multiplication row with one
     free product: the three zero products and c = 0 cost no rounding (under half the
     DAG of the full steps), and the DAG evaluates to the full steps' bits."""
     p = VARIANTS[0].with_(acc_fmt=Format.FP16, acc_rounding=Rounding.RNE, order=Order.C_FIRST)

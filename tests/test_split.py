@@ -1,8 +1,8 @@
-"""Markidis vs Ootomo-Yokota: single-precision products by operand splitting (paper 000 §6).
+"""Markidis vs Ootomo-Yokota: single-precision products by operand splitting (Valpey et al. 2025 §6).
 
 - The split of one fp32 input equals numpy's IEEE conversions (float32 -> float16 RNE,
   exact float32 subtraction, scaling by 2^11).
-- Paper 000 §6's walk-through (steps 1-7): the O-Y result loses 2^-23 that Markidis keeps,
+- Valpey et al. 2025 §6's walk-through (steps 1-7): the O-Y result loses 2^-23 that Markidis keeps,
   because the unit does not normalize its partial sums.
 - The composite algorithms agree across the three interpreters.
 - A real solver answers Property 5 (compare errors) and its witness re-runs.
@@ -71,7 +71,7 @@ def test_power_of_two_bits():
         power_of_two(Format.FP16, 20)
 
 
-# Paper 000 §6 walk-through: a1 b1 + a2 b2 = 1 - 2^-24 exactly (largest exponent -1),
+# Valpey et al. 2025 §6 walk-through: a1 b1 + a2 b2 = 1 - 2^-24 exactly (largest exponent -1),
 # a3 b3 = a4 b4 = c = 2^-24, so the exact value is 1 + 2^-23. (Table 5's printed operands
 # do not multiply out to these sums, so the test builds operands with the sums the text
 # walks through: (1 - 2^-11)^2 + 1489 * 11 * 2^-24 = 1 - 2^-24.)

@@ -22,7 +22,7 @@ def val32(bits: int) -> float:
 
 
 def test_two_carry_bits_overflow_on_a_five_term_sum():
-    """Paper 000 §4.3: the 5-term unit needs 3 carry bits. Four products of (2-2^-10)^2 and
+    """Valpey et al. 2025 §4.3: the 5-term unit needs 3 carry bits. Four products of (2-2^-10)^2 and
     c = 1.5 sum to about 17.48, beyond the 16 units two carry bits hold."""
     a = [h(2 - 2**-10)] * 4
     exact = tc.simulate_one(tc.resolve("volta"), a, a, f(1.5))
@@ -42,7 +42,7 @@ def test_renormalizing_accumulator_loses_a_low_bit_only_before_a_later_term():
 
 
 def test_alignment_bits_volta_vs_ampere():
-    """Paper 000 §4.3/§5: Volta discards every shifted bit, Ampere keeps one."""
+    """Valpey et al. 2025 §4.3/§5: Volta discards every shifted bit, Ampere keeps one."""
     one, c = h(1.0), f(-1 + 2**-24)
     assert val32(tc.simulate_one(tc.resolve("volta"), [one, 0, 0, 0], [one, 0, 0, 0], c)) == 2**-23
     p = tc.resolve("ampere", "m16n8k8.f32.f16.f16.f32")
@@ -55,12 +55,12 @@ def test_alignment_bits_volta_vs_ampere():
 
 def test_product_exponent_normalisation_changes_alignment():
     """A product with significand >= 2 aligns one bit differently when normalised:
-    -1.5*1.5 = -2.25 has e_max 0 unnormalised (MMA-Sim) but 1 normalised (paper 000), so
+    -1.5*1.5 = -2.25 has e_max 0 unnormalised (MMA-Sim) but 1 normalised (Valpey et al. 2025), so
     c's lowest bit 2^-23 survives only in the first; cancellation makes it visible."""
     a, b = [h(1.5), 0, 0, 0], [h(-1.5), 0, 0, 0]
     c = f(1.75 + 2**-23)
     un = tc.simulate_one(tc.resolve("volta"), a, b, c)
-    no = tc.simulate_one(tc.resolve("paper000-volta"), a, b, c)
+    no = tc.simulate_one(tc.resolve("valpey-volta"), a, b, c)
     assert val32(un) == -0.5 + 2**-23
     assert val32(no) == -0.5
 

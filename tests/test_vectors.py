@@ -118,7 +118,7 @@ def test_arch_given_as_a_variant_stands_for_its_preset():
 def test_merge_unions_variants_and_deduplicates():
     one = fasi_file()
     two = copy.deepcopy(one)
-    two.variants = ["volta", "turing"]  # Turing runs HMMA.884 as Volta (paper 000 §5)
+    two.variants = ["volta", "turing"]  # Turing runs HMMA.884 as Volta (Valpey et al. 2025 §5)
     two.vectors = [copy.deepcopy(one.vectors[0]), Vector([0] * 4, [0] * 4, 0x3F800000, {})]
     for v in two.vectors:
         v.predicted = {}

@@ -1,6 +1,6 @@
 """The parts of bench/bench_solvers.py, one subject a module.
 
-- `queries`: the benchmark queries (`BenchQuery`, `QUERIES`) and paper 000's Table 4 figures
+- `queries`: the benchmark queries (`BenchQuery`, `QUERIES`) and Valpey et al.'s (2025) Table 4 figures
 - `formulas`: SMT-LIB text timed beside them (the paper's own formulas, the floor)
 - `machine`: the machine, the model's source revision and the solvers' versions
 - `cells`: one solver's runs on one query (`Run`, `Cell`) and their text and JSON forms

@@ -1,4 +1,4 @@
-"""SMT-LIB text timed beside the queries: paper 000's own formulas (the calibration) and
+"""SMT-LIB text timed beside the queries: Valpey et al.'s (2025) own formulas (the calibration) and
 the smallest formulas of a Table 4 question (the floor)."""
 
 from __future__ import annotations

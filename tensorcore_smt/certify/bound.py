@@ -129,6 +129,8 @@ def dyadic_between(lo: Fraction, hi: Fraction) -> Fraction:
         target = hi / 2
     else:
         target = Fraction(math.sqrt(lo * hi)) if hi / lo < 2**60 else lo * 2**30
+    if not lo < target < hi:  # the float root of an interval narrower than its precision
+        target = (lo + hi) / 2
     # the coarsest dyadic grid on which a multiple of the step lies in (lo, hi)
     e = math.floor(math.log2(hi - lo)) + 1 if hi > lo else 0
     while True:
@@ -238,6 +240,8 @@ def bound(
     resolution = Fraction(resolution)
     if resolution <= 0:
         raise UserError(f"resolution {resolution} must be positive")
+    t0 = time.monotonic()  # the budget counts from here: the class check is part of it
+    deadline = t0 + timeout
     from .classes import UNRESOLVED, class_is_empty, resolve_fixes
 
     cons = default_class() if constraints is None else tuple(constraints)
@@ -263,8 +267,6 @@ def bound(
         query=q0,
     )
     _compose_upper(cert, q0, against, cons)
-    t0 = time.monotonic()
-    deadline = t0 + timeout
     t = Fraction(0)
     try:
         if cert.upper is None:
@@ -272,7 +274,8 @@ def bound(
         if sample_rows > 0 and not cert.closed:
             t = _seed_from_sample(cert, q0, sample_rows, on_step)
         if search_share > 0 and not cert.closed:
-            t = _seed_from_search(cert, q0, min(SEARCH_S, timeout * search_share), on_step) or t
+            share = min(SEARCH_S, timeout * search_share, max(0.0, deadline - time.monotonic()))
+            t = _seed_from_search(cert, q0, share, on_step) or t
         while not cert.closed:
             left = deadline - time.monotonic()
             if left < MIN_QUERY_S:

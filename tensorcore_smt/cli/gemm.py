@@ -208,17 +208,23 @@ def gemm(
     if profile is None:
         parse_gemm(hyp, instr)
     fmt = input_format(dtype)
+    if profile is None and instr is None and fmt is not None and fmt.spec.is_integer:
+        # integer operands but s8 come as bit patterns, which carry no format: the
+        # library instruction for --dtype is named here, as --instr would
+        instr = parse_gemm(hyp).instruction(fmt, fmt).name
     if profile is not None and call_class is not None:
         fmt = Format.parse(profile.by_name(call_class).key.a)
     if shape is not None:
         if a_path or b_path or c_path:
             raise UserError("give either --random or --a/--b (--c), not both")
         M, N, K = parse_shape(shape)
-        if fmt is None:
-            fmt = parse_gemm(hyp, instr).params().a_fmt if instr and hyp else DEFAULT_INPUT
+        fa = fb = fmt or DEFAULT_INPUT
+        if fmt is None and instr and hyp:  # A and B in the named instruction's formats
+            named = parse_gemm(hyp, instr).params()
+            fa, fb = named.a_fmt, named.b_fmt
         rng = np.random.default_rng(seed)
-        A = random_matrix((M, K), fmt, Dist(dist), rng)
-        B = random_matrix((K, N), fmt, Dist(dist), rng)
+        A = random_matrix((M, K), fa, Dist(dist), rng)
+        B = random_matrix((K, N), fb, Dist(dist), rng)
         C = None
     else:
         if k_sweep:

@@ -27,7 +27,15 @@ from ..bv.vector import VECTOR
 from ..engine.choice import Engine, default_engine, parse_engine
 from ..errors import UserError
 from ..formats import Format
-from ..intake import format_of, from_bits, from_torch, is_torch, operand_bits, to_torch
+from ..intake import (
+    format_of,
+    from_bits,
+    from_torch,
+    is_torch,
+    operand_bits,
+    operand_formats,
+    to_torch,
+)
 from ..model.ieee import mul
 from ..model.params import ModelParams
 from .arrays import fits
@@ -135,14 +143,18 @@ def prepare(
     `alpha`, `beta`, `out_fmt` replace the schedule's when given; per-tensor scales fold
     into alpha (`scaled_alpha`), so the schedule run says the epilogue's one alpha and
     where C joins follows from it (Schedule.c_in_chain)."""
-    if (fa is None) != (fb is None):
+    if (fa is None) != (fb is None) and not (hyp.instr and _integer(fa or fb)):
         raise UserError("A and B: give both as floats or both as bit patterns")
-    if fa is None and hyp.instr is None:
+    if (fa is None or fb is None) and hyp.instr is None:
         raise UserError("A, B as bit patterns need instr= (the formats come from it)")
     inst = hyp.instruction(fa, fb)
     p = hyp.params(fa, fb)
     for what, f, want in (("A", fa, p.a_fmt), ("B", fb, p.b_fmt)):
-        if f is not None and not fits(f, want):
+        # a float array of another format is read by value where that format holds it
+        # exactly (intake.operand_bits, the rule of mma and simulate too); integers and
+        # floats are not mixed, nor two integer formats
+        mixed = f is not None and (_integer(f) or _integer(want))
+        if mixed and not fits(f, want):
             raise UserError(f"{what} is {f.spec.name} but {inst.name} takes {want.spec.name}")
     sched = hyp.schedule
     changes: dict[str, Any] = {}
@@ -165,6 +177,10 @@ def prepare(
     else:  # the plan of a tile no worker boundary cuts; matmul runs each tile's own
         plan = make_plan(sched, Kp, p.K, ((0, k_iterations(sched, Kp, p.K)),))
     return GemmRun(hyp, inst.name, p, plan, sched, K)
+
+
+def _integer(f: Format | None) -> bool:
+    return f is not None and f.spec.is_integer
 
 
 def resolve_hypothesis(
@@ -369,7 +385,7 @@ def matmul(
         raise UserError(
             f"batch dimensions of A {a.shape} and B {b.shape} do not broadcast"
         ) from None
-    fa, fb = format_of(a, "A"), format_of(b, "B")
+    fa, fb = operand_formats(a, b)
     run = prepare(hyp, fa, fb, K, alpha, beta, _out_format(out_dtype), scale_a, scale_b)
     p, plan = run.params, run.plan
     sched = run.schedule

@@ -1,6 +1,6 @@
 """Fused dot-add (FDA) and its chain (CoFDA): every NVIDIA HMMA / QMMA / HGMMA.
 
-One group of L products and c (MMA-Sim §IV-C, paper 000 Algorithm 1):
+One group of L products and c (MMA-Sim §IV-C, Valpey et al. 2025 Algorithm 1):
  1. special values: any NaN, 0*Inf, or Infs of both signs -> NaN; else an Inf wins;
  2. exact products (exponent e_a+e_b, significand in [0,4), or normalised);
  3. alignment to the maximum exponent e_max (zero terms count as e_zero, or are ignored),
@@ -356,7 +356,7 @@ def least_carry_bits(p: ModelParams) -> int:
     needs all k; a further bit never changes a result.
 
     Examples: Volta's 4 fp16 products and c, B = 4 (2 - 2^-10)^2 + 2 - 2^-23 = 17.98
-    < 2^5: 3 (paper 000 §4.3), Ampere's 8: 33.97 < 2^6: 4, as ceil(log2(L + 1)). FP8
+    < 2^5: 3 (Valpey et al. 2025 §4.3), Ampere's 8: 33.97 < 2^6: 4, as ceil(log2(L + 1)). FP8
     products stay below 3.52: Hopper's FP8 wgmma, 32 products and c, B = 114.5 < 2^7:
     5, not ceil(log2 33) = 6.
     """

@@ -1,7 +1,7 @@
 """IEEE 754 operations (add, mul, fma, convert) written once on the BV interface.
 
 They are the building blocks of the sequential references (Fasi's binary32 additions,
-paper 000's properties), of SFMA (DMMA, fp32/fp64 MFMA) and of GPS (CDNA2). Each result
+Valpey et al.'s (2025) properties), of SFMA (DMMA, fp32/fp64 MFMA) and of GPS (CDNA2). Each result
 is exact and then rounded once by `round_to_format`; two-addend sums keep a window of
 p+3 bits below the larger operand plus a sticky bit, which is enough for correct rounding.
 `flush` asks the rounding for flush-to-zero: a subnormal result becomes a zero of its sign.

@@ -72,7 +72,7 @@ class Tf32Input(Enum):
 
 
 class Split(Enum):
-    """Single-precision products on a half-precision unit by operand splitting (paper 000
+    """Single-precision products on a half-precision unit by operand splitting (Valpey et al. 2025
     §6): each fp32 input x becomes x_hi = RN_fp16(x) and a residual x_lo, and the unit
     computes the cross products."""
 
@@ -376,7 +376,7 @@ PARAM_RANGES: dict[str, IntRange] = {
     "L": IntRange(1, 512, "fused group size; MMA-Sim Table III: 2 (tf32 Volta) to 32 (fp8)"),
     "F": IntRange(0, 64, "alignment fraction bits; papers: 13 (fp8 Ada/Hopper) to 35 (GDFS)"),
     "carry_bits": IntRange(
-        0, 32, "integer headroom; paper 000 §4.3: 3 to 4; presets: fda.least_carry_bits"
+        0, 32, "integer headroom; Valpey et al. 2025 §4.3: 3 to 4; presets: fda.least_carry_bits"
     ),
     "e_zero": IntRange(-16383, 16383, "an exponent that fits the model's 16-bit exponents"),
     "nan_bits": IntRange(
@@ -384,7 +384,7 @@ PARAM_RANGES: dict[str, IntRange] = {
     ),
     "G": IntRange(1, 64, "GPS / GDFS group size; MMA-Sim §IV-B: 2 or 4, §IV-E: 16"),
     "F2": IntRange(0, 64, "CDNA3 fraction bits when c is added; MMA-Sim §IV-D: 31"),
-    "split_scale": IntRange(0, 64, "Ootomo-Yokota residual scale; paper 000 §6: 11"),
+    "split_scale": IntRange(0, 64, "Ootomo-Yokota residual scale; Valpey et al. 2025 §6: 11"),
     "scale_block": IntRange(1, 256, "products per scale factor; PTX block_scale: 16 or 32"),
     "sparse_group": IntRange(1, 8, "k per metadata group; PTX mma.sp: 4 (2:4), 2 (tf32 1:2)"),
     "sparse_keep": IntRange(1, 8, "selected k per group; PTX mma.sp: 2, tf32 1"),

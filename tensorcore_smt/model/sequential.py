@@ -2,7 +2,7 @@
 
 - SEQUENTIAL: products rounded (or fused) into `acc_fmt`, then added one at a time in a
   chosen order, each addition rounded with `acc_rounding`; the result is converted to
-  the output format with `rounding` (paper 000 properties 1-4, Fasi §III's binary32 model).
+  the output format with `rounding` (Valpey et al. 2025 properties 1-4, Fasi §III's binary32 model).
 - SFMA (MMA-Sim §IV-A): d = c; d = fma(a_k, b_k, d) for k = 0..K-1.
 - GPS (MMA-Sim §IV-B, CDNA2): subnormal and zero inputs flushed to +0; fp32 products with
   sign-preserving flush; groups of G summed pairwise, then added to c in order; every

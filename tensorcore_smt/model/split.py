@@ -1,4 +1,4 @@
-"""Single-precision products on a half-precision unit by operand splitting (paper 000 §6).
+"""Single-precision products on a half-precision unit by operand splitting (Valpey et al. 2025 §6).
 
 Each single-precision input x is split into x_hi = RN(x) in the unit's operand format
 and a residual x_lo = RN((x - x_hi) * 2^s), so that x ~ x_hi + x_lo * 2^-s; the unit
@@ -11,7 +11,7 @@ and a residual x_lo = RN((x - x_hi) * 2^s), so that x ~ x_hi + x_lo * 2^-s; the 
   are scaled back and added outside the unit in round-to-nearest, c last:
   d = RN(RN(main + RN(corr * 2^-s + rr * 2^-2s)) + c).
 
-Paper 000 §6 writes both with all four products (equation for A_f32 B_f32) and the
+Valpey et al. 2025 §6 writes both with all four products (equation for A_f32 B_f32) and the
 Ootomo-Yokota sum as D = RN(A_f32 B_f32 + C); the order of the outside additions
 above is the one that equation reads in. Everything is built from the IEEE operations
 of `ieee` and the unit's own model, so it runs on every interpreter.

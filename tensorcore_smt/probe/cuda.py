@@ -124,7 +124,7 @@ def choose_target(vf: VectorFile, sm: str | None = None) -> tuple[Target, list[s
             notes.append(
                 f"{vf.arch} is sm_{base}; CUDA 13 no longer builds sm_{base}, so the default "
                 f"target is sm_{NVCC_MIN_SM}, where this instruction runs on the same "
-                f"HMMA.884 path (Volta and Turing tensor cores behave identically: paper 000 "
+                f"HMMA.884 path (Volta and Turing tensor cores behave identically: Valpey et al. 2025 "
                 f"§5). To run on an sm_{base} GPU, build with CUDA 12.x or older:\n"
                 f"nvcc -arch=sm_{base} -o probe probe.cu"
             )

@@ -1,6 +1,6 @@
 """The feature matrix: what each architecture does, decided by the library's witnesses.
 
-A feature (FTTN Table IV's columns, plus paper 000's carry bits) is a set of candidate
+A feature (FTTN Table IV's columns, plus Valpey et al.'s (2025) carry bits) is a set of candidate
 hypotheses, each a variant of the arch preset: extra alignment bits 0..3 are F = 23..26,
 fp16-output rounding is one of five modes, and so on. Its value on an architecture is
 what survives when every test vector the library produced for that architecture (the
@@ -36,7 +36,7 @@ class Reference(Enum):
     """The published tables the matrix is compared with."""
 
     FTTN = "FTTN"  # Table IV
-    PAPER000 = "paper 000"  # §4.3
+    VALPEY = "Valpey et al. 2025"  # §4.3
     MMASIM = "MMA-Sim"  # Table III, §IV-C
 
 
@@ -93,7 +93,7 @@ FEATURES: tuple[Feature, ...] = (
             "RTP": "{arch}[align=exact,rounding=rtp]",
             "RTN": "{arch}[align=exact,rounding=rtn]",
         },
-        "FTTN Table IV; paper 000 §4.2",
+        "FTTN Table IV; Valpey et al. 2025 §4.2",
     ),
     Feature(
         "width",
@@ -108,7 +108,7 @@ FEATURES: tuple[Feature, ...] = (
         "carry bits",
         "carry-bits",
         lambda p: _around("carry_bits", p.carry_bits or 0, 1, 8),
-        "paper 000 §4.3",
+        "Valpey et al. 2025 §4.3",
         least=True,  # the carry-bits property proves k + 1 bits change nothing
     ),
     Feature(
@@ -118,7 +118,7 @@ FEATURES: tuple[Feature, ...] = (
         lambda p: {
             m.upper(): f"{{arch}}[rounding={m}]" for m in ("rne", "rz", "rtp", "rtn", "rna")
         },
-        "FTTN Table IV (last column); paper 000 §4.2",
+        "FTTN Table IV (last column); Valpey et al. 2025 §4.2",
     ),
 )
 
@@ -182,9 +182,9 @@ FTTN_FP16: dict[str, dict[str, str]] = {
     },
 }
 
-# Paper 000 §4.3: the 5-term unit needs 3 carry bits (hardware-confirmed on Volta and
+# Valpey et al. 2025 §4.3: the 5-term unit needs 3 carry bits (hardware-confirmed on Volta and
 # Turing); the 9-term unit "should likewise require 4" (not found there: 6 h timeout).
-PAPER000: dict[str, dict[str, str]] = {
+VALPEY: dict[str, dict[str, str]] = {
     "volta": {"carry_bits": "3"},
     "turing": {"carry_bits": "3"},
     "ampere": {"carry_bits": "4"},
@@ -206,11 +206,11 @@ MMASIM: dict[str, dict[str, str]] = {
 EXPLAINED: dict[tuple[str, str, Reference], str] = {
     ("volta", "width", Reference.FTTN): (
         "FTTN could not measure the width on V100 (no extra bit, so its half-ulp probe "
-        "vanishes in every block); the 4-term unit is paper 000's and MMA-Sim's"
+        "vanishes in every block); the 4-term unit is Valpey et al.'s (2025) and MMA-Sim's"
     ),
     ("turing", "extra_bits", Reference.MMASIM): (
-        "MMA-Sim Table III gives HMMA.884 on Turing F=24; paper 000 §4 found Turing's 884 "
-        "unit identical to Volta's (F=23) on hardware. The preset follows paper 000; "
+        "MMA-Sim Table III gives HMMA.884 on Turing F=24; Valpey et al. 2025 §4 found Turing's 884 "
+        "unit identical to Volta's (F=23) on hardware. The preset follows Valpey et al. 2025; "
         "MMA-Sim's reading is the named hypothesis mmasim1-turing, and the "
         "alignment-bits vectors tell the two apart on a Turing GPU"
     ),
@@ -390,7 +390,7 @@ def compare(matrix: dict[str, dict[str, Cell]]) -> list[Comparison]:
     out = []
     tables = (
         (Reference.FTTN, FTTN_FP16),
-        (Reference.PAPER000, PAPER000),
+        (Reference.VALPEY, VALPEY),
         (Reference.MMASIM, MMASIM),
     )
     for ref_name, table in tables:
@@ -474,10 +474,10 @@ def to_markdown(
     comps = compare(matrix)
     lines += [
         "",
-        "## Beside FTTN Table IV (FP16 rows), paper 000 and MMA-Sim Table III",
+        "## Beside FTTN Table IV (FP16 rows), Valpey et al. 2025 and MMA-Sim Table III",
         "",
         "FTTN: V100 = volta, A100 = ampere, H100 = hopper, MI250X = cdna2 (MI100 = cdna1: "
-        "tests/test_cdna1.py). Paper 000 §4.3: carry bits. MMA-Sim: F of the fp16 HMMA forms "
+        "tests/test_cdna1.py). Valpey et al. 2025 §4.3: carry bits. MMA-Sim: F of the fp16 HMMA forms "
         "as extra bits F - 23, and the fused group sizes (§IV-C).",
         "",
         "| arch | feature | reference | theirs | ours | agree | why they differ |",

@@ -152,7 +152,7 @@ BITWUZLA_OPTIONS: dict[str, object] = {
 PROP_FIRST_UPDATES = 250_000
 """Before the main phase the back end runs bitwuzla's propagation-based local search alone
 for at most this many model-value updates (`PROP_NUPDATES`: 40-200 ms here, depending on
-the formula's size). It finds the witness of every small property query of paper 000
+the formula's size). It finds the witness of every small property query of Valpey et al. 2025
 Table 4 (on seeds 0..4 each needed at most 230,000 updates) 1.1-5x sooner than the main
 phase; a query it does not answer (every unsat one, the carry-bit witnesses) pays the
 budget and a second parse. The extra option `PROP_FIRST` (updates; 0: none) overrides it."""

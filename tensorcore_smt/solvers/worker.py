@@ -10,7 +10,7 @@ pipe closed) gets no answer and no traceback: the worker just ends.
 The JSON line holds the answer, the model, the reason of an `unknown`, `seconds` (this
 process's time from its start of work to the answer: solver import, version, reading
 the file, solving) and `solver_s`: the solver's own query time, from handing the
-SMT-LIB text to its parser until `check-sat` answers (parse + check; the time paper 000
+SMT-LIB text to its parser until `check-sat` answers (parse + check; the time Valpey et al. 2025
 Table 4 reports). A back end that measures it returns it as a fourth element of its
 outcome; for one that does not, `solver_s` is the time of its whole `solve` call.
 """
