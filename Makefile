@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 install:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]' 'torch==2.13.0' 'mmasim>=2.1'
+	$(BIN)/pip install -q -e '.[test,pysmt]' 'torch==2.13.0' 'mmasim>=2.1'
 
 # two workers (pytest-xdist): the machines have two cores
 test:

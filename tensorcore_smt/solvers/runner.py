@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..children import kill_group, preexec
-from .backends import all_backends, installed_version
+from ..errors import UserError
+from .backends import Theory, all_backends, installed_version, theories_of
 from .result import Answer, SolveResult
 
 GRACE_S = 2.0
@@ -82,6 +83,24 @@ def check_solver_names(names: list[str]) -> None:
             raise ValueError(f"unknown solver {n!r}; known: {', '.join(known)}, portfolio")
         if n not in inst:
             raise ValueError(f"solver {n!r} is not installed (pip install {known[n].distribution})")
+
+
+def readers(text: str, solvers: list[str]) -> list[str]:
+    """The solvers of `solvers` that have every theory the SMT-LIB script `text` uses
+    (Yices and Boolector, through pySMT, have no floating-point theory). A portfolio
+    leaves the others out; when none is left, a UserError names the solvers asked and
+    those that read the query."""
+    known = all_backends()
+    usable = [s for s in solvers if s not in known or known[s].reads(text)]
+    if solvers and not usable:
+        need = " and ".join(t.value for t in sorted(theories_of(text), key=list(Theory).index))
+        able = [n for n, b in known.items() if b.reads(text)]
+        raise UserError(
+            f"--solver {', '.join(solvers)}: this query uses {need} and {', '.join(solvers)} "
+            f"reads bit-vectors only (pySMT has no floating-point theory); use "
+            f"{', '.join(able) or 'a solver with it'}"
+        )
+    return usable
 
 
 def _is_time_limit(reason: str) -> bool:
@@ -243,6 +262,9 @@ def _race(
 ) -> tuple[SolveResult, list[SolveResult], list[SolveResult]]:
     if not solvers:
         raise ValueError("no SMT solver is installed (pip install bitwuzla z3-solver cvc5)")
+    solvers = readers(job.text, solvers)
+    known = all_backends()
+    others = [s for s in others if s not in known or known[s].reads(job.text)]
     jobs = max(1, jobs or os.cpu_count() or 1)
     queue = list(solvers)
     running: list[_Child] = []
