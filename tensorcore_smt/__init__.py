@@ -1,6 +1,9 @@
 """tensorcore-smt: a parametric formal model of GPU matrix-unit arithmetic, executable
 bit-exactly and usable by SMT solvers to find inputs that tell hypotheses apart."""
 
+from . import startup  # noqa: F401  (first: a Ctrl-C while the rest loads ends in one line)
+
+# isort: split
 from .api import mma, resolve, simulate, simulate_one, simulate_params, simulate_stream
 from .certify.bound import bound
 from .errors import UserError

@@ -7,13 +7,16 @@ rules every command follows at its edges:
   other prints `tcsmt: interrupted`; child processes are ended on the way out
   (tensorcore_smt.solvers.runner, tensorcore_smt.validation.distributed);
 - a closed output pipe (`tcsmt list archs | head -1`) ends the command quietly, exit 0,
-  as Unix filters do;
+  as Unix filters do; a standard output closed before the start (`tcsmt list archs >&-`)
+  ends the first write with one line and exit 2;
 - output files are checked before any work (`check_out`), and a write that still fails
   prints the result on stdout and says where it could not be written (`write_or_print`).
 """
 
 from __future__ import annotations
 
+import errno
+import io
 import logging
 import os
 import signal
@@ -116,6 +119,21 @@ def memory_advice(group: click.Group, ctx: click.Context) -> str:
     return "out of memory" + (f" (try {', '.join(tips)})" if tips else "")
 
 
+class ClosedOutput(io.TextIOBase):
+    """Standard output when the process started with it closed (sys.stdout is None): a
+    write raises OSError (EBADF), so the command ends in one line instead of printing
+    nowhere."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, delivered as an interrupt so that every `finally` and every handler of
     Ctrl-C runs (children killed, the finished work reported)."""
@@ -153,6 +171,8 @@ class Group(click.Group):
         # leaves asyncio tasks whose errors asyncio would log at exit.
         for name in QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        if sys.stdout is None:
+            sys.stdout = ClosedOutput()
         with _signals():
             try:
                 return super().main(*args, **kwargs)
@@ -166,6 +186,8 @@ class Group(click.Group):
                 raise
             except KeyboardInterrupt:  # between click's handlers (while it exits)
                 interrupted()
+            except OSError as e:  # a write outside a command (--help, --version)
+                fail(e.strerror or str(e))
 
     group_class = type  # subgroups (`tcsmt vectors`, `tcsmt list`, ...) follow these rules too
 

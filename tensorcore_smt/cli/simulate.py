@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -10,9 +11,10 @@ import numpy as np
 
 from ..api import simulate_params
 from ..engine import Engine
-from ..errors import UserError
+from ..errors import ExitCode, UserError
 from ..formats import Format, format_hex, number, parse_hex
 from ..model.params import ModelParams
+from ..model.sparse import metadata_for
 from ..smt.answers import describe
 from ..spec.presets import parse_variant
 from .base import check_out, main, write_or_print
@@ -96,6 +98,7 @@ def simulate(
         return
     if a_text is None or b_text is None or c_text is None:
         raise UserError("--a, --b and --c are required (or --vectors FILE)")
+    dst = check_out(out)
     models = [(arch, p)]
     for other in archs[1:]:
         q = parse_variant(other).params(inst_name)
@@ -106,7 +109,8 @@ def simulate(
     b = _parse_list(b_text, p.b_fmt, "b", p.K)
     c = parse_hex(c_text, p.c_fmt, "c")
     sa, sb = _parse_scales(p, sa_text, sb_text)
-    meta = parse_meta(meta_text)
+    meta = _metadata(parse_meta(meta_text), p)
+    rows: list[str] = []
     for name, pm in models:
         if (pm.scale_fmt, pm.n_scales) != (p.scale_fmt, p.n_scales):
             raise UserError(f"{name!r} takes other scale factors than {arch!r} on {inst_name}")
@@ -123,25 +127,45 @@ def simulate(
                 meta=meta,
             )[0]
         )
+        row = json.dumps(
+            {
+                "arch": name,
+                "instr": inst_name,
+                "a": [format_hex(x, p.a_fmt) for x in a],
+                "b": [format_hex(x, p.b_fmt) for x in b],
+                "c": format_hex(c, p.c_fmt),
+                **_scale_json(p, sa, sb),
+                **({} if meta is None else {"meta": meta}),
+                "d": format_hex(d, pm.d_fmt),
+                "d_value": number(d, pm.d_fmt),
+            }
+        )
+        rows.append(row)
         if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "arch": name,
-                        "instr": inst_name,
-                        "a": [format_hex(x, p.a_fmt) for x in a],
-                        "b": [format_hex(x, p.b_fmt) for x in b],
-                        "c": format_hex(c, p.c_fmt),
-                        **_scale_json(p, sa, sb),
-                        **({} if meta is None else {"meta": meta}),
-                        "d": format_hex(d, pm.d_fmt),
-                        "d_value": number(d, pm.d_fmt),
-                    }
-                )
-            )
+            click.echo(row)
             continue
         click.echo(f"{name} {parse_variant(name).run_name(inst_name)}")
         click.echo(f"d = {describe(d, pm.d_fmt)}")
+    if dst is not None:
+        _write(dst, "".join(r + "\n" for r in rows))
+
+
+def _write(dst: Path, payload: str) -> None:
+    """Write the rows to --out; a write that fails after all prints them (write_or_print)
+    and exits 2, the code of every command whose output file could not be written."""
+    if not write_or_print(dst, payload, "rows"):
+        sys.exit(int(ExitCode.USAGE))
+
+
+def _metadata(meta: list[int] | None, p: ModelParams) -> list[int] | None:
+    """--meta read as every command reads it (model/sparse.metadata_for): every index,
+    or one group's pattern that every group keeps."""
+    if meta is None:
+        return None
+    try:
+        return metadata_for(meta, p)
+    except ValueError as e:
+        raise UserError(f"--meta: {e}") from None
 
 
 def _parse_scales(
@@ -200,7 +224,7 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None, engine: Engine |
             lines.append(json.dumps(obj))
         payload = "\n".join(lines) + "\n"
         if dst:
-            write_or_print(dst, payload, "rows")
+            _write(dst, payload)
         else:
             click.echo(payload, nl=False)
     if error:

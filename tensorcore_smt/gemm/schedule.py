@@ -511,7 +511,7 @@ class Schedule:
 def _show(v: Any) -> str:
     if v is None:
         return "none"
-    if isinstance(v, tuple) and all(isinstance(x, int) for x in v) and len(v) > 2:
+    if isinstance(v, tuple) and all(isinstance(x, int) for x in v) and len(v) != 2:
         return "+".join(map(str, v))  # kblocks (a combine tree is a pair)
     if isinstance(v, tuple):
         return combine_text(v)

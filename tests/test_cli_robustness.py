@@ -1,0 +1,184 @@
+"""The command line and the API at their edges: inputs that used to crash, hang, or be
+accepted silently end the documented way (one line, exit 2; interrupted: exit 130; the
+budget honoured; a failed write not reported as success).
+
+Behaviour of the command line is tested on real processes where only a process shows
+it (an interrupt during start-up, a closed standard output, a budget in seconds), in
+process (CliRunner) otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tensorcore_smt.certify.bound import dyadic_between
+from tensorcore_smt.cli import main
+from tensorcore_smt.errors import ExitCode
+
+ROOT = Path(__file__).resolve().parent.parent
+TCSMT = Path(sys.executable).parent / "tcsmt"
+"""The installed command-line script (the virtual environment's bin/tcsmt)."""
+
+ONE = ["--a", "0x3c00,0,0,0", "--b", "0x3c00,0,0,0", "--c", "0"]
+"""volta's one row 1 * 1 + 0: the exact sum 1.0 (fp32 0x3f800000) on every unit."""
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def one_line(r) -> str:
+    """The single stderr line of a refused command line (exit 2)."""
+    assert r.exit_code == ExitCode.USAGE, (r.exit_code, r.output)
+    err = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(err) == 1 and err[0].startswith("tcsmt: error: "), err
+    assert "Traceback" not in r.output
+    return err[0]
+
+
+def process(args: list[str], **kw) -> subprocess.CompletedProcess:
+    """`tcsmt ARGS` as a real process (the installed script)."""
+    kw.setdefault("stdout", subprocess.PIPE)
+    return subprocess.run(
+        [str(TCSMT), *args], stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120, **kw
+    )
+
+
+# --- the schedule parser's message (issue 43, defect 2) ---------------------------------
+
+
+@pytest.mark.parametrize("blocks", ["1", "16"])
+def test_one_kblock_is_refused_in_one_line(blocks):
+    r = run("gemm", "--arch", f"hopper/serial[kblocks={blocks}]", "--random", "4,4,16")
+    line = one_line(r)
+    assert f"kblocks={blocks} " in line and "at least 2" in line
+
+
+# --- bound: the budget (defect 5) -------------------------------------------------------
+
+
+def test_dyadic_between_an_interval_narrower_than_a_double():
+    """The next threshold of a bisection lies strictly inside (lo, hi) however narrow:
+    the geometric mean in floating point fell outside it and the search never ended."""
+    lo = Fraction(16777215, 553648127)
+    for width in (Fraction(1, 10**300), Fraction(1, 2**80), Fraction(1, 10**20)):
+        hi = lo * (1 + width)
+        t = dyadic_between(lo, hi)
+        assert lo < t < hi
+        assert t.denominator & (t.denominator - 1) == 0  # dyadic
+
+
+@pytest.mark.slow
+def test_bound_with_a_tiny_resolution_keeps_its_budget():
+    budget = 6
+    t0 = time.monotonic()
+    p = process(["bound", "hopper", "--resolution", "1e-300", "--timeout", str(budget)])
+    elapsed = time.monotonic() - t0
+    assert p.returncode == ExitCode.INCOMPLETE, p.stderr
+    assert "Traceback" not in p.stderr
+    assert elapsed < budget + 25, elapsed  # start-up and the report, not minutes
+
+
+# --- simulate --out (defect 6) ----------------------------------------------------------
+
+
+def test_simulate_one_row_writes_out(tmp_path):
+    out = tmp_path / "s52.jsonl"
+    r = run("simulate", "--arch", "volta", "--arch", "volta[F=22]", *ONE, "--out", str(out))
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x["arch"] for x in rows] == ["volta", "volta[F=22]"]
+    assert all(x["d"] == "0x3f800000" and x["c"] == "0x00000000" for x in rows)
+    # the file is a rows file: simulate --vectors reads it back to the same d
+    again = run("simulate", "--arch", "volta", "--vectors", str(out))
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout.splitlines()[0])["d"] == "0x3f800000"
+
+
+def test_simulate_one_row_out_in_a_missing_folder(tmp_path):
+    line = one_line(run("simulate", "--arch", "volta", *ONE, "--out", str(tmp_path / "no/x")))
+    assert "does not exist" in line
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+def test_simulate_failed_write_exits_2(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"a": ONE[1].split(","), "b": ONE[3].split(","), "c": "0"}) + "\n")
+    for args in (["--vectors", str(rows)], ONE):
+        r = run("simulate", "--arch", "volta", *args, "--out", "/dev/full")
+        assert r.exit_code == ExitCode.USAGE, r.output
+        assert "could not write the rows to /dev/full" in r.stderr
+        assert "0x3f800000" in r.stdout  # the result, printed instead
+
+
+# --- the entry point: Ctrl-C during start-up, a closed stdout (defect 8) ----------------
+
+
+def _interrupt_during_start(cmd: list[str]) -> tuple[int, str]:
+    """Start `cmd`, send SIGINT once numpy's core is loaded (the package is importing:
+    the command's own handlers are not in place yet), and return (exit code, stderr)."""
+    p = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    maps = Path(f"/proc/{p.pid}/maps")
+    t0 = time.monotonic()
+    try:
+        while time.monotonic() - t0 < 30 and p.poll() is None:
+            try:
+                if "_multiarray_umath" in maps.read_text():
+                    break
+            except OSError:
+                pass
+            time.sleep(0.002)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    return p.returncode, err.decode()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_interrupt_during_start_up_is_one_line(how):
+    cmd = [str(TCSMT)] if how == "script" else [sys.executable, "-m", "tensorcore_smt"]
+    rc, err = _interrupt_during_start([*cmd, "list", "archs"])
+    assert rc == ExitCode.INTERRUPTED, (rc, err)
+    assert err == "tcsmt: interrupted\n"
+
+
+def test_an_importing_program_keeps_its_keyboard_interrupt():
+    from tensorcore_smt.startup import is_command_line
+
+    assert is_command_line(["/venv/bin/tcsmt", "list"], [])
+    assert is_command_line(["-m"], ["python", "-m", "tensorcore_smt", "list"])
+    assert not is_command_line(["-c"], ["python", "-c", "import tensorcore_smt"])
+    assert not is_command_line(["script.py"], ["python", "script.py"])
+    assert not is_command_line(["-m"], ["python", "-m", "pytest", "tensorcore_smt"])
+
+
+@pytest.mark.parametrize(
+    "args", [["list", "archs"], ["--help"], ["simulate", "--arch", "volta", *ONE]]
+)
+def test_closed_stdout_is_one_line(args):
+    p = process(args, stdout=subprocess.DEVNULL, preexec_fn=_close_stdout)
+    assert p.returncode == ExitCode.USAGE, p.stderr
+    assert p.stderr == "tcsmt: error: standard output is closed\n"
+
+
+def _close_stdout() -> None:
+    import os
+
+    os.close(1)
