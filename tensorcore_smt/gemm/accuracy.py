@@ -66,6 +66,8 @@ def grid_values(bits: np.ndarray, fmt: Format) -> GridValues:
     finite = ~(arr(u.is_nan.v, bool) | arr(u.is_inf.v, bool))
     zero = arr(u.is_zero.v, bool) | ~finite
     sig = np.where(zero, 0, np.where(neg, -sig, sig))
+    if s.is_integer:  # the decoder's sign and magnitude are the integer itself
+        return GridValues(sig, np.zeros_like(sig), 0, s.storage, finite)
     shift = np.where(zero, 0, exp - s.emin)
     return GridValues(sig, shift, s.emin - s.mbits, s.mbits + 1, finite)
 

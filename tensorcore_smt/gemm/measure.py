@@ -15,8 +15,9 @@ from ..bv.dtypes import UNSIGNED
 from ..engine.choice import Engine
 from ..errors import UserError
 from ..formats import Format
-from ..intake import FORMAT_DTYPE, format_of
+from ..intake import FORMAT_DTYPE, INTEGER_DTYPE, format_of
 from ..intake import operand_bits as bits_of
+from ..model.params import BitOp
 from .accuracy import (
     ErrorStats,
     Exact,
@@ -45,9 +46,25 @@ def largest(fmt: Format) -> float:
     return float(ml_dtypes.finfo(FORMAT_DTYPE[fmt]).max)
 
 
+def random_integers(shape: tuple[int, ...], fmt: Format, rng) -> np.ndarray:
+    """A random operand of integer format `fmt`, every value of its range equally likely
+    (s8 -128..127, u4 0..15, b1 0..1): s8 as int8 values (the dtype that carries s8),
+    every other format as its unsigned bit patterns in a byte (u8 values are their
+    patterns; s4 -1 is 0xf), as the GEMM commands and `matmul` read integer operands."""
+    lo, hi = fmt.spec.int_range
+    values = rng.integers(lo, hi, size=shape, endpoint=True, dtype=np.int64)
+    dt = INTEGER_DTYPE.get(fmt)
+    if dt is not None and dt.kind == "i":
+        return values.astype(dt)
+    return (values & ((1 << fmt.spec.storage) - 1)).astype(np.uint8)
+
+
 def random_matrix(shape: tuple[int, ...], fmt: Format, dist: Dist, rng) -> np.ndarray:
     """A random array of `fmt` (its float dtype), drawn in fp64, clipped to the format's
-    range and rounded to nearest into it."""
+    range and rounded to nearest into it; an integer format uniformly over its whole
+    range whatever `dist` (`random_integers`)."""
+    if fmt.spec.is_integer:
+        return random_integers(shape, fmt, rng)
     if dist == Dist.NORMAL:
         x = rng.standard_normal(shape)
     elif dist == Dist.UNIFORM:
@@ -158,6 +175,7 @@ def measure_errors(
     beta = float(np.float32(sched.c_beta))  # C joins the chain only when alpha = beta = 1
     if beta == 0.0:  # beta = 0 does not read C
         C = None
+    xor = p.bit_op == BitOp.XOR  # popc(a XOR b) is no sum of products: see below
     try:
         ab = Product(a_bits, p.a_fmt, b_bits, p.b_fmt)
         if C is not None and not all_finite(c_bits, c_fmt, rows_per_block(c_bits, 1 << 20)):
@@ -167,20 +185,32 @@ def measure_errors(
             xc = None if C is None else exact_matmul_c(c_bits[rows, cols], c_fmt)
             return _axpby(alpha, ab.tile(rows, cols), beta, xc)
 
-        exact = measure_blocks(d_bits, out, ((t, exact_tile(*t)) for t in parts))
+        if not xor:
+            exact = measure_blocks(d_bits, out, ((t, exact_tile(*t)) for t in parts))
     except ValueError as e:
         why_exact = str(e)
     try:
         with np.errstate(invalid="ignore", over="ignore"):  # Inf/NaN inputs: NaN here
-            x64 = np.ascontiguousarray(_as_f64(A, p.a_fmt) @ _as_f64(B, p.b_fmt))
+            fa, fb = _as_f64(A, p.a_fmt), _as_f64(B, p.b_fmt)
+            if xor:  # a XOR b = a + b - 2ab on bits
+                x64 = fa.sum(axis=1)[:, None] + fb.sum(axis=0)[None, :] - 2.0 * (fa @ fb)
+            else:
+                x64 = np.ascontiguousarray(fa @ fb)
             c64 = 0.0 if C is None else _as_f64(np.broadcast_to(C, D.shape), c_fmt)
             x64 *= alpha  # alpha * x64 + beta * c64, in place
             x64 += beta * c64
         if not np.isfinite(x64).all():
             raise ValueError("the fp64 matmul has non-finite entries")
         fp64 = measure_blocks(d_bits, out, ((t, exact_of_fp64(x64[t])) for t in parts))
+        if xor:  # integers below 2^53 (checked): the fp64 sum is the exact one
+            if float(np.abs(x64).max(initial=0.0)) >= 2.0**53:
+                why_exact = "the exact xor.popc sum exceeds 2^53"
+            else:
+                exact = fp64
     except ValueError as e:
         why_fp64 = str(e)
+        if xor:
+            why_exact = why_fp64
     return exact, fp64, why_exact, why_fp64
 
 
@@ -208,7 +238,16 @@ def _axpby(alpha: float, x: Exact, beta: float, c: Exact | None) -> Exact:
 
 def _as_f64(x: np.ndarray, fmt: Format) -> np.ndarray:
     """Values of an operand array as fp64 (a TF32 operand: its top 19 bits, as the
-    instruction reads it)."""
+    instruction reads it; an integer operand: its integer values, bit patterns of signed
+    formats read in two's complement)."""
+    if fmt.spec.is_integer:
+        if x.dtype.kind == "i":
+            return x.astype(np.float64)
+        w = fmt.spec.storage
+        v = x.astype(np.int64) & ((1 << w) - 1)
+        if fmt.spec.signed:
+            v = np.where(v >> (w - 1) != 0, v - (1 << w), v)
+        return v.astype(np.float64)
     if x.dtype.kind == "u":
         x = x.astype(UNSIGNED[fmt.spec.storage]).view(FORMAT_DTYPE[fmt])
     if fmt == Format.TF32:

@@ -1,0 +1,229 @@
+"""Integer, AMD and x86 instructions in the GEMM commands and the API: random integer
+matrices, the library default of every preset per input format, mixed signed/unsigned
+operands, float arrays read by value, integer alpha/beta, integer bounds and integer
+matmuls inside a torch model. Every result is checked against integer arithmetic done
+here in numpy int64 / Python ints, independently of the model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tensorcore_smt as tc
+from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format
+from tensorcore_smt.gemm.arrays import fits
+from tensorcore_smt.gemm.hypothesis import default_instruction
+from tensorcore_smt.gemm.measure import random_integers
+from tensorcore_smt.intake import FORMAT_DTYPE
+from tensorcore_smt.model.params import BitOp, IntClamp
+from tensorcore_smt.spec.presets import PRESETS
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def values(x: np.ndarray, fmt: Format) -> np.ndarray:
+    """The integers an operand array holds: int8 arrays as they are, unsigned arrays as
+    `fmt`'s bit patterns (two's complement for signed formats)."""
+    if x.dtype.kind == "i":
+        return x.astype(np.int64)
+    w = fmt.spec.storage
+    v = x.astype(np.int64) & ((1 << w) - 1)
+    if fmt.spec.signed:
+        v = np.where(v >= 1 << (w - 1), v - (1 << w), v)
+    return v
+
+
+def s32(x: np.ndarray) -> np.ndarray:
+    """Integers wrapped into two's-complement s32."""
+    return ((np.asarray(x, dtype=object) + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int64)
+
+
+def reference(a: np.ndarray, b: np.ndarray, op: BitOp) -> np.ndarray:
+    """sum_k a_k op b_k exactly: products, or popc of AND / XOR of single bits."""
+    if op == BitOp.XOR:
+        return (a[:, :, None] ^ b[None, :, :]).sum(axis=1)
+    return a @ b  # AND of bits is their product
+
+
+def integer_instructions(arch: str, clamp: IntClamp | None = IntClamp.WRAP):
+    """The dense integer instructions of a preset whose c and d formats agree."""
+    for inst in PRESETS[arch].instructions.values():
+        p = inst.params
+        if not p.a_fmt.spec.is_integer or p.c_fmt != p.d_fmt or inst.name.startswith("mma.sp"):
+            continue
+        if clamp is None or p.int_clamp == clamp:
+            yield inst
+
+
+# -- defect: random integer matrices (tcsmt gemm --random, --dtype s8 ...) ----------------
+
+
+@pytest.mark.parametrize("fmt", [Format.S8, Format.U8, Format.S4, Format.U4, Format.B1])
+def test_random_integers_cover_the_whole_range(fmt):
+    x = random_integers((64, 64), fmt, np.random.default_rng(1))
+    v = values(x, fmt)
+    lo, hi = fmt.spec.int_range
+    assert int(v.min()) == lo and int(v.max()) == hi  # every end drawn in 4096 draws
+    assert x.dtype == (np.int8 if fmt == Format.S8 else np.uint8)
+
+
+@pytest.mark.parametrize(
+    "arch,instr",
+    [
+        ("hopper", "m16n8k32.s32.s8.s8.s32"),
+        ("hopper", "m16n8k32.s32.s8.u8.s32"),
+        ("ampere", "m16n8k64.s32.u4.s4.s32"),
+        ("turing", "m8n8k128.s32.b1.b1.s32.xor.popc"),
+        ("hopper", "m16n8k256.s32.b1.b1.s32.and.popc"),
+        ("rdna3", "v_wmma_i32_16x16x16_iu4_i4_u4"),
+    ],
+)
+def test_gemm_random_on_integer_instructions_is_exact(arch, instr, tmp_path):
+    """`tcsmt gemm --random` on integer forms (a KeyError traceback before): D is the
+    integer product of the very matrices drawn (the same seed redrawn here), and the
+    command reports error 0 against the exact product."""
+    p = PRESETS[arch].instructions[instr].params
+    out = tmp_path / "d.npy"
+    r = run("gemm", "--arch", arch, "--instr", instr, "--random", "3,5,512", "--seed", "7",
+            "--out", str(out), "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.output)["runs"][0]
+    assert res["exact"]["max_ulps"] == 0.0 and res["fp64_matmul"]["max_ulps"] == 0.0
+    rng = np.random.default_rng(7)
+    A = random_integers((3, 512), p.a_fmt, rng)
+    B = random_integers((512, 5), p.b_fmt, rng)
+    want = reference(values(A, p.a_fmt), values(B, p.b_fmt), p.bit_op)
+    assert np.array_equal(np.load(out).astype(np.int64), want)
+
+
+@pytest.mark.parametrize("dtype", ["s8", "u8", "s4", "u4", "b1"])
+def test_gemm_dtype_picks_the_integer_default(dtype):
+    r = run("gemm", "--arch", "hopper", "--dtype", dtype, "--random", "2,2,256", "--json")
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.output)["runs"][0]
+    f = Format.parse(dtype)
+    assert res["instruction"] == default_instruction("hopper", f, f)
+    assert res["exact"]["max_ulps"] == 0.0
+
+
+def test_gemm_reports_the_wrap_of_an_overflowing_integer_gemm(tmp_path):
+    """u8 x u8 at K = 40000: 255^2 * 40000 > 2^31, the s32 accumulator wraps; D is the
+    wrapped sum and the error against the exact product is not 0."""
+    A = np.full((1, 40000), 255, np.uint8)
+    B = np.full((40000, 1), 255, np.uint8)
+    np.save(tmp_path / "a.npy", A)
+    np.save(tmp_path / "b.npy", B)
+    r = run("gemm", "--arch", "ampere", "--dtype", "u8", "--a", str(tmp_path / "a.npy"),
+            "--b", str(tmp_path / "b.npy"), "--out", str(tmp_path / "d.npy"), "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    d = np.load(tmp_path / "d.npy")
+    assert int(d[0, 0]) == int(s32(np.array([255 * 255 * 40000]))[0])
+    assert json.loads(r.output)["runs"][0]["exact"]["max_rel"] > 0
+
+
+# -- defect: every preset has a GEMM default for every input format it takes --------------
+
+
+def _chainable_keys(arch: str) -> dict[tuple[Format, Format], str]:
+    """(a, b) formats of every dense, unscaled instruction whose c and d agree."""
+    keys = {}
+    for inst in PRESETS[arch].instructions.values():
+        p = inst.params
+        if p.scale_fmt is not None or p.c_fmt != p.d_fmt or inst.name.startswith("mma.sp"):
+            continue
+        keys.setdefault((p.a_fmt, p.b_fmt), inst.name)
+    return keys
+
+
+@pytest.mark.parametrize("arch", sorted(PRESETS))
+def test_every_preset_has_a_gemm_default_for_every_input_it_takes(arch):
+    for (fa, fb), example in _chainable_keys(arch).items():
+        name = default_instruction(arch, fa, fb)  # UserError when missing
+        p = PRESETS[arch].instructions[name].params
+        # fp32 inputs run the TF32 form where there is one (torch's default)
+        assert fits(fa, p.a_fmt) and fits(fb, p.b_fmt), (arch, name, example)
+        assert p.c_fmt == p.d_fmt and p.scale_fmt is None
+
+
+def _small_operands(fmt: Format, shape, rng) -> np.ndarray:
+    """Random operands of `fmt` in the dtype that carries it: integers over the whole
+    range (`random_integers`); floats small integers -3..3, which every format here
+    holds exactly."""
+    if fmt.spec.is_integer:
+        return random_integers(shape, fmt, rng)
+    return rng.integers(-3, 4, size=shape).astype(np.float64).astype(FORMAT_DTYPE[fmt])
+
+
+@pytest.mark.parametrize("arch", sorted(PRESETS))
+def test_matmul_runs_every_default_against_exact_arithmetic(arch):
+    """tc.matmul(preset, A, B) with each input format's default instruction on small
+    random inputs agrees with exact arithmetic: integer units exactly (nothing wraps at
+    this size); float units on small integers (|sum| <= 9 * 64 < 2^11), which every
+    unit here adds exactly. Integer operands other than s8 / s8 x u8 come as bit
+    patterns, which carry no format: those name the default through instr=."""
+    rng = np.random.default_rng(3)
+    for fa, fb in _chainable_keys(arch):
+        name = default_instruction(arch, fa, fb)
+        p = PRESETS[arch].instructions[name].params
+        K = 2 * p.K
+        A = _small_operands(fa, (3, K), rng)
+        B = _small_operands(fb, (K, 2), rng)
+        by_dtype = not fa.spec.is_integer or (fa == Format.S8 and fb in (Format.S8, Format.U8))
+        D = tc.matmul(arch, A, B) if by_dtype else tc.matmul(arch, A, B, instr=name)
+        if fa.spec.is_integer:
+            want = reference(values(A, fa), values(B, fb), p.bit_op)
+        else:
+            want = A.astype(np.float64) @ B.astype(np.float64)
+        got = np.asarray(D).astype(np.float64)
+        assert np.array_equal(got, want), (arch, name)
+
+
+# -- defect: mixed signed/unsigned operands, float arrays read by value -------------------
+
+
+def test_matmul_takes_int8_times_uint8():
+    """int8 A with uint8 B on an s8 x u8 instruction (refused before: "give both as
+    floats or both as bit patterns", though neither is a float): the integer product,
+    also without instr= (the s8.u8 default) and on AMD's iu8 form."""
+    rng = np.random.default_rng(5)
+    A = rng.integers(-128, 128, (4, 96)).astype(np.int8)
+    B = rng.integers(0, 256, (96, 3)).astype(np.uint8)
+    want = A.astype(np.int64) @ B.astype(np.int64)
+    for arch, instr in (
+        ("hopper", "m16n8k16.s32.s8.u8.s32"),
+        ("hopper", None),
+        ("rdna4", "v_wmma_i32_16x16x16_iu8_i8_u8"),
+    ):
+        D = tc.matmul(arch, A, B, instr=instr)
+        assert D.dtype == np.int32 and np.array_equal(D.astype(np.int64), want)
+    with pytest.raises(tc.UserError, match="B is u8 but m16n8k16.s32.s8.s8.s32 takes s8"):
+        tc.matmul("hopper", A, B, instr="m16n8k16.s32.s8.s8.s32")
+
+
+def test_matmul_reads_float_arrays_by_value_as_mma_does():
+    """A float32 array whose values fp16 holds exactly is an fp16 operand for tc.matmul
+    as for tc.mma (the intake rule): the same bits as with float16 arrays; a value fp16
+    does not hold is refused naming the operand."""
+    rng = np.random.default_rng(6)
+    instr = "m16n8k16.f32.f16.f16.f32"
+    A16 = rng.standard_normal((2, 16)).astype(np.float16)
+    B16 = rng.standard_normal((16, 3)).astype(np.float16)
+    D16 = tc.matmul("hopper", A16, B16, instr=instr)
+    D32 = tc.matmul("hopper", A16.astype(np.float32), B16.astype(np.float64), instr=instr)
+    assert np.array_equal(D16.view(np.uint32), D32.view(np.uint32))
+    M = tc.mma("hopper", instr, A16.astype(np.float32), B16.astype(np.float32), np.zeros((2, 3)))
+    assert np.array_equal(M.view(np.uint32), D16.view(np.uint32))
+    bad = A16.astype(np.float32)
+    bad[0, 0] = np.float32(1 + 2**-20)
+    with pytest.raises(tc.UserError, match="A: float32 value .* is not exactly a fp16 number"):
+        tc.matmul("hopper", bad, B16, instr=instr)
+    import ml_dtypes
+
+    with pytest.raises(tc.UserError, match="got a bfloat16 array for a fp16 operand"):
+        tc.matmul("hopper", A16.astype(ml_dtypes.bfloat16), B16, instr=instr)
