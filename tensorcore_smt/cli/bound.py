@@ -20,6 +20,7 @@ from ..errors import ExitCode, UserError
 from ..inputs.parse import parse_where
 from ..model.measure import Measure
 from ..smt.solve import Limits, solvers_for
+from ..solvers.backends import SOLVER_HELP
 from .base import check_out, main, write_or_print
 from .options import META_OPTION, Ranged, parse_meta
 
@@ -80,7 +81,7 @@ _run = bound
     "--solver",
     default="portfolio",
     show_default=True,
-    help="z3, cvc5, bitwuzla, or portfolio (all installed ones in parallel).",
+    help=SOLVER_HELP,
 )
 @click.option("--jobs", type=Ranged("jobs", int), default=None, help="Solvers at once.")
 @click.option(

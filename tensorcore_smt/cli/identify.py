@@ -20,6 +20,7 @@ from ..identify.report import to_json, to_text
 from ..identify.search import RESTART_SECONDS
 from ..identify.space import resolve_space
 from ..smt.solve import PORTFOLIO, Limits, solvers_for
+from ..solvers.backends import SOLVER_HELP
 from .base import fail, main
 from .gemm_io import DTYPE_HELP, input_format
 from .options import Ranged, oracle_timeout_option
@@ -81,7 +82,7 @@ def _solver_opts(f):
             "--solver",
             default=PORTFOLIO,
             show_default=True,
-            help="Solver for the questions between survivors (z3, cvc5, bitwuzla, portfolio).",
+            help=f"Solver for the questions between survivors: {SOLVER_HELP}",
         ),
         click.option(
             "--timeout",

@@ -26,7 +26,7 @@ from ..smt.query import (
     smtlib,
 )
 from ..smt.solve import PORTFOLIO, Limits
-from ..solvers.backends import BACKENDS
+from ..solvers.backends import SOLVER_HELP
 from .base import check_out
 
 
@@ -214,8 +214,7 @@ def _solver_opts() -> list:
             "--solver",
             default=PORTFOLIO,
             show_default=True,
-            help=f"{', '.join(BACKENDS)}, or portfolio (all installed ones in parallel; "
-            "yices and boolector read bit-vector queries only).",
+            help=SOLVER_HELP,
         ),
         click.option(
             "--timeout",

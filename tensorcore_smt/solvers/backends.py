@@ -278,6 +278,12 @@ BACKENDS: dict[str, Backend] = {
     )
 }
 
+SOLVER_HELP = (
+    f"{', '.join(BACKENDS)}, or portfolio (all installed ones in parallel; yices and "
+    "boolector read bit-vector queries only)."
+)
+"""The help of every --solver option."""
+
 PLUGIN_ENV = "TCSMT_SOLVER_PLUGINS"
 """Comma-separated modules that add back ends: each defines `BACKENDS: dict[str, Backend]`."""
 
