@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from .argtypes import check_type
 from .bv.chunks import CHUNK_ROWS, run_rows_on
 from .bv.concrete import CONCRETE
 from .bv.core import BV
@@ -253,7 +254,10 @@ def simulate_stream(
     batch and its result, so any number of rows can be run from a generator (or from
     slices of memmapped files); the instruction is resolved once."""
     p = _params(arch, instr)
+    check_type("simulate_stream: batches", batches, (Iterable,), "an iterable of tuples")
     for batch in batches:
+        if not isinstance(batch, (tuple, list)) or len(batch) not in (3, 5):
+            raise UserError("simulate_stream: batches: each is (a, b, c) or (a, b, c, sa, sb)")
         a, b, c, *scales = batch
         if len(scales) not in (0, 2):
             raise UserError("simulate_stream: a batch is (a, b, c) or (a, b, c, sa, sb)")

@@ -773,3 +773,105 @@ def test_gemm_api_calls_return_or_raise_user_error():
         except Exception as e:  # noqa: BLE001 - the failure this test looks for
             bad.append(f"{what}: {type(e).__name__}: {e}")
     assert not bad, "\n".join(bad)
+
+
+# --- wrong types through every API entry -------------------------------------------------
+
+
+def _wrong_type_calls() -> list[tuple[str, str, object]]:
+    """(function, argument, thunk): each public API function called with one argument of
+    a wrong type (or a number out of range); the rest valid."""
+    A16, B16 = np.ones((4, 16), np.float16), np.ones((16, 4), np.float16)
+    bits = np.zeros((2, 4), np.uint16)
+    c32 = np.zeros(2, np.uint32)
+    table: dict[str, tuple[object, dict, dict[str, list]]] = {
+        "bound": (
+            tc.bound,
+            {"hypothesis": "volta", "timeout": 1.0},
+            {
+                "hypothesis": [3, None, ["volta"]],
+                "against": [3, ["volta"]],
+                "instr": [42, ["m8n8k4.f32.f16.f16.f32"]],
+                "measure": [3, None],
+                "constraints": ["positive", ["positive"], 3],
+                "resolution": ["abc", float("nan"), float("inf"), None],
+                "timeout": [-1, float("nan"), 0, "10", None],
+                "meta": ["0,1", 3],
+            },
+        ),
+        "reveal": (
+            tc.reveal,
+            {"oracle": "numpy:matmul", "k": 4},
+            {
+                "oracle": [3, None],
+                "k": ["4", 1.5, None],
+                "dtype": [3, None],
+                "shape": ["3,3", (3,), (3, "3"), 3],
+                "seed": ["x", 1.5],
+                "check": ["no", None],
+                "check_outputs": ["5", 1.5],
+            },
+        ),
+        "matmul": (
+            tc.matmul,
+            {"arch": "ampere", "A": A16, "B": B16},
+            {
+                "arch": [3, None],
+                "instr": [42],
+                "schedule": [3],
+                "run_info": ["x", 3],
+                "flags": ["x"],
+                "device": [3],
+                "engine": [3],
+                "out_dtype": [3],
+                "scale_a": ["x"],
+                "alpha": ["x"],
+            },
+        ),
+        "mma": (
+            tc.mma,
+            {"arch": "volta", "instr": None, "A": A16[:, :4], "B": B16[:4], "C": None},
+            {"arch": [3, None], "instr": [3]},
+        ),
+        "resolve": (tc.resolve, {"arch": "volta"}, {"arch": [3, None], "instr": [3]}),
+        "simulate": (
+            tc.simulate,
+            {"arch": "volta", "instr": None, "a_bits": bits, "b_bits": bits, "c_bits": c32},
+            {"arch": [3], "instr": [3], "device": [3]},
+        ),
+        "simulate_stream": (
+            lambda **kw: list(tc.simulate_stream(**kw)),
+            {"arch": "volta", "instr": None, "batches": [(bits, bits, c32)]},
+            {"arch": [3], "batches": [3, [3], [(bits,)]]},
+        ),
+        "parse_variant": (tc.parse_variant, {"text": "volta"}, {"text": [3, None]}),
+    }
+    calls = []
+    for name, (fn, good, bad) in table.items():
+        for arg, values in bad.items():
+            for v in values:
+                calls.append((name, arg, lambda f=fn, k=dict(good, **{arg: v}): f(**k)))
+    return calls
+
+
+def test_wrong_types_through_every_api_entry():
+    """Every public API function: a wrong-type argument is a UserError on one line that
+    names the argument, before any work (bound's budget is never spent on it)."""
+    bad = []
+    calls = _wrong_type_calls()
+    assert {n for n, _, _ in calls} >= {"bound", "reveal", "matmul"}
+    for name, arg, thunk in calls:
+        t0 = time.monotonic()
+        try:
+            thunk()
+            bad.append(f"{name}({arg}=...): returned")
+        except UserError as e:
+            msg = str(e)
+            named = arg in msg or (arg in ("text", "arch") and "variant" in msg)
+            if "\n" in msg or not named:
+                bad.append(f"{name}({arg}=...): message {msg!r}")
+        except Exception as e:  # noqa: BLE001 - the failure this test looks for
+            bad.append(f"{name}({arg}=...): {type(e).__name__}: {e}")
+        if time.monotonic() - t0 > 5:
+            bad.append(f"{name}({arg}=...): took {time.monotonic() - t0:.1f} s")
+    assert not bad, f"{len(bad)} of {len(calls)} calls:\n" + "\n".join(bad)

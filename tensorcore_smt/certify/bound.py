@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from ..argtypes import Arg, check_all, check_items, check_type
 from ..errors import UserError
 from ..formats import value_of
 from ..model.measure import Measure, exact_value, measure_value
@@ -232,12 +233,13 @@ def bound(
     large errors (extremal.py) before the solvers. Ctrl-C ends the search with the
     interval found so far (`interrupted`). `meta`: a sparse (mma.sp) instruction's
     metadata (default: the first pattern in every group)."""
+    _check_arguments(hypothesis, against, instr, measure, constraints, resolution, timeout, meta)
     if isinstance(measure, str):
         try:
             measure = Measure.parse(measure)
         except ValueError as e:
             raise UserError(str(e)) from None
-    resolution = Fraction(resolution)
+    resolution = Fraction(resolution.strip() if isinstance(resolution, str) else resolution)
     if resolution <= 0:
         raise UserError(f"resolution {resolution} must be positive")
     t0 = time.monotonic()  # the budget counts from here: the class check is part of it
@@ -309,6 +311,26 @@ def bound(
             f"{fmt_value(cert.upper)} ({cert.upper_method}); please report this bound"
         )
     return cert
+
+
+def _check_arguments(hypothesis, against, instr, measure, constraints, resolution, timeout, meta):
+    """UserError naming the first argument of `bound` of a wrong type or out of range."""
+    check_all(
+        "bound",
+        [
+            ("hypothesis", hypothesis, Arg.TEXT, False),
+            ("against", against, Arg.TEXT, True),
+            ("instr", instr, Arg.TEXT, True),
+            ("resolution", resolution, Arg.RATIONAL, False),
+            ("timeout", timeout, Arg.POSITIVE, False),
+            ("meta", meta, Arg.INTEGERS, True),
+        ],
+    )
+    check_type("bound: measure", measure, (Measure, str), "a Measure or its name")
+    if constraints is not None:
+        check_items(
+            "bound: constraints", constraints, Constraint, "Constraint (inputs.parse_where)"
+        )
 
 
 def one_sign(cons) -> bool:

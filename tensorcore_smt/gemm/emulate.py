@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..argtypes import Arg, check_all, check_type
 from ..bv.chunks import CHUNK_ROWS, host_bits, spans
 from ..bv.concrete import CONCRETE
 from ..bv.core import BV
@@ -104,6 +105,11 @@ def scaled_alpha(alpha: float, p: ModelParams, scale_a: Any, scale_b: Any) -> fl
         arr = np.asarray(from_torch(s))
         if arr.size != 1:
             raise UserError(f"{name}: only a per-tensor (one-element) scale is modelled")
+        if arr.dtype.kind not in "biuf":  # ml_dtypes scalars convert; text does not
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError):
+                raise UserError(f"{name}: expected a number, got {s!r}") from None
         v = float(arr.reshape(()).astype(np.float64))
         if not np.isfinite(v):
             raise UserError(f"{name}={v} is not finite")
@@ -336,6 +342,18 @@ def matmul(
     (tf32, fp16_reduced, bf16_reduced, fast_accum) to booleans, the others at torch's
     defaults; then its shape), `out_dtype` None is the inputs' format as in torch, and
     the GemmRun in `run_info` carries the Decision (recipe and source)."""
+    check_type("matmul: arch", arch, (str, GemmHypothesis), "a hypothesis ARCH/SCHEDULE")
+    check_type("matmul: schedule", schedule, (str, Schedule), "a schedule", optional=True)
+    check_type("matmul: engine", engine, (str, Engine), "an Engine or its name", optional=True)
+    check_all(
+        "matmul",
+        [
+            ("instr", instr, Arg.TEXT, True),
+            ("device", device, Arg.TEXT, True),
+            ("run_info", run_info, Arg.LIST, True),
+            ("flags", flags, Arg.MAPPING, True),
+        ],
+    )
     decision = None
     profile = find_profile(arch) if isinstance(arch, str) else None
     if profile is not None:

@@ -39,6 +39,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..argtypes import Arg, check, check_type
 from ..errors import UserError
 from .hypothesis import GemmHypothesis, full_fp32_instruction
 from .profile_call import FP8_PROMOTE, library_tf32, torch_flags
@@ -283,6 +284,8 @@ def emulate(hypothesis: str | GemmHypothesis, strict: bool = True):
     decides per call. A call it cannot emulate (a dtype no instruction of the
     architecture takes, an `out=` argument) raises UserError, or with `strict=False`
     runs natively with a warning. Needs torch."""
+    check_type("emulate: hypothesis", hypothesis, (str, GemmHypothesis), "a hypothesis or profile")
+    check("emulate: strict", strict, Arg.BOOL)
     try:
         from torch.overrides import TorchFunctionMode
     except ImportError:

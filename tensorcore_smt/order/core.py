@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..argtypes import Arg, check_all
 from ..errors import UserError
 from ..formats import Format
 from .arithmetic import discriminating, learn, matches
@@ -209,6 +210,16 @@ def reveal(
     the oracle on random inputs (seed `seed`) until `check_outputs` outputs are compared
     bit for bit with each class's hypothesis (tc.matmul) and, on a sample, with the tree
     summed in fp32 (evaluate.py)."""
+    check_all(
+        "reveal",
+        [
+            ("oracle", oracle, Arg.TEXT, False),
+            ("dtype", dtype, Arg.TEXT, False),
+            ("shape", shape, Arg.SHAPE, True),
+            ("seed", seed, Arg.INTEGER, False),
+            ("check", check, Arg.BOOL, False),
+        ],
+    )
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 2 <= k <= MAX_K:
         raise UserError(f"--k {k}: K from 2 to {MAX_K}")
     if isinstance(check_outputs, bool) or not isinstance(check_outputs, (int, np.integer)):

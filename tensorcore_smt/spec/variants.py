@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..argtypes import Arg, check
 from ..errors import UserError
 from ..model.params import ModelParams, Split, check_overrides, parse_value
 from .catalogue import PRESETS, Instruction, Preset, load_tables
@@ -174,6 +175,7 @@ def parse_variant(text: str) -> Variant:
             given.add(k)
             try:
                 overrides.append((k, parse_value(k, v)))
+    check("variant", text, Arg.TEXT)
             except ValueError as e:
                 raise UserError(f"variant {text!r}: {e}") from None
     return Variant(t, preset, tuple(overrides))
