@@ -11,12 +11,17 @@ from dataclasses import dataclass
 from ..argtypes import Arg, check
 from ..errors import UserError
 from ..model.params import ModelParams, Split, check_overrides, parse_value
-from .catalogue import PRESETS, Instruction, Preset, load_tables
+from .catalogue import PRESETS, Instruction, Preset, TableError, load_tables
+from .published import aliases as published_aliases
 
 ALIASES: dict[str, tuple[str, str]] = {
-    name: (row["variant"], row["source"]) for name, row in load_tables().aliases.items()
+    **published_aliases(),
+    **{name: (row["variant"], row["source"]) for name, row in load_tables().aliases.items()},
 }
-"""name -> (variant expression, where the hypothesis comes from)."""
+"""name -> (variant expression, where the hypothesis comes from): the published models
+(archs/published.toml, spec.published) first, then the aliases of archs/aliases.toml."""
+if len(ALIASES) != len(published_aliases()) + len(load_tables().aliases):
+    raise TableError("a name is both a published model and an alias in archs/")
 
 _VARIANT_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\[(.*)\])?\s*$")
 
