@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: invariance install test test-slow audit test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors record-profile
+.PHONY: invariance install test test-slow audit test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors record-profile published
 
 # torch 2.13.0 is the CPU build (a wheel on this project's machines; a plain `torch`
 # would fetch a CUDA build of several GB): with MMA-Sim, the independent cross-check runs
@@ -57,6 +57,11 @@ results:
 	$(BIN)/python bench/make_results.py --sparse
 	$(BIN)/python bench/bench_solvers.py --table4 --write results
 	$(BIN)/python bench/make_bounds.py --write results
+
+# Every published model (archs/published.toml) against the preset and the others on each
+# instruction they share, proved equal or separated (60 s a question): results/published.md
+published:
+	$(BIN)/python bench/make_published.py --budget 60
 
 # Certified worst-case normwise errors (tcsmt bound) beside sampled maxima: results/bounds.md.
 bounds:
