@@ -227,3 +227,52 @@ def test_matmul_reads_float_arrays_by_value_as_mma_does():
 
     with pytest.raises(tc.UserError, match="got a bfloat16 array for a fp16 operand"):
         tc.matmul("hopper", A16.astype(ml_dtypes.bfloat16), B16, instr=instr)
+
+
+# -- defect: alpha and beta on integer GEMMs (ValueError "s32 has no NaN" before) ---------
+
+
+@pytest.mark.parametrize("engine", ["numpy", "compiled"])
+def test_integer_alpha_beta_are_int32_arithmetic(engine):
+    """D = alpha*(A@B) + beta*C in int32, wrapping, as cuBLASLt's CUBLAS_COMPUTE_32I
+    epilogue with int32 scalars: against Python integers reduced modulo 2^32, including
+    scalars at the ends of the int32 range and alpha = 0 (A and B not read)."""
+    rng = np.random.default_rng(8)
+    A = rng.integers(-128, 128, (5, 64)).astype(np.int8)
+    B = rng.integers(0, 256, (64, 3)).astype(np.uint8)
+    C = rng.integers(-(2**31), 2**31, (5, 3)).astype(np.int32)
+    ab = A.astype(object) @ B.astype(object)
+    for alpha, beta in ((2, 3), (-7, 0), (0, 5), (2**31 - 1, -(2**31)), (1, -1)):
+        D = tc.matmul("hopper", A, B, C, alpha=alpha, beta=beta, engine=engine)
+        want = s32(alpha * ab + beta * C.astype(object))
+        assert D.dtype == np.int32 and np.array_equal(D.astype(np.int64), want), (alpha, beta)
+
+
+def test_integer_alpha_beta_that_are_not_int32_are_refused_in_words(tmp_path):
+    A = np.ones((2, 32), np.int8)
+    B = np.ones((32, 2), np.int8)
+    for kw, what in (({"alpha": 0.5}, "alpha=0.5"), ({"beta": 2.0**31}, "beta=2147483648")):
+        with pytest.raises(tc.UserError, match=f"{what}: an integer GEMM's epilogue takes int32"):
+            tc.matmul("ampere", A, B, np.zeros((2, 2), np.int32), **kw)
+    np.save(tmp_path / "a.npy", A)
+    np.save(tmp_path / "b.npy", B)
+    r = run("gemm", "--arch", "ampere/serial[alpha=0.5]", "--a", str(tmp_path / "a.npy"),
+            "--b", str(tmp_path / "b.npy"))  # fmt: skip
+    assert r.exit_code == 2 and "CUBLAS_COMPUTE_32I" in r.output
+    assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+
+
+def test_gemm_command_integer_alpha_beta_measures_exactly(tmp_path):
+    rng = np.random.default_rng(9)
+    A = rng.integers(-128, 128, (4, 64)).astype(np.int8)
+    B = rng.integers(-128, 128, (64, 3)).astype(np.int8)
+    C = rng.integers(-1000, 1000, (4, 3)).astype(np.int32)
+    for name, x in (("a", A), ("b", B), ("c", C)):
+        np.save(tmp_path / f"{name}.npy", x)
+    r = run("gemm", "--arch", "hopper/serial[alpha=-3,beta=5]", "--a", str(tmp_path / "a.npy"),
+            "--b", str(tmp_path / "b.npy"), "--c", str(tmp_path / "c.npy"),
+            "--out", str(tmp_path / "d.npy"), "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    want = -3 * (A.astype(np.int64) @ B.astype(np.int64)) + 5 * C.astype(np.int64)
+    assert np.array_equal(np.load(tmp_path / "d.npy").astype(np.int64), want)
+    assert json.loads(r.output)["runs"][0]["exact"]["max_ulps"] == 0.0

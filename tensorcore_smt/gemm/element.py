@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from ..bv.concrete import CONCRETE
 from ..bv.core import BV
+from ..errors import UserError
 from ..formats import Format, Rounding, Specials, decode, default_nan_bits
 from ..model import dot_add
 from ..model.ieee import add_unpacked, convert_unpacked, fma_unpacked, mul_unpacked
@@ -163,6 +164,34 @@ def join_partial(
     return add_partials(x, fx, scale(beta, c, c_fmt, acc_fmt, p), acc_fmt, acc_fmt, p)
 
 
+def epilogue_format(p: ModelParams, out: Format) -> Format:
+    """The format of the epilogue's scalars and arithmetic: `acc_format` (fp32, fp64 for
+    an fp64 GEMM), or s32 for an integer unit writing s32 - cuBLASLt's integer GEMM
+    (CUBLAS_COMPUTE_32I with scale type CUDA_R_32I, A and B int8, C and D int32: alpha
+    and beta are int32; NVIDIA cuBLAS documentation, cublasLtMatmul's table of
+    supported data types). Its float scale type (CUDA_R_32F) belongs to int8 outputs."""
+    if p.d_fmt.spec.is_integer and out.spec.is_integer:
+        return Format.S32
+    return acc_format(p)
+
+
+def scalar_bits(value: float, fmt: Format, what: str) -> int:
+    """An epilogue scalar (alpha, beta) as bits of `fmt`: a float rounded to nearest
+    (`float_bits`), or an s32 scalar in two's complement; UserError naming the scalar
+    when an s32 epilogue is given a value that is not an int32."""
+    if not fmt.spec.is_integer:
+        return float_bits(value, fmt)
+    lo, hi = fmt.spec.int_range
+    if not (float(value).is_integer() and lo <= value <= hi):
+        shown = int(value) if float(value).is_integer() else value
+        raise UserError(
+            f"{what}={shown}: an integer GEMM's epilogue takes int32 {what} (cuBLASLt "
+            "CUBLAS_COMPUTE_32I, scale type CUDA_R_32I); give an integer in "
+            f"{lo}..{hi}, or scale the s32 result afterwards"
+        )
+    return int(value) & ((1 << fmt.spec.storage) - 1)
+
+
 def float_bits(value: float, fmt: Format) -> int:
     """A Python float rounded to nearest into `fmt` by the model's conversion (the
     epilogue's fp32 scalars alpha and beta)."""
@@ -195,15 +224,15 @@ class Epilogue:
         and B: D = beta*C, +0 when beta = 0 or no C is given (reference BLAS xGEMM
         "when alpha is zero then A and B are not referenced"; its alpha = 0 branch sets
         C := beta*C, or zero when beta is zero), so NaN and Inf in A@B do not reach D."""
-        ep = acc_format(p)
         out = schedule.out or p.d_fmt
+        ep = epilogue_format(p, out)
         beta = partial_beta = None
         if has_c and schedule.c_beta != 0.0:
             if plan.c_in_partial:
-                partial_beta = float_bits(schedule.c_beta, ep)
+                partial_beta = scalar_bits(schedule.c_beta, ep, "beta")
             elif not plan.c_in_chain:
-                beta = float_bits(schedule.c_beta, ep)
-        alpha = float_bits(schedule.alpha, ep)
+                beta = scalar_bits(schedule.c_beta, ep, "beta")
+        alpha = scalar_bits(schedule.alpha, ep, "alpha")
         reads_ab = schedule.alpha != 0.0
         return Epilogue(
             alpha,
@@ -221,7 +250,7 @@ class Epilogue:
         """Whether D is the accumulator itself: alpha = 1, no C term, no conversion."""
         return (
             self.reads_ab
-            and self.alpha == float_bits(1.0, self.ep_fmt)
+            and self.alpha == scalar_bits(1.0, self.ep_fmt, "alpha")
             and self.beta is None
             and self.out_fmt == acc_fmt
             and not self.saturate
@@ -240,7 +269,10 @@ def epilogue(
     round-to-nearest conversion to the output format (saturating when `ep.saturate`).
     Without `ep.reads_ab` (alpha = 0) `acc` is not used: D = beta*C, or +0. With
     `ep.c_after` (c_join=output) C joins after that rounding: D = RN_out(RN_fp32(
-    RN_out(alpha*acc) + beta*C)), an elementwise add in fp32 of two tensors."""
+    RN_out(alpha*acc) + beta*C)), an elementwise add in fp32 of two tensors. An s32
+    epilogue (`epilogue_format`): `integer_epilogue`."""
+    if ep.ep_fmt.spec.is_integer:
+        return integer_epilogue(acc, c, c_fmt, ep)
     b = acc.b
     f = ep.ep_fmt
     nan = canonical_nan(f, p)
@@ -285,6 +317,19 @@ def epilogue(
     else:
         r = times(ep.alpha, acc, acc_fmt)
     return to_out(r)
+
+
+def integer_epilogue(acc: BV, c: BV | None, c_fmt: Format | None, ep: Epilogue) -> BV:
+    """D = alpha*acc + beta*C in two's-complement int32 arithmetic (each product and the
+    sum kept modulo 2^32, as int32 multiplies and adds on the GPU do): the s32 epilogue
+    of cuBLASLt's integer GEMM (`epilogue_format`). alpha = 0 does not read acc; C of a
+    narrower integer format is widened by its sign."""
+    w = ep.ep_fmt.spec.storage
+    r = acc * BV.const(acc.b, ep.alpha, w) if ep.reads_ab else _zero(acc, ep.ep_fmt)
+    if ep.beta is not None and c is not None:
+        cw = c.resize(w, signed=c_fmt is None or c_fmt.spec.signed)
+        r = r + cw * BV.const(acc.b, ep.beta, w)
+    return r
 
 
 def c_format(p: ModelParams, schedule: Schedule, given: Format | None = None) -> Format:

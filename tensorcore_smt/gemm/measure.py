@@ -29,7 +29,7 @@ from .accuracy import (
     rows_per_block,
     tiles,
 )
-from .element import c_format
+from .element import c_format, epilogue_format
 from .emulate import GemmRun, matmul
 
 
@@ -173,6 +173,8 @@ def measure_errors(
     sched = run.schedule
     alpha = float(np.float32(sched.alpha))  # the epilogue's fp32 scalars
     beta = float(np.float32(sched.c_beta))  # C joins the chain only when alpha = beta = 1
+    if epilogue_format(p, out).spec.is_integer:  # int32 scalars, exact
+        alpha, beta = float(sched.alpha), float(sched.c_beta)
     if beta == 0.0:  # beta = 0 does not read C
         C = None
     xor = p.bit_op == BitOp.XOR  # popc(a XOR b) is no sum of products: see below
