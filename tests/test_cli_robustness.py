@@ -182,3 +182,40 @@ def _close_stdout() -> None:
     import os
 
     os.close(1)
+
+
+# --- contradictory options; expected warnings (defect 14) -------------------------------
+
+
+@pytest.mark.parametrize(
+    "args,opt",
+    [
+        (["bound", "volta", "--k", "16"], "--k"),
+        (["bound", "volta", "--rows", "16"], "--rows"),
+        (["reveal", "--oracle", "numpy:matmul", "--k", "4", "--no-check", "--check-outputs", "5"],
+         "--check-outputs"),
+    ],
+)  # fmt: skip
+def test_an_option_that_means_nothing_here_is_refused(args, opt):
+    assert opt in one_line(run(*args))
+
+
+def test_library_probes_give_no_numpy_warnings():
+    """numpy:matmul asked rows with infinities and overflowing products answers as IEEE
+    754 says (inf * 0 = NaN; an overflowing product +inf) without a RuntimeWarning."""
+    import warnings
+
+    import numpy as np
+
+    import tensorcore_smt as tc
+    from tensorcore_smt.identify.gemm import LibraryOracle
+
+    f32 = lambda xs: np.array(xs, np.float32).view(np.uint32).astype(np.uint64)  # noqa: E731
+    big = np.finfo(np.float32).max
+    a = np.stack([f32([np.inf, 1, 1, 1]), f32([big, big, 0, 0])])
+    b = np.stack([f32([0, 1, 1, 1]), f32([2, 0, 0, 0])])
+    oracle = LibraryOracle("numpy:matmul", tc.resolve("hopper", "fma.rn.f32"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = oracle.ask(a, b, np.zeros(2, np.uint64)).astype(np.uint32).view(np.float32)
+    assert np.isnan(d[0]) and d[1] == np.inf

@@ -22,7 +22,7 @@ from ..model.measure import Measure
 from ..smt.solve import Limits, solvers_for
 from ..solvers.backends import SOLVER_HELP
 from .base import check_out, main, write_or_print
-from .options import META_OPTION, Ranged, parse_meta
+from .options import META_OPTION, Ranged, only_with, parse_meta
 
 
 def _fraction(text: str, what: str) -> Fraction:
@@ -140,6 +140,7 @@ def bound_cmd(
 
     Exit 0: closed to the resolution; 3: open when the budget ended.
     """
+    only_with("--gemm", gemm, {"depth": "--k", "rows": "--rows"})
     try:
         measure = Measure.parse(measure_name)
     except ValueError as e:

@@ -194,6 +194,25 @@ def parse_meta(text: str | None) -> list[int] | None:
         raise UserError(f"--meta: {text!r} is not a comma-separated list of integers") from None
 
 
+def given(name: str) -> bool:
+    """Whether the running command's option `name` (its parameter name) was given on the
+    command line or in the environment, not left at its default."""
+    from click.core import ParameterSource
+
+    src = click.get_current_context().get_parameter_source(name)
+    return src in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def only_with(flag: str, on: bool, options: dict[str, str]) -> None:
+    """UserError when an option of `options` (parameter name -> option) that means
+    something only with `flag` is given while `flag` is off (`on` False)."""
+    if on:
+        return
+    for name, opt in options.items():
+        if given(name):
+            raise UserError(f"{opt} applies only with {flag}")
+
+
 def solver_options_common(f: Callable) -> Callable:
     """Solver choice, limits, --json and --out: shared by diff, prove and find."""
     opts = _SOLVER_OPTS[:-1]

@@ -14,7 +14,7 @@ import click
 
 from ..errors import ExitCode, UserError
 from .base import fail, main
-from .options import Ranged
+from .options import Ranged, given
 
 
 def _shape(text: str | None) -> tuple[int, int] | None:
@@ -98,6 +98,11 @@ def reveal_cmd(
     """
     from ..order import reveal
     from ..order.tree import NotATree, deep
+
+    if no_check and given("check_outputs"):
+        raise UserError(
+            "--check-outputs sizes the check that --no-check skips; give one or the other"
+        )
 
     try:
         r = reveal(
