@@ -42,13 +42,16 @@ bench:
 	$(BIN)/python bench/bench_gemm.py --write results
 	$(BIN)/python bench/bench_engine.py --write results
 	$(BIN)/python bench/bench_bound.py --write results
+	$(BIN)/python bench/bench_slow_queries.py --library-only --write results
 
 bench-solvers:
 	$(BIN)/python bench/bench_solvers.py
 
 # The property library's queries that took over 30 s (results/*/*.json), run again as
 # `tcsmt find` runs them: seconds before and now, with the load average, into
-# results/solver_speed.md (about 5 minutes; each query bounded by --timeout).
+# results/solver_speed.md (about 5 minutes; each query bounded by --timeout); then every
+# installed solver alone over the library's Volta queries (what `make bench` runs; each
+# run bounded by 10 s, about 10 minutes on a shared machine).
 bench-slow:
 	$(BIN)/python bench/bench_slow_queries.py --write results
 

@@ -1,6 +1,8 @@
-"""The slow queries of the property library: seconds before (as recorded) and now.
+"""The slow queries of the property library: seconds before (as recorded) and now; and
+every solver alone over the property library.
 
     python bench/bench_slow_queries.py [--over 30] [--timeout 240] [--write results] [--update]
+        [--library-arch volta] [--library-timeout 10] [--library-only | --no-library]
 
 A query is slow when its recorded "seconds" in results/ARCH/PROPERTY.json exceed --over,
 or when results/solver_speed.json (an earlier run of this bench) lists it: that file keeps
@@ -16,6 +18,16 @@ results/summary.json and results/README.md) for every property whose queries it 
 property's other queries are run again with it, as `make results` would. A property whose
 new answers say less than the recorded ones (an unsat that lost its confirmation within
 the budget, an unknown) keeps its recorded file.
+
+The second part (`library`) runs every installed solver alone (bitwuzla, z3, cvc5, and
+Yices and Boolector through pySMT) on every instruction-level query of the property
+library that applies to --library-arch, one run at a time, each bounded by
+--library-timeout seconds (a run that reaches it is reported as "> T s", never as a
+time): the solver's own query time (parse + check, solvers/result.py), its answer, and
+for a sat answer the concrete re-check of the witness. No concrete search, argument or
+confirmation: the solvers alone. GEMM-level queries are left out (their solver is the
+GEMM solve, docs/gemm-solvers.md). --library-only runs only this part (`make bench`),
+--no-library only the first; the part not run keeps what solver_speed.json holds.
 """
 
 from __future__ import annotations
@@ -28,10 +40,14 @@ import sys
 import time
 from pathlib import Path
 
+from solverbench.run import run_solver
+
 from tensorcore_smt import __version__
+from tensorcore_smt.errors import UserError
 from tensorcore_smt.smt.find import QueryAnswer
 from tensorcore_smt.smt.gemm_solve import answer_query
-from tensorcore_smt.smt.library import get
+from tensorcore_smt.smt.library import get, load_all
+from tensorcore_smt.smt.query import Query, smtlib
 from tensorcore_smt.smt.search import SEARCH_S
 from tensorcore_smt.smt.solve import Limits, Verdict
 from tensorcore_smt.solvers import available
@@ -91,6 +107,107 @@ def run_property(arch: str, name: str, limits: Limits) -> list[tuple[QueryAnswer
     return out
 
 
+def library_queries(arch: str) -> list[tuple[str, str, Query]]:
+    """(property, query id, query) of every instruction-level query of the property library
+    that applies to `arch`."""
+    out = []
+    for name, prop in load_all().items():
+        try:
+            pairs = list(prop.bind(arch, None))
+        except UserError:  # the property does not apply to this architecture
+            continue
+        out += [(name, spec.id, q) for spec, q in pairs if isinstance(q, Query)]
+    return out
+
+
+def run_library(arch: str, solvers: list[str], timeout: float) -> dict:
+    """Every solver alone on every query of `library_queries(arch)`, with the 1-minute load
+    average before each query's runs."""
+    t0 = time.monotonic()
+    start = load()
+    rows = []
+    for name, qid, q in library_queries(arch):
+        text = smtlib(q)
+        row = {"property": name, "id": qid, "chars": len(text), "load": load(), "runs": {}}
+        for s in solvers:
+            r = run_solver(q, text, s, timeout)
+            row["runs"][s] = {
+                "answer": r.answer.value,
+                "solver_s": None if r.solver_s is None else round(r.solver_s, 4),
+                "seconds": round(r.seconds, 3),
+                "reason": r.reason,
+                "reproduces": r.reproduces,
+            }
+            print(f"  {name} {qid} {s}: {_run_cell(row['runs'][s], timeout)}", flush=True)
+        rows.append(row)
+    return {
+        "arch": arch,
+        "timeout_s": timeout,
+        "solvers": {s: available()[s] for s in solvers},
+        "load_start": start,
+        "load_end": load(),
+        "total_s": round(time.monotonic() - t0, 1),
+        "rows": rows,
+    }
+
+
+def _run_cell(r: dict, timeout: float) -> str:
+    """One run as a table cell: the solver's own time and answer, or "> T s"."""
+    if r["answer"] == "unknown":
+        return f"> {timeout:g} s" if "timeout" in r["reason"] else f"unknown ({r['reason'][:40]})"
+    s = r["solver_s"] if r["solver_s"] is not None else r["seconds"]
+    text = f"{s:.2f} s {r['answer']}" if s >= 0.01 else f"{s * 1000:.1f} ms {r['answer']}"
+    if r["reproduces"] is False:
+        text += " (witness BAD)"
+    return text
+
+
+def render_library(lib: dict) -> list[str]:
+    """The library part of solver_speed.md."""
+    solvers = list(lib["solvers"])
+    t = lib["timeout_s"]
+    lines = [
+        f"## Every solver alone over the property library ({lib['arch']})",
+        "",
+        f"Each instruction-level query of the property library that applies to {lib['arch']}"
+        f" ({len(lib['rows'])}),",
+        "run by each solver alone, one run at a time in a fresh child process, bounded by"
+        f" {t:g} s:",
+        "the solver's own query time (parse + check), and its answer; every sat witness was re-run",
+        "on the concrete model (marked BAD where it did not reproduce). No concrete search, stated",
+        "argument or confirmation: what each solver does on its own. "
+        + ", ".join(f"{k} {v}" for k, v in lib["solvers"].items())
+        + f"; total {lib['total_s']:g} s.",
+        f"Load average {lib['load_start']} at the start, {lib['load_end']} at the end (1, 5 and 15",
+        "minutes; 2 cores shared with other work); `load`: the 1-minute load before the"
+        " query's runs.",
+        "",
+        "| property | query | SMT-LIB chars | " + " | ".join(solvers) + " | load |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in solvers) + " | --- |",
+    ]
+    for r in lib["rows"]:
+        cells = [_run_cell(r["runs"][s], t) if s in r["runs"] else "—" for s in solvers]
+        lines.append(
+            f"| {r['property']} | {r['id']} | {r['chars']:,} | "
+            + " | ".join(cells)
+            + f" | {r['load'].split()[0]} |"
+        )
+    answered = []
+    for s in solvers:
+        runs = [r["runs"][s] for r in lib["rows"] if s in r["runs"]]
+        done = [x for x in runs if x["answer"] != "unknown"]
+        total = sum(x["solver_s"] or x["seconds"] for x in done)
+        answered.append(f"{len(done)} of {len(runs)}, {total:.1f} s")
+    lines += [
+        "| **answered, and their total time** | | | " + " | ".join(answered) + " | |",
+        "",
+        "A solver's total counts only the queries it answered; a `> T s` query is one it did not",
+        "answer within the bound, not a time.",
+        "",
+    ]
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", default=str(ROOT / "results"), help="results directory")
@@ -99,8 +216,24 @@ def main() -> None:
     ap.add_argument("--search", type=float, default=SEARCH_S, help="concrete search (s)")
     ap.add_argument("--write", default=None, help="write solver_speed.md/.json here")
     ap.add_argument("--update", action="store_true", help="rewrite the properties' results")
+    ap.add_argument("--library-arch", default="volta", help="architecture of the library part")
+    ap.add_argument(
+        "--library-timeout", type=float, default=10.0, help="bound of one solver run (s)"
+    )
+    part = ap.add_mutually_exclusive_group()
+    part.add_argument("--library-only", action="store_true", help="only the library part")
+    part.add_argument("--no-library", action="store_true", help="only the slow queries")
     args = ap.parse_args()
     results = Path(args.results)
+    prev_path = Path(args.write or args.results) / "solver_speed.json"
+    prev = json.loads(prev_path.read_text()) if prev_path.exists() else {}
+    if args.library_only:
+        lib = run_library(args.library_arch, list(available()), args.library_timeout)
+        report = {**prev, "library": lib}
+        print(f"library: total {lib['total_s']:g} s; load average at the end {lib['load_end']}")
+        if args.write:
+            write_report(Path(args.write), report, args.over)
+        return
     todo = slow_queries(results, args.over)
     limits = Limits(timeout=args.timeout, search=args.search)
     t0 = time.monotonic()
@@ -146,13 +279,25 @@ def main() -> None:
         "queries": rows,
     }
     print(f"total {total:.1f} s; load average {start_load} at the start, {load()} at the end")
+    if args.no_library:
+        if "library" in prev:
+            report["library"] = prev["library"]
+    else:
+        report["library"] = run_library(args.library_arch, list(available()), args.library_timeout)
     if args.write:
-        out = Path(args.write)
-        (out / "solver_speed.json").write_text(json.dumps(report, indent=2) + "\n")
-        (out / "solver_speed.md").write_text(render(report, args.over))
-        print(f"wrote {out / 'solver_speed.md'}")
+        write_report(Path(args.write), report, args.over)
     if args.update:
         update_results(results, answered)
+
+
+def write_report(out: Path, report: dict, over: float) -> None:
+    """DIR/solver_speed.json and DIR/solver_speed.md (the parts the report holds)."""
+    (out / "solver_speed.json").write_text(json.dumps(report, indent=2) + "\n")
+    text = render(report, over) if "queries" in report else ""
+    if "library" in report:
+        text = text + "\n".join(render_library(report["library"]))
+    (out / "solver_speed.md").write_text(text)
+    print(f"wrote {out / 'solver_speed.md'}")
 
 
 def render(rep: dict, over: float) -> str:

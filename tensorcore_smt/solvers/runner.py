@@ -82,7 +82,8 @@ def check_solver_names(names: list[str]) -> None:
         if n not in known:
             raise ValueError(f"unknown solver {n!r}; known: {', '.join(known)}, portfolio")
         if n not in inst:
-            raise ValueError(f"solver {n!r} is not installed (pip install {known[n].distribution})")
+            how = known[n].install or known[n].distribution
+            raise ValueError(f"solver {n!r} is not installed (pip install {how})")
 
 
 def readers(text: str, solvers: list[str]) -> list[str]:

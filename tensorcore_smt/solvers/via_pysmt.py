@@ -120,7 +120,6 @@ def parse(text: str) -> tuple[Any, dict[str, Any], Any]:
 
 
 def _solve(solver: str, text: str, names: list[str], timeout: float, seed: int):
-    from pysmt.exceptions import SolverReturnedUnknownResultError
     from pysmt.logics import QF_BV
 
     # The solver class itself, not pySMT's factory: the factory imports every solver
@@ -138,20 +137,43 @@ def _solve(solver: str, text: str, names: list[str], timeout: float, seed: int):
     t0 = time.perf_counter()
     formula, declared, env = parse(text)
     with SolverClass(environment=env, logic=QF_BV, **options) as s:
-        s.add_assertion(formula)
         try:
-            sat = s.solve()
-        except SolverReturnedUnknownResultError:
-            return Answer.UNKNOWN, {}, f"{solver} answered unknown", time.perf_counter() - t0
-        query_s = time.perf_counter() - t0
-        if not sat:
-            return Answer.UNSAT, {}, "", query_s
-        model = {
-            n: s.get_value(declared[n]).bv_unsigned_value()
-            for n in names
-            if n in declared and declared[n].symbol_type().is_bv_type()
-        }
-        return Answer.SAT, model, "", query_s
+            return _check(s, solver, formula, declared, names, t0)
+        finally:
+            if solver == "boolector":
+                _release_boolector_nodes(s)
+
+
+def _check(s: Any, solver: str, formula: Any, declared: dict[str, Any], names, t0: float):
+    """Assert `formula` in the pySMT solver `s`, check it, read the model of `names`."""
+    from pysmt.exceptions import SolverReturnedUnknownResultError
+
+    s.add_assertion(formula)
+    try:
+        sat = s.solve()
+    except SolverReturnedUnknownResultError:
+        return Answer.UNKNOWN, {}, f"{solver} answered unknown", time.perf_counter() - t0
+    query_s = time.perf_counter() - t0
+    if not sat:
+        return Answer.UNSAT, {}, "", query_s
+    model = {
+        n: s.get_value(declared[n]).bv_unsigned_value()
+        for n in names
+        if n in declared and declared[n].symbol_type().is_bv_type()
+    }
+    return Answer.SAT, model, "", query_s
+
+
+def _release_boolector_nodes(s: Any) -> None:
+    """Drop every Boolector node pySMT's converter holds while the Boolector instance is
+    still alive. pySMT's converter sits in a reference cycle; when the garbage collector
+    breaks it, it may free the instance before the nodes, and a node freed after its
+    instance crashes the process (SIGSEGV, seen on the Table 4 fp16-accumulation query)."""
+    conv = getattr(s, "converter", None)
+    for name in ("memoization", "_back_memoization", "declared_vars"):
+        held = getattr(conv, name, None)
+        if isinstance(held, dict):
+            held.clear()
 
 
 def yices_solve(text: str, names: list[str], timeout: float, seed: int):
