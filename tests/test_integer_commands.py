@@ -276,3 +276,33 @@ def test_gemm_command_integer_alpha_beta_measures_exactly(tmp_path):
     want = -3 * (A.astype(np.int64) @ B.astype(np.int64)) + 5 * C.astype(np.int64)
     assert np.array_equal(np.load(tmp_path / "d.npy").astype(np.int64), want)
     assert json.loads(r.output)["runs"][0]["exact"]["max_ulps"] == 0.0
+
+
+# -- defect: integer matmuls inside tc.emulate; emulate on the new presets ---------------
+
+
+@pytest.mark.parametrize("arch", ["cdna4", "rdna3", "rdna4", "hopper"])
+def test_emulate_runs_integer_matmuls_natively_and_floats_on_the_preset(arch):
+    """An int64 torch.matmul (index arithmetic) inside tc.emulate runs natively, exactly,
+    named once in mode.native with one warning (it raised before); the fp16 product
+    beside it is emulated with the preset's default (unusable on cdna4 and rdna before)."""
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(4)
+    idx = torch.randint(-(2**40), 2**40, (3, 4), generator=g)
+    w = torch.randint(-(2**20), 2**20, (4, 2), generator=g)
+    a = torch.randn(3, 64, generator=g).to(torch.float16)
+    b = torch.randn(64, 5, generator=g).to(torch.float16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tc.emulate(arch) as mode:
+            y1 = idx @ w
+            y2 = idx @ w
+            f = a @ b
+    want = np.array(idx.numpy().astype(object) @ w.numpy().astype(object), dtype=np.int64)
+    assert y1.dtype == torch.int64 and np.array_equal(y1.numpy(), want) and torch.equal(y1, y2)
+    assert mode.native == ["matmul (int64)"]
+    assert len([m for m in caught if "int64 tensors runs natively" in str(m.message)]) == 1
+    assert torch.equal(f, tc.matmul(arch, a, b, out_dtype=torch.float16))
+    assert mode.emulated == [("matmul", default_instruction(arch, Format.FP16, Format.FP16))]

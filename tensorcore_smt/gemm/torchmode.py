@@ -27,7 +27,11 @@ default, is full fp32: cuBLAS SGEMM, a chain of FFMAs along K per output on NVID
 
 Functions outside the emulated set that compute matrix products (einsum, addbmm,
 scaled_dot_product_attention, ...: `NATIVE_PRODUCTS`) run natively; the mode warns once
-per function name and lists them in its `native` attribute.
+per function name and lists them in its `native` attribute. So do matrix products of
+integer or bool tensors (index arithmetic inside a model: an int64 torch.matmul), listed
+as `matmul (int64)`: torch computes them exactly, modulo the dtype's width, on the CPU
+and without tensor cores on CUDA (torch's integer GEMM on tensor cores is
+torch._int_mm, not matmul), so they are no call of the emulated GEMM.
 
 torch is imported when the mode is entered, so `import tensorcore_smt` does not need it.
 """
@@ -278,6 +282,17 @@ def _handlers() -> dict[Any, Any]:
     }
 
 
+def _integer_dtype(args: tuple, kwargs: dict) -> str | None:
+    """The dtype name (int64, uint8, bool, ...) of the first integer or bool tensor among
+    a call's arguments, None when every tensor is a float one."""
+    import torch
+
+    for x in (*args, *kwargs.values()):
+        if isinstance(x, torch.Tensor) and not (x.is_floating_point() or x.is_complex()):
+            return str(x.dtype).removeprefix("torch.")
+    return None
+
+
 def emulate(hypothesis: str | GemmHypothesis, strict: bool = True):
     """A context manager (torch function mode) computing torch's matrix products as
     `hypothesis` (`ARCH[...]/SCHEDULE[...]`) would, or as a library profile (`h100`)
@@ -298,7 +313,8 @@ def emulate(hypothesis: str | GemmHypothesis, strict: bool = True):
         """Matrix products as the hypothesis computes them; everything else native.
         `emulated`: (function name, instruction) of every emulated call, each pair once,
         in first-call order; `native`: the matrix-product functions (NATIVE_PRODUCTS)
-        that ran natively, in first-call order; `profile`: the library profile (None
+        that ran natively, and `NAME (DTYPE)` for a product of integer tensors, in
+        first-call order; `profile`: the library profile (None
         for a hypothesis) and `decisions`: with a profile, the Decision of every
         emulated call, in call order."""
 
@@ -318,6 +334,17 @@ def emulate(hypothesis: str | GemmHypothesis, strict: bool = True):
                     self.native.append(name)
                     warnings.warn(
                         f"{name} computes matrix products but is not emulated: it runs natively",
+                        stacklevel=2,
+                    )
+                return func(*args, **kwargs)
+            integer = _integer_dtype(args, kwargs)
+            if integer is not None:  # integer products run natively (module docstring)
+                entry = f"{name} ({integer})"
+                if entry not in self.native:
+                    self.native.append(entry)
+                    warnings.warn(
+                        f"{name} on {integer} tensors runs natively: integer matrix products "
+                        "are exact in torch and not emulated",
                         stacklevel=2,
                     )
                 return func(*args, **kwargs)
