@@ -9,7 +9,7 @@ from fractions import Fraction
 from ..formats import Format, format_hex, int_value, to_float, value_of
 from ..solvers.result import Answer
 from .query import Goal
-from .solve import SEARCH, Outcome, Verdict
+from .solve import CONSTRUCTED, SEARCH, Outcome, Verdict
 
 
 def describe(bits: int, fmt: Format) -> str:
@@ -62,7 +62,7 @@ def agreeing(o: Outcome) -> list[str]:
     rs = ([o.result] if o.result else []) + o.confirmations
     names = []
     for r in rs:
-        if r.answer == want and r.solver != SEARCH and r.solver not in names:
+        if r.answer == want and r.solver not in (SEARCH, CONSTRUCTED) and r.solver not in names:
             names.append(r.solver)
     return names
 
@@ -97,6 +97,8 @@ def answer_lines(o: Outcome) -> list[str]:
             f"{s.rows:,} candidate inputs of the class on the vector interpreter, seed "
             f"{s.seed}); no solver was run"
         )
+    elif o.method == CONSTRUCTED:
+        lines.append(f"answer:      {o.note}")
     elif o.result:
         if s is not None:
             lines.append(
@@ -115,7 +117,7 @@ def answer_lines(o: Outcome) -> list[str]:
             "agreed:      "
             + (", ".join(agree) if len(agree) > 1 else f"{agree[0]} only (not confirmed)")
         )
-    if o.note and not o.by_construction and o.method != SEARCH:
+    if o.note and not o.by_construction and o.method not in (SEARCH, CONSTRUCTED):
         lines.append(f"note:        {o.note}")
     return lines
 

@@ -7,6 +7,7 @@ simulator (api.simulate_params), which sits above model/, so the runners live he
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -17,6 +18,7 @@ from ..model.integer import exact_value, no_clamp_rows
 from ..model.integer_sums import Row, extreme_rows
 from ..model.monotone import MonotoneRow, monotone_rows
 from ..model.params import ModelParams
+from ..model.zero_exponent import Row as FloorRow
 
 
 def counterexample(p: ModelParams, slice_bits: int, B: int) -> tuple[Row, object] | None:
@@ -84,10 +86,34 @@ def monotone_rows_count(p: ModelParams) -> int:
     return sum(len(cs) for _, _, cs in monotone_rows(p))
 
 
+def separating_row(
+    p1: ModelParams,
+    p2: ModelParams,
+    rows: list[FloorRow],
+    accept: Callable[[FloorRow], bool] | None = None,
+    tries: int = 8,
+) -> tuple[FloorRow, int, int] | None:
+    """The first of `rows` (model/zero_exponent.py) on which the concrete units `p1` and
+    `p2` give different bits and that `accept` takes (at most `tries` of the differing
+    rows are offered to it), with both outputs (None: no such row)."""
+    if not rows:
+        return None
+    A = np.array([r[0] for r in rows], dtype=np.uint64)
+    B = np.array([r[1] for r in rows], dtype=np.uint64)
+    C = np.array([r[2] for r in rows], dtype=np.uint64)
+    d1 = simulate_params(p1, A, B, C, engine="numpy")
+    d2 = simulate_params(p2, A, B, C, engine="numpy")
+    for i in [int(i) for i in np.nonzero(d1 != d2)[0][:tries]]:
+        if accept is None or accept(rows[i]):
+            return rows[i], int(d1[i]), int(d2[i])
+    return None
+
+
 __all__ = [
     "counterexample",
     "monotone_counterexample",
     "monotone_rows_count",
     "no_clamp_counterexample",
     "rows_checked",
+    "separating_row",
 ]

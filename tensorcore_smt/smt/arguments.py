@@ -14,6 +14,11 @@ Two integer units (wrap-around, `.satfinite` clamps) asked to differ on a class 
 accumulator |c| <= 2^b - 1 keeps every partial sum inside the s32 range
 (model/integer.no_clamp_bound) compute the same exact sum: unsat for every input.
 
+Two fused units equal but for the zero-exponent threshold e_zero (do they ever
+differ?) compute the same d on every input when no term can lie below the higher
+threshold, or when those that can keep every bit on the floor's grid and fit the carry
+bits (model/zero_exponent.py): unsat for every input of any class.
+
 An argument is a proof on paper about the model's steps, and a proof on paper can be
 wrong. Each one therefore comes with its extreme rows at its own bound (`Argued.check`:
 the rows run through the concrete model, model/integer_sums.extreme_rows,
@@ -37,6 +42,7 @@ class ArgumentKind(Enum):
     MONOTONE = "monotone-in-c"  # model/monotone.py
     NO_CLAMP = "integer-range"  # model/integer.no_clamp_bound
     INTEGER_SUMS = "integer-sums"  # model/integer_sums.py
+    ZERO_FLOOR = "zero-exponent-floor"  # model/zero_exponent.py
 
     @property
     def title(self) -> str:
@@ -45,6 +51,7 @@ class ArgumentKind(Enum):
             ArgumentKind.MONOTONE: "the monotonicity argument",
             ArgumentKind.NO_CLAMP: "the integer range argument",
             ArgumentKind.INTEGER_SUMS: "the integer-sum argument",
+            ArgumentKind.ZERO_FLOOR: "the zero-exponent floor argument",
         }[self]
 
 
@@ -217,7 +224,46 @@ def integer_sums_argument(q: Query) -> Argued | None:
     )
 
 
-ARGUMENTS: tuple[str, ...] = ("monotone_argument", "no_clamp_argument", "integer_sums_argument")
+def zero_floor_argument(q: Query) -> Argued | None:
+    """The zero-exponent floor argument (model/zero_exponent.py) for `q` (do two fused
+    units that differ only in e_zero ever differ?), or None where it does not apply."""
+    from ..model.zero_exponent import equal_by_floor, floor_rows
+    from .argument_rows import separating_row
+
+    if q.goal not in (Goal.DIFFER, Goal.EQUIVALENT) or EXACT in q.variants or q.meta:
+        return None
+    if len(q.params) != 2:
+        return None
+    p1, p2 = q.params
+    steps = equal_by_floor(p1, p2)
+    if steps is None:
+        return None
+
+    def run_check() -> tuple[int, str | None]:
+        rows = list(floor_rows(p1, p2))
+        got = separating_row(p1, p2, rows)
+        if got is None:
+            return len(rows), None
+        (a, b, c), d1, d2 = got
+        return len(rows), (
+            f"a = {[hex(x) for x in a]}, b = {[hex(x) for x in b]}, c = {c:#x} gives "
+            f"{d1:#x} and {d2:#x}"
+        )
+
+    return Argued(
+        ArgumentKind.ZERO_FLOOR,
+        steps,
+        f"proved by the zero-exponent floor argument (model/zero_exponent.py): {'; '.join(steps)}",
+        run_check,
+    )
+
+
+ARGUMENTS: tuple[str, ...] = (
+    "monotone_argument",
+    "no_clamp_argument",
+    "integer_sums_argument",
+    "zero_floor_argument",
+)
 """Every stated argument (the functions of this module by name), tried in this order."""
 
 
@@ -247,4 +293,5 @@ __all__ = [
     "monotone_argument",
     "no_clamp_argument",
     "stated_argument",
+    "zero_floor_argument",
 ]
