@@ -103,14 +103,21 @@ def _is_float(dt: np.dtype) -> bool:
     return dt.kind == "f" or dt in DTYPE_FORMAT
 
 
+def native(a: np.ndarray) -> np.ndarray:
+    """`a` in this machine's byte order: a big-endian array (`>f2`, as some files hold
+    them) byte-swapped to the same values; a native array itself."""
+    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
+
+
 def format_of(a: np.ndarray, what: str) -> Format | None:
-    """The format a float array carries (its dtype's), None for integer bit patterns;
-    UserError for any other dtype."""
-    if a.dtype in DTYPE_INTEGER:
-        return DTYPE_INTEGER[a.dtype]
-    if a.dtype.kind in "ui":
+    """The format a float array carries (its dtype's, in either byte order), None for
+    integer bit patterns; UserError for any other dtype."""
+    dt = a.dtype if a.dtype.isnative else a.dtype.newbyteorder("=")
+    if dt in DTYPE_INTEGER:
+        return DTYPE_INTEGER[dt]
+    if dt.kind in "ui":
         return None
-    f = DTYPE_FORMAT.get(a.dtype)
+    f = DTYPE_FORMAT.get(dt)
     if f is None:
         known = ", ".join(sorted({d.name for d in FORMAT_DTYPE.values()}))
         raise UserError(f"{what}: dtype {a.dtype} is not an operand dtype; allowed: {known}, uint")
@@ -212,7 +219,7 @@ def operand_bits(x: Any, fmt: Format, what: str) -> np.ndarray:
     """The bit patterns of operand array `what` in format `fmt` (module docstring): an
     unsigned array at least `fmt.spec.storage` bits wide, the caller's memory wherever it
     can be (not necessarily contiguous); UserError naming the dtype expected otherwise."""
-    a = np.asarray(from_torch(x))
+    a = native(np.asarray(from_torch(x)))
     if fmt.spec.is_integer:
         return integer_bits(a, fmt, what)
     if a.dtype.kind in "fO" and isinstance(x, (list, tuple)):

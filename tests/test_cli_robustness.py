@@ -219,3 +219,73 @@ def test_library_probes_give_no_numpy_warnings():
         warnings.simplefilter("error")
         d = oracle.ask(a, b, np.zeros(2, np.uint64)).astype(np.uint32).view(np.float32)
     assert np.isnan(d[0]) and d[1] == np.inf
+
+
+# --- texts that said something else (defect 15) -----------------------------------------
+
+
+def test_big_endian_arrays_are_read_by_value(tmp_path):
+    """A big-endian array holds the same numbers: the API and `gemm --a` read them (the
+    sum of 32 ones, exact in every format here)."""
+    import numpy as np
+
+    import tensorcore_smt as tc
+
+    A, B = np.ones((4, 32), ">f2"), np.ones((32, 4), np.float16)
+    C = np.full((4, 4), 0.5, ">f4")
+    assert np.all(tc.matmul("ampere", A, B, C) == 32.5)
+    d = tc.mma(
+        "volta", None, A[:, :4].repeat(2, 0), B[:4].repeat(2, 1), C.repeat(2, 0).repeat(2, 1)
+    )
+    assert d.dtype.isnative and np.all(d == 4.5)
+    bits = np.full((1, 4), 0x3C00, ">u2")
+    assert int(tc.simulate("volta", None, bits, bits, np.zeros(1, ">u4"))[0]) == 0x40800000
+    np.save(tmp_path / "a.npy", A)
+    np.save(tmp_path / "b.npy", B)
+    out = tmp_path / "d.npy"
+    r = run("gemm", "--arch", "ampere", "--a", str(tmp_path / "a.npy"),
+            "--b", str(tmp_path / "b.npy"), "--out", str(out), "--engine", "numpy")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert np.all(np.load(out) == 32.0)
+
+
+def test_ml_dtypes_files_say_why_dtype_is_needed(tmp_path):
+    """numpy saves an ml_dtypes array as raw bytes (`|V2`; the header names no format):
+    the message says so and names the formats of that width."""
+    import ml_dtypes
+    import numpy as np
+
+    np.save(tmp_path / "a.npy", np.ones((4, 32), ml_dtypes.bfloat16))
+    np.save(tmp_path / "b.npy", np.ones((32, 4), ml_dtypes.bfloat16))
+    ab = ["--a", str(tmp_path / "a.npy"), "--b", str(tmp_path / "b.npy")]
+    line = one_line(run("gemm", "--arch", "ampere", *ab))
+    assert "raw 16-bit patterns" in line and "--dtype (bf16, fp16)" in line
+    r = run("gemm", "--arch", "ampere", *ab, "--dtype", "bf16", "--json", "--engine", "numpy")
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("path,says", [("/dev/zero", "not a regular file"), ("/", "a directory")])
+def test_a_device_is_not_a_npy_file(path, says):
+    line = one_line(run("gemm", "--arch", "ampere", "--a", path, "--b", path))
+    assert line == f"tcsmt: error: --a: {path}: not a .npy file ({says})"
+
+
+def test_a_bad_engine_variable_is_named(monkeypatch):
+    monkeypatch.setenv("TCSMT_ENGINE", "bogus")
+    line = one_line(run("gemm", "--arch", "ampere", "--random", "4,4,32"))
+    assert "environment variable TCSMT_ENGINE='bogus'" in line and "numpy or compiled" in line
+
+
+def test_simulate_reads_meta_as_diff_does():
+    """One group's pattern stands for every group (model/sparse.metadata_for), in simulate
+    as in diff: the same d as the metadata written out in full."""
+    instr = "mma.sp.m16n8k16.f32.f16.f16.f32"
+    a = ",".join(f"{0x3C00 + i:#06x}" for i in range(8))
+    b = ",".join(f"{0x3C00 + 3 * i:#06x}" for i in range(16))
+    base = ["simulate", "--arch", "ampere", "--instr", instr, "--a", a, "--b", b, "--c", "0"]
+    short = run(*base, "--meta", "0,1", "--json")
+    full = run(*base, "--meta", "0,1,0,1,0,1,0,1", "--json")
+    assert short.exit_code == 0 and full.exit_code == 0, short.output
+    assert json.loads(short.stdout)["d"] == json.loads(full.stdout)["d"]
+    assert json.loads(short.stdout)["meta"] == [0, 1] * 4
+    assert "--meta" in one_line(run(*base, "--meta", "0,1,2"))

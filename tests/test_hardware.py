@@ -231,7 +231,7 @@ def test_campaign_without_gpu_is_one_line(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     r = CliRunner().invoke(main, ["hardware", "run", "--steps", "validate"])
     assert r.exit_code == 2 and r.output.strip().splitlines() == [
-        "tcsmt: error: make hardware needs an NVIDIA GPU: nvidia-smi is not installed here"
+        "tcsmt: error: tcsmt hardware run needs an NVIDIA GPU: nvidia-smi is not installed here"
     ]
     env = {"PATH": "/nonexistent", "PYTHONPATH": str(Path(__file__).parent.parent)}
     r = subprocess.run(

@@ -47,6 +47,19 @@ def _read_npy(p: Path, option: str) -> np.ndarray:
     return x
 
 
+def _raw_patterns(dt: np.dtype) -> str:
+    """Why a file of raw (void) or unsigned values needs --dtype, naming the formats of
+    that width: numpy saves an ml_dtypes array (bfloat16, float8_e4m3fn, ...) as raw
+    bytes (`|V2`), and its header does not say which format they were."""
+    w = dt.itemsize * 8
+    fits = sorted(f.spec.name for f in FORMAT_DTYPE if f.spec.storage == w)
+    raw = "raw" if dt.kind == "V" else "unsigned"
+    how = " (as numpy saves ml_dtypes arrays: the file does not say which format)"
+    return f"holds {raw} {w}-bit patterns{how if dt.kind == 'V' else ''}; give --dtype" + (
+        f" ({', '.join(fits)})" if fits else ""
+    )
+
+
 def load_matrix(path: str | None, what: str, fmt: Format | None) -> np.ndarray | None:
     """The 2-D matrix of an .npy file (None when `path` is None). Unsigned or raw (void)
     arrays are bit patterns read as `fmt` (--dtype); float arrays must already be in
@@ -57,14 +70,17 @@ def load_matrix(path: str | None, what: str, fmt: Format | None) -> np.ndarray |
     if not path:
         raise UserError(f"{option}: empty path")
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise UserError(f"{option}: {path}: no such file")
+    if not p.is_file():
+        kind = "a directory" if p.is_dir() else "not a regular file"
+        raise UserError(f"{option}: {path}: not a .npy file ({kind})")
     x = _read_npy(p, option)
     if x.dtype.byteorder not in "=|":
         x = x.astype(x.dtype.newbyteorder("="))
     if x.dtype.kind in "uV":
         if fmt is None:
-            raise UserError(f"{option}: {path} holds {x.dtype} patterns; give --dtype")
+            raise UserError(f"{option}: {path} {_raw_patterns(x.dtype)}")
         w = fmt.spec.storage
         if fmt.spec.is_integer:  # integer patterns (u8; s4, u4 and b1 in a byte) as they are
             if x.dtype.kind != "u" or x.dtype.itemsize * 8 < w:

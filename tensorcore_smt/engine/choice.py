@@ -69,9 +69,18 @@ def default_engine(ready: bool, rows: int, passes: int = 1) -> Engine:
     compiled once numpy's cost (numpy_cost) reaches COMPILE_ROWS."""
     env = os.environ.get("TCSMT_ENGINE")
     if env:
-        e = parse_engine(env)
+        allowed = f"{Engine.NUMPY.value} or {Engine.COMPILED.value}"
+        try:
+            e = parse_engine(env)
+        except UserError:
+            raise UserError(
+                f"environment variable TCSMT_ENGINE={env!r} is not an engine; allowed: "
+                f"{allowed} (or unset it)"
+            ) from None
         if e == Engine.TORCH:
-            raise UserError("TCSMT_ENGINE: torch needs a device; use numpy or compiled")
+            raise UserError(
+                f"environment variable TCSMT_ENGINE=torch needs a device; allowed: {allowed}"
+            )
         assert e is not None
         return e
     if ready or numpy_cost(rows, passes) >= COMPILE_ROWS:

@@ -39,7 +39,7 @@ class Gpu:
 def detect_gpu() -> Gpu:
     """GPU 0, from nvidia-smi; UserError (one line) where there is none or no nvcc."""
     if shutil.which("nvidia-smi") is None:
-        raise UserError("make hardware needs an NVIDIA GPU: nvidia-smi is not installed here")
+        raise UserError("tcsmt hardware run needs an NVIDIA GPU: nvidia-smi is not installed here")
     r = subprocess.run(
         ["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"],
         capture_output=True,
@@ -47,11 +47,11 @@ def detect_gpu() -> Gpu:
     )
     lines = r.stdout.strip().splitlines()
     if r.returncode != 0 or not lines:
-        raise UserError("make hardware needs an NVIDIA GPU: nvidia-smi lists none")
+        raise UserError("tcsmt hardware run needs an NVIDIA GPU: nvidia-smi lists none")
     name, cap, driver = (x.strip() for x in lines[0].split(","))
     major, _, minor = cap.partition(".")
     if shutil.which("nvcc") is None:
-        raise UserError("make hardware needs nvcc (the CUDA compiler) on PATH")
+        raise UserError("tcsmt hardware run needs nvcc (the CUDA compiler) on PATH")
     return Gpu(name, int(major) * 10 + int(minor or 0), driver)
 
 
