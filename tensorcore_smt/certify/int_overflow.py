@@ -15,6 +15,10 @@ instruction, from C = 0, sums K products without any partial sum leaving the s32
    for s8 x s8), run through tc.matmul with the instruction under wrap-around and under
    `.satfinite`: the exact sum (K + 1) t is outside the s32 range, so the two chains
    differ (and at K, all -128 too, both give the exact sum).
+
+A structured-sparse instruction (mma.sp) adds its kept products whatever its metadata
+(model/sparse.py): the argument holds for every metadata with K counting kept products,
+and the chains run on the preset's dense instruction that is its dense unit.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import numpy as np
 from ..errors import UserError
 from ..formats import Format
 from ..model.integer import S32_MAX, S32_MIN, chain_bound, term_range
-from ..model.params import Algorithm, BitOp
+from ..model.params import Algorithm, BitOp, Sparsity
 
 RUN_LIMIT = 1 << 26
 """Chains longer than this many products are not run through tc.matmul (b1 units: the
@@ -59,6 +63,7 @@ class OverflowFree:
     at_K: ChainRun | None = None
     above: ChainRun | None = None
     seconds: float = 0.0
+    not_run: str | None = None  # why no chain ran through tc.matmul (None: they ran)
 
 
 def _corner(p, up: bool) -> tuple[int, int]:
@@ -121,11 +126,31 @@ def overflow_free(
         f"K + 1 = {K + 1}: (K + 1) {'tmax' if up else 'tmin'} = "
         f"{(K + 1) * (tmax if up else tmin)} is outside the s32 range",
     ]
+    run_on: str | None = inst.name
+    if p.sparse != Sparsity.NONE:
+        # the selection is data movement ahead of the integer sum: the argument holds for
+        # every metadata, and the chains run on the dense unit of the kept products
+        run_on = v.dense_twin(inst.name) if p.sparse == Sparsity.COMPRESSED else None
+        lines.insert(
+            0,
+            f"{inst.name} keeps {p.sparse_keep} of every {p.sparse_group} k of A: each "
+            f"instruction adds its {p.n_a} kept products, whatever the metadata, so K below "
+            f"counts kept products (they span {p.sparse_group}/{p.sparse_keep} as many k of A)",
+        )
+        if run_on is not None:
+            lines.append(
+                f"the chains below run on {run_on}, the dense unit {inst.name} is on its "
+                "kept entries (model/sparse.py)"
+            )
     r = OverflowFree(hypothesis, inst.name, tmin, tmax, K, lines)
-    if K + 1 <= RUN_LIMIT:
+    if run_on is None:
+        r.not_run = "no dense instruction of the preset is this sparse unit; the argument stands"
+    elif K + 1 > RUN_LIMIT:
+        r.not_run = "the chain is too long to run; the argument stands"
+    else:
         a, b = _corner(p, up)
-        r.at_K = run_chain(hypothesis, inst.name, K, a, b, engine)
-        r.above = run_chain(hypothesis, inst.name, K + 1, a, b, engine)
+        r.at_K = run_chain(hypothesis, run_on, K, a, b, engine)
+        r.above = run_chain(hypothesis, run_on, K + 1, a, b, engine)
     r.seconds = time.perf_counter() - t0
     return r
 

@@ -84,6 +84,7 @@ def exact_cmd(
         return
     if slice_bits is None:
         raise UserError("--slices is required for a floating-point unit (7 for bf16 slices)")
+    sparse_name, instr = _dense_unit(variant, instr, schedule)
     if schedule is not None:  # a bad schedule is reported before any solver runs
         checked_gemm(hypothesis, instr)
     r = exactness(
@@ -109,7 +110,8 @@ def exact_cmd(
         }
     data = {
         "hypothesis": hypothesis,
-        "instr": r.instruction,
+        "instr": sparse_name or r.instruction,
+        "dense_unit": r.instruction if sparse_name else None,
         "slice_bits": slice_bits,
         "L": r.L,
         "accumulator_bits": r.c_bits,
@@ -161,8 +163,14 @@ def exact_cmd(
     else:
         click.echo(
             f"question:  exact sums of {slice_bits}-bit integer slices on {hypothesis} "
-            f"({r.instruction}, L = {r.L} products)"
+            f"({sparse_name or r.instruction}, L = {r.L} products)"
         )
+        if sparse_name is not None:
+            click.echo(
+                f"sparse:    {sparse_name} is, whatever its metadata, the dense unit "
+                f"{r.instruction} on its kept entries (model/sparse.py): answered there, "
+                "K counting kept products"
+            )
         for s in r.steps:
             extra = f", confirmed by {s.confirmed_by}" if s.confirmed_by else ""
             click.echo(
@@ -207,6 +215,36 @@ def exact_cmd(
     sys.exit(int(ExitCode.OK if r.bound_B is not None else ExitCode.INCOMPLETE))
 
 
+def _dense_unit(
+    variant: str, instr: str | None, schedule: str | None
+) -> tuple[str | None, str | None]:
+    """(the sparse instruction's name, the dense instruction to ask) for a
+    structured-sparse `instr` whose dense unit is the same for every metadata (the
+    compressed hypothesis, with a dense twin in the preset); (None, instr) for a dense
+    one; UserError otherwise, before any work."""
+    from ..model.params import Sparsity
+    from ..model.sparse import refusal
+    from ..spec.presets import parse_variant
+
+    v = parse_variant(variant)
+    p = v.params(instr)
+    if p.sparse == Sparsity.NONE:
+        return None, instr
+    name = v.instruction(instr).name
+    if schedule is not None:
+        raise UserError(refusal(name, p, "a GEMM schedule chains dense instructions"))
+    twin = v.dense_twin(name) if p.sparse == Sparsity.COMPRESSED else None
+    if twin is None:
+        raise UserError(
+            refusal(
+                name,
+                p,
+                "exact answers for every metadata at once, and here the dense unit depends on it",
+            )
+        )
+    return name, twin
+
+
 def _is_integer(variant: str, instr: str | None) -> bool:
     from ..api import resolve
     from ..model.params import Algorithm
@@ -242,6 +280,7 @@ def _integer_report(variant: str, instr: str | None, as_json: bool) -> None:
             "method": "argument",
             "argument": r.lines,
             "at_K": run_json(r.at_K),
+            "not_run": r.not_run,
             "witness": run_json(r.above),
             "checks": runs,
             "seconds": round(r.seconds, 3),
@@ -257,7 +296,7 @@ def _integer_report(variant: str, instr: str | None, as_json: bool) -> None:
         )
         for x in runs:
             click.echo(f"  tc.matmul: {x}")
-        if r.above is None:
-            click.echo("witness:   not run (the chain is too long to run; the argument stands)")
+        if r.not_run is not None:
+            click.echo(f"witness:   not run ({r.not_run})")
         click.echo(f"seconds:   {r.seconds:.1f}")
     sys.exit(int(ExitCode.OK))

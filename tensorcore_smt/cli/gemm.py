@@ -29,7 +29,7 @@ from ..gemm.profile_call import Decision
 from ..gemm.profiles import Profile, load_profile
 from ..intake import DTYPE_FORMAT, DTYPE_INTEGER
 from .base import check_out, fail, interrupted, main
-from .gemm_io import input_format, load_matrix, plot_format, save_array
+from .gemm_io import input_format, load_matrix, plot_format, random_fits, save_array
 from .gemm_plot import SweepPoint, draw
 from .gemm_profile import profile_recipe
 from .options import Ranged
@@ -207,6 +207,12 @@ def gemm(
         parse_gemm(h, instr)  # every hypothesis checked before any work
     if profile is None:
         parse_gemm(hyp, instr)
+    if instr is not None and profile is None:  # a named instruction a GEMM cannot chain
+        for h in (hyp, *others):
+            try:
+                parse_gemm(h, instr).params()
+            except UserError as e:
+                raise UserError(f"--instr: {e}") from None
     fmt = input_format(dtype)
     if profile is None and instr is None and fmt is not None and fmt.spec.is_integer:
         # integer operands but s8 come as bit patterns, which carry no format: the
@@ -222,6 +228,7 @@ def gemm(
         if fmt is None and instr and hyp:  # A and B in the named instruction's formats
             named = parse_gemm(hyp, instr).params()
             fa, fb = named.a_fmt, named.b_fmt
+        random_fits(shape, M, N, K, fa, fb, 1 + len(others), errors)
         rng = np.random.default_rng(seed)
         A = random_matrix((M, K), fa, Dist(dist), rng)
         B = random_matrix((K, N), fb, Dist(dist), rng)

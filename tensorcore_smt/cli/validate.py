@@ -11,6 +11,8 @@ import click
 from ..engine import Engine
 from ..errors import ExitCode, UserError
 from ..identify.oracle import make_oracle
+from ..model.params import Sparsity
+from ..model.sparse import refusal
 from ..spec.presets import parse_variant
 from ..validation.validate import (
     CHUNK_ROWS,
@@ -153,6 +155,8 @@ def validate_cmd(
     variant = parse_variant(arch)
     inst = variant.instruction(instr)
     p = variant.params(inst.name)
+    if p.sparse != Sparsity.NONE:
+        raise UserError("--instr: " + refusal(inst.name, p, "validate's rows carry no metadata"))
     if device is not None and engine == Engine.COMPILED and device.strip().startswith("cuda"):
         from ..engine.cuda import check_gpu
 

@@ -13,7 +13,8 @@ from functools import cache
 
 from ..errors import UserError
 from ..formats import Format
-from ..model.params import ModelParams
+from ..model.params import ModelParams, Sparsity
+from ..model.sparse import refusal
 from ..spec.datadirs import data_dir
 from ..spec.presets import Instruction, Variant, parse_variant
 from .schedule import Schedule, parse_schedule
@@ -103,7 +104,8 @@ class GemmHypothesis:
 
     def params(self, a: Format | None = None, b: Format | None = None) -> ModelParams:
         """The instruction's model under the variant's overrides; UserError when the
-        instruction cannot be chained (c and d formats differ) or is block-scaled."""
+        instruction cannot be chained (c and d formats differ), is structured-sparse
+        (its metadata has no place in a GEMM) or is block-scaled."""
         inst = self.instruction(a, b)
         p = self.variant.params(inst.name)
         if p.c_fmt != p.d_fmt:
@@ -111,6 +113,10 @@ class GemmHypothesis:
                 f"{inst.name} takes c in {p.c_fmt.spec.name} and gives d in "
                 f"{p.d_fmt.spec.name}: a GEMM chain feeds d back as c; pick an instruction "
                 "with c and d in one format"
+            )
+        if p.sparse != Sparsity.NONE:
+            raise UserError(
+                refusal(inst.name, p, "a GEMM chains dense instructions; name a dense one")
             )
         if p.scale_fmt is not None:
             raise UserError(

@@ -24,6 +24,21 @@ import numpy as np
 
 from .params import ModelParams, Sparsity
 
+SPARSE_COMMANDS = (
+    "`tcsmt simulate --meta`, `tcsmt diff --meta`, `tcsmt prove --meta`, `tcsmt find --meta` "
+    "and tc.simulate(meta=...)"
+)
+"""Where a sparse instruction gets its metadata: what a refusal elsewhere points to."""
+
+
+def refusal(name: str, p: ModelParams, why: str) -> str:
+    """One line refusing the sparse instruction `name` where its metadata cannot be
+    given (`why`: what this command or call runs instead), naming where it can."""
+    return (
+        f"{name} is structured-sparse ({p.sparse_keep} of every {p.sparse_group} k of A "
+        f"kept, named by metadata): {why}; its metadata goes to {SPARSE_COMMANDS}"
+    )
+
 
 def dense_params(p: ModelParams) -> ModelParams:
     """The dense unit a sparse hypothesis runs (p itself for a dense instruction)."""

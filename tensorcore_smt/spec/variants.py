@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..argtypes import Arg, check
 from ..errors import UserError
-from ..model.params import ModelParams, Split, check_overrides, parse_value
+from ..model.params import ModelParams, Sparsity, Split, check_overrides, parse_value
 from .catalogue import PRESETS, Instruction, Preset, TableError, load_tables
 from .published import aliases as published_aliases
 
@@ -72,6 +72,28 @@ class Variant:
         if q.split != Split.NONE:
             _check_split(self.text, self.instruction(instr).name, q)
         return q
+
+    def dense_twin(self, instr: str | None) -> str | None:
+        """For a structured-sparse instruction, the preset's dense instruction whose
+        model under this variant is the sparse one's dense unit (model/sparse.py
+        dense_params: what it runs on the kept entries, whatever the metadata), or
+        None when the preset has none; questions that hold for every metadata run there."""
+        from ..model.sparse import dense_params
+
+        p = self.params(instr)
+        if p.sparse == Sparsity.NONE:
+            return None
+        unit = dense_params(p)
+        for name in self.preset.instructions:
+            q = self.preset.instructions[name].params
+            if q.sparse != Sparsity.NONE or q.K != unit.K:
+                continue
+            try:
+                if self.params(name) == unit:
+                    return name
+            except UserError:  # an override this instruction does not take
+                continue
+        return None
 
     def run_name(self, instr: str | None = None) -> str:
         """The name of the instruction this variant runs, for reports: the catalogue's
@@ -153,6 +175,7 @@ def parse_variant(text: str) -> Variant:
     """Parse `arch` or `arch[name=value,...]` (or a named alias); UserError if bad, or
     if a parameter is given twice. An alias's own overrides may be overridden
     (`matlab-h100-fp8[F=14]`)."""
+    check("variant", text, Arg.TEXT)
     t = text.strip()
     if t in ALIASES:
         return parse_variant(ALIASES[t][0])
@@ -180,7 +203,6 @@ def parse_variant(text: str) -> Variant:
             given.add(k)
             try:
                 overrides.append((k, parse_value(k, v)))
-    check("variant", text, Arg.TEXT)
             except ValueError as e:
                 raise UserError(f"variant {text!r}: {e}") from None
     return Variant(t, preset, tuple(overrides))
