@@ -60,6 +60,7 @@ class Pair:
     x: str
     y: str
     verdict: str = ""  # equal | separated | undecided | error
+    domain: str = DOMAIN
     how: str = ""
     seconds: float = 0.0
     outputs: tuple[str, str] | None = None
@@ -94,6 +95,7 @@ def ask(pair: Pair, budget: float) -> Outcome | None:
     t0 = time.monotonic()
     if _same_params(pair.x, pair.y, pair.instr):
         pair.verdict, pair.how = "equal", "by construction (the same parameters)"
+        pair.domain = "all inputs"
         pair.seconds = time.monotonic() - t0
         return None
     try:
@@ -276,9 +278,9 @@ def ozaki_rows() -> list[str]:
 
 
 def _stated(h: published.Hypothesis) -> str:
-    s = ", ".join(f"{k} = {v}" for k, v in h.stated)
+    s = ", ".join(f"{k} = {published.spell(v)}" for k, v in h.stated)
     if h.implied:
-        s += "; implied: " + ", ".join(f"{k} = {v}" for k, v in h.implied)
+        s += "; implied: " + ", ".join(f"{k} = {published.spell(v)}" for k, v in h.implied)
     return s
 
 
@@ -348,10 +350,12 @@ def report(
             outs = f"{p.outputs[0]}, {p.outputs[1]}" if p.outputs else ""
             files = "<br>".join(p.files)
             L.append(
-                f"| `{p.x}` | `{p.y}` | {DOMAIN} | **{p.verdict}** | {p.how} | {p.seconds:.1f} s "
+                f"| `{p.x}` | `{p.y}` | {p.domain} | **{p.verdict}** | {p.how} | {p.seconds:.1f} s "
                 f"| {outs} | {files} |"
             )
-        if (arch, instr) in hw:
+        if (arch, instr) not in hw:
+            L += ["", "No hardware recording of this instruction here."]
+        else:
             L += ["", "H100 recordings reproduced bit for bit:", ""]
             L += ["| model | recording | reproduced |", "| --- | --- | --- |"]
             for model, what, n, total_rows in hw[(arch, instr)]:

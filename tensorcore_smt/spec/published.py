@@ -101,7 +101,7 @@ class Hypothesis:
     @property
     def variant(self) -> str:
         """The variant expression: the base preset with the parameters set."""
-        body = ",".join(f"{k}={_spell(v)}" for k, v in self.parameters)
+        body = ",".join(f"{k}={spell(v)}" for k, v in self.parameters)
         return f"{self.base}[{body}]" if body else self.base
 
     @property
@@ -115,7 +115,7 @@ class Hypothesis:
         return f"{self.source.cite}, {self.where}{how}"
 
 
-def _spell(value: object) -> str:
+def spell(value: object) -> str:
     """A parameter value as a variant expression writes it."""
     if isinstance(value, bool):
         return str(value).lower()
@@ -145,7 +145,7 @@ def load(path: Path = PUBLISHED_TOML) -> tuple[dict[str, Source], dict[str, Hypo
             tuple(h.get("implied", {}).items()),
         )
         for param, value in hyp.parameters:
-            parse_value(param, _spell(value))  # ValueError for an unknown name or value
+            parse_value(param, spell(value))  # ValueError for an unknown name or value
         hyps[name] = hyp
     return sources, hyps
 
