@@ -35,6 +35,7 @@ from ..errors import UserError
 from ..formats import Format, round_fraction, value_of
 from ..inputs.constraints import Constraint
 from ..model.measure import Measure, exact_value, measure_value
+from ..model.params import Algorithm
 from .compose import Argument, gemm_bound
 
 COLUMN_KINDS = {
@@ -285,6 +286,12 @@ def gemm_certificate(
     hx = parse_gemm(hypothesis if "/" in hypothesis else f"{hypothesis}/serial", instr)
     hyps = [hx]
     px = hx.params()
+    if px.algorithm == Algorithm.INTEGER:  # refused before any work (certify/int_bound.py)
+        raise UserError(
+            f"--gemm: {hx.instruction().name} is an integer unit, exact until its s32 "
+            f"accumulator overflows: `tcsmt exact {hx.arch} --instr {hx.instruction().name}` "
+            "gives the longest chain without overflow"
+        )
     out_fmt = hx.schedule.out or px.d_fmt
     c_fmt = c_format(px, hx.schedule)
     if against is not None:
