@@ -165,3 +165,36 @@ def test_a_floor_that_shows_is_separated_by_a_constructed_witness():
 def test_pairs_that_differ_in_more_than_e_zero_are_not_argued():
     q = make_query("ampere", "ampere[e_zero=-131,F=23]", "m16n8k8.f32.f16.f16.f32", Goal.DIFFER)
     assert zero_floor_argument(q) is None
+
+
+HIDDEN = [
+    ("ampere", "m16n8k8.f32.f16.f16.f32", "ampere[F=23,carry_bits=3,product_exponent=normalized]"),
+    (
+        "ampere",
+        "m16n8k8.f32.f16.f16.f32",
+        "ampere[F=23,carry_bits=3,product_exponent=normalized,e_zero=-131]",
+    ),
+    # fp16 outputs: the floor shows, a constructed witness splits the e_zero values
+    ("ampere", "m16n8k8.f16.f16.f16.f16", "ampere[F=23,carry_bits=3,e_zero=-19]"),
+]
+
+
+@pytest.mark.slow  # one to three minutes each on two cores
+@pytest.mark.parametrize("arch,instr,hidden", HIDDEN, ids=[h for _, _, h in HIDDEN])
+def test_identify_establishes_hidden_variants_that_differ_in_e_zero(arch, instr, hidden):
+    import json
+
+    from click.testing import CliRunner
+
+    from tensorcore_smt.cli import main
+
+    args = ["identify", "--arch", arch, "--instr", instr, "--oracle", f"variant:{hidden}"]
+    r = CliRunner().invoke(main, [*args, "--json"])
+    assert r.exit_code == 0, r.output[-2000:]
+    doc = json.loads(r.output)
+    assert doc["standing"]["established"] and doc["oracle_vectors"] <= 200
+    assert doc["seconds"] < 600
+    # one class, every member but its first proved equal to it (none undecided)
+    st = doc["standing"]
+    assert st["classes"] == 1 and st["proved_equal"] == st["members"] - 1
+    assert st["undecided"] == 0

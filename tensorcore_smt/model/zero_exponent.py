@@ -184,19 +184,21 @@ def _c_values(p: ModelParams, hi: int) -> list[int]:
 
 
 def _products(p: ModelParams, hi: int) -> list[tuple[int, int]]:
-    """(a, b) patterns whose products lie below 2^(hi + 1): per binade from the least
-    product bit up, a of each shape times a power-of-two b."""
+    """(a, b) patterns whose products lie below 2^(hi + 1): per binade 2^e from the least
+    product bit up, a of each shape times a power-of-two b, both normal where they can
+    be (the product's exponent in the alignment is then e itself; a subnormal operand
+    counts as its format's e_min, which can lift the term above the floor)."""
     low = kinds(p, 0)[0].low_bit
     sa, sb = p.a_fmt.spec, p.b_fmt.spec
     out = []
     for e in range(low, hi + 1):
+        normal = range(max(sa.emin, e - sb.emax), min(sa.emax, e - sb.emin) + 1)
+        first = max(sa.emin - sa.mbits, e - sb.emax)
+        least = range(first, min(sa.emax, e - sb.emin + sb.mbits, first + 3 + sa.mbits) + 1)
         for m in _shapes(p.a_fmt):
-            for x in range(sa.emin - sa.mbits, sa.emax + 1):
-                y = e - x
-                if not sb.emin - sb.mbits <= y <= sb.emax:
-                    continue
+            for x in [*normal[:1], *least]:
                 a = _exact(m * Fraction(2) ** x, p.a_fmt)
-                b = _exact(Fraction(2) ** y, p.b_fmt)
+                b = _exact(Fraction(2) ** (e - x), p.b_fmt)
                 if a is not None and b is not None:
                     out.append((a, b))
                     break
