@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cache
 
 import numpy as np
 
@@ -179,18 +180,21 @@ def gemm_exactness(
     return res
 
 
+@cache
+def _pattern(value: int, fmt: Format) -> int:
+    """The pattern of the integer slice `value` in `fmt` (rows repeat a few values over
+    up to 2^16 entries: each is rounded once, not once an entry)."""
+    return round_fraction(Fraction(value), fmt)
+
+
 def _inexact(res: GemmExactness, hyp, p, a_vals: list[int], b_vals: list[int]) -> Fraction | None:
     """Run one row (A 1 x K, B K x 1) through tc.matmul: |d - exact| when d is not the
     exact integer sum (Fraction(-1) for a non-finite d), else None."""
     from ..api import bits_dtype
     from ..gemm.emulate import matmul
 
-    A = np.array(
-        [[round_fraction(Fraction(v), p.a_fmt) for v in a_vals]], dtype=bits_dtype(p.a_fmt)
-    )
-    Bm = np.array(
-        [[round_fraction(Fraction(v), p.b_fmt)] for v in b_vals], dtype=bits_dtype(p.b_fmt)
-    )
+    A = np.array([[_pattern(v, p.a_fmt) for v in a_vals]], dtype=bits_dtype(p.a_fmt))
+    Bm = np.array([[_pattern(v, p.b_fmt)] for v in b_vals], dtype=bits_dtype(p.b_fmt))
     D = np.asarray(matmul(hyp, A, Bm, instr=res.instruction, engine="compiled")).reshape(-1)
     D = bit_view(D)
     d = value_of(int(D[0]), hyp.schedule.out or p.d_fmt)
