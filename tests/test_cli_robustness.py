@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from tensorcore_smt.certify.bound import dyadic_between
 from tensorcore_smt.cli import main
-from tensorcore_smt.errors import ExitCode
+from tensorcore_smt.errors import ExitCode, UserError
 
 ROOT = Path(__file__).resolve().parent.parent
 TCSMT = Path(sys.executable).parent / "tcsmt"
@@ -289,3 +289,84 @@ def test_simulate_reads_meta_as_diff_does():
     assert json.loads(short.stdout)["d"] == json.loads(full.stdout)["d"]
     assert json.loads(short.stdout)["meta"] == [0, 1] * 4
     assert "--meta" in one_line(run(*base, "--meta", "0,1,2"))
+
+
+# --- sizes refused before they are allocated (defect 16) --------------------------------
+
+
+def _gib(line: str, after: str) -> float:
+    """The size in GiB that follows `after` in a refusal ('needs about 40.3 GiB')."""
+    import re
+
+    m = re.search(re.escape(after) + r" ([0-9.]+) (TiB|GiB|MiB)", line)
+    assert m, line
+    return float(m.group(1)) * {"TiB": 1024, "GiB": 1, "MiB": 1 / 1024}[m.group(2)]
+
+
+def test_the_machines_memory_is_read():
+    import os
+
+    from tensorcore_smt import memory
+
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert memory.total_bytes() == pytest.approx(total, rel=0.01)
+    assert 0 < memory.available_bytes() <= memory.total_bytes()
+
+
+@pytest.mark.parametrize("shape", ["1048576,1048576,1", "524288,1048576,2"])
+def test_random_larger_than_any_machine_is_refused(shape):
+    """An output of 2^40 or 2^39 elements (1 TiB at the narrowest): refused at once."""
+    line = one_line(run("gemm", "--arch", "hopper", "--random", shape))
+    assert line.startswith(f"tcsmt: error: --random {shape} needs about ")
+    assert _gib(line, "needs about") >= 1024 and "this machine has" in line
+
+
+def test_random_needs_what_its_matrices_take(monkeypatch):
+    """A 65536 x 65536 D with its fp64 reference (32 GiB) on an 8 GiB machine: refused
+    with the size and the memory, before anything is allocated."""
+    from tensorcore_smt import memory
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: 8 << 30)
+    monkeypatch.setattr(memory, "total_bytes", lambda: 16 << 30)
+    line = one_line(run("gemm", "--arch", "hopper", "--random", "65536,65536,256"))
+    # at least D's fp64 reference (32 GiB) and A and B in fp16 (64 MiB)
+    assert _gib(line, "needs about") >= 32 and "8.0 GiB available of 16.0 GiB" in line
+    assert "--no-errors" in line
+
+
+@pytest.mark.parametrize("cmd", [["simulate", "--arch", "volta"], ["vectors", "show"]])
+def test_an_endless_device_is_not_read_to_the_end(cmd):
+    args = [*cmd, "--vectors", "/dev/zero"] if cmd[0] == "simulate" else [*cmd, "/dev/zero"]
+    line = one_line(run(*args))
+    assert line == "tcsmt: error: /dev/zero: not a text file (it holds NUL bytes)"
+
+
+def test_an_endless_text_stream_stops_at_the_memory(tmp_path, monkeypatch):
+    """A pipe of valid rows that never ends is read only up to the available memory."""
+    import os
+    import threading
+
+    from tensorcore_smt import memory
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: 4 << 20)
+    fifo = tmp_path / "rows"
+    os.mkfifo(fifo)
+    row = json.dumps({"a": ONE[1].split(","), "b": ONE[3].split(","), "c": "0"}) + "\n"
+    stop = threading.Event()
+
+    def writer() -> None:
+        try:
+            with open(fifo, "w") as f:
+                while not stop.is_set():
+                    f.write(row * 1000)
+        except BrokenPipeError:
+            pass
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(UserError, match="read and not ended; this machine has 4.0 MiB"):
+            memory.read_text(fifo, "--vectors")
+    finally:
+        stop.set()
+        t.join(5)

@@ -33,6 +33,24 @@ def input_format(text: str | None, option: str = "--dtype") -> Format | None:
     return f
 
 
+def random_fits(shape: str, M: int, N: int, K: int, fa: Format, fb: Format, hyps: int,
+                errors: bool) -> None:  # fmt: skip
+    """Refuse --random M,N,K (UserError, before anything is allocated) when the least it
+    needs exceeds this machine's memory: A and B in their formats, D of each of `hyps`
+    hypotheses (at least 2 bytes an output), and with `errors` the fp64 copies of A, B
+    and of the product the errors are measured against (gemm/measure.measure_errors)."""
+    from ..memory import fits
+
+    def width(f: Format) -> int:
+        return max(1, (f.spec.storage + 7) // 8)
+
+    need = M * K * width(fa) + K * N * width(fb) + hyps * M * N * 2
+    if errors:
+        need += 8 * (M * K + K * N + M * N)
+    tip = "try a smaller --random M,N,K" + (" or --no-errors" if errors else "")
+    fits(need, f"--random {shape}", tip)
+
+
 def _read_npy(p: Path, option: str) -> np.ndarray:
     """The array of one .npy file; UserError for anything else (empty, .npz, pickles)."""
     try:

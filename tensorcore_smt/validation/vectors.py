@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from ..api import simulate_one
 from ..errors import UserError
 from ..formats import Format, format_hex, parse_hex
+from ..memory import read_text
 from ..model.params import ModelParams
 from ..spec.presets import PRESETS, Instruction, parse_variant
 from ..version import __version__
@@ -435,12 +436,9 @@ def load_file(path: str | Path, parse: Callable[[str], T]) -> T:
     """`parse` of a file's text; errors (unreadable file, bad content) are one UserError
     line that names the file. Shared by the instruction and the GEMM vector files."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read ({e})") from None
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    text = read_text(path)  # within the machine's memory, text only
     try:
         return parse(text)
     except UserError as e:
@@ -800,10 +798,7 @@ def read_rows(
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: no such file")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read ({e})") from None
+    text = read_text(path)  # within the machine's memory, text only
     is_csv = path.suffix.lower() == ".csv"
     if is_csv or is_vector_json(text):
         out = RowsRead(_vector_file_rows(path, text, is_csv, p, outputs))
