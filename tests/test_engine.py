@@ -294,7 +294,7 @@ def test_default_engine_by_batch_and_readiness(monkeypatch):
     monkeypatch.setenv("TCSMT_ENGINE", "numpy")
     assert api._pick_engine(p, None, None, [a, b, c]) == Engine.NUMPY
     monkeypatch.setenv("TCSMT_ENGINE", "gpu")
-    with pytest.raises(UserError, match="unknown engine 'gpu'"):
+    with pytest.raises(UserError, match="variable TCSMT_ENGINE='gpu' is not an engine"):
         api._pick_engine(p, None, None, [a, b, c])
 
 
