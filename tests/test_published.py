@@ -253,3 +253,52 @@ def test_the_pattern_finds_internal_numbers():
         assert _INTERNAL.search(text), text
     for text in ("Valpey et al. 2025 §4.3", "2000 rows", "paper 2025"):
         assert not _INTERNAL.search(text), text
+
+
+# --- the table's own checks ----------------------------------------------------------------
+
+_SOURCE = (
+    '[source.s]\ncite = "A et al. 2020"\nauthors = "A"\ntitle = "T"\nwhere = "W"\nread = "text"\n'
+)
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        (
+            'source = "nope"\nbase = "volta"\ninstructions = []\nwhere = ""\n',
+            "unknown source 'nope'",
+        ),
+        (
+            'source = "s"\nbase = "volta"\ninstructions = []\nwhere = ""\nstated = { F = 23 }\n'
+            "implied = { F = 24 }\n",
+            "published.h: F is both stated and implied",
+        ),
+        (
+            'source = "s"\nbase = "volta"\ninstructions = []\nwhere = ""\nstated = { flux = 3 }\n',
+            "published.h: .*flux",
+        ),
+        (
+            'source = "s"\nbase = "volta"\ninstructions = []\nwhere = ""\n'
+            'stated = { output_rounding = "sideways" }\n',
+            "published.h: .*sideways",
+        ),
+    ],
+)
+def test_a_malformed_entry_is_named(tmp_path, entry, message):
+    path = tmp_path / "published.toml"
+    path.write_text(_SOURCE + "[published.h]\n" + entry)
+    with pytest.raises(ValueError, match=message):
+        published.load(path)
+
+
+def test_notions_map_through_one_table(tmp_path):
+    """A source's notions become parameters by NOTIONS alone (no second rule)."""
+    path = tmp_path / "published.toml"
+    path.write_text(
+        _SOURCE + '[published.h]\nsource = "s"\nbase = "hopper"\ninstructions = []\nwhere = ""\n'
+        "stated = { significand_bits = 26, group_terms = 17, zero_exponent = -133, "
+        'subnormals_normalised = true, output_rounding = "rne" }\n'
+    )
+    (h,) = published.load(path)[1].values()
+    assert h.variant == "hopper[F=25,L=16,e_zero=-133,product_exponent=normalized,rounding=rne]"

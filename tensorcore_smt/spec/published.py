@@ -94,7 +94,7 @@ class Hypothesis:
             out[param] = convert(value)
         for param, value in self.implied:
             if param in out:
-                raise ValueError(f"{self.name}: {param} is both stated and implied")
+                raise ValueError(f"{param} is both stated and implied")
             out[param] = value
         return tuple(out.items())
 
@@ -144,8 +144,11 @@ def load(path: Path = PUBLISHED_TOML) -> tuple[dict[str, Source], dict[str, Hypo
             tuple(h.get("stated", {}).items()),
             tuple(h.get("implied", {}).items()),
         )
-        for param, value in hyp.parameters:
-            parse_value(param, spell(value))  # ValueError for an unknown name or value
+        try:
+            for param, value in hyp.parameters:
+                parse_value(param, spell(value))  # ValueError: an unknown name or value
+        except ValueError as e:
+            raise ValueError(f"published.{name}: {e}") from None
         hyps[name] = hyp
     return sources, hyps
 
