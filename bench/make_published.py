@@ -7,7 +7,8 @@ question "do they ever differ on finite inputs?" through the same path `tcsmt di
 takes (smt.resolve.make_query, smt.solve.answer): a witness is re-checked on the
 concrete model by `answer` and re-run here on both models with `tc.simulate_one`; an
 unsat is confirmed by a second solver when the budget allows; two models with the same
-parameters are equal by construction. A witness that separates a model from the preset
+parameters are equal by construction; a separated pair is asked again on normal inputs
+only (whether the difference needs subnormal inputs). A witness that separates a model from the preset
 is written as a vector file with its probe program under results/published/, so that
 one short GPU run settles it. Each model is also run on the H100 recordings of
 results/hardware/ (the property probes' vectors with the GPU's outputs, and the held-out
@@ -61,6 +62,7 @@ class Pair:
     y: str
     verdict: str = ""  # equal | separated | undecided | error
     domain: str = DOMAIN
+    normal_only: str = ""  # a separated pair asked again on normal (and zero) inputs only
     how: str = ""
     seconds: float = 0.0
     outputs: tuple[str, str] | None = None
@@ -128,6 +130,20 @@ def ask(pair: Pair, budget: float) -> Outcome | None:
     else:
         pair.verdict, pair.how = "undecided", f"no solver answered within {budget:g} s"
     return o
+
+
+def ask_normal_only(pair: Pair, budget: float) -> None:
+    """Ask a separated pair again on normal inputs only: whether their difference needs
+    subnormal inputs."""
+    cons = (Constraint(ConstraintKind.FINITE), Constraint(ConstraintKind.NORMAL_ONLY))
+    q = make_query(pair.x, pair.y, pair.instr, Goal.DIFFER, cons)
+    o = answer(q, Limits(timeout=budget, search=min(10.0, budget / 4)))
+    if o.verdict == Verdict.WITNESS:
+        pair.normal_only = f"separated ({o.seconds:.1f} s)"
+    elif o.verdict.unsat:
+        pair.normal_only = f"equal: the difference needs subnormal inputs ({o.seconds:.1f} s)"
+    else:
+        pair.normal_only = f"undecided ({o.seconds:.1f} s)"
 
 
 def rerun(pair: Pair, o: Outcome) -> dict:
@@ -306,7 +322,8 @@ def report(
         f"{DOMAIN} (NaN and infinity inputs left out; outputs compared bit for bit), through",
         f"the path `tcsmt diff` takes, {budget:g} s a question (a concrete search first, then",
         "the solver portfolio; an unsat confirmed by a second solver when the budget allows).",
-        "A witness is re-checked on the concrete model and re-run on both models; one that",
+        "A witness is re-checked on the concrete model and re-run on both models, and a",
+        "separated pair is asked again on normal (and zero) inputs only; a witness that",
         "separates a model from the preset is a vector file with its probe program under",
         "results/published/ (`nvcc` it, run it, `tcsmt probe --check FILE.json OUTPUT`).",
         f"Machine: {platform.machine()}, {platform.system()}, Python {platform.python_version()};",
@@ -344,14 +361,17 @@ def report(
     )
     for (arch, instr), ps in by_instr.items():
         L += ["", f"### {arch} `{instr}`", ""]
-        L += ["| X | Y | domain | verdict | how | time | witness: d of X, d of Y | files |"]
-        L += ["| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        L += [
+            "| X | Y | domain | verdict | how | time | witness: d of X, d of Y | normal inputs only "
+            "| files |"
+        ]
+        L += ["| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for p in ps:
             outs = f"{p.outputs[0]}, {p.outputs[1]}" if p.outputs else ""
             files = "<br>".join(p.files)
             L.append(
                 f"| `{p.x}` | `{p.y}` | {p.domain} | **{p.verdict}** | {p.how} | {p.seconds:.1f} s "
-                f"| {outs} | {files} |"
+                f"| {outs} | {p.normal_only} | {files} |"
             )
         if (arch, instr) not in hw:
             L += ["", "No hardware recording of this instruction here."]
@@ -396,6 +416,7 @@ def main() -> int:
             o = ask(pair, args.budget)
             if pair.verdict == "separated" and o is not None:
                 fields = rerun(pair, o)
+                ask_normal_only(pair, args.budget)
                 if arch in (x, y):
                     write_witness(pair, o, fields, folder)
             pairs.append(pair)
