@@ -145,11 +145,19 @@ def test_preset_floors_are_equal_by_the_argument(x, y, instr):
     assert o.verdict == Verdict.UNSAT_BY_ARGUMENT and o.method == "argument"
 
 
-def test_a_floor_that_shows_is_separated_by_a_constructed_witness():
-    # fp16 outputs: products of subnormals (2^-28 up) lie below e_zero = -19, and the
-    # grid 2^(-19 - 24) is coarser than their least bit 2^-48
-    x, y = "ampere[e_zero=-19]", "ampere[e_zero=-23]"
-    q = make_query(x, y, "m16n8k8.f16.f16.f16.f16", Goal.DIFFER)
+@pytest.mark.parametrize(
+    "x,y,instr",
+    [
+        # fp16 outputs: products (exponents from 2^-28) lie below e_zero = -19, and the
+        # grid 2^(-19 - 24) is coarser than their least bit 2^-48; adjacent floors too
+        ("ampere[e_zero=-19]", "ampere[e_zero=-23]", "m16n8k8.f16.f16.f16.f16"),
+        ("ampere[e_zero=-19,F=23]", "ampere[e_zero=-20,F=23]", "m16n8k8.f16.f16.f16.f16"),
+        # bf16 products reach exponents of -252, far below fp32's floors
+        ("ampere[e_zero=-131]", "ampere[e_zero=-133]", "m16n8k8.f32.bf16.bf16.f32"),
+    ],
+)
+def test_a_floor_that_shows_is_separated_by_a_constructed_witness(x, y, instr):
+    q = make_query(x, y, instr, Goal.DIFFER)
     assert zero_floor_argument(q) is None
     o = answer(q, Limits(timeout=5, confirm=False))
     assert o.verdict == Verdict.WITNESS and o.method == "constructed" and o.witness.reproduces

@@ -237,14 +237,18 @@ def separating_rows(
             a[k], b[k] = x, y
         return a, b, c
 
-    rows = [row([], c) for c in cs]
-    rows += [row([q], c) for c in [zc, *cs] for q in prods]
-    if len(first) >= 2:
-        rows += [row([q, r], zc) for q in prods for r in prods]
-    if len(rows) <= limit:
-        return rows
-    step = len(rows) / limit
-    return [rows[int(i * step)] for i in range(limit)]
+    singles = [([], c) for c in cs] + [([q], c) for c in [zc, *cs] for q in prods]
+    n = len(prods) if len(first) >= 2 else 0
+    total = len(singles) + n * n
+    picks = range(total) if total <= limit else (int(i * total / limit) for i in range(limit))
+    rows = []
+    for i in picks:
+        if i < len(singles):
+            rows.append(row(*singles[i]))
+        else:
+            j = i - len(singles)
+            rows.append(row([prods[j // n], prods[j % n]], zc))
+    return rows
 
 
 def floor_rows(p1: ModelParams, p2: ModelParams) -> Iterator[Row]:
