@@ -620,6 +620,82 @@ def test_a_closed_pipe_ends_quietly():
     assert rc in (ExitCode.OK, -signal.SIGPIPE) and err == "", (rc, err)
 
 
+TCSMT = Path(sys.executable).parent / "tcsmt"
+"""The installed command-line script: an interrupt during start-up is its own (the
+package's import installs the one-line ending only for the command line)."""
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
+@pytest.mark.parametrize("delay", [0.0, 0.2, 0.5, 1.0])
+def test_an_interrupt_during_start_up_ends_in_one_line(delay):
+    """Ctrl-C `delay` s after numpy's core is loaded (the package still importing, or
+    the command starting): exit 130 with `tcsmt: interrupted`, or the command's own
+    ending when it finished first; never a traceback, nothing left running."""
+    tag = uuid.uuid4().hex
+    p = subprocess.Popen(
+        [str(TCSMT), "list", "archs"],
+        env=dict(os.environ, **{TAG: tag}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        cwd=ROOT,
+        preexec_fn=default_sigint,
+    )
+    maps = Path(f"/proc/{p.pid}/maps")
+    t0 = time.monotonic()
+    try:
+        while time.monotonic() - t0 < 30 and p.poll() is None:
+            with contextlib.suppress(OSError):
+                if "_multiarray_umath" in maps.read_text():
+                    break
+            time.sleep(0.002)
+        time.sleep(delay)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p.pid, signal.SIGKILL)
+    text = err.decode()
+    assert "Traceback" not in text, text
+    if p.returncode != ExitCode.OK:  # interrupted before the list was printed
+        assert p.returncode == ExitCode.INTERRUPTED, (p.returncode, text)
+        assert text.strip().splitlines()[-1].startswith("tcsmt: interrupted"), text
+    left = [pid for pid, _ in _tagged(tag)]
+    assert left == [], left
+
+
+def _issue_lines(tmp: Path) -> list[list[str]]:
+    """Lines that once crashed, hung or were accepted silently (each must now end in
+    one line or the right answer)."""
+    rows = tmp / "one.jsonl"
+    rows.write_text('{"a": ["0x3c00", 0, 0, 0], "b": ["0x3c00", 0, 0, 0], "c": "0x0"}\n')
+    one = ["--a", "0x3c00,0,0,0", "--b", "0x3c00,0,0,0", "--c", "0"]
+    sim = ["simulate", "--arch", "volta"]
+    return [
+        ["gemm", "--arch", "hopper/serial[kblocks=1]", "--random", "4,4,16"],
+        ["gemm", "--arch", "hopper/serial[kblocks=16]", "--random", "4,4,16"],
+        ["gemm", "--arch", "hopper", "--random", "1048576,1048576,1"],
+        ["gemm", "--arch", "ampere", "--a", "/dev/zero", "--b", "/dev/zero"],
+        ["bound", "volta", "--k", "16"],
+        ["bound", "volta", "--rows", "16"],
+        ["bound", "volta", "--resolution", "1e-300", "--timeout", "abc"],
+        ["diff", "volta", "volta[carry_bits=2]", "--timeout", "5"],  # solving: Ctrl-C
+        ["reveal", "--oracle", "numpy:matmul", "--k", "4", "--no-check", "--check-outputs", "5"],
+        [*sim, *one, "--out", "s52.jsonl"],
+        [*sim, *one, "--out", "nodir/s52.jsonl"],
+        [*sim, *one, "--out", "/dev/full"],
+        [*sim, "--vectors", str(rows), "--out", "/dev/full"],
+        [*sim, "--vectors", "/dev/zero"],
+        [*sim, *one, "--meta", "0,1"],
+        ["vectors", "show", "/dev/zero"],
+    ]
+
+
+def test_issue_lines_end_the_documented_way(tmp_path, no_work):
+    _run_lines(tmp_path, _issue_lines(tmp_path), no_warnings=True)
+
+
 # --- the GEMM level ----------------------------------------------------------------------
 
 
