@@ -306,3 +306,34 @@ def test_emulate_runs_integer_matmuls_natively_and_floats_on_the_preset(arch):
     assert len([m for m in caught if "int64 tensors runs natively" in str(m.message)]) == 1
     assert torch.equal(f, tc.matmul(arch, a, b, out_dtype=torch.float16))
     assert mode.emulated == [("matmul", default_instruction(arch, Format.FP16, Format.FP16))]
+
+
+# -- integer GEMMs that split K or promote: partials added in int32 -----------------------
+
+
+@pytest.mark.parametrize("engine", ["numpy", "compiled"])
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        "serial[split_k=2]",
+        "serial[split_k=4,reduce=pairwise]",
+        "serial[promote=128]",
+        "serial[split_k=3,promote=256,reduce=tree]",
+        "serial[split_k=2,reduce_fmt=out,round_partials=all]",
+    ],
+)
+def test_integer_split_k_and_promotion_add_partials_in_int32(schedule, engine):
+    """Split-K partials and promoted chains of an integer GEMM are added in int32
+    (cuBLASLt CUBLAS_COMPUTE_32I), so every schedule gives the integer product; they
+    were added as fp32 patterns before (2^30 off). Near the top the sum wraps modulo 2^32
+    in every schedule alike."""
+    rng = np.random.default_rng(10)
+    A = rng.integers(-128, 128, (3, 4096)).astype(np.int8)
+    B = rng.integers(-128, 128, (4096, 2)).astype(np.int8)
+    A[0], B[:, 0] = -128, -128  # row 0 x column 0: 4096 * 16384 = 2^26
+    want = A.astype(np.int64) @ B.astype(np.int64)
+    D = tc.matmul(f"hopper/{schedule}", A, B, engine=engine)
+    assert np.array_equal(D.astype(np.int64), want)
+    C = np.full((3, 2), (1 << 31) - 1, np.int32)
+    D = tc.matmul(f"hopper/{schedule}", A, B, C, beta=1, engine=engine)
+    assert np.array_equal(D.astype(np.int64), s32(want + C.astype(np.int64)))

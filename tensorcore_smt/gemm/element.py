@@ -48,8 +48,12 @@ T = TypeVar("T")
 
 
 def acc_format(p: ModelParams) -> Format:
-    """The format of the promotion accumulator, the split-K combination and the epilogue:
-    fp32 (cuBLASLt CUBLAS_COMPUTE_32F), fp64 for an fp64 instruction (DGEMM)."""
+    """The format of the promotion accumulator and the split-K combination: fp32
+    (cuBLASLt CUBLAS_COMPUTE_32F), fp64 for an fp64 instruction (DGEMM), s32 for an
+    integer unit (CUBLAS_COMPUTE_32I: partials and promoted chains added in int32,
+    wrapping like the unit's own accumulator)."""
+    if p.d_fmt.spec.is_integer:
+        return Format.S32
     return Format.FP64 if p.d_fmt == Format.FP64 else Format.FP32
 
 
@@ -130,7 +134,11 @@ def add_partials(x: BV, fx: Format, y: BV, fy: Format, acc_fmt: Format, p: Model
     """x + y in `acc_fmt`, round to nearest even: the one addition of the GEMM level. A
     NaN result is model.nan.gemm_nan's: x86 (a-b-acc) returns y's NaN, else x's (a
     later addend before the running sum, as numpy's OpenBLAS sgemm adds its split
-    partials), else the indefinite NaN; the other rules the GEMM's canonical NaN."""
+    partials), else the indefinite NaN; the other rules the GEMM's canonical NaN. In
+    an integer `acc_fmt` (s32): x + y in two's complement, wrapping."""
+    if acc_fmt.spec.is_integer:
+        w = acc_fmt.spec.storage
+        return x.resize(w, signed=fx.spec.signed) + y.resize(w, signed=fy.spec.signed)
     ux, uy = decode(x, fx), decode(y, fy)
     r = add_unpacked(ux, uy, acc_fmt, RN, canonical_nan(acc_fmt, p))
     return gemm_nan(p, [(y, uy, fy), (x, ux, fx)], r, acc_fmt)
@@ -139,14 +147,20 @@ def add_partials(x: BV, fx: Format, y: BV, fy: Format, acc_fmt: Format, p: Model
 def round_partial(x: BV, fx: Format, out: Format, saturate: bool, p: ModelParams) -> BV:
     """A split partial rounded to nearest into the output type before it joins the
     combination (a partial stored in an output-type workspace or written to D by an
-    in-place split-K), saturating like the epilogue's final conversion."""
+    in-place split-K), saturating like the epilogue's final conversion (an integer
+    partial into an integer output: itself)."""
+    if fx.spec.is_integer and out.spec.is_integer:
+        return x.resize(out.spec.storage, signed=fx.spec.signed)
     overflow = Overflow.SATURATE if saturate else Overflow.IEEE
     return convert_unpacked(decode(x, fx), out, RN, canonical_nan(out, p), overflow=overflow)
 
 
 def scale(k: int, y: BV, fy: Format, f: Format, p: ModelParams) -> BV:
-    """k * y in `f` (k: bits of f), round to nearest, the GEMM level's NaN (k, then y)."""
+    """k * y in `f` (k: bits of f), round to nearest, the GEMM level's NaN (k, then y);
+    in an integer `f`, two's-complement multiplication, wrapping."""
     kb = BV.const(y.b, k, f.spec.storage)
+    if f.spec.is_integer:
+        return y.resize(f.spec.storage, signed=fy.spec.signed) * kb
     ku, yu = decode(kb, f), decode(y, fy)
     return gemm_nan(
         p, [(kb, ku, f), (y, yu, fy)], mul_unpacked(ku, yu, f, RN, canonical_nan(f, p)), f
@@ -159,7 +173,7 @@ def join_partial(
     """C joined to the partial that starts the split-K combination (c_join=partial): x +
     beta*C in `acc_fmt`, round to nearest (beta*C first rounded to acc_fmt unless beta
     = 1, where it is C itself)."""
-    if beta == float_bits(1.0, acc_fmt):
+    if beta == scalar_bits(1.0, acc_fmt, "beta"):
         return add_partials(x, fx, c, c_fmt, acc_fmt, p)
     return add_partials(x, fx, scale(beta, c, c_fmt, acc_fmt, p), acc_fmt, acc_fmt, p)
 
@@ -172,7 +186,7 @@ def epilogue_format(p: ModelParams, out: Format) -> Format:
     supported data types). Its float scale type (CUDA_R_32F) belongs to int8 outputs."""
     if p.d_fmt.spec.is_integer and out.spec.is_integer:
         return Format.S32
-    return acc_format(p)
+    return Format.FP64 if p.d_fmt == Format.FP64 else Format.FP32
 
 
 def scalar_bits(value: float, fmt: Format, what: str) -> int:
@@ -194,7 +208,13 @@ def scalar_bits(value: float, fmt: Format, what: str) -> int:
 
 def float_bits(value: float, fmt: Format) -> int:
     """A Python float rounded to nearest into `fmt` by the model's conversion (the
-    epilogue's fp32 scalars alpha and beta)."""
+    epilogue's fp32 scalars alpha and beta); UserError for an integer format, whose
+    scalars are int32 (`scalar_bits`), never rounded floats such as per-tensor scales."""
+    if fmt.spec.is_integer:
+        raise UserError(
+            f"an integer GEMM's scalars are int32 (cuBLASLt CUBLAS_COMPUTE_32I): {value:g} "
+            "as a float scale (scale_a, scale_b) is not taken; give alpha as an integer"
+        )
     x64 = struct.unpack("<Q", struct.pack("<d", float(value)))[0]
     return int(convert_unpacked(decode(BV(CONCRETE, x64, 64), Format.FP64), fmt, RN).v)
 
