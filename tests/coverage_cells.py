@@ -392,7 +392,7 @@ def _rows_file(p: ModelParams, tmp: Path, n: int = 3) -> tuple[Path, list[Row]]:
                 "d": format_hex(r.d, p.d_fmt),
             }
             if r.meta is not None:
-                rec["meta"] = r.meta
+                rec["metadata"] = r.meta
             f.write(json.dumps(rec) + "\n")
     return path, rows
 

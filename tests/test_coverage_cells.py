@@ -10,6 +10,8 @@ per command.
 
 from __future__ import annotations
 
+import json
+
 import coverage_cells as cc
 import pytest
 
@@ -188,3 +190,28 @@ def test_every_cell():
     """Every (preset, kind, command) cell: a correct answer or a one-line refusal."""
     results = _run(cc.cells())
     assert not _failures(results), "\n".join(_failures(results))
+
+
+def test_sparse_rows_files_carry_their_metadata(tmp_path):
+    """JSONL rows of an mma.sp form hold its kept entries and their `metadata` (as its
+    vector files do): `simulate --vectors` returns the exact sums and `vectors new`
+    predicts them (both refused every sparse row: a needed K entries, then n_a)."""
+    reps = [
+        (name, inst)
+        for name, preset in PRESETS.items()
+        for kind, inst in cc.representatives(preset).items()
+        if kind == cc.InstrKind.SPARSE
+    ]
+    assert reps
+    for name, inst in reps:
+        path, rows = cc._rows_file(inst.params, tmp_path)
+        out = cc.invoke(["simulate", "--arch", name, "--instr", inst.name, "--vectors", str(path)])
+        assert out.code == 0, out.err
+        got = [int(json.loads(line)["d"], 16) for line in out.out.splitlines()]
+        assert got == [r.d for r in rows]
+        vec = tmp_path / "v.json"
+        args = ["vectors", "new", "--arch", name, "--instr", inst.name, "--rows", str(path)]
+        assert cc.invoke([*args, "--out", str(vec)]).code == 0
+        data = json.loads(vec.read_text())["vectors"]
+        assert [int(v["predicted"][name], 16) for v in data] == [r.d for r in rows]
+        assert [v["metadata"] for v in data] == [r.meta for r in rows]

@@ -13,7 +13,7 @@ from ..api import simulate_params
 from ..engine import Engine
 from ..errors import ExitCode, UserError
 from ..formats import Format, format_hex, number, parse_hex
-from ..model.params import ModelParams
+from ..model.params import ModelParams, Sparsity
 from ..model.sparse import metadata_for
 from ..smt.answers import describe
 from ..spec.presets import parse_variant
@@ -216,6 +216,7 @@ def _simulate_file(p: ModelParams, src: Path, dst: Path | None, engine: Engine |
             sa,
             sb,
             engine=engine,
+            meta=None if p.sparse == Sparsity.NONE else [r.metadata for r in got.rows],
         )
         lines = []
         for (_, _, _, obj), dv in zip(rows, d):

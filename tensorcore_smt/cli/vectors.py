@@ -176,7 +176,7 @@ def vectors_new(
     src = Path(rows)
     for r in vec.read_rows(src, p).rows:
         vf.vectors.append(
-            vec.Vector(r.a, r.b, r.c, {}, r.obj.get("note", ""), str(src), r.sa, r.sb)
+            vec.Vector(r.a, r.b, r.c, {}, r.obj.get("note", ""), str(src), r.sa, r.sb, r.metadata)
         )
     vf = vec.predict(vf)
     if not write_or_print(Path(out), vec.dumps(vf, out), "vectors"):

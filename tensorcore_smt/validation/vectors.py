@@ -716,7 +716,8 @@ def parse_scales(obj: dict, p: ModelParams) -> tuple[list[int] | None, list[int]
 def parse_row(line: str, p: ModelParams) -> tuple[list[int], list[int], int, dict]:
     """One JSONL row `{"a": [K hex], "b": [K hex], "c": hex, ...}` for the model `p`:
     (a, b, c, the row object). ValueError naming the field if the row is malformed
-    (optional `"sa"`, `"sb"` are read by `parse_scales`)."""
+    (optional `"sa"`, `"sb"` are read by `parse_scales`). A structured-sparse form's a
+    holds its n_a kept entries, placed by the row's `metadata`, as in a vector file."""
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
@@ -728,8 +729,13 @@ def parse_row(line: str, p: ModelParams) -> tuple[list[int], list[int], int, dic
             raise ValueError(f"missing field {key!r}")
     if not isinstance(obj["a"], list) or not isinstance(obj["b"], list):
         raise ValueError("a and b must be lists of hex strings")
-    if len(obj["a"]) != p.K or len(obj["b"]) != p.K:
-        raise ValueError(f"a and b need {p.K} entries, got {len(obj['a'])} and {len(obj['b'])}")
+    if len(obj["a"]) != p.n_a or len(obj["b"]) != p.K:
+        need = (
+            f"{p.K}"
+            if p.n_a == p.K
+            else f"{p.n_a} (the kept entries, placed by `metadata`) and {p.K}"
+        )
+        raise ValueError(f"a and b need {need} entries, got {len(obj['a'])} and {len(obj['b'])}")
     a = [parse_hex(str(x), p.a_fmt, f"a[{i}]") for i, x in enumerate(obj["a"])]
     b = [parse_hex(str(x), p.b_fmt, f"b[{i}]") for i, x in enumerate(obj["b"])]
     c = parse_hex(str(obj["c"]), p.c_fmt, "c")
@@ -763,6 +769,7 @@ class InputRow:
     obj: dict
     where: str  # "PATH:LINE" (JSONL, CSV) or "PATH vectors[i]" (JSON vector file)
     d: list[int] = field(default_factory=list)
+    metadata: list[int] | None = None  # a structured-sparse form's (its vectors' field)
 
 
 @dataclass
@@ -774,11 +781,11 @@ class RowsRead:
     error: str | None = None
 
     def arrays(self, p: ModelParams):
-        """(a (n, K), b (n, K), c (n,)) uint64 arrays of the rows."""
+        """(a (n, n_a), b (n, K), c (n,)) uint64 arrays of the rows."""
         import numpy as np
 
         n = len(self.rows)
-        a = np.array([r.a for r in self.rows], dtype=np.uint64).reshape(n, p.K)
+        a = np.array([r.a for r in self.rows], dtype=np.uint64).reshape(n, p.n_a)
         b = np.array([r.b for r in self.rows], dtype=np.uint64).reshape(n, p.K)
         c = np.array([r.c for r in self.rows], dtype=np.uint64).reshape(n)
         return a, b, c
@@ -829,7 +836,12 @@ def _jsonl_row(line: str, p: ModelParams, outputs: bool, where: str) -> InputRow
         if "d" not in obj:
             raise ValueError("missing field 'd' (the recorded output)")
         d = [parse_hex(str(obj["d"]), p.d_fmt, "d")]
-    return InputRow(a, b, c, sa, sb, obj, where, d)
+    metadata = obj.get("metadata")
+    try:
+        _check_metadata(metadata, p, "row")
+    except UserError as e:
+        raise ValueError(str(e).removeprefix("row.")) from None
+    return InputRow(a, b, c, sa, sb, obj, where, d, metadata)
 
 
 def _vector_file_rows(
@@ -865,5 +877,5 @@ def _vector_file_rows(
         }
         if v.note:
             obj["note"] = v.note
-        rows.append(InputRow(list(v.a), list(v.b), v.c, v.sa, v.sb, obj, where, d))
+        rows.append(InputRow(list(v.a), list(v.b), v.c, v.sa, v.sb, obj, where, d, v.metadata))
     return rows
