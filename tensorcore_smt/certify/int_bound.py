@@ -21,8 +21,6 @@ c near 2^31 - 1 wraps inside the class.
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
 from ..errors import UserError
@@ -31,7 +29,6 @@ from ..inputs.kinds import ConstraintKind
 from ..model.integer import S32_MAX, exact_value, term_range
 from ..model.params import Algorithm, BitOp, ModelParams
 from ..smt.query import Query
-from ..smt.solve import Verdict
 
 
 def integer_units(q: Query) -> bool:
@@ -83,11 +80,14 @@ def _edge_counterexample(p: ModelParams) -> tuple[list[int], list[int], int] | N
     return None
 
 
-def integer_interval(q: Query, names: list[str], exact_cmd: str) -> tuple[list[str], int]:
+def integer_interval(q: Query, names: list[str], exact_cmd: str) -> tuple[list[str], str | None]:
     """The argument that the integer units of `q` (named `names`) have error 0 on its
-    class, as report lines, and how many edge rows reproduced on the model; UserError
-    for a .b1 XOR unit or a class without the no-overflow condition (both pointing at
-    `exact_cmd`, the command that answers where the accumulator wraps)."""
+    class, as report lines, and None, or a description of the first edge row the
+    concrete model does not reproduce (a bug); UserError for a .b1 XOR unit or a class
+    without the no-overflow condition (both pointing at `exact_cmd`, the command that
+    answers where the accumulator wraps)."""
+    from ..model.sparse import dense_params
+
     for p in q.params:
         if p.bit_op == BitOp.XOR:
             raise UserError(
@@ -98,9 +98,6 @@ def integer_interval(q: Query, names: list[str], exact_cmd: str) -> tuple[list[s
             )
     if not any(c.kind == ConstraintKind.NO_OVERFLOW for c in q.constraints):
         raise UserError(f"bound: an integer unit errs only by overflow: `{exact_cmd}` answers it")
-    from ..model.sparse import dense_params
-    from .bound import WitnessBug
-
     rows = 0
     for name, p in zip(names, q.params):
         p = dense_params(p)  # a sparse unit adds its kept products on its dense unit
@@ -108,7 +105,7 @@ def integer_interval(q: Query, names: list[str], exact_cmd: str) -> tuple[list[s
         rows += len(edge_rows(p))
         if bad is not None:
             a, b, c = bad
-            raise WitnessBug(
+            return [], (
                 f"{name}: the integer argument's edge row c = {c}, a = {a}, b = {b} is not "
                 "the exact sum on the concrete model; please report this bound"
             )
@@ -126,40 +123,4 @@ def integer_interval(q: Query, names: list[str], exact_cmd: str) -> tuple[list[s
         f"outside the class the s32 accumulator wraps or clamps: `{exact_cmd}` gives the "
         "longest overflow-free chain",
     ]
-    return lines, rows
-
-
-def integer_certificate(hypothesis: str, against: str | None, q: Query, resolution, started):
-    """The certificate of a bound whose units are integer units: [0, 0], closed, by the
-    argument of `integer_interval` (one step: error > 0 is unsat by argument)."""
-    import shlex
-    import time
-
-    from .bound import Certificate, Step
-
-    names = [hypothesis] + ([against] if against else [])
-    cmd = f"tcsmt exact {shlex.quote(hypothesis)} --instr {shlex.quote(q.instruction)}"
-    lines, _ = integer_interval(q, names, cmd)
-    cert = Certificate(
-        hypothesis,
-        q.variants[1],
-        q.instruction,
-        q.measure,
-        q.constraints,
-        resolution,
-        query=q,
-    )
-    cert.upper = cert.lower = Fraction(0)
-    cert.upper_method = "argument"
-    cert.argument = lines
-    cert.seconds = time.monotonic() - started
-    cert.steps.append(
-        Step(
-            Fraction(0),
-            Verdict.UNSAT_BY_ARGUMENT,
-            "integer argument",
-            "its edge rows on the concrete model",
-            cert.seconds,
-        )
-    )
-    return cert
+    return lines, None
