@@ -337,3 +337,23 @@ def test_integer_split_k_and_promotion_add_partials_in_int32(schedule, engine):
     C = np.full((3, 2), (1 << 31) - 1, np.int32)
     D = tc.matmul(f"hopper/{schedule}", A, B, C, beta=1, engine=engine)
     assert np.array_equal(D.astype(np.int64), s32(want + C.astype(np.int64)))
+
+
+@pytest.mark.parametrize("arch", sorted(PRESETS))
+def test_every_default_on_one_instruction_is_tc_mma(arch):
+    """The single-instruction case of every float default (K = the instruction's K, no C):
+    tc.matmul's chain of one step gives the bits tc.mma gives for D = A B + 0, on random
+    operands whose rounding the unit does (normal values of the formats, not integers)."""
+    rng = np.random.default_rng(11)
+    for fa, fb in _chainable_keys(arch):
+        if fa.spec.is_integer:
+            continue
+        name = default_instruction(arch, fa, fb)
+        p = PRESETS[arch].instructions[name].params
+        A = np.clip(rng.standard_normal((3, p.K)) * 2, -4, 4).astype(FORMAT_DTYPE[fa])
+        B = np.clip(rng.standard_normal((p.K, 2)) * 2, -4, 4).astype(FORMAT_DTYPE[fb])
+        D = np.asarray(tc.matmul(arch, A, B, instr=name))
+        M = np.asarray(tc.mma(arch, name, A, B, np.zeros((3, 2), FORMAT_DTYPE[p.c_fmt])))
+        w = p.d_fmt.spec.storage
+        unsigned = {16: np.uint16, 32: np.uint32, 64: np.uint64}[w]
+        assert np.array_equal(D.view(unsigned), M.view(unsigned)), (arch, name)
