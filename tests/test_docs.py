@@ -20,6 +20,13 @@ The convention (for whoever writes a page):
   extra, that take more than a few seconds, or that write into the checkout (``make ...``).
   The ``tcsmt ...`` lines of ``sh`` blocks are still parsed against the current commands
   and options (nothing runs), unless they use ``[optional]`` syntax or ``...``.
+- A ``sh`` command whose exit status or duration a reader plans around states both at
+  the end of its comment (or of the comment lines right below it): ``[exit 3, under 15
+  minutes]``, ``[exit 0 or 3, a few minutes]``, ``[exit 0, seconds]`` (the phrases:
+  ``DURATIONS`` and ``under N minutes``, measured on the project's loaded 2-core
+  machine). README's bound, exact and identify examples must. ``make test`` checks the
+  form; ``make test-slow`` runs each such command and checks its exit status and that
+  its time is within a factor ``SLACK`` of the stated span.
 - Elision: an expected line that is exactly ``...`` stands for any number of lines (none
   included); ``...`` inside a line stands for any text on that line. That is how figures
   that vary between runs (times, solver versions, throughput) and long listings are
@@ -270,9 +277,10 @@ def test_curated_queries_are_what_export_writes_today(tmp_path: Path):
             )
 
 
-def _sh_commands(path: Path):
-    """(line, argv) of every `tcsmt ...` line in the page's sh blocks (continuations
-    joined, comments dropped), except templates with [optional] parts or "..."."""
+def _sh_lines(path: Path):
+    """(line, argv, comment) of every `tcsmt ...` line in the page's sh blocks
+    (continuations joined; `comment`: the text after its `#` and of the comment-only lines
+    right below it), except templates with [optional] parts or "..."."""
     lines = path.read_text().splitlines()
     i = 0
     while i < len(lines):
@@ -292,9 +300,102 @@ def _sh_commands(path: Path):
                 text = text.rstrip()[:-1] + " " + lines[k].strip()
                 k += 1
             argv = shlex.split(text, comments=True)
+            comment = text.partition(" #")[2] if argv else ""
+            while argv and k < j and lines[k].lstrip().startswith("#"):
+                comment += " " + lines[k].lstrip()[1:]
+                k += 1
             if argv[:1] == ["tcsmt"] and not any(a.startswith("[") or a == "..." for a in argv):
-                yield first, argv
+                yield first, argv, comment.strip()
         i = j + 1
+
+
+def _sh_commands(path: Path):
+    """(line, argv) of every `tcsmt ...` line in the page's sh blocks (continuations
+    joined, comments dropped), except templates with [optional] parts or "..."."""
+    for line, argv, _ in _sh_lines(path):
+        yield line, argv
+
+
+STATED = re.compile(r"\[exit (\d+(?: or \d+)*), ([^\]]+)\]")
+"""What an illustrative command's comment states about its run: `[exit 3, under 15
+minutes]` (its exit status, or several as `exit 0 or 3`, and how long it takes on the
+project's shared 2-core machine). tests check the statement's form in `make test` and run
+each stated command in `make test-slow`."""
+
+DURATIONS = {
+    "seconds": (0.0, 30.0),
+    "under a minute": (0.0, 60.0),
+    "a few minutes": (30.0, 600.0),
+}
+"""Duration phrases and the seconds they span; also `under N minutes`."""
+
+SLACK = 3.0
+"""How far a measured time may fall outside its stated span (a loaded machine)."""
+
+MUST_STATE = ("bound", "exact", "identify")
+"""README commands whose time and exit status a reader plans around: each says them."""
+
+
+def stated_span(phrase: str) -> tuple[float, float] | None:
+    """The (least, most) seconds a duration phrase states; None for an unknown one."""
+    m = re.fullmatch(r"under (\d+) minutes", phrase.strip())
+    if m:
+        return 0.0, 60.0 * int(m.group(1))
+    return DURATIONS.get(phrase.strip())
+
+
+def stated_runs():
+    """(page:line, argv, exit statuses, (least, most) seconds) of every illustrative
+    command whose comment states its run."""
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for line, argv, comment in _sh_lines(path):
+            m = STATED.search(comment)
+            if m:
+                exits = tuple(int(x) for x in m.group(1).split(" or "))
+                yield f"{path.relative_to(ROOT)}:{line}", argv, exits, stated_span(m.group(2))
+
+
+def test_stated_runs_are_well_formed():
+    """Every stated exit status is one of the documented codes, every duration a known
+    phrase, and README's bound, exact and identify examples (GPU ones aside) state both."""
+    from tensorcore_smt.errors import ExitCode
+
+    runs = list(stated_runs())
+    codes = {int(c) for c in ExitCode}
+    for where, _argv, exits, span in runs:
+        assert set(exits) <= codes, f"{where}: exit {exits} is not an ExitCode"
+        assert span is not None, f"{where}: unknown duration phrase ({', '.join(DURATIONS)})"
+    stated = {(w.split(":")[0], tuple(a)) for w, a, _, _ in runs}
+    for line, argv, _ in _sh_lines(ROOT / "README.md"):
+        gpu = any(x in ("cuda", "hip") for x in argv)
+        if argv[1] in MUST_STATE and not gpu:
+            assert ("README.md", tuple(argv)) in stated, f"README.md:{line} states no [exit, time]"
+    assert len(runs) >= 8
+    assert STATED.search("# open [exit 3, under 15 minutes]").group(2) == "under 15 minutes"
+    assert stated_span("under 15 minutes") == (0.0, 900.0) and stated_span("soon") is None
+
+
+@pytest.mark.slow  # each stated command runs in full: up to a quarter of an hour each
+@pytest.mark.parametrize(
+    "where,argv,exits,span", list(stated_runs()), ids=[r[0] for r in stated_runs()]
+)
+def test_stated_runs_exit_and_take_what_they_say(where, argv, exits, span, tmp_path):
+    """Each command whose comment states its exit status and duration, run as a user
+    would (the installed script, in a scratch directory): the exit status is a stated
+    one, the time within SLACK of the stated span."""
+    import subprocess
+    import time
+
+    lo, hi = span
+    exe = Path(sys.executable).parent / "tcsmt"
+    with _workdir(tmp_path):
+        t0 = time.monotonic()
+        r = subprocess.run(
+            [str(exe), *argv[1:]], capture_output=True, text=True, timeout=SLACK * hi + 60
+        )
+        took = time.monotonic() - t0
+    assert r.returncode in exits, f"{where}: exit {r.returncode}\n{r.stderr[-2000:]}"
+    assert lo / SLACK <= took <= SLACK * hi, f"{where}: took {took:.0f} s, stated {span}"
 
 
 def test_illustrative_commands_parse(monkeypatch):
