@@ -182,9 +182,11 @@ def make_bound_query(
     constraints: tuple[Constraint, ...],
     threshold: Fraction = Fraction(0),
     meta: Sequence[int] | None = None,
+    against_instr: str | None = None,
 ) -> Query:
     """The error-exceeds query of a bound (UserError for bad variants or classes); a
-    sparse instruction's for the metadata `meta` (smt/query.with_meta)."""
+    sparse instruction's for the metadata `meta` (smt/query.with_meta); `against_instr`:
+    the reference variant's instruction where it is not `instr`."""
     q = make_query(
         hypothesis,
         against or EXACT,
@@ -194,6 +196,7 @@ def make_bound_query(
         measure=measure,
         threshold=threshold,
         meta=meta,
+        instr_b=against_instr,
     )
     if q.p.scale_fmt is not None:
         raise UserError(
@@ -225,6 +228,7 @@ def bound(
     sample_rows: int = 1000,
     search_share: float = 0.2,
     meta: Sequence[int] | None = None,
+    against_instr: str | None = None,
 ) -> Certificate:
     """The certified interval of `hypothesis`'s worst `measure` against the exact result
     (or against the variant `against`) over the class `constraints` (default: finite
@@ -232,8 +236,11 @@ def bound(
     solvers; `search_share` of it (at most SEARCH_S) goes to the structured search for
     large errors (extremal.py) before the solvers. Ctrl-C ends the search with the
     interval found so far (`interrupted`). `meta`: a sparse (mma.sp) instruction's
-    metadata (default: the first pattern in every group)."""
+    metadata (default: the first pattern in every group). `against_instr`: the
+    instruction of `against` where it is not `instr` (one shape and operand formats:
+    e.g. A100's mma.sync bf16 against H100's wgmma bf16)."""
     _check_arguments(hypothesis, against, instr, measure, constraints, resolution, timeout, meta)
+    check_all("bound", [("against_instr", against_instr, Arg.TEXT, True)])
     if isinstance(measure, str):
         try:
             measure = Measure.parse(measure)
@@ -250,9 +257,10 @@ def bound(
     unfixed = tuple(
         c for c in cons if not (c.kind == ConstraintKind.FIX and c.operands == UNRESOLVED)
     )
-    q0 = make_bound_query(hypothesis, against, instr, measure, unfixed, meta=meta)
+    kw = {"meta": meta, "against_instr": against_instr}
+    q0 = make_bound_query(hypothesis, against, instr, measure, unfixed, **kw)
     cons = resolve_fixes(cons, q0)
-    q0 = make_bound_query(hypothesis, against, instr, measure, cons, meta=meta)
+    q0 = make_bound_query(hypothesis, against, instr, measure, cons, **kw)
     cons = q0.constraints
     limits = limits or Limits()
     if check_class and class_is_empty(q0, limits):

@@ -74,12 +74,18 @@ def reproduce_command(cert: Certificate) -> str | None:
     arch = ["--arch", cert.hypothesis]
     if cert.against != EXACT:
         arch += ["--arch", cert.against]
-    args = ["tcsmt", "simulate", *arch, "--instr", cert.instruction]
-    args += ["--a", ",".join(format_hex(x, p.a_fmt) for x in v["a"])]
-    args += ["--b", ",".join(format_hex(x, p.b_fmt) for x in v["b"]), "--c"]
-    args.append(format_hex(v["c"], p.c_fmt))
+    ops = ["--a", ",".join(format_hex(x, p.a_fmt) for x in v["a"])]
+    ops += ["--b", ",".join(format_hex(x, p.b_fmt) for x in v["b"]), "--c"]
+    ops.append(format_hex(v["c"], p.c_fmt))
     if v["metadata"] is not None:
-        args += ["--meta", ",".join(map(str, v["metadata"]))]
+        ops += ["--meta", ",".join(map(str, v["metadata"]))]
+    if q.instr_y is not None:  # one simulate per side, each on its own instruction
+        sides = [(cert.hypothesis, cert.instruction), (cert.against, q.instr_y)]
+        return "; ".join(
+            " ".join(shlex.quote(a) for a in ["tcsmt", "simulate", "--arch", h, "--instr", i, *ops])
+            for h, i in sides
+        )
+    args = ["tcsmt", "simulate", *arch, "--instr", cert.instruction, *ops]
     return " ".join(shlex.quote(a) for a in args)
 
 
@@ -89,6 +95,7 @@ def to_json(cert: Certificate) -> dict:
         "hypothesis": cert.hypothesis,
         "against": cert.against,
         "instr": cert.instruction,
+        "against_instr": _against_instr(cert),
         "measure": cert.measure.value,
         "formula": cert.measure.formula,
         "class": [c.describe() for c in cert.constraints],
@@ -115,9 +122,16 @@ def to_json(cert: Certificate) -> dict:
     }
 
 
+def _against_instr(cert: Certificate) -> str | None:
+    """The reference variant's instruction where it is not the hypothesis's."""
+    return None if cert.query is None else cert.query.instr_y
+
+
 def to_text(cert: Certificate) -> str:
     """The certificate as a report a person reads."""
     ref = "the exact result" if cert.against == EXACT else cert.against
+    if _against_instr(cert) is not None:
+        ref += f" ({_against_instr(cert)})"
     lines = [
         f"question:  worst {cert.measure.value} error {cert.measure.formula} of "
         f"{cert.hypothesis} ({cert.instruction}), r = {ref}",

@@ -22,6 +22,7 @@ from ..model.measure import Measure
 from ..smt.solve import Limits, solvers_for
 from ..solvers.backends import SOLVER_HELP
 from .base import check_out, main, write_or_print
+from .bound_sides import side_instructions
 from .options import META_OPTION, Ranged, only_with, parse_meta
 
 
@@ -63,6 +64,19 @@ _run = bound
     "overflow always.",
 )
 @click.option("--instr", default=None, help="Instruction (default: the preset's default).")
+@click.option(
+    "--against-instr",
+    default=None,
+    help="The --against variant's instruction where it is not --instr (one shape and "
+    "operand formats: e.g. hopper's wgmma against ampere's mma.sync).",
+)
+@click.option(
+    "--dtype",
+    default=None,
+    metavar="FMT",
+    help="Input format: each side runs the instruction libraries run for it "
+    "(schedules/instructions.toml), as the GEMM commands do; instead of --instr.",
+)
 @META_OPTION
 @click.option(
     "--resolution",
@@ -122,6 +136,8 @@ def bound_cmd(
     measure_name: str,
     wheres: tuple[str, ...],
     instr: str | None,
+    against_instr: str | None,
+    dtype: str | None,
     meta_text: str | None,
     resolution: str,
     timeout: float,
@@ -157,9 +173,15 @@ def bound_cmd(
         raise UserError(f"--solver: {e}") from None
     cons = default_class() + tuple(parse_where(w) for w in wheres)
     meta = parse_meta(meta_text)
+    instr, against_instr = side_instructions(hypothesis, against, instr, against_instr, dtype)
     if gemm:
         if meta is not None:
             raise UserError("--meta applies to a sparse (mma.sp) instruction, not --gemm")
+        if against_instr is not None or dtype is not None:
+            raise UserError(
+                "--against-instr and --dtype apply to an instruction's bound; a --gemm "
+                "hypothesis takes --instr"
+            )
         _gemm(hypothesis, against, measure, cons, depth, rows, r, as_json, out, instr)
         return
     progress = None
@@ -182,6 +204,7 @@ def bound_cmd(
             on_step=progress,
             check_class=True,
             meta=meta,
+            against_instr=against_instr,
         )
     except WitnessBug as e:
         click.echo(f"tcsmt: internal error: {e}", err=True)

@@ -50,6 +50,9 @@ class Query:
     measure: Measure | None = None
     threshold: Fraction | None = None
     meta: tuple[int, ...] | None = None  # a sparse instruction's metadata (model/sparse.py)
+    # Y's instruction where it is not `instruction` (two units of one shape compared
+    # across instructions, e.g. A100's mma.sync against H100's wgmma); None: the same
+    instr_y: str | None = None
 
     @property
     def against_exact(self) -> bool:

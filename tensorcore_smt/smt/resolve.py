@@ -32,10 +32,13 @@ def make_query(
     measure: Measure | None = None,
     threshold: Fraction | None = None,
     meta: Sequence[int] | None = None,
+    instr_b: str | None = None,
 ) -> Query:
     """Resolve two variant expressions on one instruction; UserError if they cannot be
-    compared (different instruction shapes or operand formats). A structured-sparse
-    instruction is asked for the metadata `meta` (see `with_meta`).
+    compared (different instruction shapes or operand formats). `instr_b`: b's
+    instruction where it differs from a's (`instr`, or a's default), of the same shape
+    and operand formats. A structured-sparse instruction is asked for the metadata
+    `meta` (see `with_meta`).
 
     Goal non-monotone takes one variant `a` (`b` is None, or the same variant) and
     `grows`, the operand groups that grow from u to u_2 (default "c"). Goal
@@ -47,6 +50,8 @@ def make_query(
         if threshold < 0:
             raise UserError(f"threshold {threshold} is negative")
         if not b or b == EXACT:
+            if instr_b is not None:
+                raise UserError("an instruction for the reference needs a second variant")
             va = parse_variant(a)
             inst = va.instruction(instr)
             pa = va.params(inst.name)
@@ -65,6 +70,8 @@ def make_query(
             return with_meta(q, meta)
     elif measure is not None or threshold is not None:
         raise ValueError(f"a measure and threshold apply only to goal {Goal.ERROR_EXCEEDS.value}")
+    if goal.one_variant and instr_b is not None:
+        raise UserError(f"goal {goal.value} asks about one variant: one instruction")
     if goal.one_variant:
         return with_meta(_make_one_variant_query(a, b, instr, goal, constraints, name, grows), meta)
     if grows:
@@ -73,18 +80,16 @@ def make_query(
         raise UserError(f"goal {goal.value} compares two variants X and Y; Y is missing")
     va, vb = parse_variant(a), parse_variant(b)
     inst = va.instruction(instr)
-    try:
-        inst_b = vb.instruction(instr or inst.name)
-    except UserError:
-        raise UserError(
-            f"{b!r} has no instruction {inst.name!r} (the default of {a!r}); "
-            f"pick a common one with --instr"
-        ) from None
+    if instr_b is not None:
+        inst_b = vb.instruction(instr_b)
+    else:
+        inst_b = _same_instruction(vb, instr, inst.name, a, b)
     pa, pb = va.params(inst.name), vb.params(inst_b.name)
     for what in ("K", "n_a", "a_fmt", "b_fmt", "c_fmt", "d_fmt"):
         if getattr(pa, what) != getattr(pb, what):
+            on = inst.name if inst_b.name == inst.name else f"{inst.name} and {inst_b.name}"
             raise UserError(
-                f"{a!r} and {b!r} differ in {what} on {inst.name}; only variants of one "
+                f"{a!r} and {b!r} differ in {what} on {on}; only variants of one "
                 f"instruction shape can be compared"
             )
     q = Query(
@@ -97,9 +102,22 @@ def make_query(
         "",
         measure,
         None if threshold is None else Fraction(threshold),
+        instr_y=inst_b.name if inst_b.name != inst.name else None,
     )
     _check_fixes(q)
     return with_meta(q, meta)
+
+
+def _same_instruction(vb, instr: str | None, name: str, a: str, b: str):
+    """b's instruction when one instruction is asked of both: `instr`, else a's default
+    `name`; UserError when b has none of that name."""
+    try:
+        return vb.instruction(instr or name)
+    except UserError:
+        raise UserError(
+            f"{b!r} has no instruction {name!r} (the default of {a!r}); "
+            f"pick a common one with --instr"
+        ) from None
 
 
 def with_meta(q: Query, meta: Sequence[int] | None) -> Query:
