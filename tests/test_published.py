@@ -302,3 +302,17 @@ def test_notions_map_through_one_table(tmp_path):
     )
     (h,) = published.load(path)[1].values()
     assert h.variant == "hopper[F=25,L=16,e_zero=-133,product_exponent=normalized,rounding=rne]"
+
+
+def test_committed_witnesses_still_separate_and_have_probes():
+    """Every witness file of results/published/ predicts what today's models compute, the
+    two models still differ on it, and its probe program is beside it."""
+    files = sorted((ROOT / "results" / "published").glob("*.json"))
+    assert files, "make published writes the witnesses that separate a model from the preset"
+    for path in files:
+        vf = vec.load(path)
+        assert vec.stale_predictions(vf) == [], path.name
+        (v,) = vf.vectors
+        x, y = vf.variants
+        assert v.predicted[x] != v.predicted[y], path.name
+        assert path.with_suffix(".cu").exists() or path.with_suffix(".hip").exists(), path.name
