@@ -353,11 +353,17 @@ def report(
     by_instr: dict[tuple[str, str], list[Pair]] = {}
     for p in pairs:
         by_instr.setdefault((p.arch, p.instr), []).append(p)
-        counts[p.verdict] = counts.get(p.verdict, 0) + 1
+        kind = p.verdict
+        if p.verdict == "equal":
+            kind = "equal " + p.how.split(";")[0].split(" (")[0]  # by construction, argument, unsat
+        counts[kind] = counts.get(kind, 0) + 1
+    for verdict in ("separated", "undecided"):
+        counts.setdefault(verdict, 0)
     L.append(
         f"{len(pairs)} pairs on {len(by_instr)} instructions: "
         + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
-        + "."
+        + ". An equality by argument that no solver confirmed within the budget says so in"
+        + " its row."
     )
     for (arch, instr), ps in by_instr.items():
         L += ["", f"### {arch} `{instr}`", ""]
