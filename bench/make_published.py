@@ -355,7 +355,10 @@ def report(
         by_instr.setdefault((p.arch, p.instr), []).append(p)
         kind = p.verdict
         if p.verdict == "equal":
-            kind = "equal " + p.how.split(";")[0].split(" (")[0]  # by construction, argument, unsat
+            how = p.how.split(";")[0].split(" (")[0]
+            kind = "equal " + {"argument": "by argument", "unsat": "by a solver's unsat"}.get(
+                how, how
+            )
         counts[kind] = counts.get(kind, 0) + 1
     for verdict in ("separated", "undecided"):
         counts.setdefault(verdict, 0)
