@@ -230,6 +230,8 @@ def zero_floor_argument(q: Query) -> Argued | None:
     from ..model.zero_exponent import equal_by_floor, floor_rows
     from .argument_rows import separating_row
 
+    if not isinstance(q, Query):  # a GEMM query: the argument is about one instruction
+        return None
     if q.goal not in (Goal.DIFFER, Goal.EQUIVALENT) or EXACT in q.variants or q.meta:
         return None
     if len(q.params) != 2:

@@ -23,6 +23,8 @@ def floor_witness(q: Query) -> tuple[Recheck, int] | None:
     """A re-checked witness that two units equal but for e_zero differ, built from the
     separating rows, with how many rows were run; None where the question is another
     one, the argument proves them equal, or no row separates them in the class."""
+    if not isinstance(q, Query):  # a GEMM query: the rows are one instruction's
+        return None
     if q.goal not in (Goal.DIFFER, Goal.EQUIVALENT) or EXACT in q.variants or q.meta:
         return None
     if len(q.params) != 2 or q.p.scale_fmt is not None:
