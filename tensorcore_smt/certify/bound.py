@@ -30,6 +30,7 @@ from ..model.measure import Measure, exact_value, measure_value
 from ..smt.query import EXACT, Constraint, ConstraintKind, Goal, Query, make_query
 from ..smt.solve import Limits, Outcome, Verdict, answer
 from ..solvers.result import Answer
+from .int_bound import integer_interval, integer_units
 from .nodes import up
 
 DEFAULT_RESOLUTION = Fraction(1, 16)
@@ -262,6 +263,8 @@ def bound(
     cons = resolve_fixes(cons, q0)
     q0 = make_bound_query(hypothesis, against, instr, measure, cons, **kw)
     cons = q0.constraints
+    if integer_units(q0):  # exact by argument, at once (certify/int_bound.py)
+        return _integer_certificate(hypothesis, against, q0, resolution, t0)
     limits = limits or Limits()
     if check_class and class_is_empty(q0, limits):
         raise UserError(
@@ -318,6 +321,27 @@ def bound(
             f"a witness's measure {fmt_value(cert.lower)} exceeds the proved upper bound "
             f"{fmt_value(cert.upper)} ({cert.upper_method}); please report this bound"
         )
+    return cert
+
+
+def _integer_certificate(
+    hypothesis: str, against: str | None, q: Query, resolution: Fraction, started: float
+) -> Certificate:
+    """[0, 0], closed, by the integer argument (certify/int_bound.py), at once: one step,
+    error > 0 unsat by argument, whose edge rows reproduce on the concrete model."""
+    import shlex
+
+    cmd = f"tcsmt exact {shlex.quote(hypothesis)} --instr {shlex.quote(q.instruction)}"
+    lines, bad = integer_interval(q, [hypothesis] + ([against] if against else []), cmd)
+    if bad is not None:
+        raise WitnessBug(bad)
+    cert = Certificate(hypothesis, q.variants[1], q.instruction, q.measure, q.constraints,
+                       resolution, Fraction(0), Fraction(0), query=q, upper_method="argument",
+                       argument=lines)  # fmt: skip
+    cert.seconds = time.monotonic() - started
+    rows = "its edge rows on the concrete model"
+    step = Step(Fraction(0), Verdict.UNSAT_BY_ARGUMENT, "integer argument", rows, cert.seconds)
+    cert.steps.append(step)
     return cert
 
 
