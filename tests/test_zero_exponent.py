@@ -206,3 +206,14 @@ def test_identify_establishes_hidden_variants_that_differ_in_e_zero(arch, instr,
     st = doc["standing"]
     assert st["classes"] == 1 and st["proved_equal"] == st["members"] - 1
     assert st["undecided"] == 0
+
+
+def test_gemm_queries_pass_the_floor_argument_and_witness_by() -> None:
+    """A GEMM query (two schedules, no meta) is not the floor argument's question: both
+    the argument and the constructed witness decline it instead of raising."""
+    from tensorcore_smt.smt.constructed import floor_witness
+    from tensorcore_smt.smt.gemm_query import make_gemm_query
+
+    q = make_gemm_query("hopper/serial", "hopper/serial[split_k=2]", 256)
+    assert zero_floor_argument(q) is None
+    assert floor_witness(q) is None
