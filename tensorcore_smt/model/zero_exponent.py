@@ -205,6 +205,29 @@ def _products(p: ModelParams, hi: int) -> list[tuple[int, int]]:
     return out
 
 
+def _carry_rows(p: ModelParams, hi: int, n: int) -> list[tuple[list[tuple[int, int]], int]]:
+    """(products, c) that fill the register where a zero term does not raise e_max: m =
+    1..n largest products (every significand bit set) of one binade just below 2^hi and
+    one sign, with c zero or the largest c of that binade. Aligned to their own e_max
+    they can wrap a register of few carry bits; aligned to e_zero they fit."""
+    sa, sb, sc = p.a_fmt.spec, p.b_fmt.spec, p.c_fmt.spec
+    zc = round_fraction(Fraction(0), p.c_fmt)
+    out: list[tuple[list[tuple[int, int]], int]] = []
+    for e in range(hi - 4, hi):
+        x = max(sa.emin, e - sb.emax)
+        a = _exact(max(_shapes(p.a_fmt)) * Fraction(2) ** x, p.a_fmt)
+        b = _exact(max(_shapes(p.b_fmt)) * Fraction(2) ** (e - x), p.b_fmt)
+        if a is None or b is None or not sb.emin <= e - x:
+            continue
+        c = _exact(max(_shapes(p.c_fmt)) * Fraction(2) ** e, p.c_fmt)
+        cs = [zc] if c is None or e < sc.emin or p.c_add == CAddend.AFTER else [zc, c]
+        for neg in (False, True):
+            q = (_neg(a, p.a_fmt), b) if neg else (a, b)
+            for m in range(1, n + 1):
+                out += [([q] * m, _neg(v, p.c_fmt) if neg and v != zc else v) for v in cs]
+    return out
+
+
 def _neg(bits: int, fmt: Format) -> int:
     return bits | 1 << (fmt.spec.storage - 1)
 
@@ -215,7 +238,8 @@ def separating_rows(
     """Inputs that separate two units equal but for e_zero wherever the floor shows
     (module docstring): in the first group, one or two terms below 2^(hi + 1) (a tiny
     c, products with bits between the two grids), each of either sign, the other
-    products zero (zero terms that raise e_max to e_zero). `top`: the terms reach up to
+    products zero (zero terms that raise e_max to e_zero); and the carry rows (many
+    large terms just below 2^hi, which wrap a short register at their own e_max). `top`: the terms reach up to
     2^(top + 1) instead. At most `limit` rows (an even spread of them when there are
     more); [] where the units differ in more than e_zero or take scale factors."""
     if not only_e_zero_differs(p1, p2) or p1.scale_fmt is not None:
@@ -237,11 +261,11 @@ def separating_rows(
             a[k], b[k] = x, y
         return a, b, c
 
+    rows = [row(pairs, c) for pairs, c in _carry_rows(p, hi, len(first))]
     singles = [([], c) for c in cs] + [([q], c) for c in [zc, *cs] for q in prods]
     n = len(prods) if len(first) >= 2 else 0
     total = len(singles) + n * n
     picks = range(total) if total <= limit else (int(i * total / limit) for i in range(limit))
-    rows = []
     for i in picks:
         if i < len(singles):
             rows.append(row(*singles[i]))
