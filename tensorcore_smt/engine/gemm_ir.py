@@ -13,6 +13,8 @@ combination and epilogue steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..bv.symbolic import Term
 from .dag import variable_slot
 from .kernel_ir import KERNEL, row_loop, store_d
@@ -31,6 +33,9 @@ def chain_rows_module(
     plan: LoopPlan = LoopPlan(tiled=True),
     promote: tuple[Term, int] | None = None,
     tile: int = 64,
+    step: Callable[..., str] | None = None,
+    declarations: tuple[str, ...] = (),
+    extra_params: tuple[str, ...] = (),
 ) -> str:
     """The chain kernel with SIMD lanes across N: `void tcsmt_kernel(i64 lo, i64 hi, ptr A,
     ptr ia, ptr B, ptr ib, i64 Kp, i64 NB, ptr blocks, ptr ends, i64 nc, ptr acc_in,
@@ -50,30 +55,51 @@ def chain_rows_module(
     and every DAG node that depends on A alone do not change across the lanes, so LLVM
     hoists them out of the lane loop (computed once per run and k-block instead of once
     per product), and the b_k of consecutive lanes are consecutive in B (plain vector
-    loads, no gather). The accumulators of a run stay in stack buffers."""
+    loads, no gather). The accumulators of a run stay in stack buffers.
+
+    `step`: instead of lowering `root`, `step(body, operand, index)` emits the step's
+    body and returns d's value, `operand(stem, k)` giving a_k, b_k or acc (stem "acc",
+    k 0) as loaded from A, B and the accumulators, `index(stem, k)` the element index of
+    a_k in A or of b_k in B (for tables of its own, passed as `extra_params`, pointer
+    parameters after acc_out); `declarations`: the functions it calls
+    (engine/float_fda.py)."""
     T = f"i{w_acc}"
     P = f"i{promote[1]}" if promote else T  # the type written to acc_out
 
     def load(t: Term, body: Body) -> str:
-        stem, k = variable_slot(t.params[0])
+        return operand(body, *variable_slot(t.params[0]))
+
+    def index(body: Body, stem: str, k: int) -> str:
+        """The element index of a_k in A or b_k in B for lane %ci."""
+        if stem == "a":
+            return body.emit(f"add i64 %abase, {k}") if k else "%abase"
+        row = body.emit(f"add i64 %jk, {k}") if k else "%jk"
+        start = body.emit(f"mul i64 {row}, %NB")
+        col = body.emit(f"add i64 {start}, %ib0")
+        return body.emit(f"add i64 {col}, %ci")
+
+    def operand(body: Body, stem: str, k: int) -> str:
         if stem == "acc":
             ptr = body.emit(f"getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %ci")
             return body.emit(f"load {T}, ptr {ptr}")
-        if stem == "a":
-            idx = body.emit(f"add i64 %abase, {k}") if k else "%abase"
-            c, w, arr = ca, wa, "%A"
-        else:
-            row = body.emit(f"add i64 %jk, {k}") if k else "%jk"
-            start = body.emit(f"mul i64 {row}, %NB")
-            col = body.emit(f"add i64 {start}, %ib0")
-            idx = body.emit(f"add i64 {col}, %ci")
-            c, w, arr = cb, wb, "%B"
+        idx = index(body, stem, k)
+        c, w, arr = (ca, wa, "%A") if stem == "a" else (cb, wb, "%B")
         ptr = body.emit(f"getelementptr inbounds i{c}, ptr {arr}, i64 {idx}")
         v = body.emit(f"load i{c}, ptr {ptr}, align {c // 8}")
         return body.emit(f"trunc i{c} {v} to i{w}") if w < c else v
 
     body = Body(load)
-    (d,) = body.lower([root])
+    if step is None:
+        (d,) = body.lower([root])
+    else:
+        loaded: dict[tuple[str, int], str] = {}
+
+        def once(stem: str, k: int) -> str:
+            if (stem, k) not in loaded:
+                loaded[stem, k] = operand(body, stem, k)
+            return loaded[stem, k]
+
+        d = step(body, once, lambda stem, k: index(body, stem, k))
     back, metadata = loop_metadata(plan, "br i1 %cdone, label %stepend, label %compute")
 
     def to_i64(v: str, ty: str) -> str:
@@ -132,10 +158,13 @@ def chain_rows_module(
         chain_end = ["  br label %chainnext", "chainnext:"]
         out_buf = "%accbuf"
     lines = [
+        *declarations,
         f"define void @{KERNEL}(i64 %lo, i64 %hi, ptr noalias readonly %A, "
         "ptr noalias readonly %ia, ptr noalias readonly %B, ptr noalias readonly %ib, "
         "i64 %Kp, i64 %NB, ptr noalias readonly %blocks, ptr noalias readonly %ends, "
-        "i64 %nc, ptr noalias readonly %accin, ptr noalias %accout) {",
+        "i64 %nc, ptr noalias readonly %accin, ptr noalias %accout"
+        + "".join(f", ptr noalias readonly %{x}" for x in extra_params)
+        + ") {",
         "entry:",
         f"  %accbuf = alloca [{tile} x {T}], align 64",
         *([f"  %sumbuf = alloca [{tile} x {P}], align 64"] if promote else []),

@@ -22,12 +22,12 @@ import numpy as np
 from ..bv.core import BV
 from ..bv.dtypes import UNSIGNED
 from ..bv.symbolic import SymbolicBackend
-from ..engine import cache, jit
+from ..engine import cache, float_fda, jit
 from ..engine.gemm_ir import chain_rows_module, map_module
 from ..engine.kernel import _LOCK as _KERNEL_LOCK
 from ..engine.kernel import machine_code, threads
 from ..engine.kernel_ir import container
-from ..engine.loops import loop_plan
+from ..engine.loops import LoopPlan, loop_plan
 from ..engine.tiles import run_tiles
 from ..formats import Format
 from ..model.params import ModelParams
@@ -98,6 +98,37 @@ def _chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
     return _compiled(("chain-rows", p, ca, cb, promote), make, 11, ints=(4, 5, 8))
 
 
+FLOAT_LANES = 8
+"""SIMD lanes of the fp64 formulation's chain kernel (8 fp64 in a 512-bit register)."""
+
+
+def _float_chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
+    """The chain kernel of `_chain_fn` with the instruction step in the fp64 formulation
+    of engine/float_fda.py (for units where float_fda.applies, on finite operands)."""
+
+    def make() -> tuple[str, bool]:
+        s = SymbolicBackend()
+        wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
+        prom = None
+        if promote is not None:
+            d_fmt, af = promote
+            x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
+            prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
+
+        def step(body, operand, index):
+            return float_fda.emit_step(p, body, operand, index, f"i{wc}")
+
+        plan = LoopPlan(tiled=True, lanes=FLOAT_LANES)
+        ir = chain_rows_module(
+            None, p.K, wa, wb, ca, cb, wc, plan, prom, step=step,
+            declarations=tuple(float_fda.DECLARATIONS), extra_params=float_fda.EXPONENTS,
+        )  # fmt: skip
+        return ir, True
+
+    # lo, hi | A, ia, B, ib, Kp, NB, blocks, ends, nc, acc_in, acc_out, Ae, Be
+    return _compiled(("chain-rows-fp64", p, ca, cb, promote), make, 13, ints=(4, 5, 8))
+
+
 def _map_fn(parts: tuple, widths: list[int], build: Callable[[list[BV]], BV]):
     """An elementwise kernel out = build(x0, x1, ...) on uint64 arrays."""
 
@@ -136,13 +167,23 @@ def _map(fn, inputs: list[np.ndarray]) -> np.ndarray:
 
 class _Tables:
     """Operands for the chain kernel: A (rows, K_padded) and B as given, (K_padded,
-    columns), contiguous, of the format's container type."""
+    columns), contiguous, of the format's container type; with `decoded`, their values
+    (float32) and term exponents (int16) for the fp64 formulation
+    (float_fda.operand_tables) in their place."""
 
     def __init__(self, p: ModelParams, a_table, b_table) -> None:
         self.Kp, self.NB = b_table.shape
         self.A = np.ascontiguousarray(a_table.T, dtype=UNSIGNED[container(p.a_fmt.spec.storage)])
         self.B = np.ascontiguousarray(b_table, dtype=UNSIGNED[container(p.b_fmt.spec.storage)])
         self.bits = (self.A.dtype.itemsize * 8, self.B.dtype.itemsize * 8)
+        self.extra: tuple[np.ndarray, ...] = ()
+
+    def decode(self, p: ModelParams) -> None:
+        """Replace A and B by their values; their exponents become the extra tables."""
+        (self.A, ae), (self.B, be) = (
+            float_fda.operand_tables(x, f) for x, f in ((self.A, p.a_fmt), (self.B, p.b_fmt))
+        )
+        self.extra = (ae, be)
 
     def run(self, fn, chains: tuple[np.ndarray, np.ndarray], ia, ib, acc0) -> np.ndarray:
         """The chain kernel `fn` over `chains` (k-block list, chain ends) for the outputs
@@ -152,7 +193,7 @@ class _Tables:
         fn(
             0, len(ia), self.A.ctypes.data, ia.ctypes.data, self.B.ctypes.data,
             ib.ctypes.data, self.Kp, self.NB, bl.ctypes.data, ends.ctypes.data, len(ends),
-            acc0.ctypes.data, out.ctypes.data,
+            acc0.ctypes.data, out.ctypes.data, *[x.ctypes.data for x in self.extra],
         )  # fmt: skip
         return out
 
@@ -205,9 +246,15 @@ def run_gemm(
     # neither A nor B (element.element): no chain kernel at all
     fns = {}  # promoted -> chain kernel
     if ep.reads_ab:
+        chain_fn = _chain_fn
+        if float_fda.applies(p) and all(
+            float_fda.finite_table(x, f) for x, f in ((t.A, p.a_fmt), (t.B, p.b_fmt))
+        ):
+            chain_fn = _float_chain_fn
+            t.decode(p)
         for promoted in sorted({sp.promoted for sp in plan.splits}):
             prom = (d_fmt, af) if promoted else None
-            fns[promoted] = _chain_fn(p, *t.bits, promote=prom)
+            fns[promoted] = chain_fn(p, *t.bits, promote=prom)
     chains = [_chains(sp.chains if sp.promoted else sp.chains[:1]) for sp in plan.splits]
 
     def combine_fn(fx: Format, fy: Format, rf: Format):

@@ -1,0 +1,347 @@
+"""A cheaper exact formulation of one class of fused dot-add units, for the GEMM runner.
+
+The bit-vector model of a fused group (model/fda.py, steps 1-5) decodes every operand
+into sign, exponent and significand, multiplies the significands as integers, shifts
+each product to the group's alignment grid and adds the results in a register of a few
+dozen bits, all as integer nodes with many boolean flags. For a whole class of units
+the same steps 2-4 are a handful of fp64 and 64-bit integer operations per product:
+
+ 2. a product of two operands whose significands have at most 53 bits between them is
+    exact in fp64 (p_k = a_k * b_k, no rounding, no overflow, no underflow);
+ 3. truncating the magnitude of a term to the grid 2^(e_max - F) (AlignMode.TRUNCATE)
+    is trunc(p_k * 2^(F - e_max)): the scaling by a power of two is exact while the
+    result is a normal fp64 number, and a result below 2^-1022 truncates to 0 whatever
+    its last bit; fptosi truncates toward zero, so the sign is kept as the model keeps
+    it (sign and truncated magnitude);
+ 4. the terms, each below 2^(F + 2) units of the grid, sum exactly in 64-bit integer
+    lanes; a register that the model lets wrap never does when it has at least
+    `least_carry_bits` carry bits, so the exact sum is what the model's register holds.
+
+e_max is the largest of the terms' exponents as the model defines them (e_a + e_b for
+unnormalised products, the operand's own exponent for c, emin for subnormals, `e_zero`
+for a zero term), computed from the exponent fields. Steps 1 and 5 are the model's own
+code (fda.special_values, fda._finish), compiled from its DAG: c's special values and
+the normalisation and rounding of (sum, e_max - F) into d. Products of finite operands
+are never NaN or Inf, so the fast kernel runs only on operand tables that hold finite
+values (`finite_table`); any other GEMM runs the general kernel.
+
+`reasons(p)` states the conditions, derived from the unit's parameters (formats, F,
+carry bits, e_zero); a unit for which it returns any runs the general kernel. The
+formulation is checked bit for bit against the numpy interpreter of the model in
+tests/test_float_fda.py (random, extreme and special operands on every preset it
+applies to).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from ..bv.symbolic import SymbolicBackend, Term
+from ..formats import EXP_W, Format, Specials, decode
+from ..model.fda import _finish, least_carry_bits, special_values
+from ..model.params import (
+    Algorithm,
+    CAddend,
+    CarryOverflow,
+    GroupMap,
+    ModelParams,
+    Opposing,
+    Sparsity,
+    ZeroSign,
+)
+from ..model.rounding import Exact
+from ..model.split import Split
+from ..model.terms import EXP_MIN, AlignMode, ProductExponent
+from .lower import Body
+
+FP64_PRECISION = 53
+FP64_EMIN, FP64_EMAX = -1022, 1023
+PRODUCT_INT_BITS = 2
+"""Integer bits of an unnormalised product's significand (two significands in [0, 2))."""
+
+
+def _plain(fmt: Format, specials: tuple[Specials, ...]) -> bool:
+    s = fmt.spec
+    return s.specials in specials and s.signed and not s.ignored_low and not s.ignored_high
+
+
+def reasons(p: ModelParams) -> list[str]:
+    """Why the fp64 formulation does not hold for unit `p` (empty: it holds)."""
+    out = []
+    plain = {
+        "algorithm": p.algorithm == Algorithm.FDA,
+        "no split, sparsity, unpacking or block scales": p.split == Split.NONE
+        and p.sparse == Sparsity.NONE
+        and p.unpack is None
+        and p.scale_fmt is None,
+        "c joins the fused sum": p.c_add == CAddend.FUSED,
+        "alignment truncates": p.align == AlignMode.TRUNCATE,
+        "unnormalised products": p.product_exponent == ProductExponent.UNNORMALIZED,
+        "two's complement adder": p.opposing == Opposing.EXACT,
+        "operands read as they are": not p.flush_inputs,
+        "zeros are +0": p.zero_sign == ZeroSign.POSITIVE,
+        "groups in index order": p.group_map == GroupMap.CONTIGUOUS,
+    }
+    out += [f"not: {k}" for k, ok in plain.items() if not ok]
+    for name, f in (("a", p.a_fmt), ("b", p.b_fmt)):
+        if not _plain(f, (Specials.IEEE, Specials.FN)) or f == Format.TF32:
+            out.append(f"{name} format {f.spec.name} is not a plain float format")
+    for name, f in (("c", p.c_fmt), ("d", p.d_fmt)):
+        if not _plain(f, (Specials.IEEE,)) or f.spec.precision > FP64_PRECISION:
+            out.append(f"{name} format {f.spec.name} is not an IEEE format within fp64")
+    if out:
+        return out
+    for f in {p.a_fmt, p.b_fmt}:
+        if f.spec.storage > 16 or decoded(f).value is None:
+            out.append(f"{f.spec.name} values are not read from a float32 table")
+    if p.a_fmt.spec.precision + p.b_fmt.spec.precision > FP64_PRECISION:
+        out.append("products have more significant bits than fp64 holds")
+    if p.carry_bits is not None:
+        if p.carry_overflow != CarryOverflow.WRAP:
+            out.append("a renormalising register")
+        elif p.carry_bits < least_carry_bits(p):
+            out.append(f"{p.carry_bits} carry bits can wrap (least: {least_carry_bits(p)})")
+    lo, hi = exponent_range(p)
+    for e in (lo, hi):
+        if not FP64_EMIN <= p.F - e <= FP64_EMAX:
+            out.append(f"the alignment scale 2^({p.F} - {e}) is not a normal fp64 number")
+    for f in (p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt):
+        s = f.spec
+        if s.emin - s.mbits < FP64_EMIN or s.emax > FP64_EMAX:
+            out.append(f"{s.name} values are not normal fp64 numbers")
+    if sum_bits(p) > 63:
+        out.append("the group's sum may not fit 64-bit lanes")
+    return out
+
+
+def exponent_range(p: ModelParams) -> tuple[int, int]:
+    """Least and greatest e_max of a group with a nonzero term (e_zero counted when set)."""
+    a, b = p.a_fmt.spec, p.b_fmt.spec
+    cs = [p.c_fmt.spec, p.d_fmt.spec]
+    lo = min([a.emin + b.emin] + [c.emin for c in cs])
+    hi = max([a.emax + b.emax] + [c.emax for c in cs])
+    if p.e_zero is not None:
+        lo, hi = min(lo, p.e_zero), max(hi, p.e_zero)
+    return lo, hi
+
+
+def sum_bits(p: ModelParams) -> int:
+    """Bits of a two's complement integer holding any group's sum on the grid
+    2^(e_max - F): each product below 2^(F + 2), c below 2^(F + 1)."""
+    L = max(hi - lo for lo, hi in p.groups())
+    bound = L * (1 << (p.F + PRODUCT_INT_BITS)) + (1 << (p.F + 1))
+    return bound.bit_length() + 1
+
+
+def applies(p: ModelParams) -> bool:
+    """Whether the fp64 formulation holds for unit `p`."""
+    return not reasons(p)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """Every bit pattern of a format as the model's decode reads it: `value` (float32,
+    exact: None when some finite value is not), `exp` (the term exponent, int16) and
+    `finite`."""
+
+    value: np.ndarray | None
+    exp: np.ndarray
+    finite: np.ndarray
+
+
+@cache
+def decoded(fmt: Format) -> Decoded:
+    """The model's decode (formats.decode) of every pattern of `fmt` (at most 16 bits),
+    on the vector interpreter: value = (-1)^sign sig 2^(exp - mbits)."""
+    from ..bv.chunks import host_bits
+    from ..bv.core import BV
+    from ..bv.vector import VECTOR
+
+    w = fmt.spec.storage
+    n = 1 << w
+    pats = np.arange(n, dtype=np.uint64)
+    u = decode(BV(VECTOR, VECTOR.lanes(pats, w), w), fmt)
+
+    def host(x: BV) -> np.ndarray:
+        return np.asarray(host_bits(VECTOR, x, n)).astype(np.uint64)
+
+    finite = host((u.is_nan | u.is_inf).to_bv()) == 0
+    sign = host(u.sign.to_bv()) == 1
+    sig = host(u.sig).astype(np.float64)
+    exp = host(u.exp).astype(np.int64)
+    exp = np.where(exp >= 1 << (EXP_W - 1), exp - (1 << EXP_W), exp)
+    value = np.where(sign, -1.0, 1.0) * np.ldexp(sig, (exp - u.mbits).astype(np.int32))
+    value = np.where(finite, value, 0.0)
+    v32 = value.astype(np.float32)
+    exact = bool((v32.astype(np.float64) == value).all())
+    return Decoded(v32 if exact else None, exp.astype(np.int16), finite)
+
+
+def finite_table(table: np.ndarray, fmt: Format) -> bool:
+    """Whether every pattern of an operand table is a finite value of `fmt`."""
+    if fmt.spec.storage > 16:
+        return False
+    return bool(decoded(fmt).finite[np.asarray(table).reshape(-1)].all())
+
+
+def operand_tables(table: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """(values as float32, term exponents as int16) of an operand table of `fmt` bit
+    patterns, same shape, from `decoded`: what the fast kernel reads for a and b."""
+    d = decoded(fmt)
+    if d.value is None:
+        raise ValueError(f"{fmt.spec.name} values are not all exact in float32")
+    idx = np.asarray(table)
+    return d.value[idx], d.exp[idx]
+
+
+# --- the kernel's step ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tail:
+    """Steps 1 and 5 of a group as the model's DAG: variables `acc` (the sum, `acc_w`
+    bits, two's complement), `emax` (EXP_W bits) and `c` (c's bits)."""
+
+    root: Term
+    acc_w: int
+
+
+def tail(p: ModelParams, c_fmt: Format, flush: bool) -> Tail:
+    """The DAG of c's special values and of the rounding of the group's exact sum."""
+    s = SymbolicBackend()
+    acc_w = sum_bits(p)
+    acc = s.var("acc", acc_w)
+    e_max = s.var("emax", EXP_W)
+    c = s.var("c", c_fmt.spec.storage)
+    uc = decode(c, c_fmt)
+    is_nan, is_inf, neg_inf = special_values(c.b, [], [], uc)
+    exact = Exact(acc.is_neg(), acc.abs(), e_max - p.F)
+    return Tail(_finish(exact, [], p, flush, is_nan, is_inf, neg_inf).v, acc_w)
+
+
+class _Ir:
+    """LLVM instructions of the fp64 formulation, appended to a Body."""
+
+    def __init__(self, body: Body) -> None:
+        self.b = body
+
+    def __call__(self, text: str) -> str:
+        return self.b.emit(text)
+
+    def pow2(self, e: str) -> str:
+        """2^e as fp64 (e: i32, a normal exponent)."""
+        biased = self(f"add i32 {e}, {-FP64_EMIN + 1}")
+        wide = self(f"zext i32 {biased} to i64")
+        bits = self(f"shl i64 {wide}, 52")
+        return self(f"bitcast i64 {bits} to double")
+
+    def decode(self, x: str, fmt: Format) -> tuple[str, str]:
+        """(value as fp64, exponent as the model's decode gives it, i32) of a finite
+        pattern `x` (i{storage}): (-1)^s sig 2^(e - mbits), e = max(field, 1) - bias."""
+        s = fmt.spec
+        xi = self(f"zext i{s.storage} {x} to i32") if s.storage < 32 else x
+        sh = self(f"lshr i32 {xi}, {s.mbits}")
+        field = self(f"and i32 {sh}, {(1 << s.ebits) - 1}")
+        mant = self(f"and i32 {xi}, {(1 << s.mbits) - 1}")
+        normal = self(f"icmp ne i32 {field}, 0")
+        hidden = self(f"select i1 {normal}, i32 {1 << s.mbits}, i32 0")
+        sig = self(f"or i32 {mant}, {hidden}")
+        ef = self(f"select i1 {normal}, i32 {field}, i32 1")
+        e = self(f"sub i32 {ef}, {s.bias}")
+        fsig = self(f"uitofp i32 {sig} to double")
+        scale = self.pow2(self(f"sub i32 {e}, {s.mbits}"))
+        mag = self(f"fmul double {fsig}, {scale}")
+        neg = self(f"icmp uge i32 {xi}, {1 << (s.ebits + s.mbits)}")
+        flip = self(f"fneg double {mag}")
+        return self(f"select i1 {neg}, double {flip}, double {mag}"), e
+
+    def is_special(self, x: str, fmt: Format) -> str:
+        """i1: the IEEE pattern `x` has an all-ones exponent field (Inf or NaN)."""
+        s = fmt.spec
+        mask = ((1 << s.ebits) - 1) << s.mbits
+        f = self(f"and i{s.storage} {x}, {mask}")
+        return self(f"icmp eq i{s.storage} {f}, {mask}")
+
+
+VALUES = ("A", "B")
+EXPONENTS = ("Ae", "Be")
+"""The kernel's operand tables: values (float32) in A and B, term exponents (int16) in
+the extra parameters Ae and Be (`operand_tables`)."""
+
+
+def emit_step(
+    p: ModelParams,
+    body: Body,
+    operand: Callable[[str, int], str],
+    index: Callable[[str, int], str],
+    acc_ty: str,
+) -> str:
+    """The instruction step d = acc + sum a_k b_k of unit `p` (for which `applies`),
+    every group in turn: its exact sum in fp64 and i64 lanes, then the model's tail.
+    `operand("acc", 0)`: the accumulator's bits; `index(stem, k)`: the element of a_k
+    ("a") or b_k ("b") in the tables of `operand_tables` (VALUES, EXPONENTS)."""
+    ir = _Ir(body)
+
+    def term(stem: str, k: int) -> tuple[str, str]:
+        i = index(stem, k)
+        vals, exps = ("%A", "%Ae") if stem == "a" else ("%B", "%Be")
+        vp = ir(f"getelementptr inbounds float, ptr {vals}, i64 {i}")
+        v = ir(f"fpext float {ir(f'load float, ptr {vp}, align 4')} to double")
+        ep = ir(f"getelementptr inbounds i16, ptr {exps}, i64 {i}")
+        e = ir(f"sext i16 {ir(f'load i16, ptr {ep}, align 2')} to i32")
+        return v, e
+
+    e_zero = EXP_MIN if p.e_zero is None else p.e_zero
+    c = operand("acc", 0)
+    c_fmt = p.c_fmt
+    groups = p.groups()
+    for gi, (lo, hi) in enumerate(groups):
+        flush = p.flush_outputs if gi == len(groups) - 1 else p.flush_sums
+        cv, ce = ir.decode(c, c_fmt)
+        cspecial = ir.is_special(c, c_fmt)
+        cv = ir(f"select i1 {cspecial}, double 0.0, double {cv}")
+        czero = ir(f"fcmp oeq double {cv}, 0.0")
+        e_max = ir(f"select i1 {czero}, i32 {e_zero}, i32 {ce}")
+        prods = []
+        for k in range(lo, hi):
+            va, ea = term("a", k)
+            vb, eb = term("b", k)
+            prod = ir(f"fmul double {va}, {vb}")
+            e = ir(f"add i32 {ea}, {eb}")
+            zero = ir(f"fcmp oeq double {prod}, 0.0")
+            e = ir(f"select i1 {zero}, i32 {e_zero}, i32 {e}")
+            e_max = ir(f"call i32 @llvm.smax.i32(i32 {e_max}, i32 {e})")
+            prods.append(prod)
+        # all terms zero with e_zero unset: e_max is EXP_MIN and every term 0, so any
+        # normal scale gives the same sum; the clamp keeps the scale a normal number
+        lo_e, hi_e = exponent_range(p)
+        clamped = ir(f"call i32 @llvm.smax.i32(i32 {e_max}, i32 {lo_e})")
+        clamped = ir(f"call i32 @llvm.smin.i32(i32 {clamped}, i32 {hi_e})")
+        scale = ir.pow2(ir(f"sub i32 {p.F}, {clamped}"))
+        total = None
+        for v in [cv] + prods:
+            x = ir(f"fmul double {v}, {scale}")
+            t = ir(f"fptosi double {x} to i64")
+            total = t if total is None else ir(f"add i64 {total}, {t}")
+        tl = tail(p, c_fmt, flush)
+        acc = ir(f"trunc i64 {total} to i{tl.acc_w}")
+        emax16 = ir(f"trunc i32 {e_max} to i{EXP_W}")
+        env = {"acc": acc, "emax": emax16, "c": c}
+        gb = Body(lambda t, _b, env=env: env[t.params[0]], prefix=f"{body.fresh()[1:]}g")
+        (d,) = gb.lower([tl.root])
+        body.lines += gb.lines
+        c, c_fmt = d, p.d_fmt
+    if p.d_fmt.spec.storage != int(acc_ty[1:]):
+        raise ValueError(f"d of {p.d_fmt.spec.storage} bits in an {acc_ty} accumulator")
+    return c
+
+
+DECLARATIONS = [
+    "declare i32 @llvm.smax.i32(i32, i32)",
+    "declare i32 @llvm.smin.i32(i32, i32)",
+]
+"""Intrinsics the step calls (LLVM Language Reference, 'llvm.smax.*')."""

@@ -1,0 +1,171 @@
+"""The fp64 formulation of fused dot-add units (engine/float_fda.py) equals the model.
+
+The compiled GEMM runner takes it for units where float_fda.applies on finite operand
+tables; every test compares its D with the numpy interpreter of the model (element.py)
+bit for bit, on the schedules of the engines' test matrix (tests/test_engine_gemm.py)
+with finite operands, on random and extreme operands (subnormals, zeros of both signs,
+cancellation, the largest values, products below e_zero's grid), on C holding Inf, NaN,
+-0 and subnormals, and on results that overflow to Inf. The tables it reads are checked
+against ml_dtypes' own conversions.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tensorcore_smt as tc
+from tensorcore_smt.engine import float_fda
+from tensorcore_smt.formats import Format
+from tensorcore_smt.gemm import compiled
+from tensorcore_smt.gemm.emulate import prepare, resolve_hypothesis
+
+RNG = np.random.default_rng(45)
+
+DTYPES = {
+    Format.BF16: ml_dtypes.bfloat16,
+    Format.FP16: np.float16,
+    Format.E4M3: ml_dtypes.float8_e4m3fn,
+    Format.E5M2: ml_dtypes.float8_e5m2,
+}
+
+
+def _params(hyp: str, dt, K: int = 64):
+    f = {v: k for k, v in DTYPES.items()}[dt]
+    return prepare(resolve_hypothesis(hyp, None, None), f, f, K, None, None, None, None, None)
+
+
+@pytest.fixture
+def fast_calls(monkeypatch):
+    """The number of fp64 chain kernels the runner asks for (made or cached)."""
+    calls = []
+    real = compiled._float_chain_fn
+
+    def spy(*args, **kw):
+        calls.append(args[0])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(compiled, "_float_chain_fn", spy)
+    return calls
+
+
+@pytest.mark.parametrize("fmt", list(DTYPES))
+def test_decoded_tables_match_ml_dtypes(fmt):
+    """Values: ml_dtypes' conversion of every finite pattern; exponents: the unbiased
+    exponent of the leading one for normal values, emin for subnormals and zeros."""
+    d = float_fda.decoded(fmt)
+    pats = np.arange(1 << fmt.spec.storage, dtype=np.uint64)
+    ref = pats.astype({8: np.uint8, 16: np.uint16}[fmt.spec.storage]).view(DTYPES[fmt])
+    ref = ref.astype(np.float64)
+    assert np.array_equal(d.finite, np.isfinite(ref))
+    fin = d.finite
+    assert d.value is not None
+    assert np.array_equal(d.value[fin].astype(np.float64), ref[fin])
+    _, e = np.frexp(ref[fin])
+    lead = (e - 1).astype(np.int64)
+    want = np.maximum(lead, fmt.spec.emin)
+    want[ref[fin] == 0] = fmt.spec.emin
+    assert np.array_equal(d.exp[fin].astype(np.int64), want)
+
+
+def test_applies_to_nvidia_fda_units_and_not_to_others():
+    for hyp, dt in (
+        ("hopper", ml_dtypes.bfloat16),
+        ("hopper/serial", np.float16),
+        ("hopper/cublas-fp8", ml_dtypes.float8_e4m3fn),
+        ("ampere", np.float16),
+    ):
+        assert float_fda.reasons(_params(hyp, dt).params) == [], hyp
+    cases = {
+        "cdna3": "alignment truncates",  # round-down alignment
+        "hopper[align=exact]": "alignment truncates",
+        "hopper[carry_bits=2]": "can wrap",
+    }
+    for hyp, why in cases.items():
+        r = float_fda.reasons(_params(hyp, np.float16).params)
+        assert any(why in x for x in r), (hyp, r)
+
+
+def _extreme(M: int, K: int, N: int, dt) -> tuple[np.ndarray, np.ndarray]:
+    """Operands spanning the format: subnormals, zeros of both signs, the largest
+    finite values, a row that cancels another, scales far apart within a row."""
+    fi = ml_dtypes.finfo(dt)
+    tiny, big = float(fi.smallest_subnormal), float(fi.max)
+    e = RNG.integers(int(np.log2(float(fi.smallest_normal))) - 3, int(np.log2(big)), (M, K))
+    A = (RNG.standard_normal((M, K)) * np.exp2(e.astype(np.float64))).astype(dt)
+    B = RNG.standard_normal((K, N)).astype(dt)
+    A[0, :] = np.array([tiny, -tiny, 0.0, -0.0, big, -big] * K, dtype=np.float64)[:K].astype(dt)
+    A[1, :] = -A[2, :]  # rows 1 and 2 cancel against the same column
+    A[3, :] = 0.0
+    A[4, : K // 2] = -0.0
+    B[:, 0] = big
+    B[:, 1] = tiny
+    B[::3, 2] = -0.0
+    return A, B
+
+
+def _same(hyp: str, A, B, C=None) -> None:
+    want = tc.matmul(hyp, A, B, C, engine="numpy")
+    got = tc.matmul(hyp, A, B, C, engine="compiled")
+    w = want.view(np.uint32) if want.dtype.itemsize == 4 else want.view(np.uint16)
+    g = got.view(w.dtype)
+    assert np.array_equal(g, w), f"{hyp}: {int((g != w).sum())} outputs differ"
+
+
+HYPS = [
+    ("hopper/serial", ml_dtypes.bfloat16, 96),
+    ("hopper/serial", np.float16, 80),
+    ("hopper/cublas-fp8", ml_dtypes.float8_e4m3fn, 256),
+    ("hopper/serial", ml_dtypes.float8_e5m2, 64),
+    ("ampere/serial", np.float16, 48),
+    ("hopper/serial[split_k=3,split_tile=32,reduce=pairwise]", ml_dtypes.bfloat16, 96),
+    ("hopper/serial[c_join=epilogue,beta=0.5,out=bf16]", np.float16, 40),
+]
+
+
+@pytest.mark.parametrize("hyp,dt,K", HYPS, ids=[f"{h}-{np.dtype(d).name}" for h, d, _ in HYPS])
+def test_extreme_operands_equal_the_model(hyp, dt, K, fast_calls):
+    A, B = _extreme(8, K, 10, dt)
+    C = RNG.standard_normal((8, 10)).astype(np.float32)
+    C.flat[:6] = [np.inf, -np.inf, np.nan, -0.0, 1e-42, 3.4e38]
+    _same(hyp, A, B)
+    _same(hyp, A, B, C)
+    assert fast_calls, "the fp64 formulation did not run"
+
+
+@pytest.mark.parametrize("dt", [ml_dtypes.bfloat16, np.float16])
+def test_overflow_to_inf_and_on_from_inf(dt, fast_calls):
+    """Finite products whose sum overflows fp32 (bf16) or a large C (fp16): the chain
+    then carries Inf into later steps; cancellation to exactly zero gives +0."""
+    K = 64
+    big = float(ml_dtypes.finfo(dt).max)
+    A = np.full((3, K), big, dtype=np.float64).astype(dt)
+    A[1, :] = -A[1, :]
+    A[2, ::2] = -A[2, ::2]  # pairs cancel: +0 after every step
+    B = np.full((K, 4), big, dtype=np.float64).astype(dt)
+    C = np.array([[3.4e38, -3.4e38, 0.0, -0.0]] * 3, dtype=np.float32)
+    _same("hopper/serial", A, B)
+    _same("hopper/serial", A, B, C)
+    assert fast_calls
+
+
+def test_non_finite_operands_fall_back(fast_calls):
+    """A NaN or Inf in A: the general kernel runs (and equals the model)."""
+    A, B = _extreme(6, 32, 5, np.float16)
+    A[0, 0] = np.inf
+    A[1, 3] = np.nan
+    _same("hopper/serial", A, B)
+    assert not fast_calls
+
+
+def test_random_bulk_equal_the_model(fast_calls):
+    """Many outputs over wide exponent ranges, both formats of 16 bits."""
+    for dt in (ml_dtypes.bfloat16, np.float16):
+        fi = ml_dtypes.finfo(dt)
+        lo = int(np.log2(float(fi.smallest_subnormal)))
+        M, K, N = 24, 128, 40
+        A = (RNG.standard_normal((M, K)) * np.exp2(RNG.integers(lo, 4, (M, K)))).astype(dt)
+        B = (RNG.standard_normal((K, N)) * np.exp2(RNG.integers(lo // 2, 4, (K, N)))).astype(dt)
+        _same("hopper/serial", A, B)
+    assert fast_calls
