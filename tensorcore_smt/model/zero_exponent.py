@@ -9,25 +9,36 @@ On one input, let M be the largest exponent of a nonzero term.
  - No zero term, or M >= hi: e_max is the same in X and Y, and so is every later step.
  - A zero term and M < hi: Y aligns to e_max = hi, X to max(M, lo) <= hi. Every nonzero
    term then has an exponent below hi: it is one of the group's terms S whose least
-   possible exponent lies below hi (the products, c, or both; `kinds`). If the grid
-   2^(hi - F) lies at or below the least bit any term of S can carry (its format's
-   2^(e_min - m); a product's is the sum of its operands'), neither unit drops a bit
-   (X's grid is finer still), and if the register's carry bits hold |S| terms (each
-   below 2^int_bits units of its e_max, so |S| <= 2^carry_bits keeps every partial sum
-   inside the register: no wrap, no renormalising shift), both hold the exact sum and
-   round it alike. If no term of S can be nonzero (S empty), every term is zero and
-   both sums are zero with the same sign rule.
-So X = Y whenever, in every group, S is empty or the two conditions hold. Where the
-terms enter by their ones' complement (opposing=ones), a term of the other sign is
-one unit of the grid short of its negation, so the grid shows through: the argument
-then needs S to hold c alone (no opposing term). An exact register (align=exact)
-drops no bit at any F. Where the conditions fail, the rows of `separating_rows` put
-terms of S below the floor (tiny c, products whose bits lie between the two grids,
-beside a base value at the output's rounding steps, with zero products raising e_max
-to e_zero); run on both units they either separate them or leave the question to the
-solvers. Hawkeye's FP8 floor of -139 against the preset's -133 (Badash et al. 2026) and
-Ampere's -131 against -133 are equal this way: no term of an fp32-output unit has an
-exponent below fp32's e_min = -126."""
+   possible exponent lies below hi (the products, c, or both; `kinds`), and since a
+   zero term is one of the group's c and L products, at most n = min(|S|, L) of them
+   are nonzero. If no term can lie below hi (S empty), every term is zero and both sums
+   are zero with the same sign rule. Otherwise the argument needs
+   (a) the register to hold n terms: each lies below 2^int_bits units of either unit's
+       e_max, so n <= 2^carry_bits keeps every partial sum inside it (no wrap, no
+       renormalising shift); and
+   (b) one of: the grid 2^(hi - F) lies at or below the least bit any term of S can
+       carry (its format's 2^(e_min - m); a product's is the sum of its operands'), so
+       neither unit drops a bit (X's grid is finer still) and both round the exact sum;
+       an exact register (align=exact), which drops none at any F; or n = 1, alignment
+       by truncation and rounding toward zero with the grid 2^(hi - F) at or below the
+       output's finest step: one term truncated to a grid finer than every step of the
+       output rounds toward zero as the term itself does (the grids are nested powers
+       of two), the "floor below what the output can show" case.
+   Where terms of the other sign than c enter by their ones' complement
+   (opposing=ones), each is one unit of the grid short of its negation, so the grid
+   shows through a sum of two or more: the argument then needs n = 1 (a lone term's
+   complement is read back exactly).
+So X = Y whenever every group meets these conditions. Where they fail, the rows of
+`separating_rows` put terms of S below the floor (a tiny c, products whose bits lie
+between the two grids, pairs of them across the output's rounding steps, and many
+large terms just below the floor that wrap a short register at their own e_max), with
+zero products raising e_max to e_zero; run on both units they either separate them
+or leave the question to the solvers. Tested against every input of tiny units over a
+grid of variants (tests/test_zero_exponent.py). Hawkeye's FP8 floor of -139 against
+the preset's -133 (Badash et al. 2026) and Ampere's -131 against -133 on fp16
+products are equal this way: no term there has an exponent below hi (an fp32 c's
+exponent is at least e_min = -126, an fp16 product's at least -28); bf16 and tf32
+products reach far below fp32's floors, and rows separate those."""
 
 from __future__ import annotations
 
