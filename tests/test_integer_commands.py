@@ -357,3 +357,17 @@ def test_every_default_on_one_instruction_is_tc_mma(arch):
         w = p.d_fmt.spec.storage
         unsigned = {16: np.uint16, 32: np.uint32, 64: np.uint64}[w]
         assert np.array_equal(D.view(unsigned), M.view(unsigned)), (arch, name)
+
+
+def test_gemm_compare_runs_each_architecture_on_its_integer_default(tmp_path):
+    """--dtype u4 with --compare: each hypothesis runs its own library instruction for u4
+    (the first one's was forced on the others: "unknown instruction ... for turing")."""
+    r = run("gemm", "--arch", "hopper", "--dtype", "u4", "--random", "3,2,256",
+            "--compare", "turing", "--compare", "rdna4", "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    runs = json.loads(r.output)["runs"]
+    f = Format.U4
+    assert [x["instruction"] for x in runs] == [
+        default_instruction(a, f, f) for a in ("hopper", "turing", "rdna4")
+    ]
+    assert all(x["exact"]["max_ulps"] == 0.0 for x in runs)

@@ -214,10 +214,11 @@ def gemm(
             except UserError as e:
                 raise UserError(f"--instr: {e}") from None
     fmt = input_format(dtype)
+    instrs = {}  # hypothesis -> the instruction it runs (None: the inputs' default)
     if profile is None and instr is None and fmt is not None and fmt.spec.is_integer:
-        # integer operands but s8 come as bit patterns, which carry no format: the
-        # library instruction for --dtype is named here, as --instr would
-        instr = parse_gemm(hyp).instruction(fmt, fmt).name
+        # integer operands but s8 come as bit patterns, which carry no format: each
+        # hypothesis runs its library instruction for --dtype, named as --instr would
+        instrs = {h: parse_gemm(h).instruction(fmt, fmt).name for h in (hyp, *others)}
     if profile is not None and call_class is not None:
         fmt = Format.parse(profile.by_name(call_class).key.a)
     if shape is not None:
@@ -254,7 +255,7 @@ def gemm(
     series: list[list[SweepPoint]] = []
     try:
         for h in hyps:
-            series.append(_run_series(h, A, B, C, instr, engine, ks, errors))
+            series.append(_run_series(h, A, B, C, instrs.get(h, instr), engine, ks, errors))
     except KeyboardInterrupt:  # the GEMM running stopped; the finished ones are kept
         if not series:
             raise
