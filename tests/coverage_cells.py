@@ -24,10 +24,13 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -352,8 +355,13 @@ def undecided(inv: Invocation) -> str:
     words = ("unknown", "undecided", "open", "timeout", "budget", "time limit")
     if not any(w in text for w in words):
         raise CellFailure(f"exit 3 without saying why: {inv.out.strip()[-150:]}")
-    tail = [ln for ln in (inv.out + inv.err).splitlines() if ln.strip()]
-    return "exit 3: " + (tail[-1].strip()[:120] if tail else "")
+    try:
+        rep = json.loads(inv.out)
+        said = f"verdict {rep.get('verdict')}, {rep.get('solver', {}).get('answer', '')}"
+    except (ValueError, AttributeError):
+        tail = [ln for ln in (inv.out + inv.err).splitlines() if ln.strip()]
+        said = tail[-1].strip()[:120] if tail else ""
+    return f"exit 3: {said}"
 
 
 def _base(cell: Cell) -> list[str]:
@@ -636,13 +644,16 @@ def run_emulate(cell: Cell, tmp: Path, call: Invoker) -> str:
     b = rng.integers(lo, 3, (k, 4))
     ta = torch.tensor(a, dtype=torch.float32).to(dtype)
     tb = torch.tensor(b, dtype=torch.float32).to(dtype)
-    with tc.emulate(cell.preset):
-        d = torch.matmul(ta, tb)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with tc.emulate(cell.preset):
+            d = torch.matmul(ta, tb)
+    native = [str(w.message) for w in seen if "natively" in str(w.message)]
     got = d.to(torch.float64).numpy()
     ref = (a @ b).astype(float)
     if not np.array_equal(got, ref):
         raise CellFailure(f"emulated matmul differs from the exact product in {np.sum(got != ref)}")
-    return f"exact product on {name}"
+    return f"exact product on {name}" + (f" (ran natively: {native[0]})" if native else "")
 
 
 REVEAL_DTYPES = {"fp16": "fp16", "bf16": "bf16", "fp32": "fp32", "tf32": "fp32"}
@@ -748,14 +759,15 @@ def main_script(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="write the table here (TSV)")
     ap.add_argument("--only", action="append", default=[], help="cell id substring")
+    ap.add_argument("--jobs", type=int, default=1, help="cells run at once (processes)")
     args = ap.parse_args(argv)
     todo = [c for c in cells() if not args.only or any(s in c.id for s in args.only)]
     results = []
-    for cell in todo:
-        o = run_cell(cell)
-        results.append((cell, o))
-        print(f"{cell.id:40} {o.status.value:8} {o.seconds:6.1f}s {cell.instr}: {o.detail}")
-        sys.stdout.flush()
+    with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
+        for cell, o in zip(todo, pool.map(run_cell, todo)):
+            results.append((cell, o))
+            print(f"{cell.id:40} {o.status.value:8} {o.seconds:6.1f}s {cell.instr}: {o.detail}")
+            sys.stdout.flush()
     if args.out:
         with args.out.open("w") as f:
             f.write("cell\tinstr\tstatus\tseconds\tdetail\n")

@@ -48,10 +48,11 @@ def fast_sample() -> list[cc.Cell]:
     ]
 
 
-def _run(cells: list[cc.Cell], call=cc.invoke) -> list[tuple[cc.Cell, cc.Outcome]]:
+def _run(cells: list[cc.Cell], capsys, call=cc.invoke) -> list[tuple[cc.Cell, cc.Outcome]]:
+    """Run the cells; print how many answered, refused and failed, per command."""
     results = [(c, cc.run_cell(c, call)) for c in cells]
-    print()
-    print(cc.summary(results))
+    with capsys.disabled():
+        print(f"\n{len(results)} coverage cells:\n{cc.summary(results)}")
     return results
 
 
@@ -164,15 +165,15 @@ def test_exact_gemm_claim_rows_round_each_value_once(monkeypatch):
 # --- the cells ------------------------------------------------------------------------
 
 
-def test_fast_sample_of_cells():
+def test_fast_sample_of_cells(capsys):
     """Every cheap cell and one of each expensive command: answered or refused."""
-    results = _run(fast_sample())
+    results = _run(fast_sample(), capsys)
     assert not _failures(results), "\n".join(_failures(results))
     asked = {c.command for c, _ in results}
     assert asked == set(cc.Command)
 
 
-def test_cells_as_processes():
+def test_cells_as_processes(capsys):
     """A few cells through the real `tcsmt` process: the same judgement as in process
     (one line on stderr, the exit code a user's shell sees)."""
     sample = [
@@ -180,15 +181,15 @@ def test_cells_as_processes():
         for c in cc.cells()
         if c.id in ("rdna3/integer/simulate", "cdna3/float/gemm", "volta/float/reveal")
     ]
-    results = _run(sample, cc.invoke_process)
+    results = _run(sample, capsys, cc.invoke_process)
     assert len(results) == 3
     assert not _failures(results), "\n".join(_failures(results))
 
 
 @pytest.mark.slow
-def test_every_cell():
+def test_every_cell(capsys):
     """Every (preset, kind, command) cell: a correct answer or a one-line refusal."""
-    results = _run(cc.cells())
+    results = _run(cc.cells(), capsys)
     assert not _failures(results), "\n".join(_failures(results))
 
 
@@ -215,3 +216,21 @@ def test_sparse_rows_files_carry_their_metadata(tmp_path):
         data = json.loads(vec.read_text())["vectors"]
         assert [int(v["predicted"][name], 16) for v in data] == [r.d for r in rows]
         assert [v["metadata"] for v in data] == [r.meta for r in rows]
+
+
+BLOCK_SCALED = "m16n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e5m2.e5m2.f32.ue8m0"
+
+
+def test_constraints_on_inputs_leave_block_scales_alone(tmp_path):
+    """A per-input constraint (--positive, --representable, the slices of `exact`) on a
+    block-scaled form read its scale factors sa0.. as operand names: `tcsmt: error: not
+    an operand name: 'sa0'` after the work began; the query is now built (exported
+    here without a solver) and `exact` refuses block-scaled forms before any work."""
+    out = tmp_path / "q.smt2"
+    x, y = "rtx-blackwell", "rtx-blackwell[rounding=rne]"
+    r = cc.invoke(["export", x, y, "--instr", BLOCK_SCALED, "--positive", "--out", str(out)])
+    assert r.code == 0 and r.exc is None, r.err
+    assert "(declare-fun sa0 () (_ BitVec 8))" in out.read_text()
+    r = cc.invoke(["exact", "rtx-blackwell", "--instr", BLOCK_SCALED, "--slices", "3"])
+    assert r.code == 2 and r.out == "" and len(r.err.splitlines()) == 1
+    assert "is block-scaled" in r.err

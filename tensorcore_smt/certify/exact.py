@@ -141,6 +141,11 @@ def exactness(
     p = q0.p
     if p.c_fmt != p.d_fmt:
         raise UserError(f"{q0.instruction}: c and d formats differ; a chain needs d = c")
+    if p.scale_fmt is not None:
+        raise UserError(
+            f"{q0.instruction} is block-scaled: exact sums of integer slices under per-block "
+            "scale factors are not modelled; pick an instruction without .block_scale"
+        )
     limits = limits or Limits()
     res = Exactness(hypothesis, q0.instruction, slice_bits, p.K)
     t0 = time.monotonic()

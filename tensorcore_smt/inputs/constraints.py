@@ -51,8 +51,8 @@ class Constraint:
         non-monotone query alike, except FIX, which names one input)."""
         if self.kind == ConstraintKind.FIX:
             return name == self.operands
-        if self.kind in GLOBAL_KINDS:
-            return False
+        if self.kind in GLOBAL_KINDS or name[:2] in ("sa", "sb"):
+            return False  # class-wide; or a block scale factor, which no a/b/c group holds
         group, index, _ = split_name(name)
         if self.kind == ConstraintKind.TERMS:
             return group in "ab" and index >= (self.lo if self.hi is None else self.hi)
