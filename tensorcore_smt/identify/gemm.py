@@ -234,6 +234,22 @@ class GemmSpace(Space):
 
         return run_rows(self.model(h), a, b, c)
 
+    def structured_rows(self, hyps: list[Hypothesis], seed: int = 0):
+        """Rows whose partial sums associate differently under the hypotheses' plans
+        (`identify.gemm_witness`): +big, a small term and -big where some plan's chains
+        start or end. None when no two of them differ in their plans, or a model fails."""
+        from .gemm_witness import association_rows
+
+        try:
+            models = [self.model(h) for h in hyps]
+        except (UserError, ValueError):
+            return None
+        plans = list(dict.fromkeys(m.plan for m in models))
+        if len(plans) < 2:
+            return None
+        b = self.base
+        return association_rows(b.p.a_fmt, b.p.b_fmt, b.c_fmt, b.K, plans, seed=seed)
+
     def query(self, a: Hypothesis, b: Hypothesis):
         from ..smt.gemm_query import GemmQuery
         from ..smt.query import Goal

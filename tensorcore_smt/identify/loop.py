@@ -80,7 +80,7 @@ class Kill:
 class Step:
     """One oracle call (or the recorded rows of a file): why, what was sent, who died."""
 
-    kind: str  # recorded | random | split | solver | confirm
+    kind: str  # recorded | random | split | constructed | solver | confirm
     vectors: list[int]
     why: str
     killed: list[Kill] = field(default_factory=list)
@@ -388,6 +388,26 @@ class Identifier:
         live = [h for h in members if self.deep_ev.predict(h) is not None]
         return self._take_deep(splitting_rows(self.deep_ev, live, set(), BATCH))
 
+    def _structured_split(self, members: list[Hypothesis], seed: int = 0) -> list[int]:
+        """Rows built from the members' structure (`Space.structured_rows`: for GEMM
+        schedules, partial sums that associate differently) that split them; they are
+        added to the row table and their indices returned (none where the space builds
+        no such rows or none splits the members)."""
+        if len(members) < 2:
+            return []
+        built = self.space.structured_rows(members, self.seed + seed)
+        if built is None:
+            return []
+        ev = Evaluator(self.space, built)
+        live = [h for h in members if ev.predict(h) is not None]
+        picks = splitting_rows(ev, live, set(), BATCH)
+        return [
+            self.rows.add(
+                built.a[i : i + 1], built.b[i : i + 1], built.c[i : i + 1], built.kinds[i]
+            )[0]
+            for i in picks
+        ]
+
     def _confirm(self, cls: list[list[Hypothesis]]) -> bool:
         """The confirmation round (step 5 of the module docstring): fresh rows of every
         kind from the larger pool go to the oracle, once for each set of survivors. True
@@ -420,6 +440,11 @@ class Identifier:
         rows = self._deep_split(members)
         if rows and self.ask(
             rows, "split", f"rows of a larger pool splitting {len(members)} survivors"
+        ):
+            return True
+        rows = self._structured_split(members)
+        if rows and self.ask(
+            rows, "constructed", f"constructed rows splitting {len(members)} survivors"
         ):
             return True
         if self.no_solver:
@@ -513,6 +538,11 @@ class Identifier:
         why = structural_reason(self.space, a, b)
         if why:
             return Proof(a, b, Verdict.UNSAT, [], 0.0, True, why), None
+        t0 = time.monotonic()
+        built = self._structured_split([a, b], seed=1 + len(self.res.proofs))
+        if built:  # a constructed row the model itself splits them on: no solver needed
+            note = "a constructed row (partial sums associated differently) separates them"
+            return Proof(a, b, Verdict.WITNESS, [], time.monotonic() - t0, note=note), built[0]
         o: Outcome = answer_query(self.space.query(a, b), limits or self.limits)
         solvers = []
         if o.argued:

@@ -172,6 +172,12 @@ class Space:
         no solver needed)."""
         return self.params(a) == self.params(b)
 
+    def structured_rows(self, hyps: list[Hypothesis], seed: int = 0):
+        """Candidate rows built from the structure of the hypotheses' models, for
+        survivors that random rows cannot split (`identify.pool.Rows`), or None where the
+        space has no such construction (instruction spaces: the solvers answer)."""
+        return None
+
     def query(self, a: Hypothesis, b: Hypothesis):
         """The solver question "do `a` and `b` ever differ?" on this space's unit."""
         from ..smt.query import Goal, make_query

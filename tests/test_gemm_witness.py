@@ -1,0 +1,127 @@
+"""Constructed GEMM witnesses (identify/gemm_witness.py): rows whose partial sums associate
+differently under two schedules, checked by running both schedules through `tc.matmul`
+(the emulator a user calls) and the row interpreter, never by the construction itself."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tensorcore_smt.cli import main
+from tensorcore_smt.formats import Format, value_of
+from tensorcore_smt.gemm.model import emulate_rows, resolve_model, run_rows
+from tensorcore_smt.identify.gemm import load_gemm_space
+from tensorcore_smt.identify.gemm_witness import (
+    association_rows,
+    constructed_witness,
+    event_blocks,
+    pair_rows,
+)
+
+FP8 = "wgmma.m64n8k32.f32.e4m3.e4m3"
+HIDDEN = "hopper/serial[split_k=2,split=contiguous,promote=128]"
+
+
+def test_event_blocks_are_the_chain_ends_of_every_plan_and_their_neighbours():
+    # K = 512 in k-blocks of 32: 16 blocks; two contiguous splits, each promoted every
+    # 128 elements (4 blocks): chains [0..3], [4..7], [8..11], [12..15]
+    m = resolve_model(HIDDEN, 512, FP8)
+    ends = {b for lo in range(0, 16, 4) for b in (lo, lo + 3)}
+    want = {x for b in ends for x in (b - 1, b, b + 1) if 0 <= x < 16}
+    assert event_blocks([m.plan]) == sorted(want)
+    # one serial chain: only the ends of K
+    serial = resolve_model("hopper/serial", 512, FP8)
+    assert event_blocks([serial.plan]) == [0, 1, 14, 15]
+
+
+def test_association_rows_hold_finite_values_and_few_terms():
+    m = resolve_model(HIDDEN, 512, FP8)
+    rows = association_rows(Format.E4M3, Format.E4M3, Format.FP32, 512, [m.plan], 256, seed=3)
+    assert rows.a.shape == rows.b.shape == (256, 512) and rows.c.shape == (256,)
+    vals = [value_of(int(x), Format.E4M3) for x in rows.a[:16].reshape(-1)]
+    assert all(isinstance(v, Fraction) for v in vals)  # finite: exact values
+    live = (rows.a != 0) & (rows.b != 0)
+    # three terms, or a run of small terms between two events (at most one per block)
+    assert live.sum(axis=1).max() <= 16 + 2
+    assert (live.sum(axis=1) >= 2).mean() > 0.8
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "hopper/serial",
+        "hopper/serial[promote=128]",
+        "hopper/serial[split_k=2,split=contiguous]",
+        "hopper/serial[split_k=2,split=contiguous,promote=64]",
+        "hopper/serial[split_k=2,split=interleaved,promote=128]",
+    ],
+)
+def test_constructed_witness_separates_the_schedules_through_tc_matmul(other):
+    K = 512  # two splits of two promoted chains each (at K = 256 some of these are equal)
+    ma, mb = resolve_model(HIDDEN, K, FP8), resolve_model(other, K, FP8)
+    assert ma.plan != mb.plan
+    w = constructed_witness(ma, mb)
+    assert w is not None, other
+    a, b, c = w
+    # the emulator a user calls, on a 1 x K by K x 1 product, gives different outputs
+    da, db = (d[0] for d in emulate_rows([ma, mb], [a], [b], [c]))
+    assert da != db
+    # and the row interpreter agrees with it on both
+    rows = (a[None, :], b[None, :], np.asarray([c], np.uint64))
+    assert int(run_rows(ma, *rows)[0]) == da and int(run_rows(mb, *rows)[0]) == db
+
+
+def test_no_constructed_witness_between_equal_schedules():
+    # K = 256: two splits of one 128-long promoted chain each compute what one split
+    # promoted every 128 computes (the plans are equivalent, not equal)
+    ma = resolve_model(HIDDEN, 256, FP8)
+    mb = resolve_model("hopper/serial[promote=128]", 256, FP8)
+    assert ma.plan != mb.plan
+    assert constructed_witness(ma, mb, n=256) is None
+    # two 128-wide tiles either way: split_tile 64 and 128 cut K = 256 alike
+    K = 256
+    ma = resolve_model("hopper/serial[split_k=2,split=contiguous]", K, FP8)
+    mb = resolve_model("hopper/serial[split_k=2,split=contiguous,split_tile=64]", K, FP8)
+    assert ma.plan == mb.plan
+    assert constructed_witness(ma, mb, n=256) is None
+    rows = pair_rows(ma, mb, 256)
+    assert (run_rows(ma, rows.a, rows.b, rows.c) == run_rows(mb, rows.a, rows.b, rows.c)).all()
+
+
+def test_gemm_space_builds_rows_only_for_differing_plans():
+    sp = load_gemm_space("hopper", 512, FP8)
+    fam = sp.families[0].name
+    a = sp.make(fam, {"schedule.promote": 128})
+    b = sp.make(fam, {"schedule.split_k": 2})
+    rows = sp.structured_rows([a, b])
+    assert rows is not None and len(rows) > 0
+    assert sp.structured_rows([a, a]) is None
+
+
+@pytest.mark.slow
+def test_identify_gemm_k512_split_k_2_promote_128_settles_the_schedule():
+    """The case of a user's report: K = 512, the default space (instruction parameters
+    too). Every survivor splits K in two and promotes every 128, or is proved equal to
+    one that does; the schedule's questions are answered by constructed rows."""
+    r = CliRunner().invoke(
+        main,
+        [
+            "identify", "--gemm", "--arch", "hopper", "--k", "512", "--instr", FP8,
+            "--oracle", f"variant:{HIDDEN}", "--json",
+        ],
+    )  # fmt: skip
+    doc = json.loads(r.output)
+    assert doc["survivors"], doc["stopped"]
+    settled = [
+        s
+        for s in doc["survivors"]
+        if s["params"]["schedule.split_k"] == "2" and s["params"]["schedule.promote"] == "128"
+    ]
+    assert settled, doc["stopped"]
+    for s in doc["survivors"]:
+        if s not in settled:
+            assert s["standing"] == "proved equal", s
