@@ -51,7 +51,13 @@ from tensorcore_smt.formats import (  # noqa: E402
     value_of,
 )
 from tensorcore_smt.model import sparse  # noqa: E402
-from tensorcore_smt.model.params import Algorithm, BitOp, ModelParams, Sparsity  # noqa: E402
+from tensorcore_smt.model.params import (  # noqa: E402
+    Algorithm,
+    BitOp,
+    ModelParams,
+    Sparsity,
+    unread,
+)
 from tensorcore_smt.spec.catalogue import PRESETS, Instruction, Preset  # noqa: E402
 
 SOLVER = "z3"
@@ -278,7 +284,7 @@ ANSWER_CODES: dict[Command, frozenset[int]] = {
     Command.BOUND: frozenset({0, 3}),  # closed, or open when the budget ended
     Command.EXACT: frozenset({0, 3}),
     Command.GEMM: frozenset({0}),
-    Command.REVEAL: frozenset({0}),
+    Command.REVEAL: frozenset({0, 1}),  # trees learnt, or the outputs are no tree
     Command.PROBE: frozenset({0}),
 }
 """The exit codes each command documents for an answer to the question its cell asks."""
@@ -335,6 +341,8 @@ def check_refusal(inv: Invocation) -> None:
     if "Traceback" in inv.err or any("internal error" in ln for ln in lines):
         raise CellFailure(f"exit {inv.code}, traceback/internal error: {lines[-1][:200]}")
     if inv.code == 2:
+        if inv.out.strip():
+            raise CellFailure(f"exit 2 after a report began: {inv.out.strip()[:120]} | {lines}")
         if len(lines) != 1:
             raise CellFailure(f"exit 2 with {len(lines)} stderr lines: {' | '.join(lines)[:200]}")
         raise Refused(lines[0])
@@ -418,12 +426,21 @@ def run_validate(cell: Cell, tmp: Path, call: Invoker) -> str:
     return f"{len(rows)} exact rows, 0 mismatches"
 
 
+FLIPS: tuple[tuple[str, Callable[[ModelParams], str]], ...] = (
+    ("int_clamp", lambda p: "wrap" if p.int_clamp.value == "satfinite" else "satfinite"),
+    ("rounding", lambda p: "rz" if p.rounding.value != "rz" else "rne"),
+    ("flush_inputs", lambda p: "false" if p.flush_inputs else "true"),
+    ("F", lambda p: str(max(1, p.F - 4))),
+)
+"""One-parameter changes a diff cell may ask about, in order of preference."""
+
+
 def flipped(p: ModelParams) -> str:
-    """A one-parameter variant that computes differently: the other clamp of an
-    integer unit, else another rounding of the result."""
-    if p.algorithm == Algorithm.INTEGER:
-        return "int_clamp=" + ("wrap" if p.int_clamp.value == "satfinite" else "satfinite")
-    return "rounding=" + ("rz" if p.rounding.value != "rz" else "rne")
+    """The first change of FLIPS that the unit's family reads (model.params.unread)."""
+    for name, other in FLIPS:
+        if unread(p, name) is None:
+            return f"{name}={other(p)}"
+    raise CellFailure(f"no parameter of FLIPS acts on {p.algorithm.value}")
 
 
 def _simulate_one(variant: str, instr: str, a, b, c, meta) -> int:
@@ -668,6 +685,9 @@ def run_reveal(cell: Cell, tmp: Path, call: Invoker) -> str:
     args += ["--shape", "2,2", "--check-outputs", "64", "--json"]
     inv = call(args)
     expect(inv, cell.command)
+    if inv.code == 1:
+        said = [ln for ln in inv.err.splitlines() if ln.strip()]
+        return "exit 1, no tree: " + (said[-1][:150] if said else "")
     return "trees learnt"
 
 

@@ -131,6 +131,7 @@ def test_a_refusal_is_one_clean_line():
         _inv(1, err="Traceback (most recent call last):\n  ...\nKeyError: 'x'\n"),
         _inv(2, err="tcsmt: internal error: boom\n"),
         _inv(0, exc=KeyError("x")),
+        _inv(2, out="question: ...\n", err="tcsmt: error: late\n"),  # after work began
     ):
         with pytest.raises(cc.CellFailure):
             cc.check_refusal(bad)
