@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import re
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
@@ -404,7 +405,31 @@ def build_presets(directory: Path | None = None) -> dict[str, Preset]:
     return {a["name"]: build_preset(a, tables) for a in tables.archs}
 
 
-PRESETS: dict[str, Preset] = build_presets()
+class LazyPresets(Mapping[str, Preset]):
+    """The presets of the installed tables (`build_presets()`), built when first read:
+    importing the package (or the command line for `--help`) does not build the
+    catalogue; every read after the first is a dict lookup."""
+
+    def _built(self) -> dict[str, Preset]:
+        return build_presets()
+
+    def __getitem__(self, name: str) -> Preset:
+        return self._built()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._built()
+
+    def __repr__(self) -> str:
+        return repr(self._built())
+
+
+PRESETS: Mapping[str, Preset] = LazyPresets()
 
 
 def summary_table(presets: dict[str, Preset] | None = None) -> str:
