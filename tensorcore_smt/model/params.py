@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from enum import Enum
+from functools import cache
 from typing import Any
 
 from ..formats import Format, Rounding, Specials
@@ -405,7 +406,9 @@ PARAM_FORMATS: dict[str, frozenset[Format]] = {
 """Formats each format parameter may take (scale-factor formats are no operands)."""
 
 
+@cache
 def _field_types() -> dict[str, str]:
+    """Each parameter's annotation as text (read-only: one dict, made once)."""
     return {f.name: str(f.type) for f in fields(ModelParams)}
 
 
@@ -447,8 +450,8 @@ def check_value(name: str, value: Any) -> None:
 
 def check_params(p: ModelParams) -> None:
     """Every field of `p` in its range, and the ranges that depend on other fields."""
-    for f in fields(p):
-        check_value(f.name, getattr(p, f.name))
+    for name in _field_types():
+        check_value(name, getattr(p, name))
     d = p.d_fmt.spec
     if p.nan_bits is not None and p.nan_bits >> d.storage:
         raise ValueError(
@@ -945,11 +948,10 @@ def parse_value(name: str, text: str) -> Any:
 
 
 def _parse_raw(name: str, text: str) -> Any:
-    field = {f.name: f for f in fields(ModelParams)}.get(name)
-    if field is None:
+    ann = _field_types().get(name)
+    if ann is None:
         raise ValueError(f"unknown model parameter {name!r}; known: {', '.join(param_names())}")
     t = text.strip()
-    ann = str(field.type)
     low = t.lower()
     if "None" in ann and low in ("none", "exact", "ignore", "ignored", "default"):
         return None
