@@ -91,7 +91,7 @@ def test_floor_argument_agrees_with_every_input_of_a_tiny_unit():
     assert n["argued equal"] > 0 and n["separated"] > 0
 
 
-@pytest.mark.slow  # about two minutes: 16.7 million inputs a variant on the compiled engine
+@pytest.mark.slow  # about four minutes: 16.7 million inputs a variant on the compiled engine
 def test_floor_argument_agrees_with_every_input_of_two_products():
     rng = np.random.default_rng(3)
     bases = [_tiny(2, F=20, carry_bits=1, carry_overflow=CarryOverflow.RENORMALIZE)]
@@ -187,7 +187,7 @@ HIDDEN = [
 ]
 
 
-@pytest.mark.slow  # one to three minutes each on two cores
+@pytest.mark.slow  # 10 to 60 s each on two shared cores
 @pytest.mark.parametrize("arch,instr,hidden", HIDDEN, ids=[h for _, _, h in HIDDEN])
 def test_identify_establishes_hidden_variants_that_differ_in_e_zero(arch, instr, hidden):
     import json
