@@ -43,6 +43,7 @@ bench:
 	$(BIN)/python bench/bench_wait.py --write results
 	$(BIN)/python bench/bench_engine.py --write results
 	$(BIN)/python bench/bench_bound.py --write results
+	$(BIN)/python bench/bench_replay.py --write results
 	$(BIN)/python bench/bench_slow_queries.py --library-only --write results
 
 bench-solvers:

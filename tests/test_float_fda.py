@@ -53,7 +53,8 @@ def fast_calls(monkeypatch):
 @pytest.mark.parametrize("fmt", list(DTYPES))
 def test_decoded_tables_match_ml_dtypes(fmt):
     """Values: ml_dtypes' conversion of every finite pattern; exponents: the unbiased
-    exponent of the leading one for normal values, emin for subnormals and zeros."""
+    exponent of the leading one for normal values, emin for subnormals, ZERO_EXP for
+    zeros."""
     d = float_fda.decoded(fmt)
     pats = np.arange(1 << fmt.spec.storage, dtype=np.uint64)
     ref = pats.astype({8: np.uint8, 16: np.uint16}[fmt.spec.storage]).view(DTYPES[fmt])
@@ -65,8 +66,47 @@ def test_decoded_tables_match_ml_dtypes(fmt):
     _, e = np.frexp(ref[fin])
     lead = (e - 1).astype(np.int64)
     want = np.maximum(lead, fmt.spec.emin)
-    want[ref[fin] == 0] = fmt.spec.emin
+    want[ref[fin] == 0] = float_fda.ZERO_EXP
     assert np.array_equal(d.exp[fin].astype(np.int64), want)
+
+
+@pytest.mark.parametrize("fmt", list(DTYPES) + [Format.FP32])
+def test_kernel_decoding_of_every_pattern(fmt):
+    """The step's decoding compiled on its own (float_fda.decode_module): the value
+    times 2^-rebias of every finite pattern is ml_dtypes' (numpy's for fp32: a sample
+    of 2^20 patterns and the edges), the exponent the model's table (decoded)."""
+    import ctypes
+
+    from tensorcore_smt.engine import jit
+    from tensorcore_smt.engine.kernel_ir import KERNEL
+
+    w = fmt.spec.storage
+    if w == 32:
+        pats = np.concatenate(
+            [RNG.integers(0, 1 << 32, 1 << 20), np.arange(1 << 12), (1 << 31) + np.arange(1 << 12)]
+        ).astype(np.uint32)
+        ref = pats.view(np.float32).astype(np.float64)
+    else:
+        u = {8: np.uint8, 16: np.uint16}[w]
+        pats = np.arange(1 << w).astype(u)
+        ref = pats.view(DTYPES[fmt]).astype(np.float64)
+    fin = np.isfinite(ref)
+    got = []
+    for what in (0, 1):
+        fn = jit.load(jit.compile_object(float_fda.decode_module(fmt, what)), KERNEL)
+        out = np.empty(len(pats), dtype=np.uint64)
+        proto = ctypes.CFUNCTYPE(
+            None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p
+        )
+        proto(fn)(0, len(pats), pats.ctypes.data, out.ctypes.data)
+        got.append(out)
+    value = got[0].view(np.float64) * 2.0 ** float_fda.rebias(fmt)
+    assert np.array_equal(value[fin], ref[fin])
+    exp = got[1].view(np.int64)
+    _, e = np.frexp(ref[fin])
+    want = np.maximum(e - 1, fmt.spec.emin).astype(np.int64)
+    want[ref[fin] == 0] = float_fda.ZERO_EXP
+    assert np.array_equal(exp[fin], want)
 
 
 def test_applies_to_nvidia_fda_units_and_not_to_others():

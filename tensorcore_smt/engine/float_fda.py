@@ -56,6 +56,7 @@ from ..model.params import (
 from ..model.rounding import Exact
 from ..model.split import Split
 from ..model.terms import EXP_MIN, AlignMode, ProductExponent
+from .kernel_ir import row_loop, store_d
 from .lower import Body
 
 FP64_PRECISION = 53
@@ -65,8 +66,22 @@ PRODUCT_INT_BITS = 2
 
 
 def _plain(fmt: Format, specials: tuple[Specials, ...]) -> bool:
+    """A signed float format of at most fp32's exponent and fraction fields, no ignored bits."""
     s = fmt.spec
-    return s.specials in specials and s.signed and not s.ignored_low and not s.ignored_high
+    return (
+        s.specials in specials
+        and s.signed
+        and not s.ignored_low
+        and not s.ignored_high
+        and 0 < s.ebits <= 8
+        and s.mbits <= 23
+        and s.storage == 1 + s.ebits + s.mbits
+    )
+
+
+def rebias(fmt: Format) -> int:
+    """127 - bias: `_Ir.value` gives a value of `fmt` times 2^-rebias(fmt)."""
+    return 127 - fmt.spec.bias
 
 
 def reasons(p: ModelParams) -> list[str]:
@@ -91,8 +106,8 @@ def reasons(p: ModelParams) -> list[str]:
         if not _plain(f, (Specials.IEEE, Specials.FN)) or f == Format.TF32:
             out.append(f"{name} format {f.spec.name} is not a plain float format")
     for name, f in (("c", p.c_fmt), ("d", p.d_fmt)):
-        if not _plain(f, (Specials.IEEE,)) or f.spec.precision > FP64_PRECISION:
-            out.append(f"{name} format {f.spec.name} is not an IEEE format within fp64")
+        if not _plain(f, (Specials.IEEE,)):
+            out.append(f"{name} format {f.spec.name} is not an IEEE format within fp32")
     if out:
         return out
     for f in {p.a_fmt, p.b_fmt}:
@@ -106,13 +121,18 @@ def reasons(p: ModelParams) -> list[str]:
         elif p.carry_bits < least_carry_bits(p):
             out.append(f"{p.carry_bits} carry bits can wrap (least: {least_carry_bits(p)})")
     lo, hi = exponent_range(p)
+    shifts = {rebias(p.a_fmt) + rebias(p.b_fmt), rebias(p.c_fmt), rebias(p.d_fmt)}
     for e in (lo, hi):
-        if not FP64_EMIN <= p.F - e <= FP64_EMAX:
-            out.append(f"the alignment scale 2^({p.F} - {e}) is not a normal fp64 number")
+        for sh in shifts:
+            if not FP64_EMIN <= p.F - e + sh <= FP64_EMAX:
+                out.append(f"the alignment scale 2^({p.F} - {e} + {sh}) is not normal in fp64")
     for f in (p.a_fmt, p.b_fmt, p.c_fmt, p.d_fmt):
         s = f.spec
         if s.emin - s.mbits < FP64_EMIN or s.emax > FP64_EMAX:
             out.append(f"{s.name} values are not normal fp64 numbers")
+    a, b = p.a_fmt.spec, p.b_fmt.spec
+    if a.emin + b.emin <= ZERO_BELOW or ZERO_EXP + max(a.emax, b.emax) >= ZERO_BELOW:
+        out.append("exponents too wide to tell zero products from the exponent tables")
     if sum_bits(p) > 63:
         out.append("the group's sum may not fit 64-bit lanes")
     return out
@@ -142,11 +162,18 @@ def applies(p: ModelParams) -> bool:
     return not reasons(p)
 
 
+ZERO_EXP = -(1 << 14)
+"""The exponent table's entry for a zero: a product with a zero factor gets an exponent
+below ZERO_BELOW (the model gives a zero term e_zero instead), every other product one
+above it (the formats' exponents lie within fp64's, |e| <= 1023 each)."""
+ZERO_BELOW = -(1 << 13)
+
+
 @dataclass(frozen=True)
 class Decoded:
     """Every bit pattern of a format as the model's decode reads it: `value` (float32,
-    exact: None when some finite value is not), `exp` (the term exponent, int16) and
-    `finite`."""
+    exact: None when some finite value is not), `exp` (the term exponent, int16;
+    ZERO_EXP for a zero) and `finite`."""
 
     value: np.ndarray | None
     exp: np.ndarray
@@ -170,6 +197,7 @@ def decoded(fmt: Format) -> Decoded:
         return np.asarray(host_bits(VECTOR, x, n)).astype(np.uint64)
 
     finite = host((u.is_nan | u.is_inf).to_bv()) == 0
+    zero = host(u.is_zero.to_bv()) == 1
     sign = host(u.sign.to_bv()) == 1
     sig = host(u.sig).astype(np.float64)
     exp = host(u.exp).astype(np.int64)
@@ -178,6 +206,7 @@ def decoded(fmt: Format) -> Decoded:
     value = np.where(finite, value, 0.0)
     v32 = value.astype(np.float32)
     exact = bool((v32.astype(np.float64) == value).all())
+    exp = np.where(zero, ZERO_EXP, exp)
     return Decoded(v32 if exact else None, exp.astype(np.int16), finite)
 
 
@@ -186,16 +215,6 @@ def finite_table(table: np.ndarray, fmt: Format) -> bool:
     if fmt.spec.storage > 16:
         return False
     return bool(decoded(fmt).finite[np.asarray(table).reshape(-1)].all())
-
-
-def operand_tables(table: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
-    """(values as float32, term exponents as int16) of an operand table of `fmt` bit
-    patterns, same shape, from `decoded`: what the fast kernel reads for a and b."""
-    d = decoded(fmt)
-    if d.value is None:
-        raise ValueError(f"{fmt.spec.name} values are not all exact in float32")
-    idx = np.asarray(table)
-    return d.value[idx], d.exp[idx]
 
 
 # --- the kernel's step ------------------------------------------------------------
@@ -239,25 +258,32 @@ class _Ir:
         bits = self(f"shl i64 {wide}, 52")
         return self(f"bitcast i64 {bits} to double")
 
-    def decode(self, x: str, fmt: Format) -> tuple[str, str]:
-        """(value as fp64, exponent as the model's decode gives it, i32) of a finite
-        pattern `x` (i{storage}): (-1)^s sig 2^(e - mbits), e = max(field, 1) - bias."""
+    def value(self, x: str, fmt: Format) -> str:
+        """The fp64 value of a finite pattern `x` (i{storage}) times 2^-rebias(fmt): its
+        fields placed as fp32's (magnitude shifted up to fp32's 23 fraction bits, sign to
+        bit 31), which reads the exponent field with fp32's bias 127, subnormals
+        included (tests/test_float_fda.py checks every pattern of each format)."""
         s = fmt.spec
         xi = self(f"zext i{s.storage} {x} to i32") if s.storage < 32 else x
-        sh = self(f"lshr i32 {xi}, {s.mbits}")
-        field = self(f"and i32 {sh}, {(1 << s.ebits) - 1}")
-        mant = self(f"and i32 {xi}, {(1 << s.mbits) - 1}")
-        normal = self(f"icmp ne i32 {field}, 0")
-        hidden = self(f"select i1 {normal}, i32 {1 << s.mbits}, i32 0")
-        sig = self(f"or i32 {mant}, {hidden}")
-        ef = self(f"select i1 {normal}, i32 {field}, i32 1")
+        if s.storage < 32:
+            mag = self(f"and i32 {xi}, {(1 << (s.storage - 1)) - 1}")
+            mag = self(f"shl i32 {mag}, {23 - s.mbits}")
+            sign = self(f"and i32 {xi}, {1 << (s.storage - 1)}")
+            sign = self(f"shl i32 {sign}, {32 - s.storage}")
+            xi = self(f"or i32 {mag}, {sign}")
+        return self(f"fpext float {self(f'bitcast i32 {xi} to float')} to double")
+
+    def exponent(self, x: str, fmt: Format) -> str:
+        """The term exponent of a pattern `x` as the model's decode gives it, i32:
+        max(field, 1) - bias, or ZERO_EXP for a zero."""
+        s = fmt.spec
+        xi = self(f"zext i{s.storage} {x} to i32") if s.storage < 32 else x
+        field = self(f"and i32 {self(f'lshr i32 {xi}, {s.mbits}')}, {(1 << s.ebits) - 1}")
+        ef = self(f"call i32 @llvm.umax.i32(i32 {field}, i32 1)")
         e = self(f"sub i32 {ef}, {s.bias}")
-        fsig = self(f"uitofp i32 {sig} to double")
-        scale = self.pow2(self(f"sub i32 {e}, {s.mbits}"))
-        mag = self(f"fmul double {fsig}, {scale}")
-        neg = self(f"icmp uge i32 {xi}, {1 << (s.ebits + s.mbits)}")
-        flip = self(f"fneg double {mag}")
-        return self(f"select i1 {neg}, double {flip}, double {mag}"), e
+        body = self(f"and i32 {xi}, {(1 << (s.storage - 1)) - 1}")
+        zero = self(f"icmp eq i32 {body}, 0")
+        return self(f"select i1 {zero}, i32 {ZERO_EXP}, i32 {e}")
 
     def is_special(self, x: str, fmt: Format) -> str:
         """i1: the IEEE pattern `x` has an all-ones exponent field (Inf or NaN)."""
@@ -267,68 +293,58 @@ class _Ir:
         return self(f"icmp eq i{s.storage} {f}, {mask}")
 
 
-VALUES = ("A", "B")
-EXPONENTS = ("Ae", "Be")
-"""The kernel's operand tables: values (float32) in A and B, term exponents (int16) in
-the extra parameters Ae and Be (`operand_tables`)."""
-
-
 def emit_step(
     p: ModelParams,
     body: Body,
     operand: Callable[[str, int], str],
-    index: Callable[[str, int], str],
     acc_ty: str,
 ) -> str:
     """The instruction step d = acc + sum a_k b_k of unit `p` (for which `applies`),
     every group in turn: its exact sum in fp64 and i64 lanes, then the model's tail.
-    `operand("acc", 0)`: the accumulator's bits; `index(stem, k)`: the element of a_k
-    ("a") or b_k ("b") in the tables of `operand_tables` (VALUES, EXPONENTS)."""
+    `operand(stem, k)`: the bits of a_k ("a"), b_k ("b") or the accumulator ("acc", 0)."""
     ir = _Ir(body)
 
-    def term(stem: str, k: int) -> tuple[str, str]:
-        i = index(stem, k)
-        vals, exps = ("%A", "%Ae") if stem == "a" else ("%B", "%Be")
-        vp = ir(f"getelementptr inbounds float, ptr {vals}, i64 {i}")
-        v = ir(f"fpext float {ir(f'load float, ptr {vp}, align 4')} to double")
-        ep = ir(f"getelementptr inbounds i16, ptr {exps}, i64 {i}")
-        e = ir(f"sext i16 {ir(f'load i16, ptr {ep}, align 2')} to i32")
-        return v, e
+    def load(stem: str, k: int, what: int) -> str:
+        """a_k's or b_k's value (fp64; what 0) or term exponent (i32; what 1)."""
+        fmt = p.a_fmt if stem == "a" else p.b_fmt
+        x = operand(stem, k)
+        return ir.value(x, fmt) if what == 0 else ir.exponent(x, fmt)
 
     e_zero = EXP_MIN if p.e_zero is None else p.e_zero
     c = operand("acc", 0)
     c_fmt = p.c_fmt
     groups = p.groups()
+    wide = sum_bits(p) > 32
+    it = "i64" if wide else "i32"
     for gi, (lo, hi) in enumerate(groups):
         flush = p.flush_outputs if gi == len(groups) - 1 else p.flush_sums
-        cv, ce = ir.decode(c, c_fmt)
+        cv, ce = ir.value(c, c_fmt), ir.exponent(c, c_fmt)
         cspecial = ir.is_special(c, c_fmt)
         cv = ir(f"select i1 {cspecial}, double 0.0, double {cv}")
-        czero = ir(f"fcmp oeq double {cv}, 0.0")
+        czero = ir(f"icmp eq i32 {ce}, {ZERO_EXP}")
         e_max = ir(f"select i1 {czero}, i32 {e_zero}, i32 {ce}")
-        prods = []
+        # pass 1: e_max from the exponent tables alone (a zero factor: e_zero)
         for k in range(lo, hi):
-            va, ea = term("a", k)
-            vb, eb = term("b", k)
-            prod = ir(f"fmul double {va}, {vb}")
-            e = ir(f"add i32 {ea}, {eb}")
-            zero = ir(f"fcmp oeq double {prod}, 0.0")
+            e = ir(f"add i32 {load('a', k, 1)}, {load('b', k, 1)}")
+            zero = ir(f"icmp slt i32 {e}, {ZERO_BELOW}")
             e = ir(f"select i1 {zero}, i32 {e_zero}, i32 {e}")
             e_max = ir(f"call i32 @llvm.smax.i32(i32 {e_max}, i32 {e})")
-            prods.append(prod)
         # all terms zero with e_zero unset: e_max is EXP_MIN and every term 0, so any
         # normal scale gives the same sum; the clamp keeps the scale a normal number
         lo_e, hi_e = exponent_range(p)
         clamped = ir(f"call i32 @llvm.smax.i32(i32 {e_max}, i32 {lo_e})")
         clamped = ir(f"call i32 @llvm.smin.i32(i32 {clamped}, i32 {hi_e})")
-        scale = ir.pow2(ir(f"sub i32 {p.F}, {clamped}"))
-        total = None
-        for v in [cv] + prods:
-            x = ir(f"fmul double {v}, {scale}")
-            t = ir(f"fptosi double {x} to i64")
-            total = t if total is None else ir(f"add i64 {total}, {t}")
+        grid = ir(f"sub i32 {p.F}, {clamped}")
+        scale = ir.pow2(ir(f"add i32 {grid}, {rebias(p.a_fmt) + rebias(p.b_fmt)}"))
+        c_scale = ir.pow2(ir(f"add i32 {grid}, {rebias(c_fmt)}"))
+        # pass 2: the products, scaled to the grid, truncated and summed
+        total = ir(f"fptosi double {ir(f'fmul double {cv}, {c_scale}')} to {it}")
+        for k in range(lo, hi):
+            prod = ir(f"fmul double {load('a', k, 0)}, {load('b', k, 0)}")
+            x = ir(f"fmul double {prod}, {scale}")
+            total = ir(f"add {it} {total}, {ir(f'fptosi double {x} to {it}')}")
         tl = tail(p, c_fmt, flush)
-        acc = ir(f"trunc i64 {total} to i{tl.acc_w}")
+        acc = ir(f"trunc {it} {total} to i{tl.acc_w}") if tl.acc_w < int(it[1:]) else total
         emax16 = ir(f"trunc i32 {e_max} to i{EXP_W}")
         env = {"acc": acc, "emax": emax16, "c": c}
         gb = Body(lambda t, _b, env=env: env[t.params[0]], prefix=f"{body.fresh()[1:]}g")
@@ -343,5 +359,24 @@ def emit_step(
 DECLARATIONS = [
     "declare i32 @llvm.smax.i32(i32, i32)",
     "declare i32 @llvm.smin.i32(i32, i32)",
+    "declare i32 @llvm.umax.i32(i32, i32)",
 ]
 """Intrinsics the step calls (LLVM Language Reference, 'llvm.smax.*')."""
+
+
+def decode_module(fmt: Format, what: int) -> str:
+    """A kernel `void tcsmt_kernel(i64 lo, i64 hi, ptr x, ptr out)` writing, for each
+    pattern x[i] of `fmt`, the bits of `_Ir.value` (fp64; what 0) or `_Ir.exponent`
+    (sign-extended; what 1) into out[i] (uint64): the step's decoding on its own, so
+    that every pattern of a format can be checked."""
+    s = fmt.spec
+    body = Body(lambda t, _b: "")
+    ir = _Ir(body)
+    ptr = ir(f"getelementptr inbounds i{s.storage}, ptr %x, i64 %row")
+    x = ir(f"load i{s.storage}, ptr {ptr}, align {max(1, s.storage // 8)}")
+    if what == 0:
+        r = ir(f"bitcast double {ir.value(x, fmt)} to i64")
+    else:
+        r = ir(f"sext i32 {ir.exponent(x, fmt)} to i64")
+    store_d(body, r, 64, 64)
+    return "\n".join(DECLARATIONS) + "\n" + row_loop("ptr noalias readonly %x", body.lines)

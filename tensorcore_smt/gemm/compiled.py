@@ -116,17 +116,16 @@ def _float_chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = No
             prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
 
         def step(body, operand, index):
-            return float_fda.emit_step(p, body, operand, index, f"i{wc}")
+            return float_fda.emit_step(p, body, operand, f"i{wc}")
 
         plan = LoopPlan(tiled=True, lanes=FLOAT_LANES)
         ir = chain_rows_module(
             None, p.K, wa, wb, ca, cb, wc, plan, prom, step=step,
-            declarations=tuple(float_fda.DECLARATIONS), extra_params=float_fda.EXPONENTS,
+            declarations=tuple(float_fda.DECLARATIONS),
         )  # fmt: skip
         return ir, True
 
-    # lo, hi | A, ia, B, ib, Kp, NB, blocks, ends, nc, acc_in, acc_out, Ae, Be
-    return _compiled(("chain-rows-fp64", p, ca, cb, promote), make, 13, ints=(4, 5, 8))
+    return _compiled(("chain-rows-fp64", p, ca, cb, promote), make, 11, ints=(4, 5, 8))
 
 
 def _map_fn(parts: tuple, widths: list[int], build: Callable[[list[BV]], BV]):
@@ -167,23 +166,13 @@ def _map(fn, inputs: list[np.ndarray]) -> np.ndarray:
 
 class _Tables:
     """Operands for the chain kernel: A (rows, K_padded) and B as given, (K_padded,
-    columns), contiguous, of the format's container type; with `decoded`, their values
-    (float32) and term exponents (int16) for the fp64 formulation
-    (float_fda.operand_tables) in their place."""
+    columns), contiguous, of the format's container type."""
 
     def __init__(self, p: ModelParams, a_table, b_table) -> None:
         self.Kp, self.NB = b_table.shape
         self.A = np.ascontiguousarray(a_table.T, dtype=UNSIGNED[container(p.a_fmt.spec.storage)])
         self.B = np.ascontiguousarray(b_table, dtype=UNSIGNED[container(p.b_fmt.spec.storage)])
         self.bits = (self.A.dtype.itemsize * 8, self.B.dtype.itemsize * 8)
-        self.extra: tuple[np.ndarray, ...] = ()
-
-    def decode(self, p: ModelParams) -> None:
-        """Replace A and B by their values; their exponents become the extra tables."""
-        (self.A, ae), (self.B, be) = (
-            float_fda.operand_tables(x, f) for x, f in ((self.A, p.a_fmt), (self.B, p.b_fmt))
-        )
-        self.extra = (ae, be)
 
     def run(self, fn, chains: tuple[np.ndarray, np.ndarray], ia, ib, acc0) -> np.ndarray:
         """The chain kernel `fn` over `chains` (k-block list, chain ends) for the outputs
@@ -193,7 +182,7 @@ class _Tables:
         fn(
             0, len(ia), self.A.ctypes.data, ia.ctypes.data, self.B.ctypes.data,
             ib.ctypes.data, self.Kp, self.NB, bl.ctypes.data, ends.ctypes.data, len(ends),
-            acc0.ctypes.data, out.ctypes.data, *[x.ctypes.data for x in self.extra],
+            acc0.ctypes.data, out.ctypes.data,
         )  # fmt: skip
         return out
 
@@ -251,7 +240,6 @@ def run_gemm(
             float_fda.finite_table(x, f) for x, f in ((t.A, p.a_fmt), (t.B, p.b_fmt))
         ):
             chain_fn = _float_chain_fn
-            t.decode(p)
         for promoted in sorted({sp.promoted for sp in plan.splits}):
             prom = (d_fmt, af) if promoted else None
             fns[promoted] = chain_fn(p, *t.bits, promote=prom)
