@@ -29,10 +29,13 @@ runner kills the child at the query's deadline (solvers.runner).
 from __future__ import annotations
 
 import ctypes.util
+import importlib
 import importlib.util
 import io
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,25 +85,15 @@ def load_boolector() -> Any:
     return pyboolector
 
 
-PYSMT_NAMES = {"yices": "yices", "boolector": "btor"}
-"""pySMT's name of each solver this module drives."""
+def yices_version() -> str:
+    return str(load_yices().yices_version)
 
 
-def _version(solver: str) -> str:
-    if solver == "yices":
-        return str(load_yices().yices_version)
+def boolector_version() -> str:
     import importlib.metadata
 
     load_boolector()
     return importlib.metadata.version("pyboolector")
-
-
-def yices_version() -> str:
-    return _version("yices")
-
-
-def boolector_version() -> str:
-    return _version("boolector")
 
 
 def parse(text: str) -> tuple[Any, dict[str, Any], Any]:
@@ -119,28 +112,43 @@ def parse(text: str) -> tuple[Any, dict[str, Any], Any]:
     return script.get_last_formula(), declared, env
 
 
+@dataclass(frozen=True)
+class Bridge:
+    """How one solver is reached through pySMT: what loads its library, pySMT's solver
+    class for it (module, name), whether pySMT passes it a random seed, and whether its
+    nodes must be released before the solver is (`_release_boolector_nodes`)."""
+
+    load: Callable[[], Any]
+    module: str
+    cls: str
+    seeded: bool
+    release_nodes: bool
+
+
+BRIDGES: dict[str, Bridge] = {
+    "yices": Bridge(load_yices, "pysmt.solvers.yices", "YicesSolver", True, False),
+    # pySMT refuses a seed for Boolector
+    "boolector": Bridge(load_boolector, "pysmt.solvers.btor", "BoolectorSolver", False, True),
+}
+"""The solvers this module drives, by the names solvers.backends gives them."""
+
+
 def _solve(solver: str, text: str, names: list[str], timeout: float, seed: int):
     from pysmt.logics import QF_BV
 
+    bridge = BRIDGES[solver]
+    bridge.load()
     # The solver class itself, not pySMT's factory: the factory imports every solver
     # pySMT knows, and the `yices` bindings raise at import where libyices is missing.
-    if solver == "yices":
-        load_yices()
-        from pysmt.solvers.yices import YicesSolver as SolverClass
-
-        options: dict[str, Any] = {"random_seed": seed}
-    else:
-        load_boolector()
-        from pysmt.solvers.btor import BoolectorSolver as SolverClass
-
-        options = {}  # pySMT refuses a seed for Boolector
+    solver_class = getattr(importlib.import_module(bridge.module), bridge.cls)
+    options: dict[str, Any] = {"random_seed": seed} if bridge.seeded else {}
     t0 = time.perf_counter()
     formula, declared, env = parse(text)
-    with SolverClass(environment=env, logic=QF_BV, **options) as s:
+    with solver_class(environment=env, logic=QF_BV, **options) as s:
         try:
             return _check(s, solver, formula, declared, names, t0)
         finally:
-            if solver == "boolector":
+            if bridge.release_nodes:
                 _release_boolector_nodes(s)
 
 
