@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 
 import coverage_cells as cc
+import numpy as np
 import pytest
 
 from tensorcore_smt.certify import exact_gemm
+from tensorcore_smt.gemm import emulate
 from tensorcore_smt.spec.catalogue import PRESETS
 
 CHEAP = (cc.Command.SIMULATE, cc.Command.GEMM, cc.Command.MATMUL, cc.Command.PROBE)
@@ -154,8 +156,9 @@ def test_a_refusal_is_one_clean_line():
 
 def test_exact_gemm_claim_rows_round_each_value_once(monkeypatch):
     """`tcsmt exact volta --slices 7` ran 2 * 10^6 rational roundings (the claim's
-    ~10^3 extreme rows, each entry encoded anew) and took minutes past its --timeout;
-    each distinct slice value is now encoded once."""
+    ~10^3 extreme rows, each entry encoded anew) and took minutes past its --timeout
+    (cdna2: 7 * 10^4 more for the rows above the bound); each distinct slice value is
+    now encoded once."""
     calls = []
     real = exact_gemm.round_fraction
 
@@ -163,11 +166,24 @@ def test_exact_gemm_claim_rows_round_each_value_once(monkeypatch):
         calls.append(args)
         return real(*args, **kwargs)
 
-    exact_gemm._pattern.cache_clear()
+    def exact_product(hyp, A, B, **kwargs):  # fp16 slices: the exact sum, in fp32
+        return (A.view(np.float16).astype(float) @ B.view(np.float16).astype(float)).astype(
+            np.float32
+        )
+
+    exact_gemm.slice_pattern.cache_clear()
     monkeypatch.setattr(exact_gemm, "round_fraction", counting)
+    monkeypatch.setattr(emulate, "matmul", exact_product)  # the rows, not the engine
     res = exact_gemm.gemm_exactness("volta/serial", 7, witness=False)
     assert res.K == 1040 and res.sound_rows > 500
     assert len(calls) < 50
+    # the rows just above the instruction's bound (4096 rows of K + 1 values each)
+    from tensorcore_smt.certify.exact import above_witness
+
+    calls.clear()
+    p = PRESETS["cdna2"].instructions["v_mfma_f32_32x32x8f16"].params
+    assert above_witness(p, 7, 16648184) is not None
+    assert len(calls) < 2 * 255 + 10
 
 
 # --- the cells ------------------------------------------------------------------------

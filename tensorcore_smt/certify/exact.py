@@ -246,10 +246,11 @@ def above_witness(p, slice_bits: int, B: int, tries: int = 4096, seed: int = 0):
         if i >= 2 and rng.random() < 0.2:
             a = [sign * rng.randint(0, 1) for _ in range(p.K)]
         rows.append((a, b, c))
-    enc = {f: (lambda v, f=f: round_fraction(Fraction(v), f)) for f in (p.a_fmt, p.b_fmt, p.c_fmt)}
-    A = np.array([[enc[p.a_fmt](x) for x in r[0]] for r in rows], dtype=np.uint64)
-    Bm = np.array([[enc[p.b_fmt](x) for x in r[1]] for r in rows], dtype=np.uint64)
-    C = np.array([enc[p.c_fmt](r[2]) for r in rows], dtype=np.uint64)
+    from .exact_gemm import slice_pattern  # each distinct value rounded once
+
+    A = np.array([[slice_pattern(x, p.a_fmt) for x in r[0]] for r in rows], dtype=np.uint64)
+    Bm = np.array([[slice_pattern(x, p.b_fmt) for x in r[1]] for r in rows], dtype=np.uint64)
+    C = np.array([slice_pattern(r[2], p.c_fmt) for r in rows], dtype=np.uint64)
     if any(value_of(int(x), p.c_fmt) != r[2] for x, r in zip(C[:8], rows[:8])):
         return None  # B + 1 is not representable in c's format
     D = simulate_params(p, A, Bm, C)

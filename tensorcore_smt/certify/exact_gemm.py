@@ -181,7 +181,7 @@ def gemm_exactness(
 
 
 @cache
-def _pattern(value: int, fmt: Format) -> int:
+def slice_pattern(value: int, fmt: Format) -> int:
     """The pattern of the integer slice `value` in `fmt` (rows repeat a few values over
     up to 2^16 entries: each is rounded once, not once an entry)."""
     return round_fraction(Fraction(value), fmt)
@@ -193,8 +193,8 @@ def _inexact(res: GemmExactness, hyp, p, a_vals: list[int], b_vals: list[int]) -
     from ..api import bits_dtype
     from ..gemm.emulate import matmul
 
-    A = np.array([[_pattern(v, p.a_fmt) for v in a_vals]], dtype=bits_dtype(p.a_fmt))
-    Bm = np.array([[_pattern(v, p.b_fmt)] for v in b_vals], dtype=bits_dtype(p.b_fmt))
+    A = np.array([[slice_pattern(v, p.a_fmt) for v in a_vals]], dtype=bits_dtype(p.a_fmt))
+    Bm = np.array([[slice_pattern(v, p.b_fmt)] for v in b_vals], dtype=bits_dtype(p.b_fmt))
     D = np.asarray(matmul(hyp, A, Bm, instr=res.instruction, engine="compiled")).reshape(-1)
     D = bit_view(D)
     d = value_of(int(D[0]), hyp.schedule.out or p.d_fmt)
