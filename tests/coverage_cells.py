@@ -711,7 +711,11 @@ def run_reveal(cell: Cell, tmp: Path, call: Invoker) -> str:
     if inv.code == 1:
         said = [ln for ln in inv.err.splitlines() if ln.strip()]
         return "exit 1, no tree: " + (said[-1][:150] if said else "")
-    return "trees learnt"
+    rep = json.loads(inv.out)
+    named = rep.get("hypothesis") or ""
+    if named.split("/")[0] != cell.preset:  # the model's own order must come back
+        raise CellFailure(f"model:{cell.preset} read back as {named or 'no hypothesis'}")
+    return f"read back as {named} ({rep.get('tree_text')})"
 
 
 def run_probe(cell: Cell, tmp: Path, call: Invoker) -> str:
