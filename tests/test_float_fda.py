@@ -38,7 +38,10 @@ def _params(hyp: str, dt, K: int = 64):
 
 @pytest.fixture
 def fast_calls(monkeypatch):
-    """The number of fp64 chain kernels the runner asks for (made or cached)."""
+    """The fp64 chain kernels the runner asks for (made or cached), the formulation
+    taken for 8-bit operands too (the runner leaves them to the general kernel, which
+    is faster there)."""
+    monkeypatch.setattr(compiled, "FLOAT_MIN_BITS", 8)
     calls = []
     real = compiled._float_chain_fn
 
@@ -197,6 +200,24 @@ def test_non_finite_operands_fall_back(fast_calls):
     A[1, 3] = np.nan
     _same("hopper/serial", A, B)
     assert not fast_calls
+
+
+def test_runner_takes_it_for_16_bit_operands_only():
+    """Without the fixture: bf16 runs the fp64 kernel, e4m3 the general one."""
+    seen = []
+    real = compiled._float_chain_fn
+    compiled._float_chain_fn = lambda *a, **k: seen.append(a[0]) or real(*a, **k)
+    try:
+        for hyp, dt in (
+            ("hopper/serial", ml_dtypes.bfloat16),
+            ("hopper/serial", ml_dtypes.float8_e4m3fn),
+        ):
+            A = RNG.standard_normal((4, 64)).astype(dt)
+            B = RNG.standard_normal((64, 3)).astype(dt)
+            _same(hyp, A, B)
+    finally:
+        compiled._float_chain_fn = real
+    assert [p.a_fmt for p in seen] == [Format.BF16]
 
 
 def test_random_bulk_equal_the_model(fast_calls):
