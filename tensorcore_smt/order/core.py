@@ -371,6 +371,9 @@ def _hypothesis(cls: ClassResult, orc, k: int) -> None:
             extra = f"out={orc.out.spec.name}"
             hyp = hyp[:-1] + f",{extra}]" if hyp.endswith("]") else f"{hyp}[{extra}]"
         hyps.append(hyp)
+    label = f"{orc.label or orc.arch}/"
+    if orc.unfused and arch == orc.arch:  # the same schedules with products rounded first
+        hyps += [orc.unfused + "/" + h[len(label) :] for h in hyps if h.startswith(label)]
     cls.hypothesis, cls.instr, cls.others = hyps[0], found.instr, hyps[1:]
 
 
@@ -476,7 +479,8 @@ def _spread(mask: np.ndarray, room: int, seed: int) -> tuple[np.ndarray, np.ndar
 def _verdict(cls: ClassResult, outputs: int) -> None:
     """`reproduced` of one class from its checks: None below MIN_OUTPUTS outputs (too few
     to claim), else whether the tree with its learnt arithmetic, or where none was learnt
-    the hypothesis, gave every output checked."""
+    the hypothesis, gave every output checked, and a hypothesis named gave every output
+    it was run on."""
     if cls.arithmetic is None and cls.hypothesis is None:
         cls.reproduced = False
         cls.reason = "no hypothesis and no arithmetic reproduces this tree"
@@ -487,6 +491,14 @@ def _verdict(cls: ClassResult, outputs: int) -> None:
     else:
         ok = bool(cls.hypothesis_reproduced)
         what = f"the hypothesis on {cls.hypothesis_checked} outputs"
+    if cls.hypothesis is not None and cls.hypothesis_reproduced is False:
+        # a hypothesis named is a claim: it must give the outputs too
+        cls.reproduced = False
+        cls.reason = (
+            f"the hypothesis {cls.hypothesis} differs on some of {cls.hypothesis_checked} outputs"
+            + (f" ({what} agree with the tree under its arithmetic)" if ok else "")
+        )
+        return
     counted = cls.checked_outputs if cls.arithmetic is not None else cls.hypothesis_checked
     if counted < MIN_OUTPUTS:
         cls.reproduced = None if ok else False

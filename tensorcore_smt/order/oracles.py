@@ -120,6 +120,9 @@ class Oracle:
     widen: bool = False  # inputs read as fp32 by the hypothesis (a CPU's bf16 GEMM)
     also: tuple[tuple[str, str], ...] = ()
     """Further (arch, instruction) a hypothesis is sought on where `arch` has none."""
+    unfused: str | None = None
+    """The variant of `arch` whose steps round each product before adding it (a separate
+    multiply and add): its schedules are the hypotheses tried after the fused ones."""
 
     def __init__(self) -> None:
         self.calls = 0
@@ -193,6 +196,10 @@ DOT_BATCH = 4096
 CPU_FMA = ("x86-fma", "vfmadd231ps")
 """The unit a CPU library's hypotheses are sought on: x86 FMA3's fp32 fused multiply-add
 (archs/x86.toml), which OpenBLAS's and torch's fp32 kernels chain in SIMD lanes."""
+CPU_MUL_ADD = "x86-fma[fused_products=false]"
+"""x86-fma with each product rounded to fp32 before it is added (VMULPS, then VADDPS):
+the arithmetic of a kernel that does not fuse (OpenBLAS's sdot body on some targets,
+torch's CPU GEMV for M = 1), the same instruction's schedules otherwise."""
 CPU_BF16 = ("x86-avx512bf16", "vdpbf16ps")
 """The unit a CPU's bf16 GEMM is also sought on: one fp32 lane of VDPBF16PS (two FMAs,
 the odd product of a pair first), which oneDNN's bf16 kernels chain on AVX512_BF16."""
@@ -201,6 +208,7 @@ the odd product of a pair first), which oneDNN's bf16 kernels chain on AVX512_BF
 class NumpyDot(Oracle):
     name, fmt, out = "numpy:dot", Format.FP32, Format.FP32
     arch, instr = CPU_FMA
+    unfused = CPU_MUL_ADD
 
     def query(self, k, pivot, others):
         pv = self.values(k)
@@ -234,6 +242,7 @@ class NumpyDot(Oracle):
 class NumpyGemv(Oracle):
     name, fmt, out = "numpy:gemv", Format.FP32, Format.FP32
     arch, instr = CPU_FMA
+    unfused = CPU_MUL_ADD
 
     def __init__(self, rows: int | None) -> None:
         super().__init__()
@@ -318,6 +327,7 @@ class Gemm(Oracle):
 class NumpyMatmul(Gemm):
     name, fmt, out = "numpy:matmul", Format.FP32, Format.FP32
     arch, instr = CPU_FMA
+    unfused = CPU_MUL_ADD
 
     def run(self, a, b):
         return np.matmul(a, b)
@@ -335,6 +345,7 @@ class TorchGemm(Gemm):
         self.out = fmt if device == "cpu" else Format.FP32
         if device == "cpu":
             self.arch, self.instr = CPU_FMA
+            self.unfused = CPU_MUL_ADD
             self.widen = fmt != Format.FP32
             if fmt == Format.BF16:  # oneDNN's bf16 kernels on AVX512_BF16 (VDPBF16PS)
                 self.also = (CPU_BF16,)
