@@ -100,6 +100,14 @@ def test_a_bridged_solver_confirms_an_unsat(solver):
 
 
 @needs_bridge
+def test_the_default_portfolio_includes_the_bridged_solvers_last():
+    from tensorcore_smt.smt.solve import PORTFOLIO, solvers_for
+
+    names = solvers_for(PORTFOLIO)
+    assert names[-2:] == BRIDGED and names[0] == "bitwuzla"
+
+
+@needs_bridge
 def test_portfolio_of_bridged_solvers_says_which_answered():
     winner, runs = portfolio(job(small_query(2)), BRIDGED, jobs=2)
     assert winner.answer == Answer.SAT
