@@ -45,6 +45,22 @@ class Evaluator:
             self.cache[h] = pred
         return pred
 
+    def known_refuted(self, h: Hypothesis, evidence: Evidence) -> bool:
+        """Whether predictions already made (no model run here) mispredict an answered
+        row: such a hypothesis can never survive, whatever rows are answered later."""
+        if h in self.failed:
+            return True
+        idx, d = evidence.arrays()
+        full = self.cache.get(h)
+        if full is not None:
+            seen = idx < len(full)
+            return bool(np.any(full[idx[seen]] != d[seen]))
+        got = self.answered_cache.get(h)
+        if got is None:
+            return False
+        n = min(len(got), len(d))
+        return bool(np.any(got[:n] != d[:n]))
+
     def answered(self, h: Hypothesis, evidence: Evidence) -> np.ndarray | None:
         """d bits of `h` on the answered rows only, in the evidence's order: what the
         search climbs on. Most hypotheses a climb meets are refuted by these few rows,

@@ -59,7 +59,10 @@ def climb(
         if cur_s[0] == full and cur_s[2] == 0:
             break
         best, best_s = None, cur_s
+        at_survivor = cur_s[0] == full
         for n in space.neighbours(cur):
+            if at_survivor and ev.known_refuted(n, evidence):
+                continue  # it matches fewer rows than `cur`: never better, never noted
             s = score(ev, evidence, n)
             note(n, s)
             if s > best_s:
@@ -71,6 +74,8 @@ def climb(
 
 
 def survives(ev: Evaluator, evidence: Evidence, h: Hypothesis) -> bool:
+    if ev.known_refuted(h, evidence):  # no model run for a hypothesis refuted before
+        return False
     pred = ev.predict(h)
     return pred is not None and evidence.first_miss(pred) is None
 
