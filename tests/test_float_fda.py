@@ -162,6 +162,8 @@ HYPS = [
     ("hopper/cublas-fp8", ml_dtypes.float8_e4m3fn, 256),
     ("hopper/serial", ml_dtypes.float8_e5m2, 64),
     ("ampere/serial", np.float16, 48),
+    ("volta/serial", np.float16, 36),
+    ("ampere/serial", ml_dtypes.bfloat16, 64),
     ("hopper/serial[split_k=3,split_tile=32,reduce=pairwise]", ml_dtypes.bfloat16, 96),
     ("hopper/serial[c_join=epilogue,beta=0.5,out=bf16]", np.float16, 40),
 ]
