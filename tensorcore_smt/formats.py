@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
@@ -168,9 +170,40 @@ def payload(bits: BV, fmt: Format) -> BV:
     return bits.extract(s.storage - 1 - s.ignored_high, s.ignored_low)
 
 
+_MEMO: dict[tuple[int, Format], tuple[BV, Unpacked]] | None = None
+"""While `decode_memo` is active: (id of a bit vector, format) -> (the vector, its
+decoding). The vector is held, so its id is not reused while the memo lives."""
+
+
+@contextmanager
+def decode_memo(memo: dict | None = None) -> Iterator[None]:
+    """Within the block, a bit vector decoded twice in one format (the same object: the
+    same inputs run through many models) is decoded once; `memo` (a dict the caller
+    keeps) carries the decodings from one block to the next. `decode` is pure and its
+    results are never changed in place, so the memo changes no result."""
+    global _MEMO
+    outer = _MEMO
+    _MEMO = memo if memo is not None else (outer if outer is not None else {})
+    try:
+        yield
+    finally:
+        _MEMO = outer
+
+
 def decode(bits: BV, fmt: Format) -> Unpacked:
     """Split a bit pattern into sign, exponent, significand and class flags (an integer
     format: its sign and magnitude, exponent 0, never special)."""
+    if _MEMO is not None:
+        hit = _MEMO.get((id(bits), fmt))
+        if hit is not None and hit[0] is bits:
+            return hit[1]
+        u = _decode(bits, fmt)
+        _MEMO[(id(bits), fmt)] = (bits, u)
+        return u
+    return _decode(bits, fmt)
+
+
+def _decode(bits: BV, fmt: Format) -> Unpacked:
     s = fmt.spec
     b = bits.b
     if s.specials == Specials.INTEGER:
