@@ -74,7 +74,7 @@ def _shape(text: str | None) -> tuple[int, int] | None:
     show_default=True,
     metavar="N",
     help="Outputs on discriminating inputs (wide exponent ranges, cancellation, "
-    "subnormals) compared bit for bit, about as many of each class; `reproduced` is "
+    "subnormals) of each class compared bit for bit; `reproduced` is "
     "claimed from 10000 on.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")

@@ -22,7 +22,7 @@ from ..errors import UserError
 from ..formats import Format
 from .arithmetic import discriminating, learn, matches
 from .classes import Classes, blocks_of, reveal_classes
-from .evaluate import TreeArithmetic
+from .evaluate import UNIFORM, TreeArithmetic, supported
 from .hypothesis import find
 from .nans import learn_nan_rules
 from .oracles import Model, make_oracle, np_dtype
@@ -39,13 +39,14 @@ and the tree rebuilt by structured.py; up to it classes.py finds classes of outp
 MIN_OUTPUTS = 10_000
 """Outputs on discriminating inputs a class's check needs before `reproduced` is claimed."""
 CHECK_OUTPUTS = MIN_OUTPUTS
-"""Outputs checked bit for bit by default (about as many of each class)."""
+"""Outputs of each class checked bit for bit by default."""
 LEARN_OUTPUTS = 2048
 """Outputs of a class its arithmetic is learnt on (each sample; fewer at large K)."""
 HYPOTHESIS_WORK = 1 << 27
 """Multiply-adds of the hypothesis (tc.matmul) run per class in the check, at most."""
-MAX_CHECK_CALLS = 4096
-"""Oracle calls of the check, at most."""
+MAX_CHECK_CALLS = 1 << 16
+"""Oracle calls of the check, at most (a GEMV of a few rows: one output of a class a
+call)."""
 
 
 @dataclass
@@ -379,9 +380,9 @@ def _hypothesis(cls: ClassResult, orc, k: int) -> None:
 
 def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) -> None:
     """Learn each class's arithmetic on discriminating inputs (arithmetic.py), then run
-    the oracle on fresh ones until `outputs` outputs are compared, about as many of each
-    class: with the tree under the learnt arithmetic (every output) and with the
-    hypothesis through tc.matmul (up to HYPOTHESIS_WORK multiply-adds). A recording is
+    the oracle on fresh ones until `outputs` outputs of each class are compared, with
+    the tree under the learnt arithmetic (every output) and with the hypothesis through
+    tc.matmul (up to HYPOTHESIS_WORK multiply-adds). A recording is
     checked on its one recorded random call instead."""
     before = orc.calls
     if orc.outputs(np.zeros((1, res.k)), np.zeros((res.k, 1))) is None:
@@ -394,8 +395,7 @@ def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) 
     if labels.shape != (m, n):
         labels = np.zeros((m, n), np.int64)
     dt = np_dtype(orc.out)
-    n_cls = len(res.classes)
-    need = [min(-(-outputs // n_cls), outputs) for _ in res.classes]
+    need = [outputs for _ in res.classes]
     call = [0]
 
     def run(keep: np.ndarray | None):
@@ -425,14 +425,21 @@ def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) 
             return np.concatenate(got_a), np.concatenate(got_b), np.concatenate(got_d)
 
         cls.arithmetic = learn(cls.tree, sample, dt, seed)
+    if res.probe_shape == (m, n):
+        for c in range(len(res.classes)):
+            if res.classes[c].arithmetic is None:
+                labels = _split_by_arithmetic(res, c, labels, run, dt)
+        need = [outputs for _ in res.classes]
     # the hypothesis on at least the outputs a claim needs where it is the only check
     hyp_room = [
         max(HYPOTHESIS_WORK // k, need[c] if cls.arithmetic is None else 1)
         for c, cls in enumerate(res.classes)
     ]
+    res.check_shape = (m, n, k)
+    if 2 * m * n <= CHECK_BATCH:  # small calls (a GEMV, M = 1): compared many at once
+        _check_batched(res, orc, labels, run, need, hyp_room, call, dt)
     while any(x > 0 for x in need) and call[0] < MAX_CHECK_CALLS:
         a, b, d = run(None)
-        res.check_shape = (m, n, k)
         for c, cls in enumerate(res.classes):
             if need[c] <= 0:
                 continue
@@ -455,6 +462,122 @@ def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) 
     res.check_calls = orc.calls - before
     for cls in res.classes:
         _verdict(cls, outputs)
+
+
+SPLIT_POSITIONS = 4096
+"""Output positions of a class at most that are told apart by their arithmetic."""
+SPLIT_CALLS = 16
+"""Calls on discriminating inputs each position's arithmetic is read from."""
+
+
+def _split_by_arithmetic(res: RevealResult, c: int, labels: np.ndarray, run, dt) -> np.ndarray:
+    """Where no arithmetic reproduces class `c` as a whole, positions of the same tree
+    may still round otherwise (OpenBLAS's GEMV: rows in blocks of four with FMAs, the
+    rows left over with a separate multiply and add): each position takes the first
+    uniform arithmetic (evaluate.UNIFORM) that gives all its outputs on SPLIT_CALLS
+    calls, and the class is split by it, each part a class of its own with the same
+    tree and hypotheses. The labels, with the new classes numbered after the others;
+    unchanged where some position fits none, or the class is too large to read."""
+    cls = res.classes[c]
+    rr, cc = np.nonzero(labels == c)
+    if len(rr) > SPLIT_POSITIONS or not supported(cls.tree):
+        return labels
+    fits = np.ones((len(UNIFORM), len(rr)), bool)
+    for _ in range(SPLIT_CALLS):
+        a, b, d = run(None)
+        for i, ar in enumerate(UNIFORM):
+            if fits[i].any():
+                model = TreeArithmetic((ar,))
+                fits[i] &= matches(cls.tree, model, a[rr], b[:, cc].T, d[rr, cc], dt)
+    if not fits.any(axis=0).all():
+        return labels
+    first = fits.argmax(axis=0)
+    kinds = np.unique(first)
+    labels = labels.copy()
+    for j, kind in enumerate(kinds):
+        at = first == kind
+        if j == 0:
+            target = cls
+        else:
+            target = ClassResult(
+                0, [], cls.tree, cls.hypothesis, cls.instr, others=list(cls.others)
+            )
+            target.widen = cls.widen
+            res.classes.append(target)
+            labels[rr[at], cc[at]] = len(res.classes) - 1
+        target.arithmetic = TreeArithmetic((UNIFORM[kind],))
+    for i in [c, *range(len(res.classes) - len(kinds) + 1, len(res.classes))]:
+        res.classes[i].outputs = int((labels == i).sum())
+        res.classes[i].blocks = blocks_of(labels == i)
+    if len(kinds) > 1:
+        res.note = (res.note + "; " if res.note else "") + (
+            f"class {c}'s positions round in {len(kinds)} ways (same tree): split into "
+            "classes by their arithmetic"
+        )
+    return labels
+
+
+CHECK_BATCH = 1 << 16
+"""Outputs of the small calls of the check compared at once (tc.matmul batched)."""
+
+
+def _check_batched(res: RevealResult, orc, labels, run, need, hyp_room, call, dt) -> None:
+    """The check of `_check` for calls of few outputs: calls drawn in batches of about
+    CHECK_BATCH outputs, every output of a class taken from each call (in call order,
+    the last batch cut to what is needed), the hypothesis run on the stacked calls as one
+    batched tc.matmul. `need` and `hyp_room` are counted down in place."""
+    m, n = labels.shape
+    k = res.k
+    sizes = [int((labels == c).sum()) for c in range(len(res.classes))]
+    while call[0] < MAX_CHECK_CALLS and any(x > 0 and s for x, s in zip(need, sizes)):
+        left = max(-(-x // s) for x, s in zip(need, sizes) if s and x > 0)
+        batch = max(1, min(left, CHECK_BATCH // (m * n), MAX_CHECK_CALLS - call[0]))
+        drawn = [run(None) for _ in range(batch)]
+        a = np.stack([x for x, _, _ in drawn])
+        b = np.stack([y for _, y, _ in drawn])
+        d = np.stack([np.asarray(z) for _, _, z in drawn])
+        for c, cls in enumerate(res.classes):
+            rr, cc = np.nonzero(labels == c)
+            room = need[c]
+            if room <= 0 or not len(rr):
+                continue
+            want = d[:, rr, cc].reshape(-1)[:room]
+            need[c] -= len(want)
+            cls.checked_outputs += len(want)
+            if cls.arithmetic is not None:
+                ra = a[:, rr].reshape(-1, k)[:room]
+                rb = b[:, :, cc].transpose(0, 2, 1).reshape(-1, k)[:room]
+                cls.agreed += int(matches(cls.tree, cls.arithmetic, ra, rb, want, dt).sum())
+            if cls.hypothesis is None or hyp_room[c] <= 0:
+                continue
+            take = min(len(want), hyp_room[c])
+            hyp_room[c] -= take
+            typed = np.float32 if cls.widen else np_dtype(orc.fmt)
+            ur, ri = np.unique(rr, return_inverse=True)
+            uc, ci = np.unique(cc, return_inverse=True)
+            ha, hb = a[:, ur].astype(typed), b[:, :, uc].astype(typed)
+            u = {2: np.uint16, 4: np.uint32}[np.dtype(dt).itemsize]
+            exp = want[:take].astype(dt).view(u)
+            args = (cls.instr, ha, hb, (ri, ci), exp, dt)
+            cls.hypothesis_checked += take
+            first = cls.hypothesis_reproduced is None
+            ok = _gives(cls.hypothesis, *args)
+            if not ok and first:
+                for other in cls.others:
+                    if _gives(other, *args):
+                        cls.others = [x for x in [cls.hypothesis, *cls.others] if x != other]
+                        cls.hypothesis = other
+                        ok = True
+                        break
+            cls.hypothesis_reproduced = ok and cls.hypothesis_reproduced is not False
+
+
+def _gives(hyp: str, instr, a, b, at, want_bits, dt) -> bool:
+    """Whether hypothesis `hyp` gives the bits `want_bits` at positions `at` (rows,
+    columns) of every call of the batch a @ b, in call order."""
+    u = want_bits.dtype
+    got = _run(hyp, instr, a, b, dt)[:, at[0], at[1]].reshape(-1)[: len(want_bits)]
+    return bool((got.view(u) == want_bits).all())
 
 
 def _spread(mask: np.ndarray, room: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
