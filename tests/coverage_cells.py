@@ -526,6 +526,8 @@ def run_bound(cell: Cell, tmp: Path, call: Invoker) -> str:
     upper = Fraction(rep["upper"]) if rep.get("upper") not in (None, "inf") else None
     if upper is not None and lower > upper:
         raise CellFailure(f"L = {lower} > U = {upper}")
+    if p.algorithm == Algorithm.INTEGER and (lower != 0 or upper != 0):
+        raise CellFailure(f"[{lower}, {upper}] for integer sums without overflow (exact: 0)")
     w = rep.get("witness")
     if w and p.sparse == Sparsity.NONE and p.scale_fmt is None:
         a = [int(x, 16) for x in w["a"]]
@@ -547,9 +549,31 @@ def run_exact(cell: Cell, tmp: Path, call: Invoker) -> str:
     if p.algorithm != Algorithm.INTEGER:  # slices the inputs hold, K of about 10^3
         bits = min(7, p.a_fmt.spec.precision, p.b_fmt.spec.precision)
         args += ["--slices", str(bits)]
+    else:
+        args += ["--json"]
     inv = call(args)
     expect(inv, cell.command)
-    return f"exit {inv.code}"
+    if p.algorithm != Algorithm.INTEGER or inv.code != 0:
+        return f"exit {inv.code}"
+    got = json.loads(inv.out)["overflow_free_K"]
+    want = overflow_free_K(p)
+    if got != want:
+        raise CellFailure(f"overflow-free K = {got}; every term pair says {want}")
+    return f"overflow-free to K = {got} (brute force over the terms)"
+
+
+def overflow_free_K(p: ModelParams) -> int:
+    """The largest K at which no chain of K terms from C = 0 leaves d's range, from every
+    pair of input values (brute force: at most 2^8 x 2^8 of them)."""
+    terms = [
+        _product(x, y, p)
+        for x in range(1 << p.a_fmt.spec.storage)
+        for y in range(1 << p.b_fmt.spec.storage)
+    ]
+    lo, hi = p.d_fmt.spec.int_range
+    k_hi = hi // max(terms) if max(terms) > 0 else None
+    k_lo = lo // min(terms) if min(terms) < 0 else None
+    return min(k for k in (k_hi, k_lo) if k is not None)
 
 
 def chains(p: ModelParams) -> bool:
