@@ -125,3 +125,36 @@ def test_identify_gemm_k512_split_k_2_promote_128_settles_the_schedule():
     for s in doc["survivors"]:
         if s not in settled:
             assert s["standing"] == "proved equal", s
+
+
+def test_instruction_pairs_are_asked_on_the_instruction_and_their_witness_lifts():
+    """Two GEMM hypotheses of one schedule that differ only in an instruction parameter
+    (F) are asked on the instruction; an instruction row on which the two instructions
+    differ (found here by running both on random rows, as a solver's witness would be)
+    placed in a k-block separates the GEMM models through tc.matmul."""
+    from tensorcore_smt.api import simulate_params
+    from tensorcore_smt.identify.pool import make_pool
+    from tensorcore_smt.smt.query import Query
+
+    sp = load_gemm_space("hopper", 256, FP8)
+    fam = sp.families[0].name
+    a = sp.make(fam, {"schedule.promote": 128})
+    b = sp.make(fam, {"schedule.promote": 128, "F": sp.base.p.F - 3})
+    pa, pb = sp.params(a).p, sp.params(b).p
+    q = sp.reduced_query(a, b)
+    assert isinstance(q, Query) and q.instruction == FP8 and q.params == (pa, pb)
+    rows = make_pool(pa, 512, 1)  # instruction rows (K = 32)
+    da = simulate_params(pa, rows.a, rows.b, rows.c)
+    db = simulate_params(pb, rows.a, rows.b, rows.c)
+    i = int(np.flatnonzero(da != db)[0])
+    w = {f"a{k}": int(rows.a[i, k]) for k in range(32)}
+    w |= {f"b{k}": int(rows.b[i, k]) for k in range(32)} | {"c": int(rows.c[i])}
+    lifted = sp.lift_witness(a, b, w)
+    assert lifted is not None
+    ga, gb = sp.model(a), sp.model(b)
+    outs = emulate_rows([ga, gb], [lifted[0]], [lifted[1]], [lifted[2]])
+    assert outs[0][0] != outs[1][0]
+    # a schedule difference, or a parameter the GEMM's own additions read: no reduction
+    assert sp.reduced_query(a, sp.make(fam, {"schedule.promote": 64})) is None
+    nan = sp.make(fam, {"schedule.promote": 128, "nan_bits": 0x7FC00000})
+    assert sp.params(nan).p.nan_bits != pa.nan_bits and sp.reduced_query(a, nan) is None

@@ -128,6 +128,17 @@ class GemmPoint(Hypothesis):
         return self.variant_expr(arch) + "/" + s.text()
 
 
+GEMM_READS = frozenset(("nan_bits", "nan_rule", "K", "a_fmt", "b_fmt", "c_fmt", "d_fmt"))
+"""Instruction parameters the GEMM element reads outside the instruction's own steps
+(gemm/element.py: the NaN rule and pattern of its fp32 additions, the shape)."""
+
+
+def _param_names() -> list[str]:
+    from ..model.params import param_names
+
+    return param_names()
+
+
 PLAN_FIELDS = ("split", "split_tile", "promote", "reduce", "split_k", "order")
 """Schedule fields that act only through the plan (`gemm.plan.make_plan`)."""
 
@@ -286,6 +297,67 @@ class GemmSpace(Space):
             return None
         b = self.base
         return association_rows(b.p.a_fmt, b.p.b_fmt, b.c_fmt, b.K, plans, seed=seed)
+
+    def reduced_query(self, a: Hypothesis, b: Hypothesis, c_zero: bool = False):
+        """The instruction-level question in place of the GEMM one, where it decides it:
+        `a` and `b` have one schedule and plan and differ only in instruction parameters
+        the GEMM element reads nowhere but in the instruction's own steps (not
+        `GEMM_READS`). The element then composes the two instructions alike on the same
+        operands (c and d in one format: every chained acc is a c the instruction takes),
+        so instructions equal on every input make equal GEMM models, and an instruction
+        witness placed in a k-block (`lift_witness`, re-run on both) separates them.
+        `c_zero`: c fixed to +0 (the acc every chain but C's starts from), for a witness
+        to lift where the one with any c did not; its unsat proves nothing of the GEMM.
+        None where the reduction does not apply."""
+        from ..inputs.constraints import Constraint
+        from ..inputs.kinds import ConstraintKind
+        from ..smt.query import Goal
+        from ..smt.resolve import make_query
+
+        try:
+            ma, mb = self.model(a), self.model(b)
+        except (UserError, ValueError):
+            return None
+        if ma.schedule != mb.schedule or ma.plan != mb.plan or ma.p == mb.p:
+            return None
+        diff = {f for f in _param_names() if getattr(ma.p, f) != getattr(mb.p, f)}
+        if diff & GEMM_READS:
+            return None
+        base = self.variant or self.arch
+        fix = (Constraint(ConstraintKind.FIX, "c", bits=0),) if c_zero else ()
+        return make_query(a.variant_expr(base), b.variant_expr(base), self.instr, Goal.DIFFER, fix)
+
+    def lift_witness(
+        self, a: Hypothesis, b: Hypothesis, inputs: dict[str, int]
+    ) -> tuple[list[int], list[int], int] | None:
+        """A GEMM row on which `a` and `b` differ, made from an instruction witness
+        (`inputs`: a0.., b0.., c): its operands in one k-block (each chain's first, in
+        turn), zeros elsewhere, c as given or +0; the first candidate the two models
+        split, re-run on both. None when none does."""
+        ma = self.model(a)
+        kb, K = ma.p.K, self.base.K
+        wa = [int(inputs[f"a{i}"]) for i in range(kb)]
+        wb = [int(inputs[f"b{i}"]) for i in range(kb)]
+        starts = sorted({ch[0] for sp in ma.plan.splits for ch in sp.chains if ch})
+        rows_a, rows_b, rows_c = [], [], []
+        for blk in starts:
+            if blk * kb + kb > K:
+                continue
+            ra, rb = [0] * K, [0] * K
+            ra[blk * kb : blk * kb + kb], rb[blk * kb : blk * kb + kb] = wa, wb
+            for c in (int(inputs["c"]), 0):
+                rows_a.append(ra)
+                rows_b.append(rb)
+                rows_c.append(c)
+        if not rows_c:
+            return None
+        A, B = np.asarray(rows_a, np.uint64), np.asarray(rows_b, np.uint64)
+        C = np.asarray(rows_c, np.uint64)
+        differ = np.flatnonzero(self.run(a, A, B, C) != self.run(b, A, B, C))
+        if not len(differ):
+            return None
+        i = int(differ[0])
+        return rows_a[i], rows_b[i], rows_c[i]
 
     def query(self, a: Hypothesis, b: Hypothesis):
         from ..smt.gemm_query import GemmQuery

@@ -546,7 +546,28 @@ class Identifier:
         if built:  # a constructed row the model itself splits them on: no solver needed
             note = "a constructed row (partial sums associated differently) separates them"
             return Proof(a, b, Verdict.WITNESS, [], time.monotonic() - t0, note=note), built[0]
-        o: Outcome = answer_query(self.space.query(a, b), limits or self.limits)
+        o: Outcome | None = None
+        lifted = None
+        small = self.space.reduced_query(a, b)
+        if small is not None:  # GEMM pairs that differ only inside the instruction
+            o = answer_query(small, limits or self.limits)
+            if o.verdict == Verdict.WITNESS and o.witness is not None:
+                lifted = self.space.lift_witness(a, b, o.witness.inputs)
+                if lifted is None:  # its c is no acc a chain starts from: c = +0
+                    oz = answer_query(self.space.reduced_query(a, b, True), limits or self.limits)
+                    if oz.verdict == Verdict.WITNESS and oz.witness is not None:
+                        lifted = self.space.lift_witness(a, b, oz.witness.inputs)
+                        o = oz if lifted is not None else o
+            if o.verdict.unsat or lifted is not None:
+                why = "asked on the instruction: the GEMM element composes it alike"
+                o.note = why + (f"; {o.note}" if o.note else "")
+            elif o.verdict == Verdict.UNKNOWN:  # the GEMM question holds this one and more
+                why = "unknown on the instruction; the larger GEMM question not asked"
+                o.note = why + (f"; {o.note}" if o.note else "")
+            else:
+                o = None  # a witness that no k-block carries: the whole question, then
+        if o is None:
+            o = answer_query(self.space.query(a, b), limits or self.limits)
         solvers = []
         if o.argued:
             # unsat by a stated argument: the argument, then the solvers that confirmed it
@@ -561,6 +582,9 @@ class Identifier:
             proof.note = (
                 proof.note + "; " if proof.note else ""
             ) + "not confirmed by a second solver"
+        if lifted is not None:
+            row = self.rows.add([lifted[0]], [lifted[1]], [lifted[2]], "solver")[0]
+            return proof, row
         if o.verdict != Verdict.WITNESS or o.witness is None:
             return proof, None
         w = o.witness.inputs

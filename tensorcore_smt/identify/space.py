@@ -172,6 +172,17 @@ class Space:
         no solver needed)."""
         return self.params(a) == self.params(b)
 
+    def reduced_query(self, a: Hypothesis, b: Hypothesis, c_zero: bool = False):
+        """A smaller question that decides `query(a, b)` (`c_zero`: one whose witnesses
+        only count), or None (instruction spaces: the query is already the
+        instruction's)."""
+        return None
+
+    def lift_witness(self, a: Hypothesis, b: Hypothesis, inputs: dict[str, int]):
+        """A row of this space's inputs separating `a` and `b`, made from a witness of
+        `reduced_query(a, b)`; None when none is found."""
+        return None
+
     def structured_rows(self, hyps: list[Hypothesis], seed: int = 0):
         """Candidate rows built from the structure of the hypotheses' models, for
         survivors that random rows cannot split (`identify.pool.Rows`), or None where the
