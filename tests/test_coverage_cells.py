@@ -258,3 +258,16 @@ def test_constraints_on_inputs_leave_block_scales_alone(tmp_path):
     r = cc.invoke(["exact", "rtx-blackwell", "--instr", BLOCK_SCALED, "--slices", "3"])
     assert r.code == 2 and r.out == "" and len(r.err.splitlines()) == 1
     assert "is block-scaled" in r.err
+
+
+def test_claim_rows_run_as_one_batch_as_one_at_a_time():
+    """The claim's rows run as one batched tc.matmul: each row's error is the one a call
+    of its own gives (exact and inexact rows mixed; the exact sum with Python ints)."""
+    hyp, p, name = exact_gemm.checked_gemm("volta/serial", None)
+    res = exact_gemm.GemmExactness("volta/serial", name, 7, None)
+    rows = list(exact_gemm.claim_rows(1044, 127, p.K))[:6]  # 1044: past the proved K
+    rows += [([127] * 1043 + [126], [127] * 1044)]
+    batched = exact_gemm._inexact_rows(res, hyp, p, rows)
+    single = [exact_gemm._inexact(res, hyp, p, a, b) for a, b in rows]
+    assert batched == single
+    assert any(e is None for e in single) and any(e is not None for e in single)
