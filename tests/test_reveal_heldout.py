@@ -40,8 +40,8 @@ def library(oracle: str, dtype: str):
     return mm
 
 
-def _held(oracle, k, dtype, shape, outputs):
-    r = tc.reveal(oracle, k, dtype, shape)
+def _held(oracle, k, dtype, shape, outputs, check_outputs=10_000):
+    r = tc.reveal(oracle, k, dtype, shape, check_outputs=check_outputs)
     h = measure(r, outputs, seed=101, library=library(oracle, dtype))
     return r, h
 
@@ -49,7 +49,7 @@ def _held(oracle, k, dtype, shape, outputs):
 FAST = [
     ("numpy:dot", 40, "fp32", None),  # 32-wide SIMD body, a tail of 8 in a C double
     ("numpy:gemv", 100, "fp32", (37, 1)),  # unaligned M, K with a tail
-    ("numpy:matmul", 100, "fp32", (37, 53)),  # unaligned M and N: edge classes
+    ("numpy:matmul", 40, "fp32", (13, 11)),  # unaligned M and N: edge classes
     ("torch:cpu", 64, "fp32", None),
     ("torch:cpu", 96, "fp32", (1, 64)),  # M = 1
 ]
@@ -57,11 +57,14 @@ FAST = [
 
 @pytest.mark.parametrize("oracle,k,dtype,shape", FAST)
 def test_cpu_library_reproduced_on_heldout_inputs(oracle, k, dtype, shape):
+    """Reveal's own check kept short (2,000 outputs a class: not claimed), the model it
+    learnt then gives the library's bits at every one of 4,096 held-out outputs, by the
+    tree under its arithmetic and by the hypothesis alike."""
     if oracle.startswith("torch"):
         pytest.importorskip("torch")
-    r, h = _held(oracle, k, dtype, shape, 8192)
-    assert r.reproduced is True, r.reason
-    assert h.outputs >= 8192
+    r, h = _held(oracle, k, dtype, shape, 4096, check_outputs=2000)
+    assert r.reproduced is None and "not claimed" in r.reason, r.reason
+    assert h.outputs >= 4096
     assert h.reproduced, h.text()
     for c, fig in zip(r.classes, h.classes):
         if c.arithmetic is not None:
@@ -113,6 +116,7 @@ SLOW = [("numpy:dot", k, "fp32", None) for k in (40, 64, 96, 100, 300, 1000, 409
     ("numpy:gemv", 100, "fp32", (37, 1)),
     ("numpy:gemv", 1000, "fp32", None),
     ("numpy:gemv", 4096, "fp32", None),
+    ("numpy:matmul", 100, "fp32", (37, 53)),
     ("numpy:matmul", 300, "fp32", (37, 53)),
     ("numpy:matmul", 1000, "fp32", (1, 256)),
     ("numpy:matmul", 1000, "fp32", (256, 1)),

@@ -408,6 +408,18 @@ def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) 
             a, b = a.astype(np.float32), b.astype(np.float32)
         return a, b, d
 
+    def run_many(count: int):
+        """`count` calls whose A are the row blocks of one draw and whose B is one (one
+        draw of discriminating inputs for many small calls: its row kinds spread over
+        them): A and D stacked (count x M x K, count x M x N), B (K x N)."""
+        big, b = discriminating(orc.fmt, count * m, k, n, seed + 1000003 * call[0])
+        call[0] += count
+        a = big.reshape(count, m, k)
+        d = np.stack([np.asarray(orc.outputs(x, b)) for x in a])
+        if orc.widen:
+            a, b = a.astype(np.float32), b.astype(np.float32)
+        return a, b, d
+
     rows_cap = max(64, min(LEARN_OUTPUTS, (1 << 24) // k))
     for c, cls in enumerate(res.classes):
 
@@ -437,7 +449,7 @@ def _check(res: RevealResult, orc, seed: int, labels: np.ndarray, outputs: int) 
     ]
     res.check_shape = (m, n, k)
     if 2 * m * n <= CHECK_BATCH:  # small calls (a GEMV, M = 1): compared many at once
-        _check_batched(res, orc, labels, run, need, hyp_room, call, dt)
+        _check_batched(res, orc, labels, run_many, need, hyp_room, call, dt)
     while any(x > 0 for x in need) and call[0] < MAX_CHECK_CALLS:
         a, b, d = run(None)
         for c, cls in enumerate(res.classes):
@@ -519,23 +531,23 @@ def _split_by_arithmetic(res: RevealResult, c: int, labels: np.ndarray, run, dt)
 
 CHECK_BATCH = 1 << 16
 """Outputs of the small calls of the check compared at once (tc.matmul batched)."""
+CHECK_INPUT = 1 << 24
+"""Elements of the stacked A of one batch of the check, at most."""
 
 
-def _check_batched(res: RevealResult, orc, labels, run, need, hyp_room, call, dt) -> None:
+def _check_batched(res: RevealResult, orc, labels, run_many, need, hyp_room, call, dt) -> None:
     """The check of `_check` for calls of few outputs: calls drawn in batches of about
-    CHECK_BATCH outputs, every output of a class taken from each call (in call order,
-    the last batch cut to what is needed), the hypothesis run on the stacked calls as one
-    batched tc.matmul. `need` and `hyp_room` are counted down in place."""
+    CHECK_BATCH outputs (`run_many(count)`: A and D of `count` calls stacked, their one
+    B), every output of a class taken from each call (in call order, the last batch cut
+    to what is needed), the hypothesis run on the stacked calls as one batched tc.matmul. `need` and `hyp_room` are counted down in place."""
     m, n = labels.shape
     k = res.k
     sizes = [int((labels == c).sum()) for c in range(len(res.classes))]
     while call[0] < MAX_CHECK_CALLS and any(x > 0 and s for x, s in zip(need, sizes)):
         left = max(-(-x // s) for x, s in zip(need, sizes) if s and x > 0)
-        batch = max(1, min(left, CHECK_BATCH // (m * n), MAX_CHECK_CALLS - call[0]))
-        drawn = [run(None) for _ in range(batch)]
-        a = np.stack([x for x, _, _ in drawn])
-        b = np.stack([y for _, y, _ in drawn])
-        d = np.stack([np.asarray(z) for _, _, z in drawn])
+        cap = min(CHECK_BATCH // (m * n), CHECK_INPUT // (m * k))
+        batch = max(1, min(left, cap, MAX_CHECK_CALLS - call[0]))
+        a, b, d = run_many(batch)
         for c, cls in enumerate(res.classes):
             rr, cc = np.nonzero(labels == c)
             room = need[c]
@@ -546,7 +558,7 @@ def _check_batched(res: RevealResult, orc, labels, run, need, hyp_room, call, dt
             cls.checked_outputs += len(want)
             if cls.arithmetic is not None:
                 ra = a[:, rr].reshape(-1, k)[:room]
-                rb = b[:, :, cc].transpose(0, 2, 1).reshape(-1, k)[:room]
+                rb = np.tile(b[:, cc].T, (batch, 1))[:room]
                 cls.agreed += int(matches(cls.tree, cls.arithmetic, ra, rb, want, dt).sum())
             if cls.hypothesis is None or hyp_room[c] <= 0:
                 continue
@@ -555,7 +567,7 @@ def _check_batched(res: RevealResult, orc, labels, run, need, hyp_room, call, dt
             typed = np.float32 if cls.widen else np_dtype(orc.fmt)
             ur, ri = np.unique(rr, return_inverse=True)
             uc, ci = np.unique(cc, return_inverse=True)
-            ha, hb = a[:, ur].astype(typed), b[:, :, uc].astype(typed)
+            ha, hb = a[:, ur].astype(typed), b[:, uc].astype(typed)  # b broadcast
             u = {2: np.uint16, 4: np.uint32}[np.dtype(dt).itemsize]
             exp = want[:take].astype(dt).view(u)
             args = (cls.instr, ha, hb, (ri, ci), exp, dt)
