@@ -60,6 +60,7 @@ def _run(cells: list[cc.Cell], capsys, call=cc.invoke) -> list[tuple[cc.Cell, cc
     results = [(c, cc.run_cell(c, call)) for c in cells]
     with capsys.disabled():
         print(f"\n{len(results)} coverage cells:\n{cc.summary(results)}")
+        print(f"(not expressible, left out: {len(cc.not_expressible())} cells of all)")
     return results
 
 
