@@ -13,7 +13,7 @@ is covered the day it lands.
 
 Run as a script it runs every cell (or those matching --only) and writes a table:
 
-    .venv/bin/python tests/coverage_cells.py --out /tmp/cells.tsv
+    .venv/bin/python tests/coverage_cells.py --jobs 3 --out /tmp/cells.tsv
 """
 
 from __future__ import annotations
