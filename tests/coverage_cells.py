@@ -64,6 +64,8 @@ SOLVER = "z3"
 """One solver, so that solver cells do not start a portfolio on a shared machine."""
 BUDGET = "5"
 """Seconds a solver cell may take (--timeout)."""
+REFUSE_WITHIN_S = 10.0
+"""A refusal later than this (wall seconds) came after work began: the cell fails."""
 
 
 class InstrKind(Enum):
@@ -802,7 +804,10 @@ def run_cell(cell: Cell, call: Invoker = invoke) -> Outcome:
             status, detail = Status.FAILED, str(e)
         except Exception as e:  # an API call leaked another exception: a finding
             status, detail = Status.FAILED, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-    return Outcome(status, " ".join(detail.split())[:300], time.monotonic() - t0)
+    seconds = time.monotonic() - t0
+    if status == Status.REFUSED and seconds > REFUSE_WITHIN_S:
+        status, detail = Status.FAILED, f"refused after {seconds:.1f} s of work: {detail}"
+    return Outcome(status, " ".join(detail.split())[:300], seconds)
 
 
 def summary(results: list[tuple[Cell, Outcome]]) -> str:

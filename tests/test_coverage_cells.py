@@ -152,6 +152,19 @@ def test_a_refusal_is_one_clean_line():
     assert cc.undecided(_inv(3, out="answer: unknown (timeout)\n")).startswith("exit 3")
 
 
+def test_a_late_refusal_fails_its_cell(monkeypatch):
+    """A one-line exit 2 after work began (here: any time at all) is no refusal."""
+
+    def refuses(cell, tmp, call):
+        raise cc.Refused("tcsmt: error: no")
+
+    cell = cc.cells()[0]
+    monkeypatch.setitem(cc.RUNNERS, cell.command, refuses)
+    assert cc.run_cell(cell).status == cc.Status.REFUSED
+    monkeypatch.setattr(cc, "REFUSE_WITHIN_S", -1.0)
+    assert cc.run_cell(cell).status == cc.Status.FAILED
+
+
 # --- fixes the cells found ----------------------------------------------------------------
 
 
