@@ -232,3 +232,60 @@ def test_random_bulk_equal_the_model(fast_calls):
         B = (RNG.standard_normal((K, N)) * np.exp2(RNG.integers(lo // 2, 4, (K, N)))).astype(dt)
         _same("hopper/serial", A, B)
     assert fast_calls
+
+
+def _term_lemma(p, fmt: Format):
+    """z3 query: some finite a, b of `fmt` and e_max at least the product's exponent
+    (up to the unit's largest) where trunc(fp64(a') * fp64(b') * 2^(F - e_max +
+    rebias)) differs from the model's aligned product term (model/terms.py align of
+    product_addend, signed): the fp64 formulation's step 2-3 for one term."""
+    import z3
+
+    from tensorcore_smt.bv.symbolic import SymbolicBackend
+    from tensorcore_smt.bv.to_z3 import to_z3
+    from tensorcore_smt.formats import EXP_W, decode
+    from tensorcore_smt.model.terms import Addend, AlignMode, ProductExponent, align, product_addend
+
+    s = SymbolicBackend()
+    w, F = fmt.spec.storage, p.F
+    a, b, e_max = s.var("a", w), s.var("b", w), s.var("emax", EXP_W)
+    ua, ub = decode(a, fmt), decode(b, fmt)
+    t = product_addend(ua, ub, ProductExponent.UNNORMALIZED)
+    win = max(F, t.fb) + t.int_bits + 1
+    kept, _ = align(
+        Addend(t.sign, t.mag, t.exp, t.fb, t.is_zero), e_max, F, win, AlignMode.TRUNCATE
+    )
+    signed = t.sign.ite(-kept.resize(64), kept.resize(64))
+    finite = ~(ua.is_nan | ua.is_inf | ub.is_nan | ub.is_inf)
+    (model, exp, fin), env = to_z3([signed.v, t.exp.v, finite.v])
+
+    def value(x):  # float_fda._Ir.value: the fields placed as fp32's
+        x32 = z3.ZeroExt(32 - w, x)
+        mag = (x32 & ((1 << (w - 1)) - 1)) << (23 - fmt.spec.mbits)
+        sign = (x32 & (1 << (w - 1))) << (32 - w)
+        f32 = z3.fpBVToFP(mag | sign, z3.Float32())
+        return z3.fpToFP(z3.RNE(), f32, z3.Float64())
+
+    prod = z3.fpMul(z3.RNE(), value(env["a"]), value(env["b"]))
+    arg = z3.SignExt(16, F - env["emax"]) + 2 * float_fda.rebias(fmt) + 1023
+    bits = z3.Concat(z3.BitVecVal(0, 1), z3.Extract(10, 0, arg), z3.BitVecVal(0, 52))
+    x = z3.fpMul(z3.RNE(), prod, z3.fpBVToFP(bits, z3.Float64()))
+    fast = z3.fpToSBV(z3.RTZ(), x, z3.BitVecSort(64))
+    hi = float_fda.exponent_range(p)[1]
+    return z3.And(fin, exp <= env["emax"], env["emax"] <= hi, fast != model)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "hyp,dt",
+    [("hopper", ml_dtypes.bfloat16), ("hopper", np.float16), ("hopper", ml_dtypes.float8_e4m3fn)],
+)
+def test_solver_proves_the_term_identity(hyp, dt):
+    """z3: no finite a, b and e_max where the fp64 term differs from the model's (unsat),
+    for the unit's F and exponent range (minutes each)."""
+    import z3
+
+    p = _params(hyp, dt).params
+    solver = z3.Solver()
+    solver.add(_term_lemma(p, p.a_fmt))
+    assert solver.check() == z3.unsat
