@@ -2,7 +2,9 @@
 from the libraries on this machine (numpy's OpenBLAS, torch's CPU kernels) and from the
 H100 recordings (results/hardware/h100/gemm), with the GEMM hypothesis of every class of
 output positions, checked bit for bit on 10^6 random outputs, the oracle calls and the
-seconds, against the goals (K = 256 in at most 16 calls, K = 1024 in under 10 s)."""
+seconds, against the goals (K = 256 in at most 16 calls, K = 1024 in under 10 s); and
+the calls users make (HELDOUT_RUNS) measured on 10^5 held-out outputs each
+(order/heldout.py), with the load of the machine they ran under."""
 
 from __future__ import annotations
 
@@ -32,6 +34,29 @@ RUNS = [
     ("h100:fp32", "fp32", (32, 256, 1024)),
 ]
 CHECK_OUTPUTS = 10**6
+HELDOUT_RUNS = [
+    # oracle, dtype, K, shape (None: the oracle's default, K x K up to K = 4096)
+    *[("numpy:dot", "fp32", k, None) for k in (40, 64, 96, 100, 300, 1000, 4096)],
+    *[("numpy:gemv", "fp32", k, None) for k in (40, 100, 1000)],
+    ("numpy:gemv", "fp32", 100, (37, 1)),
+    ("numpy:matmul", "fp32", 100, None),
+    ("numpy:matmul", "fp32", 300, (37, 53)),
+    ("numpy:matmul", "fp32", 1000, (1, 256)),
+    ("numpy:matmul", "fp32", 1000, (256, 1)),
+    *[("torch:cpu", "fp32", k, None) for k in (40, 64, 96, 100, 300, 1000)],
+    ("torch:cpu", "fp32", 300, (37, 53)),
+    ("torch:cpu", "fp32", 1000, (1, 256)),
+    ("torch:cpu", "fp32", 1000, (256, 1)),
+    ("torch:cpu", "fp32", 4096, (256, 256)),
+    ("torch:cpu", "fp32", 16384, None),
+    ("torch:cpu", "bf16", 96, None),
+    ("torch:cpu", "bf16", 1000, (1, 256)),
+    ("torch:cpu", "fp16", 100, None),
+]
+"""The calls users make (K of LLM layers and odd K, M = 1 and N = 1, unaligned shapes)
+measured on held-out inputs (order/heldout.py)."""
+HELDOUT_OUTPUTS = 10**5
+HELDOUT_SECTION = "## Held-out outputs of this machine's numpy and torch"
 CALL_GOAL = (256, 16)  # K, oracle calls at most
 SECONDS_GOAL = (1024, 10.0)  # K, probing seconds under
 
@@ -148,6 +173,19 @@ def _keyed(lines: list[str], oracle: str, dtype: str, k: int) -> list[str]:
     return [ln for ln in lines if ln.startswith(keys) or (goal and ln.startswith(goal))]
 
 
+def _without_heldout(lines: list[str]) -> list[str]:
+    """`lines` without the held-out section (from its heading to the next heading)."""
+    out, inside = [], False
+    for ln in lines:
+        if ln.startswith("## "):
+            inside = ln == HELDOUT_SECTION
+        if not inside:
+            out.append(ln)
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
 def _load_json(path: Path):
     import json
 
@@ -215,6 +253,70 @@ def _recorded_sections() -> list[str]:
 HARDWARE = Path(__file__).resolve().parents[1] / "results" / "hardware" / "h100"
 
 
+def _heldout_row(oracle: str, dtype: str, k: int, shape, outputs: int) -> str:
+    """One held-out row: reveal (its own check on 10^4 outputs of each class), then
+    `outputs` fresh outputs compared with the library by order/heldout.py."""
+    import time
+
+    from tensorcore_smt.order.heldout import measure
+
+    shape_text = f"{shape[0]} x {shape[1]}" if shape else "default"
+    head = f"| {oracle} | {dtype} | {k} | {shape_text} |"
+    t0 = time.monotonic()
+    try:
+        with trees.deep(k):
+            r = tc.reveal(oracle, k, dtype=dtype, shape=shape)
+    except (UserError, ValueError) as e:
+        return f"{head} - | refused: {_short(str(e), 110)} | - | - | - | - |"
+    took = time.monotonic() - t0
+    h = measure(r, outputs, seed=1)
+    hyps = [c.hypothesis for c in r.classes]
+    named = sum(x is not None for x in hyps)
+    hyp = _short(next((x for x in hyps if x), "none"), 70)
+    if len(r.classes) > 1:
+        hyp += f" ({named} of {len(r.classes)} classes named)"
+    rep = {True: "yes", False: "no", None: "not claimed"}[r.reproduced]
+    held = ("all" if h.reproduced else "NOT all") + f": {h.text()}"
+    return (
+        f"{head} {len(r.classes)} | {hyp} | {rep} ({r.checked_outputs:,}) | {held} | "
+        f"{took:.1f} | {h.seconds:.1f} |"
+    )
+
+
+def _heldout_section(outputs: int) -> list[str]:
+    """The held-out table, with the machine's load before and after."""
+    import torch
+
+    before = os.getloadavg()[0]
+    rows = []
+    for oracle, dtype, k, shape in HELDOUT_RUNS:
+        rows.append(_heldout_row(oracle, dtype, k, shape, outputs))
+        print(rows[-1], flush=True)
+    after = os.getloadavg()[0]
+    return [
+        "",
+        HELDOUT_SECTION,
+        "",
+        f"`tcsmt reveal` on the calls users make, then {outputs:,} outputs of each "
+        "revealed model compared bit for bit with the library on inputs reveal never saw "
+        "(order/heldout.py: fresh wide-range, cancelling, subnormal and tiny-and-huge rows "
+        "from a generator of their own), about as many of each class: by the GEMM "
+        "hypothesis through tc.matmul and by the tree under its learnt arithmetic "
+        f"(evaluate.py). {_cpu()}, {os.cpu_count()} cores shared (load average "
+        f"{before:.1f} before, {after:.1f} after: the seconds are wall time under that "
+        f"load), numpy {np.__version__} with {_blas()}, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads). reveal: `reproduced` from reveal's own "
+        "check (10,000 discriminating outputs of each class); s: wall seconds of reveal "
+        "(probing and its check) and of the held-out comparison. Rerun: "
+        "`python bench/make_libraries.py --write results --heldout`.",
+        "",
+        "| oracle | dtype | K | M x N | classes | hypothesis | reveal | held-out outputs "
+        "reproduced (hypothesis / tree) | reveal s | held-out s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        *rows,
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", default=None, help="folder for libraries.md")
@@ -226,10 +328,23 @@ def main() -> None:
         metavar="ORACLE:DTYPE:K",
         help="measure only this row (repeat) and keep the others of the existing file",
     )
+    ap.add_argument(
+        "--heldout",
+        action="store_true",
+        help="measure only the held-out section and keep the rest of the existing file",
+    )
     args = ap.parse_args()
     import torch
 
     only = {tuple(x.rsplit(":", 2)) for x in args.only}
+    if args.heldout:
+        if not args.write:
+            ap.error("--heldout rewrites a section of an existing file: give --write")
+        out = Path(args.write) / "libraries.md"
+        kept = _without_heldout(out.read_text().splitlines())
+        out.write_text("\n".join(kept + _heldout_section(HELDOUT_OUTPUTS)) + "\n")
+        print(f"wrote {out}", file=sys.stderr)
+        return
     if only and not args.write:
         ap.error("--only rewrites rows of an existing file: give --write")
     old = (Path(args.write) / "libraries.md").read_text().splitlines() if only else []
@@ -272,6 +387,7 @@ def main() -> None:
     if notes:
         lines += ["", "Notes:", "", *notes]
     lines += _recorded_sections()
+    lines += _heldout_section(HELDOUT_OUTPUTS)
     text = "\n".join(lines) + "\n"
     if args.write:
         out = Path(args.write) / "libraries.md"

@@ -425,9 +425,40 @@ def test_reproduced_false_when_a_class_has_no_hypothesis(monkeypatch):
 
     monkeypatch.setattr(core, "find", lambda *a, **k: None)
     monkeypatch.setattr(core, "learn", lambda *a, **k: None)
+    monkeypatch.setattr(core, "_split_by_arithmetic", lambda res, c, labels, *a: labels)
     r = tc.reveal("numpy:matmul", 64, shape=(8, 8))
     assert r.reproduced is False and "no hypothesis" in r.reason
     assert r.to_json()["reproduced"] is False
+
+
+def test_reproduced_false_when_the_hypothesis_differs(monkeypatch):
+    """The tree under its arithmetic gives every output but the hypothesis named does not
+    (torch's M = 1 matmul, one chain without fusing, named as FMAs only as the old code
+    did): `reproduced` is False, the reason names the hypothesis."""
+    pytest.importorskip("torch")
+    import tensorcore_smt.order.oracles as oracles
+
+    monkeypatch.setattr(oracles.TorchGemm, "unfused", None)
+    monkeypatch.setattr(oracles, "CPU_MUL_ADD", None)
+    r = tc.reveal("torch:cpu", 96, shape=(1, 64))
+    c = r.first
+    assert c.hypothesis == "x86-fma/serial" and c.hypothesis_reproduced is False
+    assert c.agreed == c.checked_outputs >= 10_000
+    assert r.reproduced is False and "x86-fma/serial differs" in r.reason
+    monkeypatch.undo()
+    r = tc.reveal("torch:cpu", 96, shape=(1, 64))
+    assert r.hypothesis == "x86-fma[fused_products=false]/serial" and r.reproduced is True
+
+
+def test_gemv_rows_left_over_split_by_their_arithmetic():
+    """numpy's GEMV of 37 rows: rows 0..35 FMAs, row 36 a separate multiply and add, the
+    same tree: two classes, each reproduced with its own arithmetic."""
+    r = tc.reveal("numpy:gemv", 100, shape=(37, 1))
+    assert r.reproduced is True, r.reason
+    assert sorted(c.outputs for c in r.classes) == [1, 36]
+    texts = {c.outputs: c.arithmetic.text() for c in r.classes}
+    assert texts == {36: "fma, sums in fp32", 1: "products rounded to fp32, sums in fp32"}
+    assert "split into classes by their arithmetic" in r.note
 
 
 def test_check_is_wide_range_and_at_least_10k_outputs():
