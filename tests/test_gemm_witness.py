@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -158,3 +159,35 @@ def test_instruction_pairs_are_asked_on_the_instruction_and_their_witness_lifts(
     assert sp.reduced_query(a, sp.make(fam, {"schedule.promote": 64})) is None
     nan = sp.make(fam, {"schedule.promote": 128, "nan_bits": 0x7FC00000})
     assert sp.params(nan).p.nan_bits != pa.nan_bits and sp.reduced_query(a, nan) is None
+
+
+@pytest.mark.slow  # about 10 s
+def test_identify_gemm_climbs_every_family_seed_only_when_due(monkeypatch):
+    """A GEMM space re-climbs every family's seed in the first search and after a
+    confirmation round refuted a class, not after every oracle call; an instruction
+    space keeps climbing them every round."""
+    import tensorcore_smt.identify.loop as loop
+    from tensorcore_smt.identify.gemm import make_gemm_oracle
+    from tensorcore_smt.identify.space import resolve_space
+    from tensorcore_smt.smt.solve import Limits
+
+    calls: list[bool] = []
+    real = loop.search
+
+    def recorded(*args, **kw):
+        calls.append(kw["all_seeds"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(loop, "search", recorded)
+    small = Path(__file__).parent / "data" / "gemm-schedules-only.toml"
+    sp = load_gemm_space("hopper", 256, FP8, small)
+    hidden = "variant:hopper/serial[split_k=2,split=contiguous,promote=64]"
+    ident = loop.Identifier(
+        sp, make_gemm_oracle(hidden, sp), 200,
+        Limits(solver="bitwuzla", timeout=5.0), max_questions=4,
+    )  # fmt: skip
+    res = ident.run()
+    assert res.classes and len(calls) >= 2 and calls[0] is True
+    confirms = [i for i, st in enumerate(res.steps) if st.kind == "confirm" and st.killed]
+    assert calls.count(True) == 1 + len(confirms)
+    assert not sp.reclimb_seeds and resolve_space("volta", None, None).reclimb_seeds

@@ -172,6 +172,11 @@ class GemmSpace(Space):
     schedule_dims: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     _inputs: dict = field(default_factory=dict, repr=False)
 
+    reclimb_seeds = False
+    """A GEMM row is K products: climbing every family's seed again after each oracle
+    call (hundreds of models run on the new rows) is left to the first search and to
+    the one after a confirmation round refuted a class."""
+
     def dims(self, family: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
         return super().dims(family) + self.schedule_dims
 

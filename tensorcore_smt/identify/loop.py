@@ -191,6 +191,7 @@ class Identifier:
         self.confirmed: frozenset[Hypothesis] | None = None
         self.confirm_rounds = 0
         self.retried: set[frozenset[Hypothesis]] = set()
+        self.seeds_due = True  # climb from every family's seed in the next search
 
     # --- the oracle ----------------------------------------------------------------
 
@@ -314,9 +315,10 @@ class Identifier:
                 self.ev,
                 self.evidence,
                 self.alive,
-                all_seeds=True,
+                all_seeds=self.seeds_due or self.space.reclimb_seeds,
                 restart_seconds=self.search_seconds,
             )
+            self.seeds_due = False
             if not found.survivors:
                 self.res.classes = []
                 self.res.best = [
@@ -343,6 +345,7 @@ class Identifier:
             if self._prove(cls[0]):
                 continue
             if self._confirm(cls):
+                self.seeds_due = True  # fresh rows refuted a class: every seed again
                 continue
             self.res.stopped = (
                 "one class left" if len(cls) == 1 else "no row or solver splits the classes"

@@ -108,6 +108,11 @@ class Space:
     # families the file names that cannot run on this instruction's operands, with why
     left_out: tuple[tuple[str, str], ...] = ()
 
+    reclimb_seeds = True
+    """Whether every search of `identify` climbs from every family's seed (else only the
+    first, and the one after a confirmation round refuted a class; a search whose starts
+    reach no survivor climbs from the seeds anyway)."""
+
     def expr(self, h: Hypothesis) -> str:
         """`h` as a variant expression over the space's base variant (its overrides are
         relative to that base, not to the preset)."""
