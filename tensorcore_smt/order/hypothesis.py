@@ -44,7 +44,15 @@ def plan_tree(plan: Plan, k: int, group: int | None = None, reverse: bool = Fals
     kb = plan.k_block
     g = group or kb
 
-    def chain(blocks: tuple[int, ...]) -> Tree | None:
+    def pair(x: tuple[Tree, int] | None, y: tuple[Tree, int] | None):
+        """node([x, y]) with each member's smallest leaf carried along (node's own
+        `low` walks down a subtree: quadratic over a plan of many chains)."""
+        if x is None or y is None:
+            return x if y is None else y
+        (tx, lx), (ty, ly) = x, y
+        return ((tx, ty), lx) if lx < ly else ((ty, tx), ly)
+
+    def chain(blocks: tuple[int, ...]) -> tuple[Tree, int] | None:
         acc: Tree | None = None
         acc_low = 0
         for blk in blocks:
@@ -53,36 +61,32 @@ def plan_tree(plan: Plan, k: int, group: int | None = None, reverse: bool = Fals
                 terms = [e for e in range(lo, lo + g) if e < k]
                 if acc is None:
                     acc = node(terms) if terms else None
-                    acc_low = terms[0] if terms else 0
+                    acc_low = min(terms) if terms else 0
                 elif terms:  # children in the order of their smallest leaf (node's order)
                     at = sum(1 for e in terms if e < acc_low)
                     parts = [*terms[:at], acc, *terms[at:]]
                     acc = tuple(parts)
                     acc_low = min(acc_low, terms[0])
-        return acc
+        return None if acc is None else (acc, acc_low)
 
-    def split(sp) -> Tree | None:
-        acc: Tree | None = None
+    def split(sp) -> tuple[Tree, int] | None:
+        acc = None
         for c in sp.chains:
-            r = chain(c)
-            acc = r if acc is None else (acc if r is None else node([acc, r]))
+            acc = pair(acc, chain(c))
         return acc
 
     partials = [split(sp) for sp in plan.splits]
 
-    def combine(t) -> Tree | None:
+    def combine(t) -> tuple[Tree, int] | None:
         if isinstance(t, int):
             return partials[t]
-        left, right = combine(t[0]), combine(t[1])
-        if left is None or right is None:
-            return left if right is None else right
-        return node([left, right])
+        return pair(combine(t[0]), combine(t[1]))
 
     with deep(k):
         out = combine(plan.combine)
     if out is None:
         raise UserError(f"the plan sums no product of K={k}")
-    return out
+    return out[0]
 
 
 def unit_reverse(p) -> bool:

@@ -295,10 +295,10 @@ class Gemm(Oracle):
         raise NotImplementedError
 
     def _call(self, k, rows, cols):
-        a, b = pair_inputs(self.values(k), rows, cols, k)
+        a, b = pair_inputs(self.values(k), rows, cols, k, np_dtype(self.fmt))
         self.calls += 1
         self.probe_outputs += len(rows) * len(cols)
-        return self.run(a.astype(np_dtype(self.fmt)), b.astype(np_dtype(self.fmt)))
+        return self.run(a, b)
 
     def sizes_call(self, k: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """The pair sizes of one M x N call probing (rows[m], cols[n]) in output (m, n);

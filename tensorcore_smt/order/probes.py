@@ -116,13 +116,15 @@ def check_counts_exact(out: Format, k: int) -> None:
 
 
 def pair_inputs(
-    pv: PairValues, rows: np.ndarray, cols: np.ndarray, k: int
+    pv: PairValues, rows: np.ndarray, cols: np.ndarray, k: int, dtype=np.float64
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A (len(rows) x K) and B (K x len(cols)) in float64 (exact powers of two): row m has
-    s at rows[m], column n has d at cols[n]; output (m, n) probes (rows[m], cols[n])."""
-    a = np.full((len(rows), k), pv.t)
+    """A (len(rows) x K) and B (K x len(cols)) in `dtype` (default float64; the values are
+    powers of two, exact in the input format, so the library's own dtype spares a
+    conversion of K-long rows): row m has s at rows[m], column n has d at cols[n]; output
+    (m, n) probes (rows[m], cols[n])."""
+    a = np.full((len(rows), k), pv.t, dtype)
     a[np.arange(len(rows)), rows] = pv.s
-    b = np.full((k, len(cols)), pv.w)
+    b = np.full((k, len(cols)), pv.w, dtype)
     b[cols, np.arange(len(cols))] = pv.d
     return a, b
 
