@@ -35,23 +35,26 @@ RUNS = [
 ]
 CHECK_OUTPUTS = 10**6
 HELDOUT_RUNS = [
-    # oracle, dtype, K, shape (None: the oracle's default, K x K up to K = 4096)
-    *[("numpy:dot", "fp32", k, None) for k in (40, 64, 96, 100, 300, 1000, 4096)],
-    *[("numpy:gemv", "fp32", k, None) for k in (40, 100, 1000)],
+    # oracle, dtype, K, shape (None: the oracle's default, K x K up to K = 4096);
+    # the quick rows first
+    *[("numpy:dot", "fp32", k, None) for k in (40, 64, 96, 100, 300, 1000)],
+    *[("torch:cpu", "fp32", k, None) for k in (40, 64, 96, 100, 300)],
+    ("torch:cpu", "bf16", 96, None),
+    ("torch:cpu", "fp16", 100, None),
+    ("numpy:gemv", "fp32", 100, None),
     ("numpy:gemv", "fp32", 100, (37, 1)),
     ("numpy:matmul", "fp32", 100, None),
-    ("numpy:matmul", "fp32", 300, (37, 53)),
-    ("numpy:matmul", "fp32", 1000, (1, 256)),
-    ("numpy:matmul", "fp32", 1000, (256, 1)),
-    *[("torch:cpu", "fp32", k, None) for k in (40, 64, 96, 100, 300, 1000)],
     ("torch:cpu", "fp32", 300, (37, 53)),
+    ("numpy:matmul", "fp32", 300, (37, 53)),
     ("torch:cpu", "fp32", 1000, (1, 256)),
     ("torch:cpu", "fp32", 1000, (256, 1)),
-    ("torch:cpu", "fp32", 4096, (256, 256)),
-    ("torch:cpu", "fp32", 16384, None),
-    ("torch:cpu", "bf16", 96, None),
+    ("numpy:matmul", "fp32", 1000, (1, 256)),
+    ("numpy:matmul", "fp32", 1000, (256, 1)),
     ("torch:cpu", "bf16", 1000, (1, 256)),
-    ("torch:cpu", "fp16", 100, None),
+    ("numpy:gemv", "fp32", 1000, None),
+    ("torch:cpu", "fp32", 16384, None),
+    ("torch:cpu", "fp32", 4096, (256, 256)),
+    ("numpy:dot", "fp32", 4096, None),
 ]
 """The calls users make (K of LLM layers and odd K, M = 1 and N = 1, unaligned shapes)
 measured on held-out inputs (order/heldout.py)."""
@@ -283,16 +286,24 @@ def _heldout_row(oracle: str, dtype: str, k: int, shape, outputs: int) -> str:
     )
 
 
-def _heldout_section(outputs: int) -> list[str]:
-    """The held-out table, with the machine's load before and after."""
-    import torch
-
+def _heldout_section(outputs: int, write=None) -> list[str]:
+    """The held-out table, with the machine's load before and after; `write(section)`
+    called after each row with the rows so far (a long run keeps what it measured)."""
     before = os.getloadavg()[0]
-    rows = []
+    rows: list[str] = []
     for oracle, dtype, k, shape in HELDOUT_RUNS:
         rows.append(_heldout_row(oracle, dtype, k, shape, outputs))
         print(rows[-1], flush=True)
+        if write is not None:
+            write(_heldout_text(outputs, rows, before, len(HELDOUT_RUNS)))
+    return _heldout_text(outputs, rows, before, len(rows))
+
+
+def _heldout_text(outputs: int, rows: list[str], before: float, total: int) -> list[str]:
+    import torch
+
     after = os.getloadavg()[0]
+    done = "" if len(rows) == total else f" ({len(rows)} of {total} rows measured so far)"
     return [
         "",
         HELDOUT_SECTION,
@@ -308,7 +319,7 @@ def _heldout_section(outputs: int) -> list[str]:
         f"({torch.get_num_threads()} threads). reveal: `reproduced` from reveal's own "
         "check (10,000 discriminating outputs of each class); s: wall seconds of reveal "
         "(probing and its check) and of the held-out comparison. Rerun: "
-        "`python bench/make_libraries.py --write results --heldout`.",
+        f"`python bench/make_libraries.py --write results --heldout`{done}.",
         "",
         "| oracle | dtype | K | M x N | classes | hypothesis | reveal | held-out outputs "
         "reproduced (hypothesis / tree) | reveal s | held-out s |",
@@ -342,7 +353,11 @@ def main() -> None:
             ap.error("--heldout rewrites a section of an existing file: give --write")
         out = Path(args.write) / "libraries.md"
         kept = _without_heldout(out.read_text().splitlines())
-        out.write_text("\n".join(kept + _heldout_section(HELDOUT_OUTPUTS)) + "\n")
+
+        def write(section: list[str]) -> None:
+            out.write_text("\n".join(kept + section) + "\n")
+
+        write(_heldout_section(HELDOUT_OUTPUTS, write))
         print(f"wrote {out}", file=sys.stderr)
         return
     if only and not args.write:
