@@ -58,15 +58,18 @@ def plan_tree(plan: Plan, k: int, group: int | None = None, reverse: bool = Fals
         for blk in blocks:
             los = range(blk * kb, (blk + 1) * kb, g)
             for lo in reversed(los) if reverse else los:
-                terms = [e for e in range(lo, lo + g) if e < k]
+                if lo >= k:
+                    continue
                 if acc is None:
-                    acc = node(terms) if terms else None
-                    acc_low = min(terms) if terms else 0
-                elif terms:  # children in the order of their smallest leaf (node's order)
-                    at = sum(1 for e in terms if e < acc_low)
-                    parts = [*terms[:at], acc, *terms[at:]]
-                    acc = tuple(parts)
-                    acc_low = min(acc_low, terms[0])
+                    acc = node(list(range(lo, min(lo + g, k))))
+                    acc_low = lo
+                elif g == 1:  # children in the order of their smallest leaf (node's order)
+                    acc, acc_low = ((lo, acc), lo) if lo < acc_low else ((acc, lo), acc_low)
+                else:
+                    terms = range(lo, min(lo + g, k))
+                    at = max(0, min(len(terms), acc_low - lo))  # terms below acc_low
+                    acc = (*terms[:at], acc, *terms[at:])
+                    acc_low = min(acc_low, lo)
         return None if acc is None else (acc, acc_low)
 
     def split(sp) -> tuple[Tree, int] | None:
