@@ -24,10 +24,13 @@ Library = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 HELDOUT_SALT = 0x4E1D
 """Mixed into every seed here, so no draw repeats one of reveal's own."""
-MAX_CALLS = 4096
-"""Library calls of one measurement, at most."""
+MAX_CALLS = 1 << 17
+"""Library calls of one measurement, at most (a class of one output a call needs as
+many calls as outputs)."""
 BATCH = 1 << 16
 """Outputs of the calls whose outputs are compared at once (tc.matmul batched)."""
+MAX_INPUT = 1 << 24
+"""Elements of the stacked A of one batch, at most."""
 
 
 def heldout_inputs(fmt: Format, m: int, k: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -164,11 +167,13 @@ def measure(
     ):
         # calls batched until the class that needs most has its share (or BATCH outputs)
         left = max(-(-(share - f.outputs) // s) for f, s in zip(got.classes, sizes) if s)
-        batch = max(1, min(left, BATCH // (m * n), MAX_CALLS - got.calls))
-        drawn = [heldout_inputs(orc.fmt, m, k, n, seed + got.calls + i) for i in range(batch)]
-        a = np.stack([x for x, _ in drawn])
-        b = np.stack([y for _, y in drawn])
-        d = np.stack([np.asarray(call(x, y)).astype(out_dt) for x, y in drawn])
+        cap = min(BATCH // (m * n), MAX_INPUT // (m * k))
+        batch = max(1, min(left, cap, MAX_CALLS - got.calls))
+        # one draw for the batch: its row blocks are the calls' A (the row kinds cycle
+        # through every position), its B theirs
+        big, b1 = heldout_inputs(orc.fmt, batch * m, k, n, seed + got.calls)
+        a = big.reshape(batch, m, k)
+        d = np.stack([np.asarray(call(x, b1)).astype(out_dt) for x in a])
         got.calls += batch
         for c, cls in enumerate(result.classes):
             fig = got.classes[c]
@@ -181,7 +186,7 @@ def measure(
             miss = np.zeros(len(want), bool)
             if cls.arithmetic is not None:
                 ra = a[:, rr].reshape(-1, k)[:room]
-                rb = b[:, :, cc].transpose(0, 2, 1).reshape(-1, k)[:room]
+                rb = np.tile(b1[:, cc].T, (batch, 1))[:room]
                 ok = matches(cls.tree, cls.arithmetic, ra, rb, want, out_dt)
                 fig.tree_agreed += int(ok.sum())
                 miss |= ~ok
@@ -192,7 +197,7 @@ def measure(
                 h = matmul(
                     cls.hypothesis,
                     a[:, ur].astype(typed),
-                    b[:, :, uc].astype(typed),
+                    b1[:, uc].astype(typed),
                     instr=cls.instr,
                     engine="compiled",
                 )
