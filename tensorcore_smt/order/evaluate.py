@@ -221,7 +221,8 @@ def evaluate_model(
 ) -> np.ndarray:
     """The fp32 sums of a[r, k]·b[r, k] over k in `tree` with `model`'s arithmetic, one
     per row r (a, b: T x K, values exact in fp32), evaluated level by level (the nodes
-    of one level at once) in chunks of rows."""
+    of one level at once) in chunks of rows (`budget` float64 values of products and
+    partial sums a chunk: at K = 16384, 10^5 rows at once would hold 13 GB)."""
     with deep(len(leaves(tree)) if not isinstance(tree, int) else 1):
         plan, root, k = _plan(tree, model)
     daz = model.daz
@@ -233,7 +234,7 @@ def evaluate_model(
     if isinstance(root, int) and root < k:  # a single product
         return _r32(a[:, root] * b[:, root], daz).astype(np.float32)
     steps, slots = _schedule(plan, k)
-    rows = max(1, min(len(a), budget // max(1, slots)))
+    rows = max(1, min(len(a), budget // (max(1, slots) + k)))  # p holds K values a row
     out = np.empty(len(a), np.float32)
     for r0 in range(0, len(a), rows):
         out[r0 : r0 + rows] = _eval_rows(

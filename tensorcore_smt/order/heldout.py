@@ -184,10 +184,16 @@ def measure(
             want = d[:, rr, cc].reshape(-1)[:room]
             fig.outputs += len(want)
             miss = np.zeros(len(want), bool)
-            if cls.arithmetic is not None:
-                ra = a[:, rr].reshape(-1, k)[:room]
-                rb = np.tile(b1[:, cc].T, (batch, 1))[:room]
-                ok = matches(cls.tree, cls.arithmetic, ra, rb, want, out_dt)
+            if cls.arithmetic is not None:  # in chunks of outputs: each needs K of A
+                calls = np.repeat(np.arange(batch), len(rr))[: len(want)]
+                at = np.tile(np.arange(len(rr)), batch)[: len(want)]
+                ok = np.empty(len(want), bool)
+                step = max(1, MAX_INPUT // k)
+                for lo in range(0, len(want), step):
+                    ci, pi = calls[lo : lo + step], at[lo : lo + step]
+                    ra, rb = a[ci, rr[pi]], b1[:, cc[pi]].T
+                    part = want[lo : lo + step]
+                    ok[lo : lo + step] = matches(cls.tree, cls.arithmetic, ra, rb, part, out_dt)
                 fig.tree_agreed += int(ok.sum())
                 miss |= ~ok
             if cls.hypothesis is not None:
