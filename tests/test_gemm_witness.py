@@ -107,8 +107,8 @@ def test_gemm_space_builds_rows_only_for_differing_plans():
 def test_identify_gemm_k512_split_k_2_promote_128_settles_the_schedule():
     """The case of a user's report: K = 512, the default space (instruction parameters
     too). Every survivor splits K in two and promotes every 128, or is proved equal to
-    one that does; the schedule's questions are answered by constructed rows. About 13
-    minutes here at load 6 to 10 (searches half of it, instruction-level solver
+    one that does; the schedule's questions are answered by constructed rows. 8 to 13
+    minutes here at load 3 to 10 (searches half of it, instruction-level solver
     questions a third; it did not end in 19 minutes before)."""
     r = CliRunner().invoke(
         main,
