@@ -79,6 +79,7 @@ from .chain_mass import chain_mass_upper
 from .chain_regimes import chain_upper
 from .compose_ieee import IEEE_TREES, largest_step, rounding_node
 from .nodes import LEAF, Composed, NodeBound, up
+from .zero_products import exact_lines, why_not_exact
 
 
 @dataclass
@@ -458,7 +459,10 @@ def fdrda_instruction(
 
 
 def instruction_bound(p: ModelParams, constraints: tuple[Constraint, ...]) -> Argument | Refusal:
-    """The composed U of the normwise error of one instruction over the class."""
+    """The composed U of the normwise error of one instruction over the class (0 at
+    once where the class fixes every product to zero and d = c: zero_products.py)."""
+    if why_not_exact(p, constraints) is None:
+        return Argument(Fraction(0), exact_lines(p))
     why = preconditions(p, constraints)
     if why is not None:
         return why
