@@ -240,6 +240,7 @@ class ClassSpec:
     normal: str = ""  # operand groups kept zero or normal
     positive: str = ""  # operand groups with the sign bit clear
     window: tuple[str, int, int] | None = None  # (groups, lo, hi): 2^lo <= |x| < 2^(hi+1)
+    zero_ab: bool = False  # every a and b is +0 (--terms 0)
 
     def constraints(self) -> tuple[Constraint, ...]:
         from tensorcore_smt.certify.bound import default_class
@@ -256,13 +257,16 @@ class ClassSpec:
         if self.window is not None and group in self.window[0]:
             lo, hi = self.window[1], self.window[2]
             ok &= (v == 0) | ((v >= 2.0**lo) & (v < 2.0 ** (hi + 1)))
+        if self.zero_ab and group in "ab":
+            ok &= pats == 0
         return ok
 
 
 def classes(products_lo: int, products_hi: int) -> list[ClassSpec]:
     """The classes every instruction case is asked over: the default (finite, no
-    overflow, no underflow), normal operands, one sign, and c in a window around the
-    products' exponents."""
+    overflow, no underflow), normal operands, one sign, c in a window around the
+    products' exponents, and every product fixed to zero (--terms 0: the class on which
+    certify/zero_products.py claims d = c)."""
     lo, hi = products_lo - 2, products_hi + 2
     return [
         ClassSpec("default", ()),
@@ -274,6 +278,7 @@ def classes(products_lo: int, products_hi: int) -> list[ClassSpec]:
             (Constraint(ConstraintKind.EXPONENT_WINDOW, "c", lo, hi),),
             window=("c", lo, hi),
         ),
+        ClassSpec("terms:0", (Constraint(ConstraintKind.TERMS, "ab", 0),), zero_ab=True),
     ]
 
 

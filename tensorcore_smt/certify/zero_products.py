@@ -111,11 +111,15 @@ def why_not_exact(p: ModelParams, constraints: tuple[Constraint, ...]) -> str | 
 
 def exact_lines(p: ModelParams) -> list[str]:
     """The argument's steps for `p`, in words."""
+    if p.align == AlignMode.EXACT:
+        kept = "alignment kept exactly"
+    else:
+        kept = f"F = {p.F} >= {p.c_fmt.spec.mbits} fraction bits of c"
+    zeros = "zero terms ignored" if p.e_zero is None else f"e_zero = {p.e_zero} <= c's exponent"
     return [
         "every product is fixed to zero: each fused group sums c and zeros "
         "(certify/zero_products.py)",
-        f"alignment keeps c: F = {p.F} >= {p.c_fmt.spec.mbits} fraction bits, e_zero = "
-        f"{p.e_zero} at or below c's exponent",
+        f"alignment keeps c: {kept}, {zeros}",
         f"rounding keeps c: {p.out_fmt.spec.name} and {p.d_fmt.spec.name} hold every "
         f"{p.c_fmt.spec.name} value (no flushed subnormal in the class)",
         "d = c = the exact result: U = 0",
