@@ -22,7 +22,7 @@ from tensorcore_smt.api import simulate_params
 from tensorcore_smt.certify.bound import default_class
 from tensorcore_smt.certify.classes import parse_where
 from tensorcore_smt.certify.compose import Argument, instruction_bound
-from tensorcore_smt.certify.zero_products import why_not_exact
+from tensorcore_smt.certify.zero_products import no_free_product, why_not_exact
 from tensorcore_smt.formats import Format, value_of
 from tensorcore_smt.inputs.constraints import Constraint
 from tensorcore_smt.inputs.kinds import ConstraintKind
@@ -45,6 +45,18 @@ def test_volta_terms_0_is_closed_at_zero_at_once():
     assert cert.upper_method == "composed"
 
 
+@pytest.mark.parametrize("measure", ["rel", "ulp"])
+def test_every_measure_and_a_drift_are_zero_at_once(measure):
+    """d = c on both sides: rel and ulp against the exact result, and the drift of
+    volta against volta[F=24], are 0 (before, rel and ulp took no composed bound over a
+    class of both signs and the solvers ran the budget)."""
+    t0 = time.monotonic()
+    for against in (None, "volta[F=24]"):
+        cert = tc.bound("volta", against, measure=measure, constraints=DEFAULT, timeout=60)
+        assert cert.upper == 0 and cert.lower == 0 and cert.closed
+    assert time.monotonic() - t0 < 20
+
+
 def test_nonzero_variant_is_not_claimed_and_its_witness_reruns():
     """e_zero = -100, above fp32's e_min: a c below 2^-100 is cut to the grid
     2^(-100 - 23); no zero is claimed, and the witness found re-runs on the model with
@@ -61,6 +73,21 @@ def test_nonzero_variant_is_not_claimed_and_its_witness_reruns():
     c = value_of(w["c"], p.c_fmt)
     assert all(v == 0 for k, v in w.items() if k != "c")
     assert Fraction(abs(value_of(d, p.d_fmt) - c)) / abs(c) == cert.lower
+
+
+def test_fixed_zeros_count_and_a_nonzero_fix_does_not():
+    """--where fix: of a_k or b_k to +0 or -0 for every k leaves no product free; one
+    nonzero fixed operand (b3 = 1.0 with a3 free) leaves one."""
+    p = PRESETS["volta"].instructions["m8n8k4.f32.f16.f16.f32"].params
+
+    def fix(name: str, bits: int) -> Constraint:
+        return Constraint(ConstraintKind.FIX, name, bits=bits)
+
+    fixes = (fix("a0", 0), fix("a1", 0x8000), fix("b2", 0), fix("b3", 0))
+    cons = default_class() + fixes
+    assert no_free_product(p, cons) and why_not_exact(p, cons) is None
+    cons = default_class() + fixes[:3] + (fix("b3", 0x3C00),)
+    assert not no_free_product(p, cons) and why_not_exact(p, cons) is not None
 
 
 def _values(bits: np.ndarray, fmt: Format) -> np.ndarray:

@@ -386,7 +386,16 @@ def _compose_upper(cert: Certificate, q: Query, against: str | None, cons) -> No
     the others +0, a subset of that unit's inputs either way."""
     from ..model.sparse import dense_params
     from .compose import Argument, instruction_bound
+    from .zero_products import exact_lines, why_not_exact
 
+    names = [cert.hypothesis] + ([against] if against is not None else [])
+    units = [dense_params(p) for p in q.params[: len(names)]]
+    if all(why_not_exact(p, cons) is None for p in units):
+        # every product fixed to zero and d = c on each side (zero_products.py): every
+        # measure of d against the exact result c, or against the other side's d = c, is 0
+        cert.upper, cert.upper_method = Fraction(0), "composed"
+        cert.argument = [f"{n}: {x}" for n, p in zip(names, units) for x in exact_lines(p)]
+        return
     scaled = cert.measure in (Measure.REL, Measure.ULP)
     if cert.measure != Measure.NORMWISE and not (scaled and one_sign(cons)):
         return

@@ -2,9 +2,9 @@
 where the conditions below hold (a normwise error of 0, closed at once), where a
 solver asked "error > 0" has the whole unit to encode for an input of one number.
 
-The argument. Let every product a_k b_k of an FDA unit be a zero by the class (--terms
-0, --zero-k over all of K, or --fix of a_k or b_k to a zero pattern), and c finite. In
-each fused group (model/fda.py, steps 3-5) the terms are c (the input c, then the
+The argument. Let every product a_k b_k of an FDA unit be a zero by the class (--where
+terms:0, or fix: of a_k or b_k to a zero pattern for every k), and c finite. In each
+fused group (model/fda.py, steps 3-5) the terms are c (the input c, then the
 previous group's result) and zeros:
  1. alignment: E = max(exponent of c, e_zero of the zero terms). An addend's exponent
     in a format is at least that format's e_min (a subnormal's is e_min), so e_zero <=
