@@ -255,7 +255,9 @@ def gemm(
     series: list[list[SweepPoint]] = []
     try:
         for h in hyps:
-            series.append(_run_series(h, A, B, C, instrs.get(h, instr), engine, ks, errors))
+            # a profile's recipe (a hypothesis object) runs the instruction it names
+            h_instr = instrs.get(h, instr) if isinstance(h, str) else instr
+            series.append(_run_series(h, A, B, C, h_instr, engine, ks, errors))
     except KeyboardInterrupt:  # the GEMM running stopped; the finished ones are kept
         if not series:
             raise
