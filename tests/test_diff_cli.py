@@ -206,7 +206,10 @@ def test_witness_that_does_not_reproduce_exits_4_and_is_not_shown_as_a_result(pl
         (["diff", "volta[carry_bits=", "volta"], "malformed variant"),
         (["diff", "volta", "volta[carry_bits]"], "is not name=value"),
         (["diff", "voltaa", "volta"], "unknown architecture"),
-        (["diff", "volta", "volta[carry_bits=2]", "--solver", "mathsat"], "unknown solver 'mathsat'"),
+        (
+            ["diff", "volta", "volta[carry_bits=2]", "--solver", "mathsat"],
+            "unknown solver 'mathsat'",
+        ),
         (["prove", "volta", "volta", "--solver", "mathsat"], "unknown solver"),
         (["diff", "volta", "cdna3"], "has no instruction"),
         (["diff", "volta", "volta", "--instr", "m16n8k16.f32.f16.f16.f32"], "unknown instruction"),
