@@ -21,10 +21,7 @@ c near 2^31 - 1 wraps inside the class.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import UserError
-from ..formats import int_bits, int_value
 from ..inputs.kinds import ConstraintKind
 from ..model.integer import S32_MAX, exact_value, term_range
 from ..model.params import Algorithm, BitOp, ModelParams
@@ -67,17 +64,9 @@ def edge_rows(p: ModelParams) -> list[tuple[list[int], list[int], int]]:
 
 def _edge_counterexample(p: ModelParams) -> tuple[list[int], list[int], int] | None:
     """The first edge row on which the concrete model does not give the exact sum."""
-    from ..api import simulate_params
+    from ..smt.argument_rows import first_inexact_integer_row
 
-    rows = edge_rows(p)
-    A = np.array([[int_bits(x, p.a_fmt) for x in r[0]] for r in rows], dtype=np.uint64)
-    B = np.array([[int_bits(x, p.b_fmt) for x in r[1]] for r in rows], dtype=np.uint64)
-    C = np.array([int_bits(r[2], p.c_fmt) for r in rows], dtype=np.uint64)
-    D = simulate_params(p, A, B, C)
-    for i, r in enumerate(rows):
-        if int_value(int(D[i]), p.d_fmt) != exact_value(*r, p):
-            return r
-    return None
+    return first_inexact_integer_row(p, edge_rows(p))
 
 
 def integer_interval(q: Query, names: list[str], exact_cmd: str) -> tuple[list[str], str | None]:

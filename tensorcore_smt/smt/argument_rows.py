@@ -49,7 +49,14 @@ def rows_checked(p: ModelParams, slice_bits: int, B: int) -> int:
 def no_clamp_counterexample(p: ModelParams, B: int) -> tuple[list[int], list[int], int] | None:
     """The first row of `no_clamp_rows(p, B)` on which the concrete model does not give
     the exact sum (None: every row exact)."""
-    rows = no_clamp_rows(p, B)
+    return first_inexact_integer_row(p, no_clamp_rows(p, B))
+
+
+def first_inexact_integer_row(
+    p: ModelParams, rows: list[tuple[list[int], list[int], int]]
+) -> tuple[list[int], list[int], int] | None:
+    """The first of the integer unit's rows (a, b, c as integers) on which the concrete
+    model does not give the exact sum a . b + c (None: every row exact)."""
     A = np.array([[int_bits(x, p.a_fmt) for x in r[0]] for r in rows], dtype=np.uint64)
     Bm = np.array([[int_bits(x, p.b_fmt) for x in r[1]] for r in rows], dtype=np.uint64)
     C = np.array([int_bits(r[2], p.c_fmt) for r in rows], dtype=np.uint64)
