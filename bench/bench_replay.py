@@ -25,6 +25,9 @@ import numpy as np
 
 import tensorcore_smt as tc
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_engine import best  # noqa: E402
+
 HYPOTHESIS = "hopper"
 """An H100's bf16 products (wgmma.m64n8k16.f32.bf16.bf16, schedule serial)."""
 
@@ -107,15 +110,6 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
 
 
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def native_times(prods: list[Product], repeat: int, torch) -> dict[str, tuple[float, float]]:
     """(numpy fp32 s, torch fp32 s) of each product (best of `repeat`)."""
     rng = np.random.default_rng(0)
@@ -125,8 +119,8 @@ def native_times(prods: list[Product], repeat: int, torch) -> dict[str, tuple[fl
         B = rng.standard_normal((pr.count, pr.K, pr.N)).astype(np.float32)
         tA, tB = torch.from_numpy(A), torch.from_numpy(B)
         out[pr.name] = (
-            _best(lambda A=A, B=B: A @ B, repeat),
-            _best(lambda tA=tA, tB=tB: tA @ tB, repeat),
+            best(lambda A=A, B=B: A @ B, repeat),
+            best(lambda tA=tA, tB=tB: tA @ tB, repeat),
         )
     return out
 
