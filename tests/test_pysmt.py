@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -59,14 +58,11 @@ def test_pysmt_parser_reads_every_query_file(path):
     from tensorcore_smt.solvers.via_pysmt import parse
 
     text = path.read_text()
-    t0 = time.perf_counter()
     formula, declared, _env = parse(text)
-    took = time.perf_counter() - t0
     want = dict(re.findall(r"\(declare-fun (\S+) \(\) \(_ BitVec (\d+)\)\)", text))
     assert want and {n: str(v.bv_width()) for n, v in declared.items()} == want
     assert formula.get_free_variables() <= set(declared.values())
     assert formula.is_and() or formula.is_bool_op() or formula.is_equals()
-    assert took < 10, f"pySMT took {took:.1f} s to parse {path.name}"
 
 
 def test_queries_folder_is_not_empty():
