@@ -408,8 +408,9 @@ def test_illustrative_commands_parse(monkeypatch):
 
     def leaves(cmd):
         if isinstance(cmd, click.Group):
-            for sub in cmd.commands.values():
-                yield from leaves(sub)
+            ctx = click.Context(cmd)
+            for name in cmd.list_commands(ctx):  # loads each (the root group loads on demand)
+                yield from leaves(cmd.get_command(ctx, name))
         else:
             yield cmd
 

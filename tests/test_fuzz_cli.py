@@ -139,7 +139,9 @@ def _bases(f: dict[str, Path]) -> dict[str, list[str]]:
 
 def _commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
     out: dict[str, click.Command] = {}
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # loads each (the root group loads on demand)
+        cmd = group.get_command(ctx, name)
         path = f"{prefix}{name}"
         if isinstance(cmd, click.Group):
             out[path] = cmd

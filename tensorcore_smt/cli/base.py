@@ -29,6 +29,7 @@ import click
 
 from ..errors import ExitCode, UserError
 from ..version import __version__
+from .commands import COMMANDS, Entry
 
 QUIET_LOGGERS = ("asyncio", "distributed", "tornado")
 """Loggers of the libraries under the commands, silenced while a command runs."""
@@ -224,7 +225,47 @@ class Group(click.Group):
             fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
 
 
-@click.group(cls=Group)
+class LazyGroup(Group):
+    """A group that lists its commands from a table (commands.COMMANDS) and imports a
+    command's module only when that command is looked up: to run it, or for its own
+    help. `tcsmt --help` shows the table's summaries, cut to the width as click cuts a
+    command's own help. Subgroups made from it (`main.group`) have an empty table and
+    behave as `Group`."""
+
+    def __init__(self, *args, table: dict[str, Entry] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.table: dict[str, Entry] = dict(table or {})
+        self._imported: set[str] = set()
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.table})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.table and cmd_name not in self._imported:
+            import importlib
+
+            entry = self.table[cmd_name]
+            module = importlib.import_module(f"{__package__}.{entry.module}")
+            for extra in entry.extends:  # even where the module itself was imported before
+                importlib.import_module(f"{__package__}.{extra}")
+            self.commands[cmd_name] = getattr(module, entry.attribute)
+            self._imported.add(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of the help, from the table for commands not yet loaded."""
+        rows = [
+            (name, self.commands.get(name) or click.Command(name, help=self.table[name].summary))
+            for name in self.list_commands(ctx)
+        ]
+        rows = [(name, cmd) for name, cmd in rows if not cmd.hidden]
+        if rows:
+            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, cmd.get_short_help_str(limit)) for n, cmd in rows])
+
+
+@click.group(cls=LazyGroup, table=COMMANDS)
 @click.version_option(__version__, prog_name="tcsmt")
 def main() -> None:
     """Formal model of GPU matrix-unit arithmetic: simulate, compare, find discriminating inputs."""
