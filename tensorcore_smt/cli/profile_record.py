@@ -34,10 +34,11 @@ from .profile import profile_group
 @click.option(
     "--plan",
     "plan_name",
-    type=click.Choice(["default", "tiny"]),
+    type=click.Choice(["default", "tiny", "extended"]),
     default="default",
     show_default=True,
-    help="default: the whole plan (docs/profiles.md); tiny: a few small calls of every class.",
+    help="default: the whole plan (docs/profiles.md); extended: the default and 4,000 random "
+    "calls; tiny: a few small calls of every class.",
 )
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True)
 @click.option(

@@ -283,7 +283,38 @@ def tiny_plan(seed: int = 0) -> Plan:
     return Plan([main, batch, hold], seed)
 
 
-PLANS = {"default": default_plan, "tiny": tiny_plan}
+RANDOM_CALLS = 4000
+"""Calls of the extended plan's ``random`` part."""
+
+
+def extended_plan(seed: int = 0) -> Plan:
+    """The default plan and a ``random`` part: `RANDOM_CALLS` calls of random class,
+    shape (M, N log-uniform to 8192, K to 16384) and kind, 12 rows x 12 columns kept,
+    half of them plain fp16/bf16 torch.matmul (the calls users make most). Not marked
+    held out: the profile's builder splits them itself and reports the split."""
+    plan = default_plan(seed)
+    rng = np.random.Generator(np.random.PCG64([seed, 4600]))
+    every = classes(tuple(Op), ALL_PRECISIONS)
+    common = classes((Op.MATMUL,), (Precision.FP16, Precision.BF16))
+    kinds = tuple(Kind)
+    keep = Keep(rows=12, cols=12)
+    part = Part("random", "random calls of every class (12 x 12 outputs each)", [])
+    s = 7_000_000 + seed * 1_000_003
+    while len(part.probes) < RANDOM_CALLS:
+        m, n, _ = _log_uniform(rng, 1, 8192)[0]
+        k = _log_uniform(rng, 1, 16384)[0][2]
+        pool = common if rng.random() < 0.5 else every
+        c = pool[int(rng.integers(len(pool)))]
+        if not c.applies(m, n, k):
+            continue
+        kind = kinds[int(rng.integers(len(kinds)))]
+        part.probes.append(Probe(c, m, n, k, kind, s, False, keep))
+        s += 1
+    plan.parts.append(part)
+    return plan
+
+
+PLANS = {"default": default_plan, "tiny": tiny_plan, "extended": extended_plan}
 """Plans by name (`tcsmt profile record --plan`)."""
 
 
@@ -296,5 +327,6 @@ __all__ = [
     "batch_ms",
     "default_plan",
     "estimate_seconds",
+    "extended_plan",
     "tiny_plan",
 ]
