@@ -9,6 +9,7 @@ elements whose bits differ, the check a profile's recipes are judged by.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -147,8 +148,10 @@ def _call(part: str, r: dict) -> RecordedCall:
 
 
 def _lines(path: Path) -> Iterator[dict]:
-    """The complete JSON lines of a part file (a truncated last line is skipped)."""
-    with open(path) as f:
+    """The complete JSON lines of a part file, plain or gzip-compressed (a truncated last
+    line is skipped)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
         for line in f:
             if not line.endswith("\n"):
                 return  # cut short by a crash: not a record
@@ -171,6 +174,8 @@ def load(path: str | Path) -> Recording:
     calls: list[RecordedCall] = []
     for entry in manifest.get("parts", []):
         f = p / f"{entry['name']}.jsonl"
+        if not f.is_file():
+            f = f.with_name(f.name + ".gz")  # stored compressed (results/hardware)
         if f.is_file():
             calls += [_call(entry["name"], r) for r in _lines(f)]
     return Recording(p, manifest, calls)
