@@ -82,9 +82,10 @@ class RecordedCall:
         D = run(self.cls, A, B, extra)
         return kept_bits(D, self.rows, self.cols), checksum(D)
 
-    def model(self, hypothesis: str) -> np.ndarray:
+    def model(self, hypothesis: str, instr: str | None = None) -> np.ndarray:
         """The kept elements as tc.matmul computes them under `hypothesis` (the call's
-        alpha, beta, bias or C, output format), bits, batch x rows x cols."""
+        alpha, beta, bias or C, output format), bits, batch x rows x cols; `instr` the
+        instruction (None: the library default for the operand format)."""
         from ..gemm.emulate import matmul
 
         out = []
@@ -96,7 +97,7 @@ class RecordedCall:
             c = None
             if extra is not None:
                 c = np.broadcast_to(extra, (len(self.rows), len(self.cols)))
-            d = matmul(hypothesis, a, b, c, **kw)
+            d = matmul(hypothesis, a, b, c, instr=instr, **kw)
             out.append(np.asarray(d).view(BITS_DTYPE.get(self.cls.output_format, np.uint16)))
         return np.stack(out)
 
