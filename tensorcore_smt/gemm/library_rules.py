@@ -1,0 +1,189 @@
+"""A library's recipe per call, as data: the decision tables of schedules/library/*.toml,
+which say for a torch call class and a shape which GEMM hypothesis cuBLAS's kernel
+computes, and the evaluator that reads them.
+
+A table file::
+
+    classes = ["matmul.fp16.*", "linear.bf16.rr0"]   # call classes (glob on the name)
+    instr = ""                 # "" the library default, "full-fp32", or an instruction
+    source = "..."             # where the rules come from (recordings, documentation)
+
+    [[rule]]                   # rules in order; the first that matches decides
+    gpu = ["h200"]             # optional: only on these GPUs
+    when = { k_max = 64 }      # optional: bounds on the shape (below)
+    recipe = "hopper/serial"   # a GEMM hypothesis; {EXPR} parts are computed (below)
+    why = "..."                # optional: what the rule stands for
+
+Bounds: ``m_min m_max n_min n_max k_min k_max mn_min mn_max`` (mn = M*N), each
+inclusive, and ``k_mod = [q, r]`` (K mod q == r), ``n_mod``, ``m_mod`` alike. EXPR is an
+arithmetic expression of m, n, k with integers, + - * // %, min, max, cdiv (ceiling
+division), log2 (floor) and clamp(x, lo, hi): `hopper/serial[split_k={min(4, cdiv(k, 1024))}]`.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import operator
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from ..errors import UserError
+from ..spec.datadirs import data_dir
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+BOUNDS = ("m_min", "m_max", "n_min", "n_max", "k_min", "k_max", "mn_min", "mn_max")
+MODS = ("m_mod", "n_mod", "k_mod")
+
+_FUNCS = {
+    "min": min,
+    "max": max,
+    "cdiv": lambda a, b: -(-a // b),
+    "log2": lambda a: int(a).bit_length() - 1,
+    "clamp": lambda x, lo, hi: max(lo, min(hi, x)),
+}
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+
+
+def evaluate(expr: str, env: dict[str, int]) -> int:
+    """The integer value of `expr` (module docstring) for m, n, k in `env`."""
+
+    def ev(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in env:
+            return env[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _FUNCS
+            and not node.keywords
+        ):
+            return int(_FUNCS[node.func.id](*(ev(a) for a in node.args)))
+        raise UserError(f"recipe expression {expr!r}: {ast.dump(node)[:60]} is not allowed")
+
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        raise UserError(f"recipe expression {expr!r}: not an expression") from None
+    return ev(tree)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of a table: where it applies and the recipe there."""
+
+    recipe: str
+    when: dict = field(default_factory=dict)
+    gpu: tuple[str, ...] | None = None
+    why: str = ""
+
+    def matches(self, m: int, n: int, k: int, gpu: str | None) -> bool:
+        if self.gpu is not None and gpu not in self.gpu:
+            return False
+        vals = {"m": m, "n": n, "k": k, "mn": m * n}
+        for name, bound in self.when.items():
+            if name in MODS:
+                q, r = bound
+                if vals[name[0]] % q != r:
+                    return False
+                continue
+            key, side = name.rsplit("_", 1)
+            v = vals[key]
+            if (side == "min" and v < bound) or (side == "max" and v > bound):
+                return False
+        return True
+
+    def text(self, m: int, n: int, k: int) -> str:
+        env = {"m": m, "n": n, "k": k}
+        return re.sub(r"\{([^{}]+)\}", lambda mo: str(evaluate(mo.group(1), env)), self.recipe)
+
+
+@dataclass(frozen=True)
+class Table:
+    """One file of schedules/library: the classes it covers and its rules."""
+
+    name: str
+    classes: tuple[str, ...]
+    instr: str
+    rules: tuple[Rule, ...]
+    source: str = ""
+
+    def covers(self, class_name: str) -> bool:
+        return any(fnmatch.fnmatchcase(class_name, pat) for pat in self.classes)
+
+    def decide(self, m: int, n: int, k: int, gpu: str | None) -> tuple[str, Rule] | None:
+        """(recipe text, the rule) of the first rule matching the shape, or None."""
+        for r in self.rules:
+            if r.matches(m, n, k, gpu):
+                return r.text(m, n, k), r
+        return None
+
+
+def _rule(doc: dict, where: str) -> Rule:
+    unknown = set(doc) - {"recipe", "when", "gpu", "why"}
+    if unknown or "recipe" not in doc:
+        raise UserError(f"{where}: a rule has recipe, when, gpu, why (got {sorted(doc)})")
+    when = dict(doc.get("when", {}))
+    bad = set(when) - set(BOUNDS) - set(MODS)
+    if bad:
+        raise UserError(f"{where}: unknown bound(s) {sorted(bad)}; known: {BOUNDS + MODS}")
+    gpu = doc.get("gpu")
+    return Rule(doc["recipe"], when, tuple(gpu) if gpu is not None else None, doc.get("why", ""))
+
+
+def read_table(path: Path) -> Table:
+    """One table file (UserError, one line, on a malformed file)."""
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise UserError(f"{path}: {e}") from None
+    rules = tuple(_rule(r, f"{path.name} rule {i}") for i, r in enumerate(doc.get("rule", [])))
+    return Table(
+        path.stem, tuple(doc.get("classes", [])), doc.get("instr", ""), rules, doc.get("source", "")
+    )
+
+
+@cache
+def tables(folder: str | None = None) -> tuple[Table, ...]:
+    """Every table of schedules/library (or `folder`), in file-name order."""
+    d = Path(folder) if folder else data_dir("schedules") / "library"
+    if not d.is_dir():
+        return ()
+    return tuple(read_table(p) for p in sorted(d.glob("*.toml")))
+
+
+def decide(
+    class_name: str, m: int, n: int, k: int, gpu: str | None, among: Iterable[Table] | None = None
+) -> tuple[str, str, Table, Rule] | None:
+    """(recipe, instr, table, rule) for a call: the first table covering the class whose
+    rules decide the shape; None when no table does."""
+    for t in tables() if among is None else among:
+        if t.covers(class_name):
+            got = t.decide(m, n, k, gpu)
+            if got is not None:
+                return got[0], t.instr, t, got[1]
+    return None
+
+
+__all__ = ["Rule", "Table", "decide", "evaluate", "read_table", "tables"]
