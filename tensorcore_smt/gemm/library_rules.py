@@ -14,6 +14,11 @@ A table file::
     recipe = "hopper/serial"   # a GEMM hypothesis; {EXPR} parts are computed (below)
     why = "..."                # optional: what the rule stands for
 
+An epilogue table (``kind = "epilogue"``, ``base = "linear"``) covers calls whose
+arithmetic is a base op's plus an epilogue (F.linear with a bias over F.linear, addmm
+over matmul): its rules give ``fields`` (`c_join=output,epilogue=mul-add`) instead of a
+recipe, added to the schedule the other tables decide for the base op's class.
+
 Bounds: ``m_min m_max n_min n_max k_min k_max mn_min mn_max`` (mn = M*N), each
 inclusive, and ``k_mod = [q, r]`` (K mod q == r), ``n_mod``, ``m_mod`` alike. EXPR is an
 arithmetic expression of m, n, k with integers, + - * // %, min, max, cdiv (ceiling
@@ -91,7 +96,8 @@ def evaluate(expr: str, env: dict[str, int]) -> int:
 
 @dataclass(frozen=True)
 class Rule:
-    """One row of a table: where it applies and the recipe there."""
+    """One row of a table: where it applies and the recipe there (in an epilogue table:
+    the schedule fields it adds)."""
 
     recipe: str
     when: dict = field(default_factory=dict)
@@ -128,6 +134,7 @@ class Table:
     instr: str
     rules: tuple[Rule, ...]
     source: str = ""
+    base: str | None = None  # epilogue tables: the op whose recipe they extend
 
     def covers(self, class_name: str) -> bool:
         return any(fnmatch.fnmatchcase(class_name, pat) for pat in self.classes)
@@ -140,16 +147,17 @@ class Table:
         return None
 
 
-def _rule(doc: dict, where: str) -> Rule:
-    unknown = set(doc) - {"recipe", "when", "gpu", "why"}
-    if unknown or "recipe" not in doc:
-        raise UserError(f"{where}: a rule has recipe, when, gpu, why (got {sorted(doc)})")
+def _rule(doc: dict, where: str, epilogue: bool) -> Rule:
+    key = "fields" if epilogue else "recipe"
+    unknown = set(doc) - {key, "when", "gpu", "why"}
+    if unknown or key not in doc:
+        raise UserError(f"{where}: a rule has {key}, when, gpu, why (got {sorted(doc)})")
     when = dict(doc.get("when", {}))
     bad = set(when) - set(BOUNDS) - set(MODS)
     if bad:
         raise UserError(f"{where}: unknown bound(s) {sorted(bad)}; known: {BOUNDS + MODS}")
     gpu = doc.get("gpu")
-    return Rule(doc["recipe"], when, tuple(gpu) if gpu is not None else None, doc.get("why", ""))
+    return Rule(doc[key], when, tuple(gpu) if gpu is not None else None, doc.get("why", ""))
 
 
 def read_table(path: Path) -> Table:
@@ -158,10 +166,33 @@ def read_table(path: Path) -> Table:
         doc = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise UserError(f"{path}: {e}") from None
-    rules = tuple(_rule(r, f"{path.name} rule {i}") for i, r in enumerate(doc.get("rule", [])))
-    return Table(
-        path.stem, tuple(doc.get("classes", [])), doc.get("instr", ""), rules, doc.get("source", "")
+    epilogue = doc.get("kind") == "epilogue"
+    if epilogue and not doc.get("base"):
+        raise UserError(f'{path}: an epilogue table names its base op (base = "linear")')
+    rules = tuple(
+        _rule(r, f"{path.name} rule {i}", epilogue) for i, r in enumerate(doc.get("rule", []))
     )
+    return Table(
+        path.stem,
+        tuple(doc.get("classes", [])),
+        doc.get("instr", ""),
+        rules,
+        doc.get("source", ""),
+        doc.get("base") if epilogue else None,
+    )
+
+
+def with_fields(recipe: str, extra: str) -> str:
+    """`recipe` with schedule fields `extra` added: hopper/serial[split_k=2] +
+    c_join=output -> hopper/serial[split_k=2,c_join=output]."""
+    if not extra:
+        return recipe
+    if "/" not in recipe:
+        recipe += "/serial"
+    arch, sched = recipe.split("/", 1)
+    if sched.endswith("]"):
+        return f"{arch}/{sched[:-1]},{extra}]"
+    return f"{arch}/{sched}[{extra}]"
 
 
 @cache
@@ -177,13 +208,21 @@ def decide(
     class_name: str, m: int, n: int, k: int, gpu: str | None, among: Iterable[Table] | None = None
 ) -> tuple[str, str, Table, Rule] | None:
     """(recipe, instr, table, rule) for a call: the first table covering the class whose
-    rules decide the shape; None when no table does."""
-    for t in tables() if among is None else among:
+    rules decide the shape (an epilogue table: its fields added to the recipe of the
+    base op's class); None when no table does."""
+    pool = tuple(tables() if among is None else among)
+    for t in pool:
         if t.covers(class_name):
             got = t.decide(m, n, k, gpu)
-            if got is not None:
+            if got is None:
+                continue
+            if t.base is None:
                 return got[0], t.instr, t, got[1]
+            base_name = ".".join([t.base, *class_name.split(".")[1:]])
+            core = decide(base_name, m, n, k, gpu, [u for u in pool if u.base is None])
+            if core is not None:
+                return with_fields(core[0], got[0]), core[1], t, got[1]
     return None
 
 
-__all__ = ["Rule", "Table", "decide", "evaluate", "read_table", "tables"]
+__all__ = ["Rule", "Table", "decide", "evaluate", "read_table", "tables", "with_fields"]
