@@ -297,11 +297,12 @@ def run_gemm(
         acc_fmt = fold_plan(
             plan,
             p,
-            lambda s, sp: None,
+            lambda s, sp, seed: None,
             made,
             out_fmt,
             made_round,
             made_join if c_partial else None,
+            lambda f: None,
         )[1]
     c_term = ep.beta is not None
     ep_fn = None
@@ -319,9 +320,9 @@ def run_gemm(
         if ep.reads_ab:
             ia, ib = outputs.rows(lo, hi)
 
-            def split(s: int, sp) -> np.ndarray:
+            def split(s: int, sp, seed: np.ndarray | None) -> np.ndarray:
                 acc0 = c if c_joins(plan, s, c is not None) else zero
-                return t.run(fns[sp.promoted], chains[s], ia, ib, acc0)
+                return t.run(fns[sp.promoted], chains[s], ia, ib, acc0 if seed is None else seed)
 
             join = None
             if c_partial:
@@ -337,6 +338,7 @@ def run_gemm(
                 out_fmt,
                 lambda x, fx: _map(round_fn(fx), [x]),
                 join,
+                lambda f: zero,
             )
         else:
             acc = zero

@@ -387,23 +387,38 @@ def run_chain(
 def fold_plan(
     plan: Plan,
     p: ModelParams,
-    split: Callable[[int, SplitPlan], T],
+    split: Callable[[int, SplitPlan, T | None], T],
     add: Callable[[T, Format, T, Format, Format], T],
     out_fmt: Format | None = None,
     to_out: Callable[[T, Format], T] | None = None,
     join_c: Callable[[T, Format], T] | None = None,
+    zero: Callable[[Format], T] | None = None,
 ) -> tuple[T, Format]:
-    """The walk of a plan every runner shares: `split(s, sp)` the partial of each split
-    (the chain's d in the instruction's d format, or the fp32 sum of promoted chains);
+    """The walk of a plan every runner shares: `split(s, sp, acc0)` the partial of each
+    split (the chain's d in the instruction's d format, or the fp32 sum of promoted
+    chains), its chain started from `acc0` where the plan seeds it (plan.seeds: the sum
+    of other partials, in the d format) and from +0 or C where acc0 is None;
     `join_c(x, fx)` (when C joins the first partial, plan.c_in_partial, and is read)
     adds C into the partial that starts the combination, in the accumulator format;
     `to_out(x, fx)` rounds the partials of `plan.rounded` to `out_fmt`; then the
     partials are added pairwise along `plan.combine` by `add(x, fx, y, fy, rf)`, each sum
     rounded to `rf` (plan.reduce_fmt): the accumulator format, or `out_fmt` (OUT), or the
-    accumulator format and then `out_fmt` by `to_out` (ACC_OUT). Returns the accumulator
-    and its format."""
+    accumulator format and then `out_fmt` by `to_out` (ACC_OUT). With plan.wide, the last
+    wide partials are summed in fp64 from `zero(FP64)`, in order, the combination added
+    to that sum in fp64, and the result rounded to the accumulator format (an addition of
+    `zero(af)`, exact but for that rounding). Returns the accumulator and its format."""
     af = acc_format(p)
-    partials = [(split(s, sp), af if sp.promoted else p.d_fmt) for s, sp in enumerate(plan.splits)]
+    seeds = dict(plan.seeds)
+    if (seeds or plan.wide) and p.d_fmt != af:
+        raise UserError(
+            f"seeds= and wide= run chains that go on from an {af.spec.name} sum; this "
+            f"instruction writes {p.d_fmt.spec.name}; allowed: an instruction whose d is "
+            f"{af.spec.name}"
+        )
+    partials: list = [
+        None if s in seeds else (split(s, sp, None), af if sp.promoted else p.d_fmt)
+        for s, sp in enumerate(plan.splits)
+    ]
     if plan.c_in_partial and join_c is not None:
         f = first_leaf(plan.combine)
         partials[f] = (join_c(*partials[f]), af)
@@ -420,13 +435,26 @@ def fold_plan(
 
     def reduce(t: Tree) -> tuple[T, Format]:
         if isinstance(t, int):
+            if partials[t] is None:  # a seeded chain: its seed first
+                x, _ = reduce(seeds[t])
+                partials[t] = (split(t, plan.splits[t], x), p.d_fmt)
             return partials[t]
         (x, fx), (y, fy) = reduce(t[0]), reduce(t[1])
         if plan.reduce_fmt == ReduceFormat.ACC_OUT:
             return to_out(add(x, fx, y, fy, af), af), out_fmt
         return add(x, fx, y, fy, rf), rf
 
-    return reduce(plan.combine)
+    top = reduce(plan.combine)
+    if not plan.wide:
+        return top
+    if zero is None:
+        raise ValueError("fold_plan: a plan with wide partials needs zero")
+    wf = Format.FP64
+    acc = zero(wf)
+    for s in range(len(partials) - plan.wide, len(partials)):
+        acc = add(acc, wf, *partials[s], wf)
+    acc = add(acc, wf, *top, wf)
+    return add(acc, wf, zero(af), af, af), af
 
 
 def accumulate(
@@ -450,10 +478,10 @@ def accumulate(
     a = rounded_operands(a, p.a_fmt, plan.operand_round)
     b = rounded_operands(b, p.b_fmt, plan.operand_round)
 
-    def split(s: int, sp: SplitPlan) -> BV:
+    def split(s: int, sp: SplitPlan, seed: BV | None) -> BV:
         if not sp.promoted:
             acc0 = c if c_joins(plan, s, c is not None) else _zero(like, d_fmt)
-            return run_chain(p, a, b, sp.chains[0], acc0)
+            return run_chain(p, a, b, sp.chains[0], acc0 if seed is None else seed)
         acc32 = _zero(like, af)
         for blocks in sp.chains:
             d = run_chain(p, a, b, blocks, _zero(like, d_fmt))
@@ -483,6 +511,7 @@ def accumulate(
         out_fmt,
         to_out,
         join_c,
+        lambda f: _zero(like, f),
     )
 
 

@@ -72,6 +72,8 @@ class Plan:
     rounded: frozenset[int] = frozenset()  # partials rounded to the output type first
     reduce_fmt: ReduceFormat = ReduceFormat.ACC  # what each combining addition rounds to
     operand_round: OperandRound = OperandRound.TRUNCATE  # fp32 -> TF32 operands
+    seeds: tuple[tuple[int, Tree], ...] = ()  # (s, t): split s's chain starts from sum t
+    wide: int = 0  # the last `wide` partials summed in fp64, the combination added to them
 
     @property
     def fp32_acc(self) -> bool:
@@ -93,6 +95,10 @@ class Plan:
             out.append("reduce_fmt")
         if self.c_in_partial:
             out.append("c_join")
+        if self.seeds:
+            out.append("seeds")
+        if self.wide:
+            out.append("wide")
         return tuple(out)
 
     def steps(self) -> int:
@@ -215,6 +221,8 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int, parts: Parts | No
     if K_padded < k_block or K_padded % k_block:
         raise UserError(f"K={K_padded} is not a positive multiple of the instruction's K={k_block}")
     n_blocks = K_padded // k_block
+    if schedule.chains is not None:
+        return _given_chains(schedule, n_blocks, k_block)
     if schedule.stream_k is not None:
         if parts is None:
             raise UserError(
@@ -258,6 +266,33 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int, parts: Parts | No
         rounded=rounded,
         reduce_fmt=schedule.reduce_fmt,
         operand_round=schedule.operand_round,
+        seeds=schedule.seeds or (),
+        wide=schedule.wide or 0,
+    )
+
+
+def _given_chains(schedule: Schedule, n_blocks: int, k_block: int) -> Plan:
+    """The plan of a schedule whose chains are given (schedule.chains): UserError unless
+    they take every k-block of this K once."""
+    chains = schedule.chains or ()
+    flat = sorted(b for c in chains for b in c)
+    if flat != list(range(n_blocks)):
+        top = max(flat) + 1
+        raise UserError(
+            f"chains= takes k-blocks 0..{top - 1} ({len(flat)} in all), not the {n_blocks} "
+            f"k-blocks of K={n_blocks * k_block}; allowed: chains that take each k-block "
+            "of this K once"
+        )
+    return Plan(
+        k_block,
+        n_blocks,
+        tuple(SplitPlan((c,), False) for c in chains),
+        schedule.tree,
+        schedule.c_in_chain,
+        c_in_partial=schedule.c_at == CJoin.PARTIAL,
+        operand_round=schedule.operand_round,
+        seeds=schedule.seeds or (),
+        wide=schedule.wide or 0,
     )
 
 
@@ -276,6 +311,8 @@ def equivalent_plan(plan: Plan, nan_payloads: bool = False) -> Plan:
     if S == 1 or not all(s.promoted and len(s.chains) == 1 for s in plan.splits):
         return plan
     if plan.rounded or plan.reduce_fmt != ReduceFormat.ACC or plan.c_in_partial:
+        return plan
+    if plan.seeds or plan.wide:
         return plan
     if (S > 2 or nan_payloads) and plan.combine != serial_tree(S):
         return plan

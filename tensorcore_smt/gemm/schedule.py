@@ -20,7 +20,13 @@ Facts (PTX ISA; cuBLAS, cuBLASLt and CUTLASS documentation; DeepSeek-V3 report):
 - epilogue (cuBLASLt, torch._scaled_mm): D = alpha*acc + beta*C as one fp32 FMA, then one
   round-to-nearest conversion to the output type; FP8 outputs saturate; beta = 0 does not
   read C (BLAS, cuBLAS, torch.addmm: NaN and Inf in C do not propagate); alpha = 0 does not
-  read A and B, D = beta*C (reference BLAS xGEMM; element.Epilogue.of).
+  read A and B, D = beta*C (reference BLAS xGEMM; element.Epilogue.of);
+- SIMD dot kernels (OpenBLAS sdot, Xianyi et al.; torch's vectorised reductions): chains
+  given as data (`chains`: the k-blocks of each accumulator lane, in order, whatever the
+  layout), a lane that goes on from a sum of others (`seeds`: OpenBLAS's 64-wide loop
+  folds its eight accumulators into four, which the 32-wide loop then continues), and a
+  scalar tail summed in a C `double` (`wide`: `dot += y[i] * x[i]` from 0.0, each product
+  rounded to fp32 first, then `dot += mydot`, one rounding to fp32 on return).
 
 What every schedule computes is D = alpha*(A*B) + beta*C (BLAS, cuBLAS, torch.addmm).
 C may join as the chain's acc_0 (an instruction's D = A*B + C) only where that is the
@@ -120,6 +126,73 @@ class PartialRound(Enum):
 CombineTree = int | tuple["CombineTree", "CombineTree"]
 """An explicit combination of split partials: a split index, or (left, right), the fp32
 sum left + right (the same shape as plan.Tree)."""
+
+Chains = tuple[tuple[int, ...], ...]
+"""Explicit chains: the k-block indices of each, in the order the chain takes them."""
+
+Seeds = tuple[tuple[int, CombineTree], ...]
+"""(split s, tree t): split s's chain starts from the sum t of other partials, not +0."""
+
+
+def parse_chains(text: str) -> Chains:
+    """`0..6/2&7|1..5/2` -> ((0, 2, 4, 6, 7), (1, 3, 5)): chains separated by `|`, each
+    pieces joined by `&`, a piece `i`, `i..j` or `i..j/step` (j included). UserError
+    naming what is wrong."""
+    out = []
+    for chain in text.split("|"):
+        blocks: list[int] = []
+        for piece in chain.split("&"):
+            m = re.fullmatch(r"\s*(\d+)(?:\.\.(\d+)(?:/(\d+))?)?\s*", piece)
+            if not m:
+                raise UserError(f"chains={text!r}: {piece.strip()!r} is not i, i..j or i..j/step")
+            lo = int(m.group(1))
+            hi = int(m.group(2)) if m.group(2) else lo
+            step = int(m.group(3)) if m.group(3) else 1
+            if hi < lo or step < 1 or (hi - lo) % step:
+                raise UserError(
+                    f"chains={text!r}: {piece.strip()!r} is not a run lo..hi/step with hi "
+                    "reached from lo"
+                )
+            blocks += range(lo, hi + 1, step)
+        out.append(tuple(blocks))
+    return tuple(out)
+
+
+def chains_text(chains: Chains) -> str:
+    """The chains written as parse_chains reads them (runs of one step compressed)."""
+    parts = []
+    for c in chains:
+        pieces, i = [], 0
+        while i < len(c):
+            j = i + 1
+            step = c[j] - c[i] if j < len(c) else 1
+            while step > 0 and j < len(c) and c[j] - c[j - 1] == step:
+                j += 1
+            if j - i >= 3:
+                pieces.append(f"{c[i]}..{c[j - 1]}" + (f"/{step}" if step != 1 else ""))
+                i = j
+            else:
+                pieces.append(str(c[i]))
+                i += 1
+        parts.append("&".join(pieces))
+    return "|".join(parts)
+
+
+def parse_seeds(text: str) -> Seeds:
+    """`2<0+1|3<2` -> ((2, (0, 1)), (3, 2)): split s's chain starts from the sum t."""
+    out = []
+    for item in text.split("|"):
+        if "<" not in item:
+            raise UserError(f"seeds={text!r}: {item.strip()!r} is not SPLIT<COMBINATION")
+        s, t = item.split("<", 1)
+        if not s.strip().isdigit():
+            raise UserError(f"seeds={text!r}: {s.strip()!r} is not a split index")
+        out.append((int(s), parse_combine(t)))
+    return tuple(out)
+
+
+def seeds_text(seeds: Seeds) -> str:
+    return "|".join(f"{s}<{combine_text(t)}" for s, t in seeds)
 
 
 def parse_combine(text: str) -> CombineTree:
@@ -282,6 +355,7 @@ SCHEDULE_RANGES: dict[str, FieldRange] = {
     ),
     "split_tile": FieldRange(1, 4096, "k-tile width of split-K; cuBLASLt: 64 or 128"),
     "warp": FieldRange(2, 1024, "partials per halving-tree group (a warp: 32 lanes)"),
+    "wide": FieldRange(1, 1023, "partials summed in fp64 (sdot's scalar tail: K mod 32)"),
     "stream_k": FieldRange(
         1, 4096, "stream-K workers (CTAs), one per SM in a persistent kernel: 132 on an H100"
     ),
@@ -304,7 +378,12 @@ class Schedule:
     tree they combine in, as data (each split index once; written `0+2+(1+3)`); kblocks: K
     cut into consecutive k-blocks of these sizes first (written `320+320+192+192`: OpenBLAS
     sgemm's GEMM_Q blocking), each cut by the split layout into split_k partials, partial
-    i*S + s of block i, all combined by reduce or combine; warp: the partials first
+    i*S + s of block i, all combined by reduce or combine; chains: the chains given as data instead (each a
+    partial; a hypothesis for one K); seeds: chains that start from a sum of other
+    partials instead of +0 (those partials then in no other sum); wide: the last `wide`
+    partials summed in fp64 from +0, in order, the combination of the others added to that
+    sum in fp64 and the result rounded once to the accumulator format (a scalar tail in a C
+    double); warp: the partials first
     combined in groups of this many by the halving tree (a warp shuffle reduction), the
     group results then by reduce; reduce_fmt: the format each combining addition rounds
     to (fp32, or the output type); round_partials: which partials are rounded to the
@@ -331,6 +410,9 @@ class Schedule:
     reduce: Reduce = Reduce.SERIAL
     combine: CombineTree | None = None
     kblocks: tuple[int, ...] | None = None
+    chains: Chains | None = None
+    seeds: Seeds | None = None
+    wide: int | None = None
     warp: int | None = None
     reduce_fmt: ReduceFormat = ReduceFormat.ACC
     round_partials: PartialRound = PartialRound.NONE
@@ -380,7 +462,10 @@ class Schedule:
                     "warp none, reduce_fmt=acc, round_partials=none, c_join not chain"
                 )
         n = self.partials
-        if self.combine is not None:
+        self._check_lanes(n)
+        if self.seeds is not None or self.wide is not None:
+            pass
+        elif self.combine is not None:
             got = sorted(combine_leaves(self.combine))
             if got != list(range(n)):
                 raise UserError(
@@ -437,6 +522,89 @@ class Schedule:
                 "c_join=chain with alpha=1 and beta=1, else c_join=epilogue"
             )
 
+    def _check_lanes(self, n: int) -> None:
+        """UserError unless chains, seeds and wide fit the rest of the schedule and
+        every partial is summed exactly once."""
+        if self.chains is not None:
+            clash = [
+                f"{name}={_show(getattr(self, name))}"
+                for name, ok in (
+                    ("split_k", self.split_k == 1),
+                    ("kblocks", self.kblocks is None),
+                    ("promote", self.promote is None),
+                    ("order", self.order == KOrder.ASCENDING),
+                    ("stream_k", self.stream_k is None),
+                )
+                if not ok
+            ]
+            if clash:
+                raise UserError(
+                    f"chains= gives every chain itself; {', '.join(clash)} cannot be "
+                    "combined with it; allowed: split_k=1, kblocks, promote and stream_k "
+                    "none, order=ascending"
+                )
+            if n > SCHEDULE_RANGES["split_k"].hi:
+                raise UserError(
+                    f"chains= gives {n} chains; allowed: at most {SCHEDULE_RANGES['split_k'].hi}"
+                )
+            flat = [b for c in self.chains for b in c]
+            if not all(self.chains) or len(set(flat)) != len(flat):
+                raise UserError(
+                    "chains=: every chain takes at least one k-block and no k-block is taken twice"
+                )
+        if self.seeds is None and self.wide is None:
+            return
+        other = [
+            f"{name}={_show(getattr(self, name))}"
+            for name, ok in (
+                ("warp", self.warp is None),
+                ("reduce_fmt", self.reduce_fmt == ReduceFormat.ACC),
+                ("round_partials", self.round_partials == PartialRound.NONE),
+                ("c_join", self.c_join not in (CJoin.CHAIN, CJoin.PARTIAL)),
+                ("stream_k", self.stream_k is None),
+            )
+            if not ok
+        ]
+        if other:
+            raise UserError(
+                f"seeds= and wide= say where partials go; {', '.join(other)} cannot be "
+                "combined with them; allowed: warp none, reduce_fmt=acc, round_partials="
+                "none, c_join epilogue or output, stream_k none"
+            )
+        w = self.wide or 0
+        if w >= n:
+            raise UserError(
+                f"wide={w}: the last {w} partials in fp64 leave none of the {n} to combine; "
+                f"allowed: wide below {n}"
+            )
+        if self.seeds is not None and self.combine is None:
+            raise UserError("seeds= needs combine= (which partials the top sum adds)")
+        top = combine_leaves(self.combine) if self.combine is not None else list(range(n - w))
+        seeded = [s for s, _ in self.seeds or ()]
+        used = top + [x for _, t in self.seeds or () for x in combine_leaves(t)]
+        if sorted(used) != list(range(n - w)) or len(set(seeded)) != len(seeded):
+            raise UserError(
+                f"combine= and seeds= must add each partial 0..{n - w - 1} once and seed "
+                f"each split at most once (the last {w} partials are wide=)"
+            )
+        if any(s >= n - w for s in seeded):
+            raise UserError(f"seeds=: a wide partial (from {n - w} on) is not seeded")
+        below = dict(self.seeds or ())
+
+        def reaches(s: int, seen: frozenset[int]) -> None:
+            if s in seen:
+                raise UserError(f"seeds=: split {s} starts from a sum that holds itself")
+            for x in combine_leaves(below[s]) if s in below else ():
+                reaches(x, seen | {s})
+
+        for s in seeded:
+            reaches(s, frozenset())
+
+    @property
+    def top(self) -> int:
+        """The partials the combination adds: all but the `wide` last ones."""
+        return self.partials - (self.wide or 0)
+
     def with_(self, **changes: Any) -> Schedule:
         """A copy with `changes` (range-checked); numpy scalars are taken as the Python
         numbers they hold (np.float32(0.5) as alpha)."""
@@ -445,7 +613,9 @@ class Schedule:
     @property
     def partials(self) -> int:
         """How many partials the reduce or combine tree adds: split_k in each k-block
-        of `kblocks` (one k-block without it)."""
+        of `kblocks` (one k-block without it), or the chains given."""
+        if self.chains is not None:
+            return len(self.chains)
         return self.split_k * (len(self.kblocks) if self.kblocks else 1)
 
     @property
@@ -488,7 +658,7 @@ class Schedule:
         """How the partials combine: combine when given, else reduce (and warp)."""
         if self.combine is not None:
             return self.combine
-        return reduce_tree(self.partials, self.reduce, self.warp)
+        return reduce_tree(self.top, self.reduce, self.warp)
 
     def saturates(self, out: Format) -> bool:
         """Whether the final conversion to `out` saturates (FP8 by default)."""
@@ -501,11 +671,20 @@ class Schedule:
         the defaults), parseable by `parse_schedule`."""
         base = Schedule()
         items = [
-            f"{f.name}={_show(getattr(self, f.name))}"
+            f"{f.name}={_show_field(f.name, getattr(self, f.name))}"
             for f in fields(self)
             if getattr(self, f.name) != getattr(base, f.name)
         ]
         return "serial" + (f"[{','.join(items)}]" if items else "")
+
+
+def _show_field(name: str, v: Any) -> str:
+    """Field `name`'s value as parse_field reads it."""
+    if v is not None and name == "chains":
+        return chains_text(v)
+    if v is not None and name == "seeds":
+        return seeds_text(v)
+    return _show(v)
 
 
 def _show(v: Any) -> str:
@@ -540,6 +719,9 @@ _OPTIONAL = {
     "promote",
     "combine",
     "kblocks",
+    "chains",
+    "seeds",
+    "wide",
     "warp",
     "stream_k",
     "c_join",
@@ -575,6 +757,10 @@ def describe_field(name: str) -> str:
         return "split indices added with + and grouped by ( ), each once (e.g. 0+2+(1+3)), or none"
     if name == "kblocks":
         return "k-block sizes joined by + (e.g. 320+320+192+192), at least 2, or none"
+    if name == "chains":
+        return "chains of k-blocks joined by |, each runs i..j/step joined by & (e.g. 0..6/2|1..7/2), or none"
+    if name == "seeds":
+        return "SPLIT<COMBINATION joined by | (e.g. 2<0+1), or none"
     return name
 
 
@@ -619,8 +805,31 @@ def check_field(name: str, value: Any) -> None:
             and len(value) >= 2
             and all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in value)
         )
+    elif name == "chains":
+        bad = not (
+            isinstance(value, tuple)
+            and len(value) >= 1
+            and all(
+                isinstance(c, tuple)
+                and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in c)
+                for c in value
+            )
+        )
+    elif name == "seeds":
+        bad = not (
+            isinstance(value, tuple)
+            and len(value) >= 1
+            and all(
+                isinstance(x, tuple)
+                and len(x) == 2
+                and _is_combine(x[0])
+                and isinstance(x[0], int)
+                and _is_combine(x[1])
+                for x in value
+            )
+        )
     if bad:
-        shown = _show(value) if not isinstance(value, str) else repr(value)
+        shown = _show_field(name, value) if not isinstance(value, str) else repr(value)
         raise UserError(f"{name}={shown} is out of range; allowed: {describe_field(name)}")
 
 
@@ -670,6 +879,10 @@ def parse_field(name: str, text: str) -> Any:
             value = tuple(int(x, 0) for x in t.split("+"))
         except ValueError:
             raise UserError(f"kblocks: {text!r} is not {describe_field('kblocks')}") from None
+    elif name == "chains":
+        value = parse_chains(t)
+    elif name == "seeds":
+        value = parse_seeds(t)
     else:  # out
         try:
             value = Format.parse(t)

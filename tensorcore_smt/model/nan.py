@@ -21,12 +21,24 @@ def first_nan(operands: list[Operand], otherwise: BV, out: Format) -> BV:
     r = otherwise
     for bits, u, fmt in reversed(operands):
         s = fmt.spec
-        if fmt != out and (s.ebits != o.ebits or s.mbits > o.mbits or s.ignored_low):
+        if fmt != out and s.ignored_low:
             raise ValueError(
                 f"a NaN rule that propagates operands needs them in {o.name} or a format "
                 f"with its exponent field, not {s.name}"
             )
-        wide = bits.zext(o.storage - s.storage) << (o.mbits - s.mbits) if fmt != out else bits
+        if fmt == out:
+            wide = bits
+        elif s.ebits == o.ebits and s.mbits <= o.mbits:
+            wide = bits.zext(o.storage - s.storage) << (o.mbits - s.mbits)
+        else:  # another exponent field (fp32 in fp64, fp64 in fp32): the sign and the
+            # payload's leading bits kept (x86 CVTSS2SD and CVTSD2SS; IEEE 754 6.2.3)
+            pay = bits.extract(s.mbits - 1, 0)
+            if o.mbits >= s.mbits:
+                pay = pay.zext(o.mbits - s.mbits) << (o.mbits - s.mbits)
+            else:
+                pay = pay.extract(s.mbits - 1, s.mbits - o.mbits)
+            top = BV.const(bits.b, (1 << o.ebits) - 1, o.ebits)
+            wide = bits.extract(s.storage - 1, s.storage - 1).concat(top).concat(pay)
         r = u.is_nan.ite(wide | BV.const(bits.b, quiet, o.storage), r)
     return r
 

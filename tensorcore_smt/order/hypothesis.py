@@ -13,6 +13,7 @@ binary tree, the schedule's `combine=` (a SIMD kernel's lanes added pairwise).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from ..errors import UserError
 from ..gemm.plan import Plan, SplitPlan, make_plan, padded_k
@@ -52,9 +53,9 @@ def plan_tree(plan: Plan, k: int, group: int | None = None, reverse: bool = Fals
         (tx, lx), (ty, ly) = x, y
         return ((tx, ty), lx) if lx < ly else ((ty, tx), ly)
 
-    def chain(blocks: tuple[int, ...]) -> tuple[Tree, int] | None:
-        acc: Tree | None = None
-        acc_low = 0
+    def chain(blocks: tuple[int, ...], seed=None) -> tuple[Tree, int] | None:
+        acc: Tree | None = None if seed is None else seed[0]
+        acc_low = 0 if seed is None else seed[1]
         for blk in blocks:
             los = range(blk * kb, (blk + 1) * kb, g)
             for lo in reversed(los) if reverse else los:
@@ -78,15 +79,23 @@ def plan_tree(plan: Plan, k: int, group: int | None = None, reverse: bool = Fals
             acc = pair(acc, chain(c))
         return acc
 
-    partials = [split(sp) for sp in plan.splits]
+    seeds = dict(plan.seeds)
+    partials = [None if s in seeds else split(sp) for s, sp in enumerate(plan.splits)]
 
     def combine(t) -> tuple[Tree, int] | None:
         if isinstance(t, int):
+            if t in seeds:  # a chain that goes on from a sum of other partials
+                return chain(plan.splits[t].chains[0], combine(seeds[t]))
             return partials[t]
         return pair(combine(t[0]), combine(t[1]))
 
     with deep(k):
         out = combine(plan.combine)
+        if plan.wide:  # the tail summed in fp64 in order, then the rest added to it
+            tail = None
+            for x in partials[len(partials) - plan.wide :]:
+                tail = x if tail is None else pair(tail, x)
+            out = pair(out, tail)
     if out is None:
         raise UserError(f"the plan sums no product of K={k}")
     return out[0]
@@ -180,10 +189,32 @@ def find(
             sched = synthesize(want, k, k_block, group, pairs, rev)
             if sched is not None and sched.text() not in found:
                 found.append(sched.text())
+        if not found and k_block == 1 and group == 1:  # one product a step: no order in it
+            found += _decomposed(want, k)
     if not found:
         return None
     texts = [f"{label or arch}/{t}" for t in found]
     return Found(texts[0], name, k_block, tuple(texts[1:]))
+
+
+def _decomposed(tree: Tree, k: int) -> list[str]:
+    """The schedules `decompose` reads off `tree` (products in lanes or in chains, with
+    and without an fp64 tail), each checked to sum in `tree`, the fp64 tail first where
+    the root has one (the check on random inputs picks the one that rounds as the
+    library does)."""
+    out: list[str] = []
+    for wide in (True, False):
+        for lanes in Lanes:
+            sched = decompose(tree, k, lanes, wide)
+            if sched is None or sched.text() in out:
+                continue
+            try:
+                plan = make_plan(sched, k, 1)
+            except UserError:
+                continue
+            if plan_tree(plan, k, 1) == tree:
+                out.append(sched.text())
+    return out
 
 
 def _instruction(arch: str, fmt) -> str:
@@ -318,3 +349,105 @@ def _in_kblocks(
         if plan_tree(plan, k, group, reverse) == tree:
             return sched
     return None
+
+
+class Lanes(Enum):
+    """How `decompose` reads a node where a product joins: the tree alone does not tell
+    a chain's fused step from an addition of two one-product lanes."""
+
+    CHAINS = "chains"  # a product joining a chain or another product is fused into it
+    PAIRS = "pairs"  # a node of two products adds two lanes (each rounded), the rest fused
+    ROUNDED = "rounded"  # every product its own lane, rounded, then added
+
+
+def decompose(
+    tree: Tree, k: int, lanes: Lanes = Lanes.CHAINS, wide: bool = False
+) -> Schedule | None:
+    """A schedule with `chains=` (and `seeds=`, `combine=`) whose plan sums in `tree`
+    (canonical) on a unit of one product a step: every node with a product among its
+    members continues a chain (a chain over other partials' sum, a seeded one, where the
+    other member is a sum of two partials), every node of two sums adds partials; `lanes`
+    says which nodes with products are lanes added instead (Lanes); `wide`: the
+    root's child over the last k indices, a chain, is read as a scalar tail summed in
+    fp64 (`wide=`; OpenBLAS sdot's `dot += y[i] * x[i]` in a C double). None when the
+    tree has a fused add of more than two members, a chain index would exceed the
+    schedule's range, or (`wide`) the root has no such tail."""
+    chains: list[list[int]] = []
+    seeds: dict[int, object] = {}
+    tail: list[int] = []
+    top = tree
+    if wide:
+        if isinstance(tree, int) or len(tree) != 2:
+            return None
+        last = tree[1]
+        ls = sorted(leaves(last))
+        if ls != list(range(k - len(ls), k)) or not _leaf_chain(last, tail):
+            return None
+        top = tree[0]
+
+    def walk(t: Tree):
+        """(the sum's expression over chain indices, the chain `t` ends, or None)."""
+        if isinstance(t, int):
+            chains.append([t])
+            return len(chains) - 1, len(chains) - 1
+        if len(t) != 2:
+            raise _NoSchedule
+        x, y = t
+        if isinstance(x, int) and isinstance(y, int):
+            if lanes != Lanes.CHAINS:
+                chains.extend(([x], [y]))
+                return (len(chains) - 2, len(chains) - 1), None
+            chains.append([x, y])
+            return len(chains) - 1, len(chains) - 1
+        if isinstance(x, int) or isinstance(y, int):
+            leaf, sub = (x, y) if isinstance(x, int) else (y, x)
+            expr, open_ = walk(sub)
+            if lanes == Lanes.ROUNDED:
+                chains.append([leaf])
+                return (expr, len(chains) - 1), None
+            if open_ is not None:
+                chains[open_].append(leaf)
+                return expr, open_
+            chains.append([leaf])
+            seeds[len(chains) - 1] = expr
+            return len(chains) - 1, len(chains) - 1
+        return (walk(x)[0], walk(y)[0]), None
+
+    with deep(k):
+        try:
+            expr, _ = walk(top)
+        except _NoSchedule:
+            return None
+    chains += [[x] for x in tail]
+    if len(chains) > SCHEDULE_RANGES["split_k"].hi or len(chains) < 2:
+        return None
+    try:
+        return Schedule(
+            chains=tuple(tuple(c) for c in chains),
+            combine=expr,
+            seeds=tuple(sorted(seeds.items())) or None,
+            wide=len(tail) or None,
+        )
+    except UserError:
+        return None
+
+
+def _leaf_chain(t: Tree, out: list[int]) -> bool:
+    """Whether `t` is a chain of single products (((k0 k1) k2) ...), its leaves in
+    order appended to `out`."""
+    got: list[int] = []
+    while not isinstance(t, int):
+        if len(t) != 2:
+            return False
+        x, y = t
+        if isinstance(x, int) and not isinstance(y, int):
+            x, y = y, x
+        if not isinstance(y, int):
+            return False
+        got.append(y)
+        t = x
+    got.append(t)
+    if len(got) == 2:
+        got.sort()
+    out.extend(reversed(got) if len(got) > 2 else got)
+    return True
