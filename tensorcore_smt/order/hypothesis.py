@@ -419,7 +419,7 @@ def decompose(
         except _NoSchedule:
             return None
     chains += [[x] for x in tail]
-    if len(chains) > SCHEDULE_RANGES["split_k"].hi or len(chains) < 2:
+    if len(chains) > SCHEDULE_RANGES["split_k"].hi:
         return None
     try:
         return Schedule(
