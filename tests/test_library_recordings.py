@@ -82,7 +82,7 @@ def test_tf32_probe_says_round_to_nearest_even(gpu):
     from tensorcore_smt.gemm.tf32_probe import decide
 
     extras = recording_dir(gpu, 0).parent / "extras"
-    for n in (64, 256):
+    for n in (64,):  # n = 256 says the same (docs/hardware.md); 16x the model's work
         a = np.load(extras / f"tf32_probe_n{n}_a.npy")
         b = np.load(extras / f"tf32_probe_n{n}_b.npy")
         verdict = decide((a, b), n=n)
