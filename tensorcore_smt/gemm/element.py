@@ -285,8 +285,9 @@ def epilogue(
     ep: Epilogue,
     p: ModelParams,
 ) -> BV:
-    """D = alpha*acc + beta*C in the epilogue format (one FMA, or mul then add), then one
-    round-to-nearest conversion to the output format (saturating when `ep.saturate`).
+    """D = alpha*acc + beta*C in the epilogue format (`ep.op`: fma(alpha, acc, beta*C),
+    mul then add, or fma(beta, C, alpha*acc)), then one round-to-nearest conversion to
+    the output format (saturating when `ep.saturate`).
     Without `ep.reads_ab` (alpha = 0) `acc` is not used: D = beta*C, or +0. With
     `ep.c_after` (c_join=output) C joins after that rounding: D = RN_out(RN_fp32(
     RN_out(alpha*acc) + beta*C)), an elementwise add in fp32 of two tensors. An s32
@@ -332,6 +333,13 @@ def epilogue(
         if ep.op == EpilogueOp.FMA:
             r = fma_unpacked(alpha, x, bc, f, RN, nan)
             r = gemm_nan(p, [a_op, x_op, (bc_bits, bc, f)], r, f)
+        elif ep.op == EpilogueOp.FMA_C:
+            ax_bits = times(ep.alpha, acc, acc_fmt)
+            ax = decode(ax_bits, f)
+            beta_bits = BV.const(b, ep.beta, f.spec.storage)
+            beta, cu = decode(beta_bits, f), decode(c, c_fmt)
+            r = fma_unpacked(beta, cu, ax, f, RN, nan)
+            r = gemm_nan(p, [(beta_bits, beta, f), (c, cu, c_fmt), (ax_bits, ax, f)], r, f)
         else:
             r = add_partials(bc_bits, f, times(ep.alpha, acc, acc_fmt), f, f, p)
     else:

@@ -318,6 +318,8 @@ class EpilogueOp(Enum):
 
     FMA = "fma"  # one fused multiply-add: fma(alpha, acc, beta*C) (cuBLASLt)
     MUL_ADD = "mul-add"  # RN(RN(alpha*acc) + RN(beta*C))
+    FMA_C = "fma-c"  # the accumulator scaled first, C fused: fma(beta, C, RN(alpha*acc))
+    # (cuBLAS fp32 GEMMs whose split-K partials are combined by a separate reduction)
 
 
 class CJoin(Enum):
