@@ -249,17 +249,30 @@ def pairwise_of(items: list[CombineTree]) -> CombineTree:
     return serial_of([items[n - 1], *slots])
 
 
-def halving_of(items: list[CombineTree]) -> CombineTree:
+def halving_of(items: list[CombineTree], width: int | None = None) -> CombineTree:
     """The halving tree of the given subtrees: h = ceil(n/2), slot_i = x_i + x_{i+h}
     (x_i alone when i + h >= n), repeated on the slots until one is left. For n a power
     of two it is what lane 0 holds after a warp's butterfly reduction, x += shfl_xor(x,
     h) for h = n/2, ..., 1 (or shfl_down, lane 0 alike; CUDA C++ Programming Guide, warp
-    shuffle functions)."""
-    while len(items) > 1:
-        n = len(items)
+    shuffle functions).
+
+    With `width` W (>= n), the tree of a warp of W lanes of which only lanes 0..n-1 hold
+    a subtree: the halving steps are those of W slots, and a lane that holds nothing
+    adds nothing (x + 0 = x), so slot_i = x_i + x_{i+h} only where both hold a value
+    (a GEMV kernel whose K leaves some lanes of its warp without a k)."""
+    slots: list[CombineTree | None] = list(items)
+    if width is not None and width > len(slots):
+        slots += [None] * (width - len(slots))
+    while len(slots) > 1:
+        n = len(slots)
         h = -(-n // 2)
-        items = [(items[i], items[i + h]) if i + h < n else items[i] for i in range(h)]
-    return items[0]
+        nxt: list[CombineTree | None] = []
+        for i in range(h):
+            x, y = slots[i], slots[i + h] if i + h < n else None
+            nxt.append(x if y is None else y if x is None else (x, y))
+        slots = nxt
+    assert slots[0] is not None
+    return slots[0]
 
 
 def serial_tree(n: int) -> CombineTree:
@@ -281,12 +294,13 @@ def halving_tree(n: int) -> CombineTree:
 
 def reduce_tree(n: int, reduce: Reduce, warp: int | None = None) -> CombineTree:
     """The combination of n partials by `reduce`; with `warp` = W, first each group of W
-    consecutive partials by the halving tree (a warp's shuffle reduction), then the
-    n / W group results by `reduce` (a block reduction across warps)."""
+    consecutive partials by the halving tree of W lanes (a warp's shuffle reduction; a
+    last group of fewer partials leaves its other lanes empty, halving_of), then the
+    ceil(n / W) group results by `reduce` (a block reduction across warps)."""
     of = {Reduce.SERIAL: serial_of, Reduce.PAIRWISE: pairwise_of, Reduce.TREE: halving_of}
     items: list[CombineTree] = list(range(n))
     if warp is not None:
-        items = [halving_of(items[g : g + warp]) for g in range(0, n, warp)]
+        items = [halving_of(items[g : g + warp], warp) for g in range(0, n, warp)]
     return of[reduce](items)
 
 
@@ -356,7 +370,9 @@ SCHEDULE_RANGES: dict[str, FieldRange] = {
         "reducing one output (GEMV, dot + block reduce) up to 1024, CUDA's block size",
     ),
     "split_tile": FieldRange(1, 4096, "k-tile width of split-K; cuBLASLt: 64 or 128"),
-    "warp": FieldRange(2, 1024, "partials per halving-tree group (a warp: 32 lanes)"),
+    "warp": FieldRange(
+        2, 1024, "partials per halving-tree group (a warp: 32 lanes; the last may be short)"
+    ),
     "wide": FieldRange(1, 1023, "partials summed in fp64 (sdot's scalar tail: K mod 32)"),
     "stream_k": FieldRange(
         1, 4096, "stream-K workers (CTAs), one per SM in a persistent kernel: 132 on an H100"
@@ -485,17 +501,23 @@ class Schedule:
             elif self.combine == halving_tree(n):
                 object.__setattr__(self, "combine", None)
                 object.__setattr__(self, "reduce", Reduce.TREE)
-        if self.warp is not None and self.warp == n and self.combine is None:
+        if (
+            self.warp is not None
+            and self.warp >= self.top
+            and self.combine is None
+            and reduce_tree(self.top, self.reduce, self.warp) == halving_tree(self.top)
+        ):
             object.__setattr__(self, "warp", None)  # one group: the halving tree itself
             object.__setattr__(self, "reduce", Reduce.TREE)
         if self.warp is not None:
             if self.combine is not None:
                 raise UserError("combine= and warp= both say how the splits combine; give one")
-            if n % self.warp or self.warp > n:
+            if (n % self.warp or self.warp > n) and self.warp & (self.warp - 1):
                 raise UserError(
                     f"warp={self.warp} does not divide the {n} partials into groups; allowed: "
                     f"a divisor of {n} (split_k"
                     + (f" times {len(self.kblocks)} kblocks)" if self.kblocks else ")")
+                    + ", or a power of two (a warp whose last lanes hold no partial)"
                 )
         if n == 1 and self.reduce_fmt != ReduceFormat.ACC:
             raise UserError(
