@@ -72,3 +72,113 @@ def test_solver_witness_fma_against_fma_c():
         FFMA,
     )
     assert o.witness.reproduces
+
+
+# --- recorded calls -------------------------------------------------------------------
+
+
+def _call(gpu: str, seed: int, cls: str, shape: tuple[int, int, int], kind: str, part="ops"):
+    from tensorcore_smt.hardware.library_fit import recording
+
+    for c in recording(gpu, seed).calls:
+        if (c.cls.name, (c.m, c.n, c.k), c.kind.value, c.part) == (cls, shape, kind, part):
+            return c
+    raise AssertionError(f"no recorded {cls} {shape} {kind} call")
+
+
+def _epilogue_on(acc: np.ndarray, extra: np.ndarray, fields: str, **scalars) -> np.ndarray:
+    """The epilogue `fields` applied to a recorded fp32 accumulator: acc @ I (each sum
+    has one nonzero product, exact in the FFMA chain) with C = extra."""
+    eye = np.eye(acc.shape[1], dtype=np.float32)
+    d = tc.matmul(f"hopper/serial[{fields}]", acc, eye, extra, instr=FFMA, **scalars)
+    return np.asarray(d).view(np.uint32)
+
+
+@pytest.mark.parametrize(
+    "prec,shape,right,wrong",
+    [
+        ("fp32", (100, 100, 3000), "fma-c", "fma"),
+        ("fp32", (64, 64, 16384), "fma-c", "fma"),
+        ("fp32", (64, 64, 64), "fma", "fma-c"),
+        ("tf32", (64, 64, 64), "fma-c", "fma"),
+        ("tf32", (333, 777, 1000), "fma-c", "fma"),
+    ],
+)
+def test_addmm_epilogue_on_the_recorded_matmul_accumulator(prec, shape, right, wrong):
+    """torch.addmm(C, A, B, beta=1.3, alpha=0.7) on the H200 equals the epilogue the
+    table decides applied to torch.matmul's recorded fp32 output for the same inputs
+    (the accumulator itself, whatever the kernel's order), and not the other FMA."""
+    from tensorcore_smt.gemm.library_rules import decide
+
+    kw = {"alpha": 0.7, "beta": 1.3}
+    fields = decide(f"addmm.{prec}", *shape, "h200", _epilogue_tables())
+    assert fields is not None and fields[3].recipe.endswith(f"epilogue={right}")
+    for kind in ("normal", "cancel"):
+        mm = _call("h200", 0, f"matmul.{prec}", shape, kind)
+        am = _call("h200", 0, f"addmm.{prec}", shape, kind)
+        acc = mm.d[0].view(np.float32)
+        _, _, C = am.operands()
+        want = am.d[0].view(np.uint32)
+        got = _epilogue_on(acc, C, f"epilogue={right}", **kw)
+        assert got.tolist() == want.tolist()
+        assert (_epilogue_on(acc, C, f"epilogue={wrong}", **kw) != want).any()
+
+
+def _epilogue_tables():
+    """The epilogue tables with a stand-in base for every op (one chain), so that the
+    fields they decide can be read without the base tables."""
+    from tensorcore_smt.gemm.library_rules import Rule, Table, tables
+
+    stand_in = Table("base", ("matmul.*", "linear.*"), "", (Rule("hopper/serial"),))
+    return [t for t in tables() if t.base is not None] + [stand_in]
+
+
+def test_linear_bias_joins_the_recorded_linear_output_in_the_epilogue():
+    """F.linear(x, W, b) with TF32 at 96x2048x2048 on the H200 equals RN(acc + b) for
+    the recorded F.linear(x, W) output acc (c_join=epilogue on the accumulator)."""
+    for kind in ("normal", "wide", "cancel"):
+        lin = _call("h200", 0, "linear.tf32", (96, 2048, 2048), kind)
+        lb = _call("h200", 0, "linear-bias.tf32", (96, 2048, 2048), kind)
+        _, _, bias = lb.operands()
+        bias = np.broadcast_to(bias, lb.d[0].shape).astype(np.float32)
+        got = _epilogue_on(lin.d[0].view(np.float32), bias, "c_join=epilogue")
+        assert got.tolist() == lb.d[0].view(np.uint32).tolist()
+
+
+@pytest.mark.parametrize(
+    "cls,shape,kind,part",
+    [
+        ("linear-bias.bf16.rr0", (64, 64, 64), "cancel", "ops"),
+        ("linear-bias.bf16.rr0", (26, 13, 10), "cancel", "random"),
+    ],
+)
+def test_linear_bias_recorded_calls_and_the_wrong_joins(cls, shape, kind, part):
+    """The decided recipe (bias in the epilogue) reproduces the recorded call bit for
+    bit; the bias as the chain's first accumulator or added after the output rounding
+    does not."""
+    from tensorcore_smt.gemm.library_rules import decide
+    from tensorcore_smt.hardware.library_fit import mismatches
+
+    c = _call("h200", 0, cls, shape, kind, part)
+    recipe = decide(cls, *shape, "h200")
+    assert recipe is not None and "c_join=epilogue" in recipe[0]
+    assert mismatches(c, recipe[0]) == 0
+    for join in ("chain", "output"):
+        assert mismatches(c, recipe[0].replace("c_join=epilogue", f"c_join={join}")) > 0
+
+
+def test_linear_bias_at_llm_shapes_runs_one_chain_where_linear_splits():
+    """F.linear(x, W, b) fp16 at 32x4096x4096 on the H200: one chain with the bias in
+    the epilogue (04-epilogue-linear-llm) reproduces the recorded call; the split-K
+    recipe of F.linear without a bias at that shape, with the same bias join, does not."""
+    from tensorcore_smt.gemm.library_rules import decide, tables
+    from tensorcore_smt.hardware.library_fit import mismatches
+
+    shape = (32, 4096, 4096)
+    recipe, _, table, _ = decide("linear-bias.fp16.rr0", *shape, "h200")
+    assert table.name == "04-epilogue-linear-llm" and recipe == "hopper/serial[c_join=epilogue]"
+    linear = decide("linear.fp16.rr0", *shape, "h200", [t for t in tables() if t.base is None])
+    assert linear is not None and "split_k=" in linear[0]
+    c = _call("h200", 1, "linear-bias.fp16.rr0", shape, "normal", part="llm")
+    assert mismatches(c, recipe) == 0
+    assert mismatches(c, linear[0].replace("]", ",c_join=epilogue]")) > 0
