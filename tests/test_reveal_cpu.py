@@ -101,3 +101,54 @@ def test_torch_cpu_one_column_k1000_is_an_unfused_chain_schedule():
     assert r.reproduced is True and r.first.hypothesis_checked >= 10_000, r.reason
     a = np.ones((3, 1000), np.float32)
     assert np.asarray(tc.matmul(r.hypothesis, a, a.T[:, :1]))[0, 0] == 1000.0
+
+
+class _Bf16Out:
+    """A GEMM whose bf16 output counts only 256 units exactly: numpy's fp32 matmul of
+    bf16 inputs, rounded to bf16 (the windowed probe's subject, with a known tree)."""
+
+    @staticmethod
+    def make():
+        import ml_dtypes
+
+        from tensorcore_smt.formats import Format
+        from tensorcore_smt.order.oracles import Gemm
+
+        class Bf16Out(Gemm):
+            name, fmt, out = "test:bf16-out", Format.BF16, Format.BF16
+
+            def run(self, a, b):
+                d = np.matmul(a.astype(np.float32), b.astype(np.float32))
+                return d.astype(ml_dtypes.bfloat16)
+
+        return Bf16Out((24, 20))
+
+
+def test_windowed_probe_reads_bf16_outputs_above_k258():
+    """Above K = 258 a bf16 output cannot hold a pair's count: the probe carries units on
+    one window of 256 positions a call and adds the windows' counts. Its pair sizes are
+    those the same kernel gives with fp32 outputs (every unit in one call), pivots shared
+    by rows and columns included."""
+    from tensorcore_smt.order.oracles import NumpyMatmul
+
+    k = 600
+    orc = _Bf16Out.make()
+    assert orc.window(k) == 256 and orc.window(258) is None
+    rng = np.random.default_rng(5)
+    rows = rng.integers(0, k, 24)
+    cols = np.concatenate([rows[:6], rng.integers(0, k, 14)])  # shared pivots too
+    got = orc.sizes_call(k, rows, cols)
+    want = NumpyMatmul((24, 20)).sizes_call(k, rows, cols)
+    assert (got == want).all() and (got[rows[:, None] != cols[None, :]] >= 2).all()
+    assert 3 <= orc.calls <= 2 * (k - 1).bit_length() * 3  # bits x sides x windows
+
+
+@pytest.mark.slow
+def test_torch_cpu_bf16_k600_answered():
+    """torch's bf16 CPU matmul above K = 258 (once refused): the windowed probe reads its
+    tree, the arithmetic is learnt and the hypothesis (oneDNN's VDPBF16PS chain, a fresh
+    chain every 512) reproduces 10^4 discriminating outputs."""
+    pytest.importorskip("torch")
+    r = tc.reveal("torch:cpu", 600, "bf16", shape=(64, 64))
+    assert r.reproduced is True and r.first.hypothesis_checked >= 10_000, r.reason
+    assert r.hypothesis.startswith("x86-")

@@ -354,12 +354,15 @@ def _hypothesis(cls: ClassResult, orc, k: int) -> None:
         return
     fmt = Format.FP32 if orc.fmt == Format.TF32 else orc.fmt
     arch, widen = orc.arch, orc.widen
-    found = find(cls.tree, k, orc.arch, orc.instr, fmt, orc.label)
+    found = find(cls.tree, k, orc.arch, orc.instr, fmt, orc.label, as_data=False)
     for arch, instr in orc.also if found is None else ():
         found = find(cls.tree, k, arch, instr, fmt)
         if found is not None:
             widen = False  # the unit reads the input format itself
             break
+    if found is None:  # chains given as data on the oracle's unit: after every layout
+        arch = orc.arch
+        found = find(cls.tree, k, orc.arch, orc.instr, fmt, orc.label, layouts=False)
     if found is None:
         return
     from ..api import resolve

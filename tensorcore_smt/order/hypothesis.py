@@ -157,11 +157,20 @@ def schedules(k: int, k_block: int, split: bool = True) -> list[Schedule]:
 
 
 def find(
-    tree: Tree, k: int, arch: str, instr: str | None, fmt, label: str | None = None
+    tree: Tree,
+    k: int,
+    arch: str,
+    instr: str | None,
+    fmt,
+    label: str | None = None,
+    as_data: bool = True,
+    layouts: bool = True,
 ) -> Found | None:
     """The simplest schedule on `arch` (instruction `instr`, None: the default for `fmt`)
     whose plan sums in `tree`, or None; the hypothesis is written `label/SCHEDULE`
-    (label: the variant text, default `arch`)."""
+    (label: the variant text, default `arch`). `layouts`: the schedules of the layout
+    fields are tried (and synthesized); `as_data`: where none is found, the tree is read
+    as chains given as data (decompose), on a unit of one product a step."""
     from ..api import resolve
     from ..gemm.hypothesis import default_instruction
 
@@ -175,7 +184,7 @@ def find(
     kp = padded_k(k, k_block)
     found: list[str] = []
     # above K = 4096 split-K layouts are read off the tree (synthesize), not tried one by one
-    tried = schedules(k, k_block, split=k <= 4096)
+    tried = schedules(k, k_block, split=k <= 4096) if layouts else []
     with deep(k):
         for sched in tried:
             try:
@@ -185,11 +194,11 @@ def find(
             if plan_tree(plan, k, group, rev) == want:
                 found.append(sched.text())
                 break
-        for pairs in (False, True):
+        for pairs in (False, True) if layouts else ():
             sched = synthesize(want, k, k_block, group, pairs, rev)
             if sched is not None and sched.text() not in found:
                 found.append(sched.text())
-        if not found and k_block == 1 and group == 1:  # one product a step: no order in it
+        if not found and as_data and k_block == 1 and group == 1:  # no order in a step
             found += _decomposed(want, k)
     if not found:
         return None

@@ -18,7 +18,14 @@ import numpy as np
 from ..errors import UserError
 from ..formats import Format
 from ..spec.datadirs import data_dir
-from .probes import PairValues, check_counts_exact, counts_to_sizes, pair_inputs, pair_values
+from .probes import (
+    EXPONENTS,
+    PairValues,
+    check_counts_exact,
+    counts_to_sizes,
+    pair_inputs,
+    pair_values,
+)
 
 DTYPES = {"fp32": Format.FP32, "fp16": Format.FP16, "bf16": Format.BF16}
 
@@ -129,12 +136,20 @@ class Oracle:
         self.probe_outputs = 0  # outputs the probe calls computed (each sums K products)
         self._pv: dict[int, PairValues] = {}
 
+    def window(self, k: int) -> int | None:
+        """Units one probe call may carry where fewer than K - 2 (None: all of them):
+        the oracle then sums each pair's count over calls with units on one window of k
+        each (Gemm.windowed_sizes)."""
+        return None
+
     def values(self, k: int) -> PairValues:
         if k not in self._pv:
             try:
-                check_counts_exact(self.out, k)
+                cap = self.window(k)
+                if cap is None:
+                    check_counts_exact(self.out, k)
                 self._pv[k] = pair_values(
-                    self.fmt, self.out, k, self.acc_bits, self.subnormal_inputs
+                    self.fmt, self.out, cap or k, self.acc_bits, self.subnormal_inputs
                 )
             except UserError as e:
                 why = (
@@ -300,13 +315,64 @@ class Gemm(Oracle):
         self.probe_outputs += len(rows) * len(cols)
         return self.run(a, b)
 
+    def window(self, k: int) -> int | None:
+        """2^p for an output format of p bits where counts up to K - 2 are not all exact
+        in it (a bf16 output above K = 258), else None."""
+        cap = 2 ** EXPONENTS[self.out][2]
+        return cap if k - 2 > cap else None
+
     def sizes_call(self, k: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """The pair sizes of one M x N call probing (rows[m], cols[n]) in output (m, n);
         -1 where rows[m] = cols[n] (no pair there)."""
+        if self.window(k) is not None:
+            return self.windowed_sizes(k, rows, cols)
         d = np.asarray(self._call(k, rows, cols), np.float64)
         s = np.full(d.shape, -1, np.int64)
         ok = rows[:, None] != cols[None, :]
         s[ok] = self._sizes(d[ok], k)
+        return s
+
+    def windowed_sizes(self, k: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """`sizes_call` for an output format that counts only `window(k)` units exactly:
+        each M x N call carries units t·w on one window W of k only (A's row m: s at
+        rows[m], t on W and on the columns' pivots, 0 elsewhere; B's column n: d at
+        cols[n], w on W and on the rows' pivots, 0 elsewhere), so output (m, n) counts the
+        units of W outside the pair's subtree, and the counts of the windows that cut K
+        add up to the pair's count. That holds where no pivot of a row is one of a column
+        in the same call (a shared pivot would put a unit outside W): the pairs are asked
+        in calls whose rows' and columns' pivots differ in one bit of k, for each bit and
+        side, the other rows and columns of the call zero."""
+        pv = self.values(k)
+        cap = self.window(k) or k
+        rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+        need = rows[:, None] != cols[None, :]
+        count = np.zeros(need.shape, np.float64)
+        done = ~need
+        dt = np_dtype(self.fmt)
+        for bit in range(max(1, (k - 1).bit_length())):
+            for side in (0, 1):
+                pairs = (((rows >> bit) & 1) == side)[:, None] & (((cols >> bit) & 1) != side)[
+                    None, :
+                ]
+                pairs &= ~done
+                if not pairs.any():
+                    continue
+                ar, ac = pairs.any(1), pairs.any(0)
+                total = np.zeros(need.shape, np.float64)
+                for lo in range(0, k, cap):
+                    a = np.zeros((len(rows), k), dt)
+                    b = np.zeros((k, len(cols)), dt)
+                    a[np.ix_(ar, np.r_[lo : min(lo + cap, k), cols[ac]])] = pv.t
+                    a[np.flatnonzero(ar), rows[ar]] = pv.s
+                    b[np.ix_(np.r_[lo : min(lo + cap, k), rows[ar]], ac)] = pv.w
+                    b[cols[ac], np.flatnonzero(ac)] = pv.d
+                    self.calls += 1
+                    self.probe_outputs += int(ar.sum() * ac.sum())
+                    total += np.asarray(self.run(a, b), np.float64)
+                count[pairs] = total[pairs]
+                done |= pairs
+        s = np.full(need.shape, -1, np.int64)
+        s[need] = self._sizes(count[need], k)
         return s
 
     def outputs(self, a, b):
