@@ -4,7 +4,7 @@ against the recorded bits; calls and elements reproduced per class, on the fit c
 the held-out ones (library_fit.py's split).
 
 `python -m tensorcore_smt.hardware.library_score --gpu h200 [--heldout] [--table NAME]
-[--class GLOB] [--misses N]`.
+[--class GLOB] [--gemv] [--misses N]` (--gemv: only the calls with M = 1 or N = 1).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--table", action="append", help="only these tables (file stems)")
     ap.add_argument("--class", dest="glob", default="*", help="only classes matching")
     ap.add_argument("--misses", type=int, default=20, help="print this many misses")
+    ap.add_argument("--gemv", action="store_true", help="only calls with M = 1 or N = 1")
     args = ap.parse_args(argv)
     among = [t for t in tables() if args.table is None or t.name in args.table]
     calls = heldout_calls(args.gpu) if args.heldout else fit_calls(args.gpu)
@@ -34,6 +35,8 @@ def main(argv: list[str]) -> int:
     for c in calls:
         name = c.cls.name
         if not fnmatch.fnmatchcase(name, args.glob):
+            continue
+        if args.gemv and c.m != 1 and c.n != 1:
             continue
         if not any(t.covers(name) for t in among):
             continue
