@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: invariance install test test-slow audit test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors record-profile published
+.PHONY: invariance profiles install test test-slow audit test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors record-profile published
 
 # torch 2.13.0 is the CPU build (a wheel on this project's machines; a plain `torch`
 # would fetch a CUDA build of several GB): with MMA-Sim, the independent cross-check runs
@@ -71,6 +71,14 @@ published:
 # Certified worst-case normwise errors (tcsmt bound) beside sampled maxima: results/bounds.md.
 bounds:
 	$(BIN)/python bench/make_bounds.py --write results
+
+# Library profiles of the H200 and H100 (profiles/<gpu>-cublas-13.1.json) from the fit calls
+# of their library recordings and schedules/library, then their held-out figures and batch
+# invariance against the recordings: results/profiles.md (about an hour on two cores).
+profiles:
+	$(BIN)/python -m tensorcore_smt profile build --from-library h200
+	$(BIN)/python -m tensorcore_smt profile build --from-library h100
+	$(BIN)/python bench/make_profiles.py --write results
 
 # Batch invariance by library profile (tcsmt invariance --profile, witnesses re-run): results/invariance.md.
 invariance:

@@ -1,8 +1,8 @@
 """Library profiles (profiles/*.json, gemm/profiles.py): the H100 profile built from the
 GEMM recordings of results/hardware/h100/gemm, checked against those recordings (the
 GPU's own output bits): every held-out shape the profile says its rule reproduces is
-reproduced bit for bit through tc.matmul("h100", ...) and through tc.emulate("h100")
-around plain torch calls, with the decision naming its source; malformed profiles are
+reproduced bit for bit through tc.matmul("h100-cublas-13.0", ...) and through
+tc.emulate("h100-cublas-13.0") around plain torch calls, with the decision naming its source; malformed profiles are
 one line; the CLI's exit codes."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from tensorcore_smt.spec.presets import ALIASES, PRESETS
 ROOT = Path(__file__).resolve().parents[1]
 H100 = ROOT / "results" / "hardware" / "h100"
 GEMM = H100 / "gemm"
-PROFILE = load_profile("h100")
+PROFILE = load_profile("h100-cublas-13.0")
 MOST = 6
 """Rows and columns of each recorded D the quick tests replay (spread over the kept ones)."""
 
@@ -69,6 +69,11 @@ def _tag(rec, h) -> str:
 
 def test_h100_names_the_newest_h100_profile_and_no_gpu_is_an_architecture():
     assert PROFILE.name == "h100-cublas-13.0"
+    newest = max(
+        (n for n in profile_names() if n.startswith("h100-")),
+        key=lambda n: [int(x) for x in n.split("-")[-1].split(".")],
+    )
+    assert load_profile("h100").name == newest != "h100-cublas-13.0"
     assert find_profile("h100-cublas-13.0") is PROFILE
     assert find_profile("hopper") is None
     for name in profile_names():
@@ -132,7 +137,7 @@ def test_held_out_shape_through_matmul(cls, held):
     info: list = []
     flags = {f.value: v for f, v in recorded_flags(rec.call).items()}
     got = tc.matmul(
-        "h100",
+        "h100-cublas-13.0",
         A,
         B,
         out_dtype=OUT_NP[cls.key.out],
@@ -179,7 +184,7 @@ def test_held_out_shape_through_the_torch_mode(cls, held):
     before = m.allow_tf32
     m.allow_tf32 = rec.call.tf32
     try:
-        with tc.emulate("h100") as mode:
+        with tc.emulate("h100-cublas-13.0") as mode:
             D = _torch_call(torch, cls, A, B)
     finally:
         m.allow_tf32 = before
@@ -195,7 +200,7 @@ def test_decisions_name_their_source():
     recorded = PROFILE.by_name("fp16").shapes[0]
     A = torch.from_numpy(rng.standard_normal((recorded.m, recorded.k)).astype(np.float16))
     B = torch.from_numpy(rng.standard_normal((recorded.k, recorded.n)).astype(np.float16))
-    with tc.emulate("h100") as mode:
+    with tc.emulate("h100-cublas-13.0") as mode:
         A @ B  # a recorded shape
         A[:, :24] @ B[:24]  # aligned, not recorded: the rule
         A[:7, :13] @ B[:13, :5]  # unaligned: nothing recorded of its class
@@ -207,7 +212,9 @@ def test_decisions_name_their_source():
     )
     assert mode.decisions[2].call_class == "fp16" and "unaligned" in mode.decisions[2].reason
     assert mode.decisions[0].as_dict()["source"] == "recorded"
-    with tc.emulate("h100") as rows:  # M is no leading dimension: an odd M keeps the class
+    with tc.emulate(
+        "h100-cublas-13.0"
+    ) as rows:  # M is no leading dimension: an odd M keeps the class
         A[:7] @ B
         A[:8] @ B
     odd, even = rows.decisions
@@ -223,7 +230,7 @@ def test_default_is_what_the_architecture_computes():
     A = rng.standard_normal((5, 300)).astype(np.float32)
     B = rng.standard_normal((300, 3)).astype(np.float32)
     info: list = []
-    got = tc.matmul("h100", A, B, run_info=info)
+    got = tc.matmul("h100-cublas-13.0", A, B, run_info=info)
     assert info[0].decision.source == Source.DEFAULT
     want = tc.matmul("hopper", A, B, instr="fma.rn.f32", out_dtype=np.float32)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
@@ -260,7 +267,7 @@ def test_malformed_profile_is_one_line(edit, field):
 
 
 def test_cli_show_and_bad_profile(tmp_path):
-    r = CliRunner().invoke(main, ["profile", "show", "h100"])
+    r = CliRunner().invoke(main, ["profile", "show", "h100-cublas-13.0"])
     assert r.exit_code == 0, r.output
     assert "class e4m3-f32out-fast:" in r.output and "held out" in r.output
     bad = tmp_path / "bad.json"
@@ -286,7 +293,7 @@ def test_cli_check_exit_codes():
         [
             "profile",
             "check",
-            "h100",
+            "h100-cublas-13.0",
             "--recordings",
             str(H100),
             "--class",
@@ -313,7 +320,7 @@ def test_gemm_cli_profile_json():
         [
             "gemm",
             "--profile",
-            "h100",
+            "h100-cublas-13.0",
             "--call",
             "fp16-f32out",
             "--random",
@@ -329,7 +336,7 @@ def test_gemm_cli_profile_json():
     )
     assert doc["runs"][0]["hypothesis"] == doc["decision"]["recipe"]
     r = CliRunner().invoke(
-        main, ["gemm", "--profile", "h100", "--arch", "hopper", "--random", "4,4,4"]
+        main, ["gemm", "--profile", "h100-cublas-13.0", "--arch", "hopper", "--random", "4,4,4"]
     )
     assert r.exit_code == 2 and "not both" in r.output
 

@@ -17,6 +17,8 @@ from typing import Any
 
 from ..errors import UserError
 from .hypothesis import GemmHypothesis, full_fp32_instruction, parse_gemm, split_gemm_text
+from .library_profile import class_name, resolve_instr, rule_label
+from .library_rules import with_fields
 from .profile_rule import aligned, nearest
 from .profiles import (
     DEFAULT_FLAGS,
@@ -73,11 +75,13 @@ def _strides(x: Any) -> tuple[int, ...]:
 
 def major(x: Any) -> Major:
     """Whether a matrix (numpy or torch; the last two dimensions) lies by rows or by
-    columns: COL when its columns are contiguous and its rows are not."""
+    columns: COL when its columns are contiguous and its rows are not. A single column
+    is COL only as a transposed view (row stride not 1): a contiguous K x 1 tensor is
+    torch's default row-major, as the recorded calls' operands are."""
     if getattr(x, "ndim", 0) < 2:
         return Major.ROW
     st, shape = _strides(x), tuple(x.shape)
-    if shape[-2] > 1 and st[-2] == 1 and (shape[-1] == 1 or st[-1] != 1):
+    if shape[-2] > 1 and st[-2] == 1 and st[-1] != 1:
         return Major.COL
     return Major.ROW
 
@@ -144,11 +148,16 @@ class Decision:
     source: Source
     came_from: tuple[int, int, int] | None  # the recorded shape the recipe is of
     reason: str
+    literal: bool = False  # a library profile's: the recipe and instr say everything
 
     def hypothesis(self) -> GemmHypothesis:
-        """The recipe as a GEMM hypothesis; C and biases join in the fp32 epilogue
-        (cuBLASLt) unless the recipe says where."""
+        """The recipe as a GEMM hypothesis. A library profile's recipe is taken as
+        written (what its recordings were replayed with); an older profile's C and
+        biases join in the fp32 epilogue (cuBLASLt) unless the recipe says where, and
+        its TF32 operands are rounded as LIBRARY_TF32_ROUND."""
         hyp = parse_gemm(self.recipe, self.instr)
+        if self.literal:
+            return hyp
         if hyp.schedule.c_join is None:
             hyp = GemmHypothesis(
                 hyp.variant, hyp.schedule.with_(c_join=CJoin.EPILOGUE), hyp.instr, hyp.text
@@ -175,6 +184,46 @@ class Decision:
             "from": list(self.came_from) if self.came_from else None,
             "reason": self.reason,
         }
+
+
+def library_default(profile: Profile, key: CallKey) -> tuple[str, str | None]:
+    """A library profile's default for a call: `default_recipe` with the TF32 operand
+    rounding the profile states (tf32_round) written into the recipe, so that the recipe
+    says all it computes."""
+    recipe, instr = default_recipe(profile, key)
+    if key.a == "fp32" and dict(key.flags).get(Flag.TF32, False) and profile.tf32_round:
+        if "operand_round" not in recipe:
+            recipe = with_fields(recipe, f"operand_round={profile.tf32_round}")
+    return recipe, instr
+
+
+def _decide_library(profile: Profile, key: CallKey, m: int, n: int, k: int, made) -> Decision:
+    """A library profile's decision (gemm/library_profile.py): a reproduced recorded
+    shape of the class, else the first table rule deciding the shape, else the default."""
+    from .library_rules import decide as table_decide
+
+    name = class_name(key)
+    cls = profile.find(key)
+    note = ""
+    if cls is not None:
+        rec = next((s for s in cls.shapes if s.mnk == (m, n, k)), None)
+        if rec is not None and rec.exact:
+            why = f"recorded; {rec.origin or 'its recipe'} reproduces {rec.reproduced} of {rec.elements} recorded elements"
+            return made(rec.recipe, rec.instr or cls.instr, Source.RECORDED, rec.mnk, why, cls.name)
+        if rec is not None:
+            note = f"recorded, not reproduced ({rec.reproduced} of {rec.elements} elements); "
+    got = table_decide(name, m, n, k, profile.gpu, profile.tables) if name else None
+    if got is not None:
+        recipe, tinstr, table, rule = got
+        why = note + rule_label(table, rule) + (f": {rule.why}" if rule.why else "")
+        instr = resolve_instr(tinstr, recipe, key)
+        return made(recipe, instr, Source.RULE, None, why, name)
+    recipe, instr = library_default(profile, key)
+    if name is None:
+        why = f"no recorded call class takes {key.text()}"
+    else:
+        why = note + f"no table rule decides {name} at {m}x{n}x{k}"
+    return made(recipe, instr, Source.DEFAULT, None, why, name)
 
 
 def default_recipe(profile: Profile, key: CallKey) -> tuple[str, str | None]:
@@ -210,8 +259,11 @@ def decide(
             source,
             came_from,
             reason,
+            profile.is_library,
         )
 
+    if profile.is_library:
+        return _decide_library(profile, key, m, n, k, made)
     cls = profile.find(key)
     if cls is None:
         recipe, instr = default_recipe(profile, key)
@@ -220,6 +272,7 @@ def decide(
     if rec is not None:
         why = f"recorded; reproduces {rec.reproduced} of {rec.elements} recorded elements"
         return made(rec.recipe, cls.instr, Source.RECORDED, rec.mnk, why, cls.name)
+    assert profile.rule is not None  # format 1
     near = nearest(profile.rule, key.a, cls.shapes, m, n, k)
     if near is None:
         klass = "aligned" if aligned(key.a, m, n, k, profile.rule.align_bytes) else "unaligned"
@@ -236,6 +289,7 @@ __all__ = [
     "call_key",
     "decide",
     "default_recipe",
+    "library_default",
     "epilogue_of",
     "major",
     "parse_flags",

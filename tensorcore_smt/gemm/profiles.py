@@ -29,7 +29,14 @@ from ..spec.datadirs import data_dir
 from .hypothesis import GemmHypothesis, parse_gemm
 
 SCHEMA = 1
-"""The `format` number of the profiles this loader reads."""
+"""The `format` number of profiles built from GEMM fits (a nearest-shape rule)."""
+
+LIBRARY_SCHEMA = 2
+"""The `format` number of library profiles built from library recordings and the decision
+tables of schedules/library (gemm/library_profile.py): the tables' rules are copied in,
+each recorded shape names the table rule (or default) its recipe came from."""
+
+SCHEMAS = (SCHEMA, LIBRARY_SCHEMA)
 
 
 class Function(str, Enum):
@@ -128,7 +135,9 @@ def relevant_flags(a: str, flags: dict[Flag, bool]) -> tuple[tuple[Flag, bool], 
 @dataclass(frozen=True)
 class Shape:
     """One recorded shape of a class: its recipe and how well it reproduces the
-    recordings of that shape (elements kept, elements reproduced bit for bit)."""
+    recordings of that shape (elements kept, elements reproduced bit for bit); `instr`
+    its instruction where it differs from the class's, `origin` where the recipe came
+    from (a library profile: `TABLE rule I` or `default`)."""
 
     m: int
     n: int
@@ -137,6 +146,8 @@ class Shape:
     recordings: tuple[str, ...]
     elements: int
     reproduced: int
+    instr: str | None = None
+    origin: str = ""
 
     @property
     def mnk(self) -> tuple[int, int, int]:
@@ -204,10 +215,18 @@ class Profile:
     library: dict[str, str]
     arch: str
     default: str
-    rule: Rule
+    rule: Rule | None  # None in a library profile (format 2): its tables decide
     classes: tuple[CallClass, ...]
     notes: tuple[str, ...]
     path: Path | None = None
+    format: int = SCHEMA
+    tables: tuple = ()  # library profiles: gemm/library_rules.Table, in decision order
+    tf32_round: str | None = None  # library profiles: how fp32 operands become TF32
+
+    @property
+    def is_library(self) -> bool:
+        """Whether the profile decides by its tables (format 2), not a nearest shape."""
+        return self.format == LIBRARY_SCHEMA
 
     def find(self, key: CallKey) -> CallClass | None:
         return next((c for c in self.classes if c.key == key), None)
@@ -229,6 +248,7 @@ class _Reader:
 
     def __init__(self, where: str):
         self.where = where
+        self.seen: set[tuple[str, str | None]] = set()  # recipes already checked
 
     def fail(self, path: str, what: str) -> UserError:
         return UserError(f"profile {self.where}: {path}: {what}")
@@ -301,10 +321,13 @@ def _key(r: _Reader, c: dict, path: str) -> CallKey:
 def _recipe(r: _Reader, v: Any, instr: str | None, path: str) -> str:
     if not isinstance(v, str) or not v.strip():
         raise r.fail(path, f"expected a GEMM hypothesis ARCH/SCHEDULE[...], got {v!r}")
+    if (v, instr) in r.seen:
+        return v
     try:
         parse_gemm(v, instr)
     except UserError as e:
         raise r.fail(path, str(e)) from None
+    r.seen.add((v, instr))
     return v
 
 
@@ -335,8 +358,10 @@ def _class(r: _Reader, c: dict, path: str) -> CallClass:
         if mnk in seen:
             raise r.fail(p, f"shape {mnk} is listed twice")
         seen.add(mnk)
-        recipe = _recipe(r, r.get(s, "recipe", p, str), instr, f"{p}.recipe")
-        shapes.append(Shape(*mnk, recipe, *_counts(r, s, p)))
+        s_instr = r.get(s, "instr", p, str, optional=True)
+        recipe = _recipe(r, r.get(s, "recipe", p, str), s_instr or instr, f"{p}.recipe")
+        origin = r.get(s, "origin", p, str, optional=True) or ""
+        shapes.append(Shape(*mnk, recipe, *_counts(r, s, p), s_instr, origin))
     held = []
     for i, s in enumerate(r.get(c, "held_out", path, list)):
         p = f"{path}.held_out[{i}]"
@@ -368,8 +393,10 @@ def parse_profile(doc: Any, where: str, path: Path | None = None) -> Profile:
     """A Profile from its JSON document; UserError (one line) for anything malformed."""
     r = _Reader(where)
     fmt = r.get(doc, "format", "", int)
-    if fmt != SCHEMA:
-        raise r.fail("format", f"this version reads format {SCHEMA}, got {fmt}")
+    if fmt not in SCHEMAS:
+        raise r.fail(
+            "format", f"this version reads formats {SCHEMA} and {LIBRARY_SCHEMA}, got {fmt}"
+        )
     name = r.get(doc, "name", "", str)
     m = PROFILE_NAME.match(name)
     if not m:
@@ -392,6 +419,23 @@ def parse_profile(doc: Any, where: str, path: Path | None = None) -> Profile:
         keys[cc.key] = cc.name
         classes.append(cc)
     notes = r.get(doc, "notes", "", list, optional=True) or []
+    tables: tuple = ()
+    rule = None
+    tf32_round = None
+    if fmt == LIBRARY_SCHEMA:
+        from .library_profile import table_from_doc
+
+        tables = tuple(
+            table_from_doc(t, f"profile {where}: tables[{i}]")
+            for i, t in enumerate(r.get(doc, "tables", "", list))
+        )
+        tf32_round = r.get(doc, "tf32_round", "", str, optional=True)
+        if tf32_round is not None:
+            from .schedule import OperandRound
+
+            tf32_round = r.enum(OperandRound, tf32_round, "tf32_round").value
+    else:
+        rule = _rule(r, doc)
     return Profile(
         name,
         gpu,
@@ -399,10 +443,13 @@ def parse_profile(doc: Any, where: str, path: Path | None = None) -> Profile:
         {str(k): str(v) for k, v in library.items()},
         arch,
         default,
-        _rule(r, doc),
+        rule,
         tuple(classes),
         tuple(str(n) for n in notes),
         path,
+        fmt,
+        tables,
+        tf32_round,
     )
 
 
@@ -480,6 +527,7 @@ __all__ = [
     "Flag",
     "Function",
     "HeldOut",
+    "LIBRARY_SCHEMA",
     "Major",
     "Profile",
     "RELEVANT_FLAGS",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import UserError
-from ..hardware.library_calls import CallClass, Op, Precision
+from ..hardware.library_calls import CallClass
 
 M_LIMIT = 1 << 20
 
@@ -96,28 +96,6 @@ class HypothesisRanges:
         return hits[0].recipe
 
 
-FUNCTION = {
-    Op.MATMUL: "mm",
-    Op.MATMUL_AT: "mm",
-    Op.MATMUL_BT: "mm",
-    Op.LINEAR: "linear",
-    Op.LINEAR_BIAS: "linear",
-    Op.ADDMM: "addmm",
-    Op.BMM: "bmm",
-    Op.SCALED: "scaled_mm",
-    Op.SCALED_FAST: "scaled_mm",
-}
-LAYOUT = {
-    Op.MATMUL_AT: ("col", "row"),
-    Op.MATMUL_BT: ("row", "col"),
-    Op.LINEAR: ("row", "col"),
-    Op.LINEAR_BIAS: ("row", "col"),
-    Op.SCALED: ("row", "col"),
-    Op.SCALED_FAST: ("row", "col"),
-}
-EPILOGUE = {Op.LINEAR_BIAS: "bias", Op.ADDMM: "alpha_beta"}
-
-
 class ProfileSource:
     """A library profile's recipe for the call at each M (the profile's own decision:
     recorded shape, rule or default)."""
@@ -125,29 +103,14 @@ class ProfileSource:
     def __init__(self, name: str, cls: CallClass, n: int, k: int):
         try:
             from ..gemm import profile_call, profiles
+            from ..gemm.library_profile import class_key
         except ImportError:
             raise UserError(
                 "--profile: library profiles are not available in this version"
             ) from None
         self.profile = profiles.load_profile(name)
         self.name = self.profile.name
-        fmt = cls.operand_format.spec.name
-        flags = {
-            profiles.Flag.TF32: cls.precision == Precision.TF32,
-            profiles.Flag.FP16_REDUCED: cls.reduced is not False,
-            profiles.Flag.BF16_REDUCED: cls.reduced is not False,
-            profiles.Flag.FAST_ACCUM: cls.op == Op.SCALED_FAST,
-        }
-        layout = tuple(profiles.Major(x) for x in LAYOUT.get(cls.op, ("row", "row")))
-        self.key = profile_call.call_key(
-            profiles.Function(FUNCTION[cls.op]),
-            fmt,
-            fmt,
-            cls.output_format.spec.name,
-            flags,
-            layout,
-            profiles.Epilogue(EPILOGUE.get(cls.op, "none")),
-        )
+        self.key = class_key(cls.name)  # the call as torch makes it, recorded or not
         self._decide = profile_call.decide
         self.n, self.k = n, k
 
