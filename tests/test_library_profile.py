@@ -18,7 +18,15 @@ from tensorcore_smt.cli import main
 from tensorcore_smt.gemm.library_profile import class_key, class_name
 from tensorcore_smt.gemm.library_rules import Rule, Table
 from tensorcore_smt.gemm.profile_call import call_key, decide
-from tensorcore_smt.gemm.profiles import Epilogue, Flag, Function, Major, Source, load_file
+from tensorcore_smt.gemm.profiles import (
+    Epilogue,
+    Flag,
+    Function,
+    Major,
+    Source,
+    load_file,
+    load_profile,
+)
 from tensorcore_smt.hardware.library_calls import Op, Precision, classes
 from tensorcore_smt.hardware.library_fit import fit_calls, mismatches, recording
 from tensorcore_smt.hardware.library_profile_build import build_library_profile, write_profile
@@ -123,7 +131,7 @@ def test_shipped_profile_held_out_calls_one_code_path():
     the profile check counts as reproduced is the recording's bits."""
     from tensorcore_smt.hardware.library_profile_check import replay
 
-    p = tc.gemm.profiles.load_profile("h200")
+    p = load_profile("h200")
     assert p.name == "h200-cublas-13.1" and p.is_library
     small = sorted(recording("h200", 2).part("holdout"), key=lambda c: c.m * c.n * c.k)
     picked = [c for c in small if c.batch == 1 and c.cls.op == Op.MATMUL][:4]
@@ -201,7 +209,7 @@ def test_batch_slice_against_the_recordings():
     from tensorcore_smt.hardware.library_invariance import series
     from tensorcore_smt.hardware.library_profile_check import decision_of
 
-    p = tc.gemm.profiles.load_profile("h200")
+    p = load_profile("h200")
     calls = [
         c
         for c in recording("h200", 2).part("batch")
@@ -251,3 +259,16 @@ def test_check_cli_counts_a_recording_folder(tiny, tmp_path):
     assert r.exit_code == (0 if ok == 3 else 1)
     r = CliRunner().invoke(main, ["profile", "check", str(tiny), "--recordings", str(tmp_path)])
     assert "total: " in r.output and "by source: recorded 3/3, rule " in r.output
+
+
+def test_gemm_cli_takes_any_recorded_class_of_a_library_profile():
+    args = ["gemm", "--profile", "h200", "--random", "4,8,64", "--json", "--no-errors"]
+    r = CliRunner().invoke(main, [*args, "--call", "linear.fp16.rr0"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    dec = doc["decision"]
+    assert dec["call_class"] == "linear.fp16.rr0" and dec["layout"] == "row,col"
+    assert dec["flags"] == {"fp16_reduced": False} and dec["source"] in ("rule", "default")
+    assert doc["runs"][0]["hypothesis"] == dec["recipe"]
+    r = CliRunner().invoke(main, [*args, "--call", "linear.fp8.rr0"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1

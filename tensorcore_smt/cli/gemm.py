@@ -31,7 +31,7 @@ from ..intake import DTYPE_FORMAT, DTYPE_INTEGER
 from .base import check_out, fail, interrupted, main
 from .gemm_io import input_format, load_matrix, plot_format, random_fits, save_array
 from .gemm_plot import SweepPoint, draw
-from .gemm_profile import profile_recipe
+from .gemm_profile import profile_class_key, profile_recipe
 from .options import Ranged
 
 
@@ -220,7 +220,7 @@ def gemm(
         # hypothesis runs its library instruction for --dtype, named as --instr would
         instrs = {h: parse_gemm(h).instruction(fmt, fmt).name for h in (hyp, *others)}
     if profile is not None and call_class is not None:
-        fmt = Format.parse(profile.by_name(call_class).key.a)
+        fmt = Format.parse(profile_class_key(profile, call_class).a)
     if shape is not None:
         if a_path or b_path or c_path:
             raise UserError("give either --random or --a/--b (--c), not both")
@@ -295,7 +295,7 @@ def _profile_args(
         raise UserError("--profile picks the instruction; leave --instr out")
     profile = load_profile(name)
     if call_class is not None:
-        want = profile.by_name(call_class).key.a
+        want = profile_class_key(profile, call_class).a
         if dtype is not None and input_format(dtype).spec.name != want:
             raise UserError(f"--call {call_class} takes {want} inputs; --dtype is {dtype}")
     return profile
