@@ -272,3 +272,19 @@ def test_gemm_cli_takes_any_recorded_class_of_a_library_profile():
     assert doc["runs"][0]["hypothesis"] == dec["recipe"]
     r = CliRunner().invoke(main, [*args, "--call", "linear.fp8.rr0"])
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+
+
+def test_a_batch_of_inputs_times_a_weight_is_one_gemm_of_all_rows():
+    """torch folds an N-D input times a 2-D weight into one mm (cuBLAS sees M = all
+    rows): the profile decides at that M, and a batch of weights stays a bmm."""
+    x = torch.ones((2, 3, 16), dtype=torch.float16)
+    w = torch.ones((8, 16), dtype=torch.float16)
+    with tc.emulate("h200") as mode:
+        y = torch.nn.functional.linear(x, w)
+        x @ w.t()
+        torch.bmm(x, w.t().expand(2, 16, 8).contiguous())
+    lin, mm, bmm = mode.decisions
+    assert y.shape == (2, 3, 8) and bool((y == 16).all())
+    assert (lin.m, lin.batch, lin.call_class) == (6, (), "linear.fp16.rr1")
+    assert (mm.m, mm.batch, mm.call_class) == (6, (), "matmul-bt.fp16.rr1")
+    assert (bmm.m, bmm.batch, bmm.call_class) == (3, (2,), "bmm.fp16.rr1")

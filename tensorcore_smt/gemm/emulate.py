@@ -254,7 +254,8 @@ def call_key_of(
     flags: dict[Flag, bool] | None = None,
 ) -> tuple[CallKey, tuple[tuple[int, ...], int, int, int]]:
     """The call class of D = alpha*A@B + beta*C (numpy or torch operands) and its shape
-    (batch, M, N, K): the operands' formats and layouts, the output format (None: the
+    (batch, M, N, K; an N-D A times a 2-D B is one GEMM of M = A's rows over its batch, as
+    torch folds it): the operands' formats and layouts, the output format (None: the
     inputs', as torch), the epilogue, `flags` (torch's precision flags; None: torch's
     defaults) and `function` (None: scaled_mm for FP8 inputs or scales, bmm for batches,
     addmm with C, else mm)."""
@@ -266,7 +267,7 @@ def call_key_of(
     if function is None:
         if _scaled(fa, scale_a, scale_b):
             function = Function.SCALED_MM
-        elif len(shape_a) > 2 or len(shape_b) > 2:
+        elif len(shape_b) > 2:
             function = Function.BMM
         elif C is not None:
             function = Function.ADDMM
@@ -278,6 +279,9 @@ def call_key_of(
         raise UserError(
             f"batch dimensions of A {shape_a} and B {shape_b} do not broadcast"
         ) from None
+    m = shape_a[-2]
+    if len(shape_b) == 2 and batch:  # torch folds A's batch into M: one GEMM, as cuBLAS sees it
+        m, batch = int(np.prod(shape_a[:-1])), ()
     key = call_key(
         function,
         fa.spec.name,
@@ -287,7 +291,7 @@ def call_key_of(
         (major(A), major(B)),
         epilogue_of(C, alpha, beta),
     )
-    return key, (batch, shape_a[-2], shape_b[-1], shape_a[-1])
+    return key, (batch, m, shape_b[-1], shape_a[-1])
 
 
 def decide_call(

@@ -147,7 +147,7 @@ def _mm(call: _Call, a, b, c=None, *, alpha=None, beta=None, **kw):
         hyp = _fp32(call.hyp, a)
     else:
         fn = call.function
-        if fn == Function.MM and (a.dim() > 2 or b.dim() > 2):
+        if fn == Function.MM and b.dim() > 2:  # an N-D A times a 2-D B: torch folds it, one mm
             fn = Function.BMM
         dec = decide_call(
             call.profile,
