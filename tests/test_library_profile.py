@@ -288,3 +288,14 @@ def test_a_batch_of_inputs_times_a_weight_is_one_gemm_of_all_rows():
     assert (lin.m, lin.batch, lin.call_class) == (6, (), "linear.fp16.rr1")
     assert (mm.m, mm.batch, mm.call_class) == (6, (), "matmul-bt.fp16.rr1")
     assert (bmm.m, bmm.batch, bmm.call_class) == (3, (2,), "bmm.fp16.rr1")
+
+
+def test_show_lists_tables_rules_and_recorded_shapes(tiny):
+    r = CliRunner().invoke(main, ["profile", "show", str(tiny)])
+    assert r.exit_code == 0, r.output
+    out = r.output
+    assert "table t: linear-bias.bf16.*, matmul.fp16.*" in out
+    assert "rule 0: k_min=700 -> hopper/serial[split_k={cdiv(k, 512)}]" in out
+    assert "rule 1" not in out  # the h100-only rule is not in an H200 profile
+    assert "class linear-bias.fp16.rr1: linear fp16xfp16->fp16" in out
+    assert "2x5x741" in out and "default  all" in out

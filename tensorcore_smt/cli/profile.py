@@ -43,7 +43,44 @@ def _boundaries(cls: CallClass) -> list[str]:
     return out
 
 
+def _when(when: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in when.items()) or "any shape"
+
+
+def render_library(p: Profile) -> list[str]:
+    """The tables and classes of a library profile (format 2)."""
+    lines = [
+        f"profile      {p.name}",
+        f"device       {p.device}",
+        "library      " + ", ".join(f"{k} {v}" for k, v in p.library.items()),
+        f"default      {p.default} (TF32 operands rounded {p.tf32_round or 'as the recipe says'})",
+    ]
+    lines += [f"note         {n}" for n in p.notes]
+    for t in p.tables:
+        what = f"epilogue over {t.base}" if t.base else (t.instr or "library default instr")
+        lines += ["", f"table {t.name}: {', '.join(t.classes)} ({what})", f"  source  {t.source}"]
+        for i, r in enumerate(t.rules):
+            gpu = f" [{', '.join(r.gpu)}]" if r.gpu else ""
+            lines.append(f"  rule {i}{gpu}: {_when(r.when)} -> {r.recipe}")
+    for c in p.classes:
+        ok = sum(s.exact for s in c.shapes)
+        lines += [
+            "",
+            f"class {c.name}: {c.key.text()}",
+            f"  recorded     {len(c.shapes)} shapes, {ok} reproduced by their recipe "
+            f"({len(c.shapes) - ok} recorded, not reproduced)",
+            "  M x N x K              recipe (schedule)                      origin  reproduced",
+        ]
+        for s in sorted(c.shapes, key=lambda s: (s.k, s.m, s.n)):
+            dims = "x".join(map(str, s.mnk))
+            got = _counts(s.reproduced, s.elements)
+            lines.append(f"  {dims:22s} {_sched(s.recipe):38s} {s.origin}  {got}")
+    return lines
+
+
 def render(p: Profile) -> str:
+    if p.is_library:
+        return "\n".join(render_library(p))
     lines = [
         f"profile      {p.name}",
         f"device       {p.device}",
