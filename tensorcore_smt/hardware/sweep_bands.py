@@ -22,6 +22,7 @@ import gzip
 import json
 import sys
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 from .library_fit import recording_dir
@@ -35,6 +36,7 @@ non-empty contiguous parts when cdiv(tiles, S) tiles go to each."""
 Band = tuple[int, int | None, int]  # first M, last M (None: no bound), split count
 
 
+@cache
 def sweep(gpu: str) -> dict[tuple[str, int, int], list[tuple[int, int]]]:
     """{(class, n, k): [(m, splitk_num), ...]} of the sweep at the LLM (N, K) pairs."""
     out: dict[tuple[str, int, int], list[tuple[int, int]]] = defaultdict(list)
