@@ -94,25 +94,32 @@ def _epilogue_on(acc: np.ndarray, extra: np.ndarray, fields: str, **scalars) -> 
     return np.asarray(d).view(np.uint32)
 
 
-@pytest.mark.parametrize(
-    "prec,shape,right,wrong",
-    [
-        ("fp32", (100, 100, 3000), "fma-c", "fma"),
-        ("fp32", (64, 64, 16384), "fma-c", "fma"),
-        ("fp32", (64, 64, 64), "fma", "fma-c"),
-        ("tf32", (64, 64, 64), "fma-c", "fma"),
-        ("tf32", (333, 777, 1000), "fma-c", "fma"),
-    ],
-)
-def test_addmm_epilogue_on_the_recorded_matmul_accumulator(prec, shape, right, wrong):
-    """torch.addmm(C, A, B, beta=1.3, alpha=0.7) on the H200 equals the epilogue the
-    table decides applied to torch.matmul's recorded fp32 output for the same inputs
-    (the accumulator itself, whatever the kernel's order), and not the other FMA."""
-    from tensorcore_smt.gemm.library_rules import decide
+# The kernel cuBLASLt's heuristic names for torch.matmul at each shape (the sweep and the
+# recorded fields): contiguous split-K with a separate reduction, interleaved sliced-K, or
+# one kernel summing each output; with the epilogue the recordings show.
+ADDMM_CASES = [
+    ("fp32", (100, 100, 3000), "hopper/serial[split_k=33,split_tile=92]", "fma-c", "fma"),
+    ("fp32", (64, 64, 16384), "hopper/serial[split_k=128]", "fma-c", "fma"),
+    ("fp32", (64, 64, 64), "hopper/serial", "fma", "fma-c"),
+    ("fp32", (333, 777, 1000), "hopper/serial[split_k=5,split=interleaved]", "fma", "fma-c"),
+    ("tf32", (64, 64, 64), "hopper/serial[split_k=24]", "fma-c", "fma"),
+    ("tf32", (333, 777, 1000), "hopper/serial[split_k=6]", "fma-c", "fma"),
+]
 
+
+@pytest.mark.parametrize("prec,shape,base,right,wrong", ADDMM_CASES)
+def test_addmm_epilogue_on_the_recorded_matmul_accumulator(prec, shape, base, right, wrong):
+    """torch.addmm(C, A, B, beta=1.3, alpha=0.7) on the H200 equals the epilogue applied
+    to torch.matmul's recorded fp32 output for the same inputs (the accumulator itself,
+    whatever the kernel's order), and not the other FMA; the epilogue table picks that
+    epilogue over a base recipe of the kernel's kind."""
+    from tensorcore_smt.gemm.library_rules import Rule, Table, decide, tables
+
+    stand_in = Table("base", ("matmul.*",), "", (Rule(base),))
+    pool = [t for t in tables() if t.base is not None] + [stand_in]
+    decided = decide(f"addmm.{prec}", *shape, "h200", pool)
+    assert decided is not None and decided[0].endswith(f"epilogue={right}]")
     kw = {"alpha": 0.7, "beta": 1.3}
-    fields = decide(f"addmm.{prec}", *shape, "h200", _epilogue_tables())
-    assert fields is not None and fields[3].recipe.endswith(f"epilogue={right}")
     for kind in ("normal", "cancel"):
         mm = _call("h200", 0, f"matmul.{prec}", shape, kind)
         am = _call("h200", 0, f"addmm.{prec}", shape, kind)
@@ -124,13 +131,22 @@ def test_addmm_epilogue_on_the_recorded_matmul_accumulator(prec, shape, right, w
         assert (_epilogue_on(acc, C, f"epilogue={wrong}", **kw) != want).any()
 
 
-def _epilogue_tables():
-    """The epilogue tables with a stand-in base for every op (one chain), so that the
-    fields they decide can be read without the base tables."""
-    from tensorcore_smt.gemm.library_rules import Rule, Table, tables
+def test_base_split_reads_the_base_kernel_and_refuses_unknown_values(tmp_path):
+    """BaseSplit.of names a recipe's split-K family (split_k named, even 1; its layout);
+    a table with another base_split value is refused in one line naming the allowed."""
+    from tensorcore_smt.errors import UserError
+    from tensorcore_smt.gemm.library_rules import BaseSplit, read_table
 
-    stand_in = Table("base", ("matmul.*", "linear.*"), "", (Rule("hopper/serial"),))
-    return [t for t in tables() if t.base is not None] + [stand_in]
+    assert BaseSplit.of("hopper") == BaseSplit.NONE
+    assert BaseSplit.of("hopper/serial[operand_round=rne]") == BaseSplit.NONE
+    assert BaseSplit.of("hopper/serial[split_k=1,split_tile=4]") == BaseSplit.CONTIGUOUS
+    assert BaseSplit.of("hopper/serial[split_k=5,split=interleaved]") == BaseSplit.INTERLEAVED
+    p = tmp_path / "t.toml"
+    p.write_text(
+        'kind = "epilogue"\nbase = "matmul"\n[[rule]]\nbase_split = "tiled"\nfields = ""\n'
+    )
+    with pytest.raises(UserError, match="base_split = 'tiled'; allowed: none, contiguous"):
+        read_table(p)
 
 
 def test_linear_bias_joins_the_recorded_linear_output_in_the_epilogue():

@@ -17,7 +17,11 @@ A table file::
 An epilogue table (``kind = "epilogue"``, ``base = "linear"``) covers calls whose
 arithmetic is a base op's plus an epilogue (F.linear with a bias over F.linear, addmm
 over matmul): its rules give ``fields`` (`c_join=output,epilogue=mul-add`) instead of a
-recipe, added to the schedule the other tables decide for the base op's class.
+recipe, added to the schedule the other tables decide for the base op's class. An
+epilogue rule may also ask for the kind of base kernel, ``base_split = "contiguous"``
+(`BaseSplit`): the base recipe names split_k (the split-K kernel family, whose partials a
+separate reduction combines, even with split_k=1) with contiguous k-ranges; "interleaved"
+alike; "none": the base recipe names no split_k.
 
 Bounds: ``m_min m_max n_min n_max k_min k_max mn_min mn_max`` (mn = M*N), each
 inclusive, and ``k_mod = [q, r]`` (K mod q == r), ``n_mod``, ``m_mod`` alike. EXPR is an
@@ -34,6 +38,7 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cache
 from pathlib import Path
 
@@ -94,6 +99,25 @@ def evaluate(expr: str, env: dict[str, int]) -> int:
     return ev(tree)
 
 
+class BaseSplit(str, Enum):
+    """Which base kernel an epilogue rule applies to (the base recipe's split-K family)."""
+
+    NONE = "none"  # no split_k named: one kernel sums each output (chain, promotion)
+    CONTIGUOUS = "contiguous"  # split_k named, contiguous k-ranges
+    INTERLEAVED = "interleaved"  # split_k named, interleaved k-tiles
+
+    @staticmethod
+    def of(recipe: str) -> BaseSplit:
+        """The split family of a GEMM hypothesis text `arch/sched[fields]`."""
+        fields = recipe.split("[", 1)[1].rstrip("]") if "[" in recipe else ""
+        pairs = dict(f.split("=", 1) for f in fields.split(",") if "=" in f)
+        if "split_k" not in pairs:
+            return BaseSplit.NONE
+        if pairs.get("split", "contiguous") == "interleaved":
+            return BaseSplit.INTERLEAVED
+        return BaseSplit.CONTIGUOUS
+
+
 @dataclass(frozen=True)
 class Rule:
     """One row of a table: where it applies and the recipe there (in an epilogue table:
@@ -103,9 +127,12 @@ class Rule:
     when: dict = field(default_factory=dict)
     gpu: tuple[str, ...] | None = None
     why: str = ""
+    base_split: BaseSplit | None = None  # epilogue rules: only over this base kernel
 
-    def matches(self, m: int, n: int, k: int, gpu: str | None) -> bool:
+    def matches(self, m: int, n: int, k: int, gpu: str | None, base: str | None = None) -> bool:
         if self.gpu is not None and gpu not in self.gpu:
+            return False
+        if self.base_split is not None and (base is None or BaseSplit.of(base) != self.base_split):
             return False
         vals = {"m": m, "n": n, "k": k, "mn": m * n}
         for name, bound in self.when.items():
@@ -139,25 +166,40 @@ class Table:
     def covers(self, class_name: str) -> bool:
         return any(fnmatch.fnmatchcase(class_name, pat) for pat in self.classes)
 
-    def decide(self, m: int, n: int, k: int, gpu: str | None) -> tuple[str, Rule] | None:
-        """(recipe text, the rule) of the first rule matching the shape, or None."""
+    def decide(
+        self, m: int, n: int, k: int, gpu: str | None, base: str | None = None
+    ) -> tuple[str, Rule] | None:
+        """(recipe text, the rule) of the first rule matching the shape (and, for an
+        epilogue table, the base recipe `base`), or None."""
         for r in self.rules:
-            if r.matches(m, n, k, gpu):
+            if r.matches(m, n, k, gpu, base):
                 return r.text(m, n, k), r
         return None
 
 
 def _rule(doc: dict, where: str, epilogue: bool) -> Rule:
     key = "fields" if epilogue else "recipe"
-    unknown = set(doc) - {key, "when", "gpu", "why"}
+    allowed = {key, "when", "gpu", "why"} | ({"base_split"} if epilogue else set())
+    unknown = set(doc) - allowed
     if unknown or key not in doc:
-        raise UserError(f"{where}: a rule has {key}, when, gpu, why (got {sorted(doc)})")
+        raise UserError(f"{where}: a rule has {', '.join(sorted(allowed))} (got {sorted(doc)})")
+    base_split = None
+    if "base_split" in doc:
+        try:
+            base_split = BaseSplit(doc["base_split"])
+        except ValueError:
+            known = ", ".join(b.value for b in BaseSplit)
+            raise UserError(
+                f"{where}: base_split = {doc['base_split']!r}; allowed: {known}"
+            ) from None
     when = dict(doc.get("when", {}))
     bad = set(when) - set(BOUNDS) - set(MODS)
     if bad:
         raise UserError(f"{where}: unknown bound(s) {sorted(bad)}; known: {BOUNDS + MODS}")
     gpu = doc.get("gpu")
-    return Rule(doc[key], when, tuple(gpu) if gpu is not None else None, doc.get("why", ""))
+    return Rule(
+        doc[key], when, tuple(gpu) if gpu is not None else None, doc.get("why", ""), base_split
+    )
 
 
 def read_table(path: Path) -> Table:
@@ -212,17 +254,30 @@ def decide(
     base op's class); None when no table does."""
     pool = tuple(tables() if among is None else among)
     for t in pool:
-        if t.covers(class_name):
+        if not t.covers(class_name):
+            continue
+        if t.base is None:
             got = t.decide(m, n, k, gpu)
-            if got is None:
-                continue
-            if t.base is None:
+            if got is not None:
                 return got[0], t.instr, t, got[1]
-            base_name = ".".join([t.base, *class_name.split(".")[1:]])
-            core = decide(base_name, m, n, k, gpu, [u for u in pool if u.base is None])
-            if core is not None:
-                return with_fields(core[0], got[0]), core[1], t, got[1]
+            continue
+        base_name = ".".join([t.base, *class_name.split(".")[1:]])
+        core = decide(base_name, m, n, k, gpu, [u for u in pool if u.base is None])
+        if core is None:
+            continue
+        got = t.decide(m, n, k, gpu, core[0])
+        if got is not None:
+            return with_fields(core[0], got[0]), core[1], t, got[1]
     return None
 
 
-__all__ = ["Rule", "Table", "decide", "evaluate", "read_table", "tables", "with_fields"]
+__all__ = [
+    "BaseSplit",
+    "Rule",
+    "Table",
+    "decide",
+    "evaluate",
+    "read_table",
+    "tables",
+    "with_fields",
+]
