@@ -13,7 +13,9 @@ import pytest
 
 import tensorcore_smt as tc
 from tensorcore_smt.formats import Format, Rounding, round_fraction
+from tensorcore_smt.gemm.library_rules import decide, tables
 from tensorcore_smt.gemm.schedule import Reduce, halving_of, parse_schedule, reduce_tree
+from tensorcore_smt.hardware.library_fit import fit_calls, heldout_calls, mismatches
 
 FFMA = "fma.rn.f32"
 RNG = np.random.default_rng(4601)
@@ -66,3 +68,77 @@ def test_gemv_lanes_of_contiguous_chunks_against_exact_fmas(K):
                     d = _rn32(Fraction(float(A[0, k])) * Fraction(float(B[k, j])) + d)
                 lanes.append(d)
             assert Fraction(float(got[0, j])) == _warp_sum(lanes), (engine, j)
+
+
+# --- the decision tables on recorded calls ---------------------------------------------
+
+GEMV_TABLES = [t for t in tables() if t.name.startswith("10-gemv")]
+ONE_WARP = "hopper/serial[split_k=32,split=interleaved,split_tile=1,warp=32]"
+
+# (gpu, held out?, class, shape, kind, table that decides, a plausible wrong recipe, its
+# instruction): the lanes of the other CUDA-core kernels, one chain, another split count
+CASES = [
+    # fp16/bf16 with aligned sides: the tensor cores, not an FFMA GEMV
+    ("h200", False, "matmul.bf16.rr1", (1, 1024, 1024), "cancel", "10-gemv-0-tensor",
+     ONE_WARP, "full-fp32"),
+    # the LLM shapes: the heuristic's split count per GPU
+    ("h200", False, "linear.bf16.rr1", (1, 4096, 16384), "cancel", "10-gemv-0-llm-linear-bf16",
+     "hopper/serial[split_k=2,split_tile=64]", None),
+    ("h200", True, "linear.bf16.rr1", (1, 4096, 11008), "cancel", "10-gemv-0-llm-linear-bf16",
+     "hopper/serial[split_k=2,split_tile=64]", None),
+    ("h100", False, "linear.bf16.rr1", (1, 4096, 11008), "cancel", "10-gemv-0-llm-linear-bf16",
+     "hopper/serial[split_k=3,split_tile=64]", None),
+    # dot products (N = 1, or F.linear / B column-major): halves, chunks, k mod 32
+    ("h200", False, "matmul.fp32", (691, 1, 18), "cancel", "10-gemv-matmul",
+     "hopper/serial", "full-fp32"),
+    ("h200", False, "matmul.bf16.rr1", (882, 1, 442), "cancel", "10-gemv-matmul",
+     ONE_WARP, "full-fp32"),
+    ("h200", False, "linear.fp32", (1, 14, 90), "wide", "10-gemv-dot", ONE_WARP, "full-fp32"),
+    ("h100", True, "matmul-bt.tf32", (13, 1, 89), "cancel", "10-gemv-dot", ONE_WARP,
+     "full-fp32"),
+    # the untransposed GEMV (matmul at M = 1, A column-major at N = 1): k-tiles to threads
+    ("h200", False, "matmul.fp32", (1, 1024, 1024), "cancel", "10-gemv-matmul",
+     ONE_WARP, "full-fp32"),
+    ("h200", False, "matmul.fp32", (1, 29, 587), "cancel", "10-gemv-matmul",
+     "hopper/serial[split_k=2,split=interleaved,split_tile=64]", "full-fp32"),
+    ("h200", False, "matmul.tf32", (1, 4096, 4096), "cancel", "10-gemv-matmul",
+     "hopper/serial[operand_round=rne]", None),
+    ("h100", True, "matmul-at.fp32", (334, 1, 6180), "cancel", "10-gemv-at",
+     "hopper/serial[split_k=16,split=interleaved,split_tile=64,reduce=tree]", "full-fp32"),
+    ("h100", True, "matmul-at.tf32", (1, 2, 422), "wide", "10-gemv-at",
+     "hopper/serial[split_k=2,split=interleaved,split_tile=64]", "full-fp32"),
+]  # fmt: skip
+
+
+def _recorded(gpu: str, held: bool, cls: str, m: int, n: int, k: int, kind: str):
+    """The first recorded call of that class, shape and input kind in the split."""
+    for c in heldout_calls(gpu) if held else fit_calls(gpu):
+        if (c.cls.name, c.m, c.n, c.k, c.kind.value) == (cls, m, n, k, kind):
+            return c
+    raise AssertionError(f"no recorded {cls} {m}x{n}x{k} {kind} call on {gpu}")
+
+
+@pytest.mark.parametrize(
+    "gpu,held,cls,shape,kind,table,wrong,wrong_instr",
+    CASES,
+    ids=[f"{c[0]}-{'held' if c[1] else 'fit'}-{c[2]}-{'x'.join(map(str, c[3]))}" for c in CASES],
+)
+def test_the_decided_recipe_reproduces_the_recorded_call(
+    gpu, held, cls, shape, kind, table, wrong, wrong_instr
+):
+    call = _recorded(gpu, held, cls, *shape, kind)
+    got = decide(cls, *shape, gpu, GEMV_TABLES)
+    assert got is not None and got[2].name == table
+    recipe, instr = got[0], got[1] or "default"
+    assert mismatches(call, recipe, instr) == 0
+    assert mismatches(call, wrong, wrong_instr or "default") > 0
+
+
+def test_gemv_tables_decide_only_m1_or_n1_shapes():
+    """Every rule of the GEMV tables is bounded to M = 1 or N = 1: other shapes fall
+    through to the later tables."""
+    assert len(GEMV_TABLES) >= 4
+    for t in GEMV_TABLES:
+        for r in t.rules:
+            assert r.when.get("m_max") == 1 or r.when.get("n_max") == 1, (t.name, r)
+        assert t.decide(2, 2, 64, "h200") is None
