@@ -1,0 +1,313 @@
+"""A decision table for schedules/library grown from cuBLASLt's heuristic: which kernel
+family (and split count) cuBLAS picks for an fp32 GEMM, learnt over the shapes of the
+heuristic sweep (cublaslt_sweep.py, results/hardware/<gpu>/library/cublaslt.jsonl.gz)
+and the fit calls' own heuristic fields, as boxes of M, N, K and M*N (a classification
+tree, Breiman et al. 1984), each box one rule whose recipe is the family's template.
+
+The families (what the recorded bits of the fit calls show, results/cublas/fp32.md):
+
+- ``serial``: no split-K (SPLITK_NUM 1): one FFMA chain over all of K per thread;
+- ``contiguous``: split-K kernels other than algo 55 (algo 20 on Hopper): split s sums
+  the contiguous k-range [s*q, (s+1)*q), q = 4*ceil(K / (4*S)), each an FFMA chain from
+  +0, the partials added in split order in fp32 (REDUCTION_SCHEME 2, compute type);
+- ``interleaved``: algo 55 with S splits: k-tiles of 8 dealt round-robin to the splits;
+- ``halves``: algo 11 (a small-M CUDA-core kernel): K cut into two contiguous halves of
+  ceil(K/2), the second added to the first.
+
+`python -m tensorcore_smt.hardware.library_tree` rewrites the tables
+(schedules/library/30-fp32*.toml) from the stored recordings (seconds; the same table every run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .cublaslt_sweep import FIELD_ORDER
+from .library_fit import fit_calls, mismatches
+from .library_fit import recording_dir as _seed_dir
+
+FAMILY_RECIPES: dict[str, str] = {
+    "serial": "hopper",
+    "contiguous": (
+        "hopper/serial[split_k={cdiv(k, min(4096, 4*cdiv(k, 4*S)))},"
+        "split_tile={min(4096, 4*cdiv(k, 4*S))}]"
+    ),
+    "interleaved": "hopper/serial[split_k={min(S, cdiv(k, 8))},split=interleaved,split_tile=8]",
+    "halves": "hopper/serial[split_k={min(2, k)},split_tile=1]",
+}
+"""Recipe template of each family; S is the split count, k the call's K (the contiguous
+split's range is capped at 4096, the widest k-tile a schedule takes)."""
+
+FEATURES = ("m", "n", "k", "mn")
+"""What a rule's bounds may test (library_rules.BOUNDS)."""
+
+UNBOUNDED = 1 << 40
+
+
+@dataclass(frozen=True)
+class Label:
+    """A kernel family and its split count (1 where it has none)."""
+
+    family: str
+    splits: int
+
+    def recipe(self) -> str:
+        return FAMILY_RECIPES[self.family].replace("S", str(self.splits))
+
+
+def label_of(fields: dict) -> Label:
+    """The family of cuBLASLt heuristic fields (algo_id, splitk_num)."""
+    algo, s = fields["algo_id"], fields["splitk_num"]
+    if algo == 11:
+        return Label("halves", 2)
+    if s <= 1 or s > 4096:  # 1, 0 or -1 (unset): no split-K
+        return Label("serial", 1)
+    if algo == 55:
+        return Label("interleaved", s)
+    return Label("contiguous", s)
+
+
+def sweep_points(gpu: str, cls: str = "matmul.fp32") -> list[tuple[tuple[int, int, int], Label]]:
+    """(shape, label) of every answered shape of the heuristic sweep for `cls`."""
+    path = _seed_dir(gpu, 0).parent / "cublaslt.jsonl.gz"
+    out = []
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            r = json.loads(line)
+            if r["class"] == cls and "f" in r:
+                out.append(((r["m"], r["n"], r["k"]), label_of(dict(zip(FIELD_ORDER, r["f"])))))
+    return out
+
+
+def fit_points(gpu: str, classes: Iterable[str]) -> list[tuple[tuple[int, int, int], Label]]:
+    """(shape, label) of the heuristic fields recorded with the fit calls of `classes`."""
+    want = set(classes)
+    seen: dict[tuple[int, int, int], Label] = {}
+    for c in fit_calls(gpu):
+        if c.cls.name in want and c.cublaslt is not None:
+            seen[(c.m, c.n, c.k)] = label_of(c.cublaslt)
+    return list(seen.items())
+
+
+Box = list[list[int]]
+
+
+def _features(shapes: np.ndarray) -> np.ndarray:
+    return np.column_stack([shapes, shapes[:, 0] * shapes[:, 1]])
+
+
+def _best_split(X: np.ndarray, y: np.ndarray, n_labels: int, min_leaf: int):
+    """(feature, threshold) of the split (x <= threshold left) with the lowest Gini
+    impurity, or None when no split lowers it."""
+    n = len(y)
+    total = np.bincount(y, minlength=n_labels).astype(float)
+    base = (total**2).sum() / n
+    best, best_score = None, base + 1e-9
+    onehot = np.zeros((n, n_labels))
+    for f in range(X.shape[1]):
+        order = np.argsort(X[:, f], kind="stable")
+        xs = X[order, f]
+        onehot[:] = 0
+        onehot[np.arange(n), y[order]] = 1
+        left = np.cumsum(onehot, 0)[:-1]
+        nl = np.arange(1, n)
+        score = (left**2).sum(1) / nl + ((total - left) ** 2).sum(1) / (n - nl)
+        valid = (xs[1:] != xs[:-1]) & (nl >= min_leaf) & (n - nl >= min_leaf)
+        if not valid.any():
+            continue
+        score = np.where(valid, score, -1.0)
+        i = int(np.argmax(score))
+        if score[i] > best_score:
+            best, best_score = (f, int(xs[i])), score[i]
+    return best
+
+
+def grow(
+    X: np.ndarray, y: np.ndarray, n_labels: int, max_depth: int = 12, min_leaf: int = 2
+) -> list[tuple[Box, int, int, int]]:
+    """The leaves (box, label, points, points of that label) of a classification tree."""
+    leaves: list[tuple[Box, int, int, int]] = []
+    stack = [(X, y, [[1, UNBOUNDED] for _ in FEATURES], 0)]
+    while stack:
+        Xs, ys, box, depth = stack.pop()
+        counts = np.bincount(ys, minlength=n_labels)
+        split = None
+        if depth < max_depth and counts.max() < len(ys):
+            split = _best_split(Xs, ys, n_labels, min_leaf)
+        if split is None:
+            leaves.append((box, int(np.argmax(counts)), len(ys), int(counts.max())))
+            continue
+        f, thr = split
+        go_left = Xs[:, f] <= thr
+        lbox = [list(b) for b in box]
+        rbox = [list(b) for b in box]
+        lbox[f][1], rbox[f][0] = thr, thr + 1
+        stack.append((Xs[~go_left], ys[~go_left], rbox, depth + 1))
+        stack.append((Xs[go_left], ys[go_left], lbox, depth + 1))
+    return leaves
+
+
+def _when(box: Box) -> str:
+    parts = []
+    for name, (lo, hi) in zip(FEATURES, box):
+        if lo > 1:
+            parts.append(f"{name}_min = {lo}")
+        if hi < UNBOUNDED:
+            parts.append(f"{name}_max = {hi}")
+    return "{ " + ", ".join(parts) + " }"
+
+
+def table_rules(gpu: str, points: list[tuple[tuple[int, int, int], Label]], **kw) -> list[str]:
+    """The [[rule]] entries (TOML text) of `gpu`'s tree over `points`."""
+    labels = sorted({lab for _, lab in points}, key=lambda lab: (lab.family, lab.splits))
+    index = {lab: i for i, lab in enumerate(labels)}
+    X = _features(np.array([s for s, _ in points], dtype=np.int64))
+    y = np.array([index[lab] for _, lab in points])
+    out = []
+    for box, i, n, hit in grow(X, y, len(labels), **kw):
+        lab = labels[i]
+        out.append(
+            f'[[rule]]\ngpu = ["{gpu}"]\nwhen = {_when(box)}\nrecipe = "{lab.recipe()}"\n'
+            f'why = "{lab.family} S={lab.splits}: {hit} of {n} shapes"\n'
+        )
+    return out
+
+
+HEADER = """\
+# torch fp32 GEMMs at float32 matmul precision "highest" (cuBLAS SGEMM: FFMA chains,
+# fma.rn.f32): the kernel family and split-K count cuBLASLt's heuristic picks, learnt as
+# boxes of M, N, K, M*N from its answers over {sweep} swept shapes per GPU and the fit
+# calls' own fields (tensorcore_smt/hardware/library_tree.py wrote this file; do not edit
+# by hand). The families, checked on the recorded bits: results/cublas/fp32.md.
+# The recorded shapes of each class come first (30-fp32-*.toml); bmm: 31-fp32-bmm.toml.
+classes = ["matmul.fp32", "linear.fp32", "matmul-at.fp32", "matmul-bt.fp32"]
+instr = "full-fp32"
+source = "cuBLASLt heuristic sweep and fit calls on an H200 and an H100 (torch 2.11.0+cu130, cuBLAS 13.1.0)"
+
+"""
+
+SHAPES_HEADER = """\
+# {what} on fp32 operands at float32 matmul precision "highest": the FFMA order
+# that reproduces the fit calls of each recorded shape (M, N > 1), the heuristic's family
+# tried first (tensorcore_smt/hardware/library_tree.py wrote this file; do not edit by
+# hand). Other shapes fall through to 30-fp32.toml.
+classes = {classes}
+instr = "full-fp32"
+source = "cuBLASLt heuristic fields of the fit calls on an H200 and an H100 (torch 2.11.0+cu130, cuBLAS 13.1.0)"
+
+"""
+
+SHAPE_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "30-fp32-at": ("torch.matmul with A column-major", ("matmul-at.fp32",)),
+    "30-fp32-bt": (
+        "F.linear and torch.matmul with B column-major",
+        ("linear.fp32", "matmul-bt.fp32"),
+    ),
+    "30-fp32-mm": ("torch.matmul", ("matmul.fp32",)),
+}
+"""The recorded-shape tables: file stem -> (what they cover, classes)."""
+
+TREE_CLASSES = ("matmul.fp32", "linear.fp32", "matmul-at.fp32", "matmul-bt.fp32")
+
+
+def shape_candidates(lab: Label, k: int) -> list[str]:
+    """Recipes to try at a recorded shape of K = `k`, the heuristic's label first: its
+    family's recipe, then contiguous splits of ranges q = g*ceil(K / (g*S)) for widths
+    g = 1..64, the other families at the same S, and one chain."""
+    from ..gemm.library_rules import evaluate
+
+    def text(recipe: str) -> str:
+        return re.sub(r"\{([^{}]+)\}", lambda mo: str(evaluate(mo.group(1), {"k": k})), recipe)
+
+    S = max(lab.splits, 2)
+    out = [text(lab.recipe())]
+    for g in (1, 2, 4, 8, 16, 32, 64):
+        q = g * -(-k // (g * S))
+        if q < k and q <= 4096:
+            out.append(f"hopper/serial[split_k={-(-k // q)},split_tile={q}]")
+    out += [text(Label(f, S).recipe()) for f in ("interleaved", "halves")] + ["hopper"]
+    return list(dict.fromkeys(out))
+
+
+def shape_recipe(calls: list, lab: Label) -> tuple[str, bool]:
+    """(recipe, reproduced): the first candidate that reproduces every fit call of one
+    shape, else the label's own recipe."""
+    cands = shape_candidates(lab, calls[0].k)
+    for recipe in cands:
+        if all(mismatches(c, recipe) == 0 for c in calls):
+            return recipe, True
+    return cands[0], False
+
+
+def shape_rules(gpu: str, classes: Iterable[str]) -> list[str]:
+    """One [[rule]] per recorded shape of `classes` on `gpu` (TOML text): the recipe that
+    reproduces its fit calls (shape_recipe)."""
+    want = set(classes)
+    by_shape: dict[tuple[int, int, int], list] = {}
+    for c in fit_calls(gpu):
+        if c.cls.name in want and c.m > 1 and c.n > 1:
+            by_shape.setdefault((c.m, c.n, c.k), []).append(c)
+    fields = dict(fit_points(gpu, classes))
+    out = []
+    for (m, n, k), calls in sorted(by_shape.items()):
+        lab = fields.get((m, n, k), Label("serial", 1))
+        recipe, ok = shape_recipe(calls, lab)
+        when = f"m_min = {m}, m_max = {m}, n_min = {n}, n_max = {n}, k_min = {k}, k_max = {k}"
+        why = (
+            f"{len(calls)} fit calls reproduced"
+            if ok
+            else f"heuristic {lab.family} S={lab.splits}; not reproduced"
+        )
+        out.append(
+            f'[[rule]]\ngpu = ["{gpu}"]\nwhen = {{ {when} }}\nrecipe = "{recipe}"\nwhy = "{why}"\n'
+        )
+    return out
+
+
+def write_tables(folder: Path, gpus: Iterable[str], max_depth: int = 12) -> Counter:
+    """Write the recorded-shape tables and the tree table for `gpus` into `folder`; the
+    count of rules per file."""
+    count: Counter = Counter()
+    gpus = list(gpus)
+    for stem, (what, classes) in SHAPE_TABLES.items():
+        rules: list[str] = []
+        for gpu in gpus:
+            rules += shape_rules(gpu, classes)
+        head = SHAPES_HEADER.format(what=what, classes=json.dumps(list(classes)))
+        (folder / f"{stem}.toml").write_text(head + "\n".join(rules))
+        count[stem] = len(rules)
+    rules = []
+    sweep = 0
+    for gpu in gpus:
+        pts = dict(sweep_points(gpu))
+        sweep = max(sweep, len(pts))
+        pts.update(fit_points(gpu, ("matmul.fp32",)))
+        rules += table_rules(gpu, sorted(pts.items()), max_depth=max_depth)
+    (folder / "30-fp32.toml").write_text(HEADER.format(sweep=sweep) + "\n".join(rules))
+    count["30-fp32"] = len(rules)
+    return count
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="library_tree")
+    ap.add_argument("--out", default="schedules/library", help="the tables' folder")
+    ap.add_argument("--gpu", action="append", help="GPUs (default: h200 and h100)")
+    ap.add_argument("--depth", type=int, default=12)
+    args = ap.parse_args(argv)
+    count = write_tables(Path(args.out), args.gpu or ["h200", "h100"], args.depth)
+    print(", ".join(f"{t}.toml: {n} rules" for t, n in count.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
