@@ -142,3 +142,22 @@ def test_gemv_tables_decide_only_m1_or_n1_shapes():
         for r in t.rules:
             assert r.when.get("m_max") == 1 or r.when.get("n_max") == 1, (t.name, r)
         assert t.decide(2, 2, 64, "h200") is None
+
+
+@pytest.mark.slow
+def test_a_short_warp_changes_some_output_on_the_solvers():
+    """The solvers build the same tree: 5 lanes in a warp of 8 and the halving tree of 5
+    partials differ on a witness that the emulator re-checks (about a minute)."""
+    from tensorcore_smt.smt.gemm_query import make_gemm_query
+    from tensorcore_smt.smt.gemm_solve import answer_gemm
+    from tensorcore_smt.smt.query import Goal
+    from tensorcore_smt.smt.solve import Limits, Verdict
+
+    x = "hopper/serial[split_k=5,split=interleaved,split_tile=1,warp=8]"
+    y = "hopper/serial[split_k=5,split=interleaved,split_tile=1,reduce=tree]"
+    o = answer_gemm(
+        make_gemm_query(x, y, 5, FFMA, Goal.DIFFER), Limits(solver="bitwuzla", timeout=300.0)
+    )
+    assert o.verdict == Verdict.WITNESS, o.note
+    w = o.witness
+    assert w.goal_ok and w.emulated == w.solver_outputs and w.outputs[0] != w.outputs[1]
