@@ -63,6 +63,7 @@ def _recipe(family: str, S: int, k: int) -> str:
         ),
         ("halves", 2, 37, lambda K: [list(range(19)), list(range(19, K))]),
         ("serial", 1, 37, lambda K: [list(range(K))]),
+        ("lanes", 16, 40, lambda K: [[k for k in range(K) if k % 16 == j] for j in range(16)]),
     ],
 )
 def test_family_recipes_are_their_ffma_orders(family, S, K, parts):
@@ -87,29 +88,43 @@ def _calls(cls: str, m: int, n: int, k: int):
 
 # (class, shape, family and split count of cuBLASLt's heuristic, a wrong alternative)
 CASES = [
-    ("matmul.fp32", (277, 19, 10), ("contiguous", 26), "hopper"),
-    ("matmul.fp32", (632, 233, 17), ("interleaved", 6), "hopper"),
-    ("matmul.fp32", (14, 273, 10), ("halves", 2), "hopper"),
-    ("matmul.fp32", (1024, 1024, 128), ("serial", 1), "hopper/serial[split_k=2,split_tile=64]"),
-    ("bmm.fp32", (64, 64, 64), ("serial", 1), "hopper/serial[split_k=2,split_tile=32]"),
+    ("matmul.fp32", [(277, 19, 10)], ("contiguous", 26), "hopper"),
+    ("matmul.fp32", [(632, 233, 17)], ("interleaved", 6), "hopper"),
+    ("matmul.fp32", [(14, 273, 10)], ("halves", 2), "hopper"),
+    (
+        "linear.fp32",
+        [(2, 16, 35), (7, 27, 48)],
+        ("lanes", 16),
+        "hopper/serial[split_k=2,split_tile=1]",
+    ),
+    ("matmul.fp32", [(1024, 1024, 128)], ("serial", 1), "hopper/serial[split_k=2,split_tile=64]"),
+    ("bmm.fp32", [(64, 64, 64)], ("serial", 1), "hopper/serial[split_k=2,split_tile=32]"),
 ]
 
 
-@pytest.mark.parametrize(("cls", "shape", "family", "wrong"), CASES)
-def test_tables_reproduce_recorded_calls(cls, shape, family, wrong):
-    got = decide(cls, *shape, GPU)
-    assert got is not None
-    recipe, instr, _, _ = got
-    assert instr == "full-fp32"
-    calls = _calls(cls, *shape)
-    assert len({c.kind for c in calls}) >= 2  # normal and cancel: each order's roundings show
-    if cls != "bmm.fp32":
-        assert label_of(calls[0].cublaslt or _fields(calls)) == Label(*family)
-    template = _recipe(*family, shape[2])
-    for c in calls:
-        assert mismatches(c, recipe) == 0, (c.kind, recipe)
-        assert mismatches(c, template) == 0, (c.kind, template)
-    assert sum(mismatches(c, wrong) for c in calls) > 0
+@pytest.mark.parametrize(("cls", "shapes", "family", "wrong"), CASES)
+def test_tables_reproduce_recorded_calls(cls, shapes, family, wrong):
+    """Each family's recorded calls (at least two kinds of input, so that each order's
+    roundings show) are reproduced by the recipe the tables decide and by the family's
+    template at the heuristic's split count, and not by a wrong alternative."""
+    kinds, wrong_bad = set(), 0
+    for shape in shapes:
+        got = decide(cls, *shape, GPU)
+        assert got is not None
+        recipe, instr, _, _ = got
+        assert instr == "full-fp32"
+        calls = _calls(cls, *shape)
+        kinds |= {c.kind for c in calls}
+        if cls != "bmm.fp32":
+            small_m = "lanes" if cls in ("linear.fp32", "matmul-bt.fp32") else "halves"
+            assert label_of(calls[0].cublaslt or _fields(calls), small_m) == Label(*family)
+        template = _recipe(*family, shape[2])
+        for c in calls:
+            assert mismatches(c, recipe) == 0, (c.kind, recipe)
+            assert mismatches(c, template) == 0, (c.kind, template)
+        wrong_bad += sum(mismatches(c, wrong) for c in calls)
+    assert len(kinds) >= 2
+    assert wrong_bad > 0
 
 
 def _fields(calls) -> dict:

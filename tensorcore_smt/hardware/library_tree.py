@@ -11,8 +11,10 @@ The families (what the recorded bits of the fit calls show, results/cublas/fp32.
   the contiguous k-range [s*q, (s+1)*q), q = 4*ceil(K / (4*S)), each an FFMA chain from
   +0, the partials added in split order in fp32 (REDUCTION_SCHEME 2, compute type);
 - ``interleaved``: algo 55 with S splits: k-tiles of 8 dealt round-robin to the splits;
-- ``halves``: algo 11 (a small-M CUDA-core kernel): K cut into two contiguous halves of
-  ceil(K/2), the second added to the first.
+- ``halves``: algo 11 (a small-M CUDA-core kernel) with B row-major (torch.matmul): K
+  cut into two contiguous halves of ceil(K/2), the second added to the first;
+- ``lanes``: algo 11 with B column-major (F.linear, matmul-bt): 16 lanes, lane j an
+  FFMA chain over k = j mod 16, the lanes added in lane order.
 
 `python -m tensorcore_smt.hardware.library_tree` rewrites the tables
 (schedules/library/30-fp32*.toml) from the stored recordings (seconds; the same table every run).
@@ -44,6 +46,7 @@ FAMILY_RECIPES: dict[str, str] = {
     ),
     "interleaved": "hopper/serial[split_k={min(S, cdiv(k, 8))},split=interleaved,split_tile=8]",
     "halves": "hopper/serial[split_k={min(2, k)},split_tile=1]",
+    "lanes": "hopper/serial[split_k={min(S, k)},split=interleaved,split_tile=1]",
 }
 """Recipe template of each family; S is the split count, k the call's K (the contiguous
 split's range is capped at 4096, the widest k-tile a schedule takes)."""
@@ -65,11 +68,17 @@ class Label:
         return FAMILY_RECIPES[self.family].replace("S", str(self.splits))
 
 
-def label_of(fields: dict) -> Label:
-    """The family of cuBLASLt heuristic fields (algo_id, splitk_num)."""
+SMALL_M = {"halves": Label("halves", 2), "lanes": Label("lanes", 16)}
+"""What algo 11 computes, by the layout of B: two halves of K (B row-major: matmul), or
+16 lanes taking k mod 16, added in lane order (B column-major: F.linear, matmul-bt)."""
+
+
+def label_of(fields: dict, small_m: str = "halves") -> Label:
+    """The family of cuBLASLt heuristic fields (algo_id, splitk_num); algo 11 is
+    SMALL_M[small_m]."""
     algo, s = fields["algo_id"], fields["splitk_num"]
     if algo == 11:
-        return Label("halves", 2)
+        return SMALL_M[small_m]
     if s <= 1 or s > 4096:  # 1, 0 or -1 (unset): no split-K
         return Label("serial", 1)
     if algo == 55:
@@ -89,13 +98,15 @@ def sweep_points(gpu: str, cls: str = "matmul.fp32") -> list[tuple[tuple[int, in
     return out
 
 
-def fit_points(gpu: str, classes: Iterable[str]) -> list[tuple[tuple[int, int, int], Label]]:
+def fit_points(
+    gpu: str, classes: Iterable[str], small_m: str = "halves"
+) -> list[tuple[tuple[int, int, int], Label]]:
     """(shape, label) of the heuristic fields recorded with the fit calls of `classes`."""
     want = set(classes)
     seen: dict[tuple[int, int, int], Label] = {}
     for c in fit_calls(gpu):
         if c.cls.name in want and c.cublaslt is not None:
-            seen[(c.m, c.n, c.k)] = label_of(c.cublaslt)
+            seen[(c.m, c.n, c.k)] = label_of(c.cublaslt, small_m)
     return list(seen.items())
 
 
@@ -167,8 +178,15 @@ def _when(box: Box) -> str:
     return "{ " + ", ".join(parts) + " }"
 
 
-def table_rules(gpu: str, points: list[tuple[tuple[int, int, int], Label]], **kw) -> list[str]:
-    """The [[rule]] entries (TOML text) of `gpu`'s tree over `points`."""
+def table_rules(
+    gpu: str,
+    points: list[tuple[tuple[int, int, int], Label]],
+    only: str | None = None,
+    as_label: Label | None = None,
+    **kw,
+) -> list[str]:
+    """The [[rule]] entries (TOML text) of `gpu`'s tree over `points`; with `only`, the
+    leaves of that family alone, their recipe `as_label`'s."""
     labels = sorted({lab for _, lab in points}, key=lambda lab: (lab.family, lab.splits))
     index = {lab: i for i, lab in enumerate(labels)}
     X = _features(np.array([s for s, _ in points], dtype=np.int64))
@@ -176,6 +194,10 @@ def table_rules(gpu: str, points: list[tuple[tuple[int, int, int], Label]], **kw
     out = []
     for box, i, n, hit in grow(X, y, len(labels), **kw):
         lab = labels[i]
+        if only is not None:
+            if lab.family != only:
+                continue
+            lab = as_label or lab
         out.append(
             f'[[rule]]\ngpu = ["{gpu}"]\nwhen = {_when(box)}\nrecipe = "{lab.recipe()}"\n'
             f'why = "{lab.family} S={lab.splits}: {hit} of {n} shapes"\n'
@@ -207,15 +229,18 @@ source = "cuBLASLt heuristic fields of the fit calls on an H200 and an H100 (tor
 
 """
 
-SHAPE_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "30-fp32-at": ("torch.matmul with A column-major", ("matmul-at.fp32",)),
+SHAPE_TABLES: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "30-fp32-at": ("torch.matmul with A column-major", ("matmul-at.fp32",), "halves"),
     "30-fp32-bt": (
         "F.linear and torch.matmul with B column-major",
         ("linear.fp32", "matmul-bt.fp32"),
+        "lanes",
     ),
-    "30-fp32-mm": ("torch.matmul", ("matmul.fp32",)),
+    "30-fp32-mm": ("torch.matmul", ("matmul.fp32",), "halves"),
 }
-"""The recorded-shape tables: file stem -> (what they cover, classes)."""
+"""The recorded-shape tables: file stem -> (what they cover, classes, what algo 11
+computes there: SMALL_M). A table whose algo 11 is not the tree's also takes the tree's
+algo 11 boxes with its own recipe (after its recorded shapes)."""
 
 TREE_CLASSES = ("matmul.fp32", "linear.fp32", "matmul-at.fp32", "matmul-bt.fp32")
 
@@ -235,7 +260,8 @@ def shape_candidates(lab: Label, k: int) -> list[str]:
         q = g * -(-k // (g * S))
         if q < k and q <= 4096:
             out.append(f"hopper/serial[split_k={-(-k // q)},split_tile={q}]")
-    out += [text(Label(f, S).recipe()) for f in ("interleaved", "halves")] + ["hopper"]
+    out += [text(Label(f, S).recipe()) for f in ("interleaved", "halves")]
+    out += [text(SMALL_M["lanes"].recipe()), "hopper"]
     return list(dict.fromkeys(out))
 
 
@@ -249,7 +275,7 @@ def shape_recipe(calls: list, lab: Label) -> tuple[str, bool]:
     return cands[0], False
 
 
-def shape_rules(gpu: str, classes: Iterable[str]) -> list[str]:
+def shape_rules(gpu: str, classes: Iterable[str], small_m: str = "halves") -> list[str]:
     """One [[rule]] per recorded shape of `classes` on `gpu` (TOML text): the recipe that
     reproduces its fit calls (shape_recipe)."""
     want = set(classes)
@@ -257,7 +283,7 @@ def shape_rules(gpu: str, classes: Iterable[str]) -> list[str]:
     for c in fit_calls(gpu):
         if c.cls.name in want and c.m > 1 and c.n > 1:
             by_shape.setdefault((c.m, c.n, c.k), []).append(c)
-    fields = dict(fit_points(gpu, classes))
+    fields = dict(fit_points(gpu, classes, small_m))
     out = []
     for (m, n, k), calls in sorted(by_shape.items()):
         lab = fields.get((m, n, k), Label("serial", 1))
@@ -279,20 +305,27 @@ def write_tables(folder: Path, gpus: Iterable[str], max_depth: int = 12) -> Coun
     count of rules per file."""
     count: Counter = Counter()
     gpus = list(gpus)
-    for stem, (what, classes) in SHAPE_TABLES.items():
+    points = {}
+    for gpu in gpus:
+        pts = dict(sweep_points(gpu))
+        pts.update(fit_points(gpu, ("matmul.fp32",)))
+        points[gpu] = sorted(pts.items())
+    for stem, (what, classes, small_m) in SHAPE_TABLES.items():
         rules: list[str] = []
         for gpu in gpus:
-            rules += shape_rules(gpu, classes)
+            rules += shape_rules(gpu, classes, small_m)
+        if small_m != "halves":
+            for gpu in gpus:
+                rules += table_rules(
+                    gpu, points[gpu], "halves", SMALL_M[small_m], max_depth=max_depth
+                )
         head = SHAPES_HEADER.format(what=what, classes=json.dumps(list(classes)))
         (folder / f"{stem}.toml").write_text(head + "\n".join(rules))
         count[stem] = len(rules)
     rules = []
-    sweep = 0
     for gpu in gpus:
-        pts = dict(sweep_points(gpu))
-        sweep = max(sweep, len(pts))
-        pts.update(fit_points(gpu, ("matmul.fp32",)))
-        rules += table_rules(gpu, sorted(pts.items()), max_depth=max_depth)
+        rules += table_rules(gpu, points[gpu], max_depth=max_depth)
+    sweep = max(len(p) for p in points.values())
     (folder / "30-fp32.toml").write_text(HEADER.format(sweep=sweep) + "\n".join(rules))
     count["30-fp32"] = len(rules)
     return count
