@@ -103,6 +103,8 @@ CASES = [
      "hopper/serial[split_k=2,split=interleaved,split_tile=64]", "full-fp32"),
     ("h200", False, "matmul.tf32", (1, 4096, 4096), "cancel", "10-gemv-matmul",
      "hopper/serial[operand_round=rne]", None),
+    ("h100", True, "bmm.fp32", (1, 4096, 4096), "cancel", "10-gemv-bmm",
+     "hopper/serial[split_k=16,split=interleaved,split_tile=64,reduce=tree]", "full-fp32"),
     ("h100", True, "matmul-at.fp32", (334, 1, 6180), "cancel", "10-gemv-at",
      "hopper/serial[split_k=16,split=interleaved,split_tile=64,reduce=tree]", "full-fp32"),
     ("h100", True, "matmul-at.tf32", (1, 2, 422), "wide", "10-gemv-at",
