@@ -1,0 +1,105 @@
+"""The TF32 tables (schedules/library/40-tf32*.toml) against recorded cuBLAS calls: torch
+on fp32 operands at float32 matmul precision "high", on an H200 and an H100. Each family
+the tables use is checked on recorded calls whose shape it decides (every kept element
+bit for bit), and a plausible wrong alternative is checked to miss the same calls,
+the operand rounding included (nearest even, not truncation or ties away)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tensorcore_smt.gemm.library_rules import decide, tables
+from tensorcore_smt.hardware.library_fit import mismatches, recording
+from tensorcore_smt.hardware.library_tf32 import CHAIN, CLASSES, FAMILIES
+
+CHAIN_TRUNC = "hopper/serial"
+CHAIN_RNA = "hopper/serial[operand_round=rna]"
+
+
+@pytest.fixture(autouse=True)
+def _compiled(monkeypatch):
+    """The compiled engine where it loads (the same bits as numpy, tests/test_engine*;
+    numpy takes tens of seconds at these K)."""
+    try:
+        import llvmlite  # noqa: F401
+    except ImportError:
+        return
+    monkeypatch.setenv("TCSMT_ENGINE", "compiled")
+
+
+def _tf32_tables():
+    return [t for t in tables() if t.name.startswith("40-tf32")]
+
+
+def _call(gpu: str, seed: int, part: str, cls: str, m: int, n: int, k: int, kind: str = "normal"):
+    for c in recording(gpu, seed).part(part):
+        if (c.cls.name, c.m, c.n, c.k, c.kind.value) == (cls, m, n, k, kind):
+            return c
+    raise AssertionError(f"no recorded {part} {cls} {m}x{n}x{k} {kind} on {gpu} seed {seed}")
+
+
+def _decided(c, gpu: str) -> tuple[str, str]:
+    got = decide(c.cls.name, c.m, c.n, c.k, gpu, _tf32_tables())
+    assert got is not None, f"no TF32 rule decides {c.cls.name} {c.m}x{c.n}x{c.k}"
+    recipe, instr, _, _ = got
+    return recipe, instr or "default"
+
+
+@pytest.mark.parametrize("gpu", ["h200", "h100"])
+def test_one_chain_rounds_operands_to_nearest_even(gpu):
+    """A deep-enough call the tables give one TF32 chain: reproduced with operands
+    rounded to nearest even, missed when they are truncated or rounded ties-away."""
+    for seed, part, shape in ((0, "grid", (1024, 1024, 512)), (0, "unaligned", (255, 257, 129))):
+        c = _call(gpu, seed, part, "matmul.tf32", *shape)
+        recipe, instr = _decided(c, gpu)
+        assert recipe == CHAIN and instr == "default"
+        assert mismatches(c, recipe) == 0
+        assert mismatches(c, CHAIN_TRUNC) > 0
+        assert mismatches(c, CHAIN_RNA) > 0
+    held = _call(gpu, 2, "unaligned", "matmul.tf32", 255, 257, 129)
+    assert mismatches(held, CHAIN) == 0
+    assert mismatches(held, CHAIN_TRUNC) > 0
+
+
+@pytest.mark.parametrize("gpu", ["h200", "h100"])
+def test_k1_is_an_ffma_product_not_tf32(gpu):
+    """At K = 1 cuBLAS runs a CUDA-core kernel: d = fp32(a*b) on the fp32 operands. The
+    TF32 chain (operands rounded first) gets every element wrong."""
+    for seed in (0, 2):  # fit and held out
+        c = _call(gpu, seed, "grid", "matmul.tf32", 1024, 1024, 1)
+        recipe, instr = _decided(c, gpu)
+        assert instr == "full-fp32"
+        assert mismatches(c, recipe, instr) == 0
+        assert mismatches(c, CHAIN) == c.d.size
+
+
+def test_split_k_at_llm_shape():
+    """7 x 11008 x 4096 on the H200: the tables' split-K (6 contiguous k-ranges of
+    32*ceil(ceil(K/32)/6) = 704) reproduces the fit and the held-out call; one chain
+    and a split into ranges of 8*ceil(ceil(K/8)/6) = 688 do not."""
+    for seed in (0, 2):
+        c = _call("h200", seed, "llm", "matmul.tf32", 7, 11008, 4096)
+        recipe, instr = _decided(c, "h200")
+        assert "split_tile=704" in recipe
+        assert mismatches(c, recipe, instr) == 0
+        assert mismatches(c, CHAIN) > 0
+        assert mismatches(c, recipe.replace("split_tile=704", "split_tile=688")) > 0
+
+
+def test_per_shape_rules_are_the_families_recipes():
+    """Every per-shape rule is a family's recipe at its K for some split count, and the
+    tables cover exactly the TF32 classes."""
+    recipes_at = {}
+    for t in _tf32_tables():
+        assert set(t.classes) <= set(CLASSES)
+        for r in t.rules:
+            if "k_min" not in r.when or r.when["k_min"] != r.when.get("k_max"):
+                continue
+            k = r.when["k_min"]
+            if k not in recipes_at:
+                recipes_at[k] = {f.recipe(k, s) for f in FAMILIES for s in range(1, 133)} - {None}
+            assert r.recipe in recipes_at[k], (t.name, r.when, r.recipe)
+    assert recipes_at, "no per-shape rules"
+    assert all(re.fullmatch(r"40-tf32(-[a-z0-9]+)*", t.name) for t in _tf32_tables())
