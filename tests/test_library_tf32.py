@@ -103,3 +103,15 @@ def test_per_shape_rules_are_the_families_recipes():
             assert r.recipe in recipes_at[k], (t.name, r.when, r.recipe)
     assert recipes_at, "no per-shape rules"
     assert all(re.fullmatch(r"40-tf32(-[a-z0-9]+)*", t.name) for t in _tf32_tables())
+
+
+@pytest.mark.parametrize("gpu", ["h200", "h100"])
+def test_bmm_small_k_is_ffma_at_unrecorded_shapes(gpu):
+    """bmm at K <= 16 runs an FFMA kernel: held-out random shapes the fit never saw
+    (seed 2) are reproduced by the FFMA chain and missed by the TF32 chain."""
+    for shape, kind in (((4, 1667, 14), "wide"), ((5, 7485, 16), "cancel")):
+        c = _call(gpu, 2, "random", "bmm.tf32", *shape, kind=kind)
+        recipe, instr = _decided(c, gpu)
+        assert instr == "full-fp32"
+        assert mismatches(c, recipe, instr) == 0
+        assert mismatches(c, CHAIN) > 0

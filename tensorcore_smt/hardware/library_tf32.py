@@ -134,6 +134,11 @@ K1_WHAT = "K = 1: an FFMA product on the fp32 operands (no TF32), every class."
 TF32_WHAT = "every other shape: one TF32 chain, operands rounded to nearest even."
 
 
+SMALL_K_FFMA = {"bmm.tf32": 16}
+"""Classes whose shapes up to this K (not recorded) run an FFMA kernel: bmm at K <= 16
+(every fit call on both GPUs, 21 of 21 on the H200)."""
+
+
 def _rule(gpus: list[str] | None, when: str, recipe: str, why: str) -> str:
     g = f"gpu = {gpus!r}\n".replace("'", '"') if gpus else ""
     w = f"when = {{ {when} }}\n" if when else ""
@@ -175,6 +180,9 @@ def table_texts(gpus: Iterable[str]) -> dict[str, str]:
             fam = next(f for f in FAMILIES if f.name == fam_name)
             stem = f"40-tf32-{SHORT[cls]}" + ("-ffma" if fam.instr else "")
             rules[stem].append(_rule(sorted(gs), when, recipe, fam_name))
+    for cls, k_max in SMALL_K_FFMA.items():
+        why = f"K <= {k_max}: every fit call an FFMA kernel"
+        rules[f"40-tf32-{SHORT[cls]}-ffma"].append(_rule(None, f"k_max = {k_max}", FFMA, why))
     cls_text = "[" + ", ".join(f'"{c}"' for c in CLASSES) + "]"
     out = {}
     for stem, rs in rules.items():
