@@ -162,3 +162,42 @@ def test_grow_separates_boxes_of_labels():
         ]
         assert inside == [t]
     assert len(leaves) == 4
+
+
+FP32_TABLES = ("30-fp32-at", "30-fp32-bt", "30-fp32-mm", "30-fp32", "31-fp32-bmm")
+
+
+def test_every_rule_plans_at_its_corners():
+    """Each rule's recipe, at the smallest K of its box and at its largest K up to 2048,
+    is a schedule with a valid plan for that K (no split left without k)."""
+    from tensorcore_smt.gemm.hypothesis import split_gemm_text
+    from tensorcore_smt.gemm.library_rules import tables
+    from tensorcore_smt.gemm.plan import make_plan
+    from tensorcore_smt.gemm.schedule import parse_schedule
+
+    seen = 0
+    for t in tables():
+        if t.name not in FP32_TABLES:
+            continue
+        assert t.instr == "full-fp32"
+        for r in t.rules:
+            w = r.when
+            lo = w.get("k_min", 1)
+            for k in {lo, max(lo, min(w.get("k_max", 2048), 2048))}:
+                m, n = w.get("m_min", 1), w.get("n_min", 1)
+                _, sched = split_gemm_text(r.text(m, n, k))
+                make_plan(parse_schedule(sched or "serial"), k, 1)
+                seen += 1
+    assert seen > 2000
+
+
+@pytest.mark.slow
+def test_tables_are_what_the_generator_writes(tmp_path):
+    from pathlib import Path
+
+    from tensorcore_smt.hardware.library_tree import write_tables
+
+    write_tables(tmp_path, ["h200", "h100"])
+    folder = Path(__file__).resolve().parent.parent / "schedules" / "library"
+    for stem in FP32_TABLES[:4]:
+        assert (tmp_path / f"{stem}.toml").read_text() == (folder / f"{stem}.toml").read_text()
