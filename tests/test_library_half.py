@@ -116,3 +116,10 @@ def test_effective_split_drops_empty_parts():
             per = -(-tiles // s)
             owned = [min(tiles, (i + 1) * per) - min(tiles, i * per) for i in range(s)]
             assert sweep_bands.effective_split(k, s) == sum(1 for x in owned if x > 0)
+
+
+def test_sweep_bands_bad_folder_is_one_line_exit_2(tmp_path, capsys):
+    assert sweep_bands.main([str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "not a folder" in err
+    assert sweep_bands.main(["a", "b"]) == 2

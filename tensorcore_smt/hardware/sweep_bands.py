@@ -114,7 +114,13 @@ def table_text(op: str, dtype: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) > 1:
+        print("usage: python -m tensorcore_smt.hardware.sweep_bands [OUT_DIR]", file=sys.stderr)
+        return 2
     out = Path(argv[0]) if argv else Path("schedules/library")
+    if not out.is_dir():
+        print(f"sweep_bands: {out} is not a folder", file=sys.stderr)
+        return 2
     for op in ("matmul", "linear"):
         for dtype in ("fp16", "bf16"):
             (out / f"20-half-llm-{op}-{dtype}.toml").write_text(table_text(op, dtype))
