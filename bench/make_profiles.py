@@ -67,10 +67,10 @@ def coverage(p: Profile) -> list[str]:
         f"{o} {origins[(o, True)]}/{origins[(o, True)] + origins[(o, False)]}"
         for o in sorted({o for o, _ in origins})
     )
-    tables = ", ".join(f"`{t.name}` ({len(t.rules)} rules)" for t in p.tables) or "none"
+    tables = ", ".join(f"`{t.name}` ({len(t.rules)})" for t in p.tables) or "none"
     return [
         f"- device {p.device}; " + ", ".join(f"{k} {v}" for k, v in p.library.items()),
-        f"- tables copied in (rules that apply on the {p.gpu.upper()}): {tables}; default "
+        f"- tables copied in (their rules that apply on the {p.gpu.upper()}): {tables}; default "
         f"`{p.default}`; TF32 operand rounding `{p.tf32_round}`",
         f"- {len(p.classes)} call classes, {len(shapes)} recorded shapes; {len(ok)} reproduced "
         f"on every fit recording by their recipe (source `recorded` for later calls), by "

@@ -147,7 +147,7 @@ def build_library_profile(
             }
         )
     doc["built_from"] = {
-        "recordings": str(recording_dir(gpu, FIT_SEEDS[0]).parent),
+        "recordings": f"results/hardware/{gpu}/library",
         "calls": "fit calls: seeds "
         + ", ".join(map(str, FIT_SEEDS))
         + " without their holdout parts (tensorcore_smt/hardware/library_fit.py)"
