@@ -198,3 +198,20 @@ def test_linear_bias_at_llm_shapes_runs_one_chain_where_linear_splits():
     assert c.cublaslt is not None and c.cublaslt["splitk_num"] == 2
     assert mismatches(c, recipe) == 0
     assert mismatches(c, "hopper/serial[split_k=2,split_tile=64,c_join=epilogue]") > 0
+
+
+def test_profile_data_keeps_the_base_kernel_condition():
+    """A table written as profile data and read back decides as the table does: the
+    base_split condition of the addmm fp32 rules survives (library_profile)."""
+    from tensorcore_smt.gemm.library_profile import table_doc, table_from_doc
+    from tensorcore_smt.gemm.library_rules import Rule, Table, decide, tables
+
+    t = next(t for t in tables() if t.name == "06-epilogue-addmm-fp32")
+    back = table_from_doc(table_doc(t), "test")
+    assert [r.base_split for r in back.rules] == [r.base_split for r in t.rules]
+    for base in ("hopper/serial[split_k=4]", "hopper/serial[split_k=4,split=interleaved]"):
+        stand_in = Table("base", ("matmul.*",), "", (Rule(base),))
+        assert (
+            decide("addmm.fp32", 64, 64, 512, "h200", [t, stand_in])[0]
+            == decide("addmm.fp32", 64, 64, 512, "h200", [back, stand_in])[0]
+        )

@@ -129,6 +129,8 @@ def table_doc(t: Table) -> dict[str, Any]:
             d["gpu"] = list(r.gpu)
         if r.why:
             d["why"] = r.why
+        if r.base_split is not None:
+            d["base_split"] = r.base_split.value
         rules.append(d)
     doc: dict[str, Any] = {
         "name": t.name,
