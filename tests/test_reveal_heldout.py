@@ -129,7 +129,9 @@ SLOW = [("numpy:dot", k, "fp32", None) for k in (40, 64, 96, 100, 300, 1000, 409
     ("torch:cpu", 4096, "fp32", (256, 256)),
     ("torch:cpu", 16384, "fp32", None),
     ("torch:cpu", 96, "bf16", None),
-    ("torch:cpu", 200, "bf16", (1, 64)),  # bf16 outputs count a probe up to K = 258
+    ("torch:cpu", 200, "bf16", (1, 64)),  # bf16 outputs count one call's probe to K = 258
+    ("torch:cpu", 600, "bf16", (64, 64)),  # above: windowed probes (oracles.windowed_sizes)
+    ("torch:cpu", 1024, "bf16", None),
 ]
 """(torch's fp16 matmul on the CPU writes fp16, which cannot hold a pair probe's counts:
 reveal refuses it in one line.)"""
@@ -143,3 +145,5 @@ def test_cpu_library_reproduced_on_1e5_heldout_outputs(oracle, k, dtype, shape):
     r, h = _held(oracle, k, dtype, shape, 100_000)
     assert r.reproduced is True, r.reason
     assert h.outputs >= 100_000 and h.reproduced, h.text()
+    # every class is named by a hypothesis, and it gives every held-out output
+    assert all(c.hypothesis_agreed == c.outputs for c in h.classes), h.text()
