@@ -15,7 +15,7 @@ import pytest
 import tensorcore_smt as tc
 from tensorcore_smt.gemm.library_rules import decide, evaluate
 from tensorcore_smt.hardware.library_fit import mismatches, recording
-from tensorcore_smt.hardware.library_tree import Label, grow, label_of
+from tensorcore_smt.hardware.library_tree import Family, Label, grow, label_of
 
 GPU = "h200"
 
@@ -46,7 +46,7 @@ def _reference(a: np.ndarray, b: np.ndarray, parts: list[list[int]]) -> np.ndarr
 
 
 def _recipe(family: str, S: int, k: int) -> str:
-    text = Label(family, S).recipe()
+    text = Label(Family(family), S).recipe()
     return re.sub(r"\{([^{}]+)\}", lambda mo: str(evaluate(mo.group(1), {"k": k})), text)
 
 
@@ -116,8 +116,10 @@ def test_tables_reproduce_recorded_calls(cls, shapes, family, wrong):
         calls = _calls(cls, *shape)
         kinds |= {c.kind for c in calls}
         if cls != "bmm.fp32":
-            small_m = "lanes" if cls in ("linear.fp32", "matmul-bt.fp32") else "halves"
-            assert label_of(calls[0].cublaslt or _fields(calls), small_m) == Label(*family)
+            small_m = Family.LANES if cls in ("linear.fp32", "matmul-bt.fp32") else Family.HALVES
+            assert label_of(calls[0].cublaslt or _fields(calls), small_m) == Label(
+                Family(family[0]), family[1]
+            )
         template = _recipe(*family, shape[2])
         for c in calls:
             assert mismatches(c, recipe) == 0, (c.kind, recipe)
@@ -141,11 +143,12 @@ def _fields(calls) -> dict:
 
 def test_label_of_heuristic_fields():
     f = {"algo_id": 20, "splitk_num": 16}
-    assert label_of(f) == Label("contiguous", 16)
-    assert label_of(f | {"algo_id": 55}) == Label("interleaved", 16)
-    assert label_of(f | {"splitk_num": 1}) == Label("serial", 1)
-    assert label_of(f | {"splitk_num": 4294967295}) == Label("serial", 1)
-    assert label_of({"algo_id": 11, "splitk_num": 1}) == Label("halves", 2)
+    assert label_of(f) == Label(Family.CONTIGUOUS, 16)
+    assert label_of(f | {"algo_id": 55}) == Label(Family.INTERLEAVED, 16)
+    assert label_of(f | {"splitk_num": 1}) == Label(Family.SERIAL, 1)
+    assert label_of(f | {"splitk_num": 4294967295}) == Label(Family.SERIAL, 1)
+    assert label_of({"algo_id": 11, "splitk_num": 1}) == Label(Family.HALVES, 2)
+    assert label_of({"algo_id": 11, "splitk_num": 1}, Family.LANES) == Label(Family.LANES, 16)
 
 
 def test_grow_separates_boxes_of_labels():

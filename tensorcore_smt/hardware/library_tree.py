@@ -30,6 +30,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 import numpy as np
@@ -38,15 +39,28 @@ from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls, mismatches
 from .library_fit import recording_dir as _seed_dir
 
-FAMILY_RECIPES: dict[str, str] = {
-    "serial": "hopper",
-    "contiguous": (
+
+class Family(str, Enum):
+    """An FFMA kernel family: the order its threads sum one output in (module docstring)."""
+
+    SERIAL = "serial"
+    CONTIGUOUS = "contiguous"
+    INTERLEAVED = "interleaved"
+    HALVES = "halves"
+    LANES = "lanes"
+
+
+FAMILY_RECIPES: dict[Family, str] = {
+    Family.SERIAL: "hopper",
+    Family.CONTIGUOUS: (
         "hopper/serial[split_k={cdiv(k, min(4096, 4*cdiv(k, 4*S)))},"
         "split_tile={min(4096, 4*cdiv(k, 4*S))}]"
     ),
-    "interleaved": "hopper/serial[split_k={min(S, cdiv(k, 8))},split=interleaved,split_tile=8]",
-    "halves": "hopper/serial[split_k={min(2, k)},split_tile=1]",
-    "lanes": "hopper/serial[split_k={min(S, k)},split=interleaved,split_tile=1]",
+    Family.INTERLEAVED: (
+        "hopper/serial[split_k={min(S, cdiv(k, 8))},split=interleaved,split_tile=8]"
+    ),
+    Family.HALVES: "hopper/serial[split_k={min(2, k)},split_tile=1]",
+    Family.LANES: "hopper/serial[split_k={min(S, k)},split=interleaved,split_tile=1]",
 }
 """Recipe template of each family; S is the split count, k the call's K (the contiguous
 split's range is capped at 4096, the widest k-tile a schedule takes)."""
@@ -61,29 +75,29 @@ UNBOUNDED = 1 << 40
 class Label:
     """A kernel family and its split count (1 where it has none)."""
 
-    family: str
+    family: Family
     splits: int
 
     def recipe(self) -> str:
         return FAMILY_RECIPES[self.family].replace("S", str(self.splits))
 
 
-SMALL_M = {"halves": Label("halves", 2), "lanes": Label("lanes", 16)}
+SMALL_M = {Family.HALVES: Label(Family.HALVES, 2), Family.LANES: Label(Family.LANES, 16)}
 """What algo 11 computes, by the layout of B: two halves of K (B row-major: matmul), or
 16 lanes taking k mod 16, added in lane order (B column-major: F.linear, matmul-bt)."""
 
 
-def label_of(fields: dict, small_m: str = "halves") -> Label:
+def label_of(fields: dict, small_m: Family = Family.HALVES) -> Label:
     """The family of cuBLASLt heuristic fields (algo_id, splitk_num); algo 11 is
     SMALL_M[small_m]."""
     algo, s = fields["algo_id"], fields["splitk_num"]
     if algo == 11:
         return SMALL_M[small_m]
     if s <= 1 or s > 4096:  # 1, 0 or -1 (unset): no split-K
-        return Label("serial", 1)
+        return Label(Family.SERIAL, 1)
     if algo == 55:
-        return Label("interleaved", s)
-    return Label("contiguous", s)
+        return Label(Family.INTERLEAVED, s)
+    return Label(Family.CONTIGUOUS, s)
 
 
 def sweep_points(gpu: str, cls: str = "matmul.fp32") -> list[tuple[tuple[int, int, int], Label]]:
@@ -99,7 +113,7 @@ def sweep_points(gpu: str, cls: str = "matmul.fp32") -> list[tuple[tuple[int, in
 
 
 def fit_points(
-    gpu: str, classes: Iterable[str], small_m: str = "halves"
+    gpu: str, classes: Iterable[str], small_m: Family = Family.HALVES
 ) -> list[tuple[tuple[int, int, int], Label]]:
     """(shape, label) of the heuristic fields recorded with the fit calls of `classes`."""
     want = set(classes)
@@ -181,13 +195,13 @@ def _when(box: Box) -> str:
 def table_rules(
     gpu: str,
     points: list[tuple[tuple[int, int, int], Label]],
-    only: str | None = None,
+    only: Family | None = None,
     as_label: Label | None = None,
     **kw,
 ) -> list[str]:
     """The [[rule]] entries (TOML text) of `gpu`'s tree over `points`; with `only`, the
     leaves of that family alone, their recipe `as_label`'s."""
-    labels = sorted({lab for _, lab in points}, key=lambda lab: (lab.family, lab.splits))
+    labels = sorted({lab for _, lab in points}, key=lambda lab: (lab.family.value, lab.splits))
     index = {lab: i for i, lab in enumerate(labels)}
     X = _features(np.array([s for s, _ in points], dtype=np.int64))
     y = np.array([index[lab] for _, lab in points])
@@ -200,7 +214,7 @@ def table_rules(
             lab = as_label or lab
         out.append(
             f'[[rule]]\ngpu = ["{gpu}"]\nwhen = {_when(box)}\nrecipe = "{lab.recipe()}"\n'
-            f'why = "{lab.family} S={lab.splits}: {hit} of {n} shapes"\n'
+            f'why = "{lab.family.value} S={lab.splits}: {hit} of {n} shapes"\n'
         )
     return out
 
@@ -208,8 +222,8 @@ def table_rules(
 HEADER = """\
 # torch fp32 GEMMs at float32 matmul precision "highest" (cuBLAS SGEMM: FFMA chains,
 # fma.rn.f32): the kernel family and split-K count cuBLASLt's heuristic picks, learnt as
-# boxes of M, N, K, M*N from its answers over {sweep} swept shapes per GPU and the fit
-# calls' own fields (tensorcore_smt/hardware/library_tree.py wrote this file; do not edit
+# boxes of M, N, K, M*N from its answers for {sweep} shapes per GPU (the swept ones and
+# the fit calls' own; tensorcore_smt/hardware/library_tree.py wrote this file; do not edit
 # by hand). The families, checked on the recorded bits: results/cublas/fp32.md.
 # The recorded shapes of each class come first (30-fp32-*.toml); bmm: 31-fp32-bmm.toml.
 classes = ["matmul.fp32", "linear.fp32", "matmul-at.fp32", "matmul-bt.fp32"]
@@ -229,14 +243,14 @@ source = "cuBLASLt heuristic fields of the fit calls on an H200 and an H100 (tor
 
 """
 
-SHAPE_TABLES: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "30-fp32-at": ("torch.matmul with A column-major", ("matmul-at.fp32",), "halves"),
+SHAPE_TABLES: dict[str, tuple[str, tuple[str, ...], Family]] = {
+    "30-fp32-at": ("torch.matmul with A column-major", ("matmul-at.fp32",), Family.HALVES),
     "30-fp32-bt": (
         "F.linear and torch.matmul with B column-major",
         ("linear.fp32", "matmul-bt.fp32"),
-        "lanes",
+        Family.LANES,
     ),
-    "30-fp32-mm": ("torch.matmul", ("matmul.fp32",), "halves"),
+    "30-fp32-mm": ("torch.matmul", ("matmul.fp32",), Family.HALVES),
 }
 """The recorded-shape tables: file stem -> (what they cover, classes, what algo 11
 computes there: SMALL_M). A table whose algo 11 is not the tree's also takes the tree's
@@ -246,8 +260,6 @@ OWN_TREE = ("30-fp32-at",)
 """Recorded-shape tables whose other shapes follow a tree over their own class's fit
 fields rather than the matmul sweep's (matmul-at: 45 of 87 fit shapes' orders predicted
 in 5-fold cross-validation, against 37 by the matmul tree)."""
-
-TREE_CLASSES = ("matmul.fp32", "linear.fp32", "matmul-at.fp32", "matmul-bt.fp32")
 
 
 def shape_candidates(lab: Label, k: int) -> list[str]:
@@ -265,8 +277,8 @@ def shape_candidates(lab: Label, k: int) -> list[str]:
         q = g * -(-k // (g * S))
         if q < k and q <= 4096:
             out.append(f"hopper/serial[split_k={-(-k // q)},split_tile={q}]")
-    out += [text(Label(f, S).recipe()) for f in ("interleaved", "halves")]
-    out += [text(SMALL_M["lanes"].recipe()), "hopper"]
+    out += [text(Label(f, S).recipe()) for f in (Family.INTERLEAVED, Family.HALVES)]
+    out += [text(SMALL_M[Family.LANES].recipe()), "hopper"]
     return list(dict.fromkeys(out))
 
 
@@ -280,7 +292,7 @@ def shape_recipe(calls: list, lab: Label) -> tuple[str, bool]:
     return cands[0], False
 
 
-def shape_rules(gpu: str, classes: Iterable[str], small_m: str = "halves") -> list[str]:
+def shape_rules(gpu: str, classes: Iterable[str], small_m: Family = Family.HALVES) -> list[str]:
     """One [[rule]] per recorded shape of `classes` on `gpu` (TOML text): the recipe that
     reproduces its fit calls (shape_recipe)."""
     want = set(classes)
@@ -291,13 +303,13 @@ def shape_rules(gpu: str, classes: Iterable[str], small_m: str = "halves") -> li
     fields = dict(fit_points(gpu, classes, small_m))
     out = []
     for (m, n, k), calls in sorted(by_shape.items()):
-        lab = fields.get((m, n, k), Label("serial", 1))
+        lab = fields.get((m, n, k), Label(Family.SERIAL, 1))
         recipe, ok = shape_recipe(calls, lab)
         when = f"m_min = {m}, m_max = {m}, n_min = {n}, n_max = {n}, k_min = {k}, k_max = {k}"
         why = (
             f"{len(calls)} fit calls reproduced"
             if ok
-            else f"heuristic {lab.family} S={lab.splits}; not reproduced"
+            else f"heuristic {lab.family.value} S={lab.splits}; not reproduced"
         )
         out.append(
             f'[[rule]]\ngpu = ["{gpu}"]\nwhen = {{ {when} }}\nrecipe = "{recipe}"\nwhy = "{why}"\n'
@@ -323,10 +335,10 @@ def write_tables(folder: Path, gpus: Iterable[str], max_depth: int = 12) -> Coun
             for gpu in gpus:
                 own = [p for p in fit_points(gpu, classes, small_m) if min(p[0][:2]) > 1]
                 rules += table_rules(gpu, sorted(own), max_depth=max_depth, min_leaf=1)
-        elif small_m != "halves":
+        elif small_m != Family.HALVES:
             for gpu in gpus:
                 rules += table_rules(
-                    gpu, points[gpu], "halves", SMALL_M[small_m], max_depth=max_depth
+                    gpu, points[gpu], Family.HALVES, SMALL_M[small_m], max_depth=max_depth
                 )
         head = SHAPES_HEADER.format(what=what, classes=json.dumps(list(classes)))
         (folder / f"{stem}.toml").write_text(head + "\n".join(rules))
