@@ -24,7 +24,9 @@ separate reduction combines, even with split_k=1) with contiguous k-ranges; "int
 alike; "none": the base recipe names no split_k.
 
 Bounds: ``m_min m_max n_min n_max k_min k_max mn_min mn_max`` (mn = M*N), each
-inclusive, and ``k_mod = [q, r]`` (K mod q == r), ``n_mod``, ``m_mod`` alike. EXPR is an
+inclusive, and ``k_mod = [q, r]`` (K mod q == r), ``n_mod``, ``m_mod`` alike;
+``misaligned = ["n", "k"]``: at least one of those dimensions is not a multiple of 8 (an
+fp16/bf16 operand's rows not 16-byte aligned: cuBLAS takes other kernels). EXPR is an
 arithmetic expression of m, n, k with integers, + - * // %, min, max, cdiv (ceiling
 division), log2 (floor) and clamp(x, lo, hi): `hopper/serial[split_k={min(4, cdiv(k, 1024))}]`.
 """
@@ -52,6 +54,9 @@ else:  # pragma: no cover
 
 BOUNDS = ("m_min", "m_max", "n_min", "n_max", "k_min", "k_max", "mn_min", "mn_max")
 MODS = ("m_mod", "n_mod", "k_mod")
+MISALIGNED = "misaligned"
+ALIGN = 8
+"""Elements of a 16-byte row of 2-byte operands: the alignment `misaligned` tests."""
 
 _FUNCS = {
     "min": min,
@@ -136,6 +141,10 @@ class Rule:
             return False
         vals = {"m": m, "n": n, "k": k, "mn": m * n}
         for name, bound in self.when.items():
+            if name == MISALIGNED:
+                if all(vals[d] % ALIGN == 0 for d in bound):
+                    return False
+                continue
             if name in MODS:
                 q, r = bound
                 if vals[name[0]] % q != r:
@@ -193,9 +202,13 @@ def _rule(doc: dict, where: str, epilogue: bool) -> Rule:
                 f"{where}: base_split = {doc['base_split']!r}; allowed: {known}"
             ) from None
     when = dict(doc.get("when", {}))
-    bad = set(when) - set(BOUNDS) - set(MODS)
+    bad = set(when) - set(BOUNDS) - set(MODS) - {MISALIGNED}
     if bad:
-        raise UserError(f"{where}: unknown bound(s) {sorted(bad)}; known: {BOUNDS + MODS}")
+        known = (*BOUNDS, *MODS, MISALIGNED)
+        raise UserError(f"{where}: unknown bound(s) {sorted(bad)}; known: {known}")
+    dims = when.get(MISALIGNED, ["m"])
+    if not isinstance(dims, list) or not dims or not set(dims) <= {"m", "n", "k"}:
+        raise UserError(f'{where}: misaligned names dimensions among "m", "n", "k" (got {dims!r})')
     gpu = doc.get("gpu")
     return Rule(
         doc[key], when, tuple(gpu) if gpu is not None else None, doc.get("why", ""), base_split

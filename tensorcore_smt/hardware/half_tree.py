@@ -1,0 +1,248 @@
+"""The split-K count of cuBLAS's kernels for fp16/bf16 GEMMs whose operands are not
+16-byte aligned (N or K not a multiple of 8: the sm80-style kernels, cuBLASLt algo 23 and
+24, 11 and 13 for tiny shapes), learnt from cuBLASLt's heuristic sweep
+(cublaslt_sweep.py, results/hardware/<gpu>/library/cublaslt.jsonl.gz) and the fit calls'
+own heuristic fields as a classification tree over M, N, K and M*N (Breiman et al. 1984;
+the tree of library_tree.grow), each leaf one decision-table rule (gemm/library_rules.py).
+
+What a label computes (results/cublas/half.md): K cut into 16-wide k-tiles, cdiv(tiles, S)
+contiguous tiles per split (splits left without a tile do not exist), each split a chain
+from +0, the fp32 partials added serially; reduction scheme 4 (the output type, torch's
+reduced-precision flag on) rounds each partial to fp16/bf16 first. At most MAX_PARTIALS
+partials (the engines recurse once per partial).
+
+`python -m tensorcore_smt.hardware.half_tree [--out DIR]` writes one table per class
+(20-half-ragged-<op>-<dtype>-<rr>.toml), the same every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from .cublaslt_sweep import FIELD_ORDER
+from .library_fit import fit_calls, recording_dir
+from .library_tree import FEATURES, UNBOUNDED, _features, grow
+
+GPUS = ("h200", "h100")
+OPS = ("matmul", "linear")
+DTYPES = ("fp16", "bf16")
+FLAGS = ("rr1", "rr0")
+K_TILE = 16
+"""k-depth of the sm80-style kernels' CTA tile: the unit the split deals out."""
+MAX_PARTIALS = 512
+MAX_WIDTH = 4096
+"""The widest part a schedule takes (split_tile)."""
+DEPTH = 12
+MIN_LEAF = 2
+
+
+SCHEME_FIELDS: dict[int, str] = {
+    2: "",
+    4: ",round_partials=all",
+    1: ",reduce_fmt=out,round_partials=first",
+}
+"""Schedule fields of each cuBLASLt REDUCTION_SCHEME: 2 (compute type) adds the fp32
+partials; 4 (output type) rounds each to fp16/bf16 before the fp32 sum; 1 (in place)
+leaves the first rounded in the output and adds each next partial to it, rounding each
+sum to the output type (8 of 25 sampled H200 fit calls; the others not explained)."""
+
+
+@dataclass(frozen=True, order=True)
+class Label:
+    """A split count (1: one chain) and the reduction scheme of its partials."""
+
+    splits: int
+    scheme: int = 2
+
+    def recipe(self) -> str:
+        """The GEMM hypothesis text, with {expr} parts of k (gemm/library_rules.py)."""
+        if self.splits <= 1:
+            return "hopper/serial"
+        t = f"cdiv(k, {K_TILE})"
+        per = f"max(cdiv({t}, {self.splits}), cdiv({t}, {MAX_PARTIALS}))"
+        width = f"min({MAX_WIDTH}, {K_TILE}*{per})"
+        extra = SCHEME_FIELDS.get(self.scheme, "")
+        return f"hopper/serial[split_k={{cdiv(k, {width})}},split_tile={{{width}}}{extra}]"
+
+    @property
+    def one_split_below(self) -> int:
+        """K up to which the recipe has one part (K_TILE: one k-tile), where fields that
+        need partials are left out; 0 where there are none."""
+        return K_TILE if self.splits > 1 and SCHEME_FIELDS.get(self.scheme) else 0
+
+
+def label_of(fields: dict) -> Label:
+    """The label of cuBLASLt heuristic fields (splitk_num, reduction_scheme)."""
+    s = int(fields["splitk_num"])
+    if s <= 1 or s > 4096:  # 1, 0 or -1 (unset): no split-K
+        return Label(1)
+    return Label(s, int(fields["reduction_scheme"]))
+
+
+def misaligned(n: int, k: int) -> bool:
+    """N or K not a multiple of 8 (for torch.matmul and F.linear: the operands' and the
+    output's rows not 16-byte aligned)."""
+    return n % 8 != 0 or k % 8 != 0
+
+
+@cache
+def _sweep(gpu: str) -> dict[str, dict[tuple[int, int, int], Label]]:
+    """{class: {shape: label}} of the misaligned shapes with M, N >= 2 of `gpu`'s sweep."""
+    out: dict[str, dict[tuple[int, int, int], Label]] = {}
+    path = recording_dir(gpu, 0).parent / "cublaslt.jsonl.gz"
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            r = json.loads(line)
+            if "f" in r and min(r["m"], r["n"]) >= 2 and misaligned(r["n"], r["k"]):
+                fields = dict(zip(FIELD_ORDER, r["f"]))
+                out.setdefault(r["class"], {})[(r["m"], r["n"], r["k"])] = label_of(fields)
+    return out
+
+
+def points(gpu: str, cls: str) -> list[tuple[tuple[int, int, int], Label]]:
+    """(shape, label) of every misaligned shape with M, N >= 2 of the sweep for `cls`,
+    then of `cls`'s fit calls (their fields win where both have the shape)."""
+    out = dict(_sweep(gpu).get(cls, {}))
+    for c in fit_calls(gpu):
+        if c.cls.name == cls and c.cublaslt is not None and min(c.m, c.n) >= 2:
+            if misaligned(c.n, c.k):
+                out[(c.m, c.n, c.k)] = label_of(c.cublaslt)
+    return sorted(out.items())
+
+
+def leaves(pts: list[tuple[tuple[int, int, int], Label]], depth: int = DEPTH):
+    """[(box, label, points, points of that label)] of the tree over `pts`."""
+    labels = sorted({lab for _, lab in pts})
+    index = {lab: i for i, lab in enumerate(labels)}
+    X = _features(np.array([s for s, _ in pts], dtype=np.int64))
+    y = np.array([index[lab] for _, lab in pts])
+    return [
+        (box, labels[i], n, hit)
+        for box, i, n, hit in grow(X, y, len(labels), max_depth=depth, min_leaf=MIN_LEAF)
+    ]
+
+
+def predict(tree, shape: tuple[int, int, int]) -> Label:
+    """The label of the leaf holding `shape`."""
+    m, n, k = shape
+    vals = (m, n, k, m * n)
+    for box, lab, _, _ in tree:
+        if all(lo <= v <= hi for v, (lo, hi) in zip(vals, box)):
+            return lab
+    raise AssertionError(shape)  # the leaves tile the whole space
+
+
+def holdout_agreement(
+    pts: list[tuple[tuple[int, int, int], Label]], folds: int = 5, seed: int = 0
+) -> tuple[float, float]:
+    """(exact label, same split count) fractions of shapes whose label the tree learnt
+    without them predicts (`folds`-fold cross-validation over `pts`)."""
+    order = np.random.default_rng(seed).permutation(len(pts))
+    X = _features(np.array([s for s, _ in pts], dtype=np.int64))
+    exact = same = 0
+    for f in range(folds):
+        test = order[f::folds]
+        held = set(test.tolist())
+        tree = leaves([p for i, p in enumerate(pts) if i not in held])
+        Xt = X[test]
+        for box, lab, _, _ in tree:
+            inside = np.ones(len(test), dtype=bool)
+            for j, (lo, hi) in enumerate(box):
+                inside &= (Xt[:, j] >= lo) & (Xt[:, j] <= hi)
+            for i in test[inside]:
+                exact += pts[i][1] == lab
+                same += pts[i][1].splits == lab.splits
+    return exact / len(pts), same / len(pts)
+
+
+def _when(box) -> str:
+    parts = ['misaligned = ["n", "k"]']
+    for name, (lo, hi) in zip(FEATURES, box):
+        lo = max(lo, 2) if name in ("m", "n") else lo
+        if lo > 1:
+            parts.append(f"{name}_min = {lo}")
+        if hi < UNBOUNDED:
+            parts.append(f"{name}_max = {hi}")
+    return "{ " + ", ".join(parts) + " }"
+
+
+def _rule(gpu: str, box, recipe: str, why: str) -> str:
+    return f'[[rule]]\ngpu = ["{gpu}"]\nwhen = {_when(box)}\nrecipe = "{recipe}"\nwhy = "{why}"\n'
+
+
+HEADER = """\
+# {cls} (cuBLAS 13.1.0, torch 2.11.0+cu130) with N or K not a multiple of 8
+# (the sm80-style kernels): the split-K count S and reduction scheme cuBLASLt's
+# heuristic picks, learnt as boxes of M, N, K, M*N from its answers over {n} misaligned
+# shapes per GPU (the sweep and the fit calls' fields; hardware/half_tree.py wrote this
+# file; do not edit by hand). K in 16-wide k-tiles, cdiv(tiles, S) per split, fp32
+# partials added serially (scheme 4: each rounded to the output type first; scheme 1:
+# added in place in the output type). torch.bmm and the transposed matmuls fall through:
+# the matmul and F.linear trees reproduced fewer of their recorded calls.
+classes = ["{cls}"]
+instr = ""
+source = "cuBLASLt heuristic sweep and fit calls on an H200 and an H100 (torch 2.11.0+cu130, cuBLAS 13.1.0)"
+
+"""
+
+
+def table_name(cls: str) -> str:
+    op, dtype, flag = cls.split(".")
+    return f"20-half-ragged-{op}-{dtype}-{flag}"
+
+
+def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
+    """The table file of `cls` (TOML text)."""
+    rules, sizes = [], []
+    for gpu in gpus:
+        pts = points(gpu, cls)
+        sizes.append(len(pts))
+        for box, lab, n, hit in leaves(pts):
+            why = f"S={lab.splits} scheme {lab.scheme}: {hit} of {n} shapes"
+            low = lab.one_split_below
+            if low and box[2][0] <= low:
+                one = [list(b) for b in box]
+                one[2][1] = min(one[2][1], low)
+                rules.append(_rule(gpu, one, "hopper/serial", why + ", one k-tile"))
+            rules.append(_rule(gpu, box, lab.recipe(), why))
+    return HEADER.format(cls=cls, n=max(sizes)) + "\n".join(rules)
+
+
+CLASSES = tuple(f"{op}.{d}.{f}" for op in OPS for d in DTYPES for f in FLAGS)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="half_tree")
+    ap.add_argument("--out", default="schedules/library", help="the tables' folder")
+    ap.add_argument(
+        "--check", action="store_true", help="print 5-fold cross-validated agreement instead"
+    )
+    args = ap.parse_args(argv)
+    if args.check:
+        for gpu in GPUS:
+            for cls in CLASSES:
+                pts = points(gpu, cls)
+                exact, same = holdout_agreement(pts)
+                print(f"{gpu} {cls}: {len(pts)} shapes, label {exact:.1%}, split count {same:.1%}")
+        return 0
+    out = Path(args.out)
+    if not out.is_dir():
+        print(f"half_tree: {out} is not a folder", file=sys.stderr)
+        return 2
+    for cls in CLASSES:
+        (out / f"{table_name(cls)}.toml").write_text(table_text(cls))
+        print(f"{table_name(cls)}.toml")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
