@@ -109,6 +109,13 @@ CASES = [
      "hopper/serial[split_k=16,split=interleaved,split_tile=64,reduce=tree]", "full-fp32"),
     ("h100", True, "matmul-at.tf32", (1, 2, 422), "wide", "10-gemv-at",
      "hopper/serial[split_k=2,split=interleaved,split_tile=64]", "full-fp32"),
+    # dot products with a long output side: 16 lanes x 8 k-blocks (custom option 11)
+    ("h200", True, "linear.fp32", (1, 4096, 4096), "cancel", "10-gemv-1-long-m1",
+     ONE_WARP, "full-fp32"),
+    ("h100", True, "matmul.tf32", (4096, 1, 4096), "cancel", "10-gemv-1-long-n1",
+     ONE_WARP, "full-fp32"),
+    ("h200", True, "bmm.fp32", (4096, 1, 4096), "wide", "10-gemv-1-long-n1",
+     ONE_WARP, "full-fp32"),
 ]  # fmt: skip
 
 
@@ -134,6 +141,54 @@ def test_the_decided_recipe_reproduces_the_recorded_call(
     recipe, instr = got[0], got[1] or "default"
     assert mismatches(call, recipe, instr) == 0
     assert mismatches(call, wrong, wrong_instr or "default") > 0
+
+
+def _lanes_by_kblock_tree() -> str:
+    """The combine tree of 16 lanes x 8 k-blocks: lane t's partials 16*u + t added in
+    k-block order u, then the 16 lane sums in lane order."""
+    lane = ["+".join(str(16 * u + t) for u in range(8)) for t in range(16)]
+    return lane[0] + "".join(f"+({x})" for x in lane[1:])
+
+
+def test_long_dot_recipe_against_exact_fmas():
+    """The recipe 10-gemv-1-long-* decide (K = 333: k-blocks of 42, the last 39) against
+    exact-rational FMA chains: lane t of 16 takes k = t mod 16 of each k-block as a chain
+    from +0, each lane's 8 chains are added in k-block order, then the lanes in order."""
+    K = 333
+    got = decide("linear.fp32", 1, 3196, K, "h200", GEMV_TABLES)
+    assert got is not None and got[2].name == "10-gemv-1-long-m1"
+    assert f"combine={_lanes_by_kblock_tree()}" in got[0]
+    A = (RNG.standard_normal((1, K)) * 2.0 ** RNG.integers(-10, 10, (1, K))).astype(np.float32)
+    B = (RNG.standard_normal((K, 2)) * 2.0 ** RNG.integers(-10, 10, (K, 2))).astype(np.float32)
+    q = -(-K // 8)
+    for engine in ("numpy", "compiled"):
+        out = np.asarray(tc.matmul(got[0], A, B, instr=FFMA, engine=engine))
+        for j in range(2):
+            total = None
+            for t in range(16):
+                lane = None
+                for u in range(8):
+                    d = Fraction(0)
+                    for k in range(u * q + t, min((u + 1) * q, K), 16):
+                        d = _rn32(Fraction(float(A[0, k])) * Fraction(float(B[k, j])) + d)
+                    lane = d if lane is None else _rn32(lane + d)
+                total = lane if total is None else _rn32(total + lane)
+            assert Fraction(float(out[0, j])) == total, (engine, j)
+
+
+def test_long_dot_lanes_take_k_blocks_not_interleaved_ranges():
+    """At 1 x 4096 x 4096 (held out, H100) the 8 k-ranges of a lane are consecutive
+    k-blocks of K/8: the same 128 chains over k mod 128 (the ranges interleaved in
+    128-wide steps) and the same tree miss."""
+    call = _recorded("h100", True, "linear.fp32", 1, 4096, 4096, "normal")
+    got = decide("linear.fp32", 1, 4096, 4096, "h100", GEMV_TABLES)
+    assert got is not None
+    assert mismatches(call, got[0], "full-fp32") == 0
+    wrong = (
+        "hopper/serial[split_k=128,split=interleaved,split_tile=1,"
+        f"combine={_lanes_by_kblock_tree()}]"
+    )
+    assert mismatches(call, wrong, "full-fp32") > 0
 
 
 def test_gemv_tables_decide_only_m1_or_n1_shapes():
