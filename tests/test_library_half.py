@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tensorcore_smt.gemm.library_rules import decide, tables
-from tensorcore_smt.hardware import sweep_bands
+from tensorcore_smt.hardware import half_tree, sweep_bands
 from tensorcore_smt.hardware.library_fit import fit_calls, heldout_calls, mismatches
 
 TABLES = [t for t in tables() if t.name == "20-half" or t.name.startswith("20-half-")]
@@ -123,3 +123,154 @@ def test_sweep_bands_bad_folder_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "not a folder" in err
     assert sweep_bands.main(["a", "b"]) == 2
+
+
+# Misaligned shapes (N or K not a multiple of 8): the split count and reduction scheme of
+# cuBLASLt's heuristic, learnt from its sweep (20-half-ragged-*, hardware/half_tree.py)
+RAGGED_CASES = [
+    ("h200 random 9002033 matmul.fp16.rr1 2x325x15316 normal", SERIAL),
+    ("h200 random 9003852 matmul.fp16.rr0 490x503x8058 normal", SERIAL),
+    ("h100 random 9002033 matmul.fp16.rr1 2x325x15316 normal", SERIAL),
+    ("h100 random 9003852 matmul.fp16.rr0 490x503x8058 normal", SERIAL),
+    ("h200 random 9001168 linear.bf16.rr1 3x2x1311 wide", SERIAL),
+    ("h200 holdout 680 linear.fp16.rr0 791x10x1755 normal", SERIAL),
+    # scheme 4 (the output type): the same split with partials not rounded is wrong
+    (
+        "h200 random 9003615 matmul.fp16.rr1 2x2836x2107 wide",
+        "hopper/serial[split_k=4,split_tile=528]",
+    ),
+    (
+        "h100 random 9003615 matmul.fp16.rr1 2x2836x2107 wide",
+        "hopper/serial[split_k=4,split_tile=528]",
+    ),
+    (
+        "h200 random 9000965 matmul.bf16.rr1 9x5x3370 wide",
+        "hopper/serial[split_k=211,split_tile=16]",
+    ),
+]
+
+
+@pytest.mark.parametrize("case,wrong", RAGGED_CASES)
+def test_ragged_rule_reproduces_the_held_out_call(case, wrong):
+    """A held-out call whose split (and scheme) the learnt rule names is reproduced bit
+    for bit; one chain, or the same split without its scheme's rounding, is not."""
+    gpu, part, seed, cls, dims, kind = case.split()
+    shape = tuple(int(x) for x in dims.split("x"))
+    call = _call(gpu, part, int(seed), cls, shape, kind)
+    assert any(c is call for c in heldout_calls(gpu))
+    recipe, name = _decided(gpu, cls, shape)
+    assert name == half_tree.table_name(cls)
+    assert mismatches(call, recipe) == 0
+    assert recipe != wrong
+    assert mismatches(call, wrong) > 0
+
+
+def test_ragged_tables_claim_only_misaligned_shapes():
+    """Aligned shapes (N and K multiples of 8), M = 1 and N = 1 fall through the ragged
+    tables; every misaligned shape with M, N >= 2 is decided by its class's table."""
+    ragged = [t for t in TABLES if t.name.startswith("20-half-ragged-")]
+    assert len(ragged) == len(half_tree.CLASSES)
+    for cls in half_tree.CLASSES:
+        for gpu in ("h200", "h100"):
+            for shape in ((64, 4096, 4096), (3, 24, 1000), (1, 7, 3001), (9, 1, 20001)):
+                got = decide(cls, *shape, gpu, ragged)
+                assert got is None, (cls, shape)
+            for shape in ((2, 7, 3), (300, 4097, 1024), (5, 64, 16385), (4096, 4096, 11007)):
+                got = decide(cls, *shape, gpu, ragged)
+                assert got is not None and got[2].name == half_tree.table_name(cls)
+
+
+def test_ragged_rules_plan_at_their_corners():
+    """Each ragged rule's recipe at its box's smallest K, the next K values to 40 and its
+    largest K to 2^15 is a schedule with a valid plan (no more than 512 parts, none
+    empty; no scheme rounding where one k-tile leaves one part)."""
+    from tensorcore_smt.gemm.hypothesis import split_gemm_text
+    from tensorcore_smt.gemm.plan import make_plan
+    from tensorcore_smt.gemm.schedule import parse_schedule
+
+    seen = 0
+    for t in TABLES:
+        if not t.name.startswith("20-half-ragged-"):
+            continue
+        for r in t.rules[::7]:
+            w = r.when
+            m, n = w.get("m_min", 2), w.get("n_min", 2)
+            lo, hi = w.get("k_min", 1), min(w.get("k_max", 1 << 15), 1 << 15)
+            for k in {lo, min(hi, lo + 1), min(hi, max(lo, 17)), min(hi, max(lo, 40)), hi}:
+                got = t.decide(m, n, k, r.gpu[0])  # the first rule there decides
+                if got is None:  # N and K both multiples of 8
+                    continue
+                _, sched = split_gemm_text(got[0])
+                s = parse_schedule(sched or "serial")
+                assert s.split_k <= half_tree.MAX_PARTIALS
+                make_plan(s, k, 1)
+                seen += 1
+    assert seen > 1000
+
+
+def test_ragged_recipe_is_the_split_of_sixteen_wide_tiles():
+    """Label.recipe against a brute-force count: K cut into 16-wide k-tiles, cdiv(tiles,
+    S) per part, parts without a tile dropped (at most 512 parts, at most 4096 wide)."""
+    from tensorcore_smt.gemm.library_rules import Rule
+
+    for s in (2, 3, 7, 16, 33, 132, 396, 792):
+        for k in range(17, 20000, 97):
+            tiles = -(-k // 16)
+            per = max(-(-tiles // s), -(-tiles // 512))
+            width = min(4096, 16 * per)
+            parts = sum(1 for i in range(s + 600) if i * width < k)
+            text = Rule(half_tree.Label(s, 2).recipe()).text(5, 7, k)
+            assert text == f"hopper/serial[split_k={parts},split_tile={width}]", (s, k)
+    assert half_tree.Label(1, 4).recipe() == "hopper/serial"
+    assert half_tree.Label(5, 4).recipe().endswith(",round_partials=all]")
+
+
+def test_misaligned_bound():
+    """`misaligned` matches when a named dimension is not a multiple of 8."""
+    from tensorcore_smt.gemm.library_rules import Rule
+
+    r = Rule("hopper", {"misaligned": ["n", "k"]})
+    for m, n, k in ((8, 8, 8), (3, 16, 24), (1, 4096, 4096)):
+        assert not r.matches(m, n, k, None)
+    for m, n, k in ((8, 9, 8), (8, 8, 4095), (16, 1, 16)):
+        assert r.matches(m, n, k, None)
+
+
+def test_misaligned_bound_bad_value(tmp_path):
+    """A malformed `misaligned` value is one UserError naming the bound."""
+    from tensorcore_smt.errors import UserError
+    from tensorcore_smt.gemm.library_rules import read_table
+
+    for bad in ('"n"', '["q"]', "[]"):
+        p = tmp_path / "t.toml"
+        p.write_text(
+            f'classes = ["x"]\n[[rule]]\nwhen = {{ misaligned = {bad} }}\nrecipe = "hopper"\n'
+        )
+        with pytest.raises(UserError, match="misaligned"):
+            read_table(p)
+
+
+def test_ragged_table_is_what_half_tree_writes():
+    """matmul.fp16.rr1's table is what half_tree writes from the stored sweep and fit
+    calls (the others: the slow test below)."""
+    from tensorcore_smt.spec.datadirs import data_dir
+
+    folder = data_dir("schedules") / "library"
+    cls = "matmul.fp16.rr1"
+    assert (folder / f"{half_tree.table_name(cls)}.toml").read_text() == half_tree.table_text(cls)
+
+
+@pytest.mark.slow
+def test_every_ragged_table_is_what_half_tree_writes():
+    from tensorcore_smt.spec.datadirs import data_dir
+
+    folder = data_dir("schedules") / "library"
+    for cls in half_tree.CLASSES:
+        text = (folder / f"{half_tree.table_name(cls)}.toml").read_text()
+        assert text == half_tree.table_text(cls), cls
+
+
+def test_half_tree_bad_folder_is_one_line_exit_2(tmp_path, capsys):
+    assert half_tree.main(["--out", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "not a folder" in err
