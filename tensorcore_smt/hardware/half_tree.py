@@ -175,8 +175,9 @@ def _when(box) -> str:
     return "{ " + ", ".join(parts) + " }"
 
 
-def _rule(gpu: str, box, recipe: str, why: str) -> str:
-    return f'[[rule]]\ngpu = ["{gpu}"]\nwhen = {_when(box)}\nrecipe = "{recipe}"\nwhy = "{why}"\n'
+def _rule(gpu: str | None, box, recipe: str, why: str) -> str:
+    only = f'gpu = ["{gpu}"]\n' if gpu else ""
+    return f'[[rule]]\n{only}when = {_when(box)}\nrecipe = "{recipe}"\nwhy = "{why}"\n'
 
 
 HEADER = """\
@@ -201,11 +202,15 @@ def table_name(cls: str) -> str:
 
 
 def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
-    """The table file of `cls` (TOML text)."""
-    rules, sizes = [], []
-    for gpu in gpus:
-        pts = points(gpu, cls)
-        sizes.append(len(pts))
+    """The table file of `cls` (TOML text): one tree per GPU, or one for all where the
+    GPUs' points are the same (the stored sweeps and fit fields agree on these shapes)."""
+    per_gpu = {gpu: points(gpu, cls) for gpu in gpus}
+    sizes = [len(p) for p in per_gpu.values()]
+    first = next(iter(per_gpu.values()))
+    if all(p == first for p in per_gpu.values()):
+        per_gpu = {None: first}
+    rules: list[str] = []
+    for gpu, pts in per_gpu.items():
         for box, lab, n, hit in leaves(pts):
             why = f"S={lab.splits} scheme {lab.scheme}: {hit} of {n} shapes"
             low = lab.one_split_below
