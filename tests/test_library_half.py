@@ -64,11 +64,11 @@ CASES = [
     # the two GPUs differ: bf16 row 0 of A[:256] @ B, K = 11008 (H200 splits, H100 does not)
     ("h200 batch 2000330 matmul.bf16.rr1 256x4096x11008 normal llm-matmul-bf16", SERIAL),
     ("h100 batch 2000330 matmul.bf16.rr1 256x4096x11008 normal llm-matmul-bf16", SPLIT2),
-    # skinny or few-tile shapes with deep K: the finest split (held out)
+    # skinny or few-tile shapes with deep K, aligned or not swept: the finest split (held out)
     ("h200 random 9003952 matmul-bt.fp16.rr1 7x95x4192 wide small-fp16", SERIAL),
-    ("h100 ops 2000309 linear.fp16.rr1 100x100x3000 wide small-fp16", SERIAL),
-    ("h200 random 9003637 matmul.bf16.rr1 32x2524x6343 wide small-bf16", SERIAL),
-    ("h100 random 9003814 matmul.bf16.rr1 30x500x9120 wide small-bf16", SERIAL),
+    ("h100 holdout 1000529 matmul-bt.fp16.rr1 40x18x6560 wide small-fp16", SERIAL),
+    ("h200 ops 2000327 matmul.bf16.rr1 64x64x16384 wide small-bf16", SERIAL),
+    ("h100 ops 2000327 matmul.bf16.rr1 64x64x16384 wide small-bf16", SERIAL),
     # one chain (held out)
     ("h200 ops 2000315 matmul.bf16.rr0 512x1536x8192 wide -", SPLIT2),
     ("h100 ops 2000315 bmm.fp16.rr1 512x1536x8192 wide -", SPLIT2),
