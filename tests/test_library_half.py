@@ -122,6 +122,9 @@ def test_sweep_bands_bad_folder_is_one_line_exit_2(tmp_path, capsys):
     assert sweep_bands.main([str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "not a folder" in err
+    assert half_tree.main(["--bogus"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--bogus" in err
     assert sweep_bands.main(["a", "b"]) == 2
 
 
@@ -266,3 +269,6 @@ def test_half_tree_bad_folder_is_one_line_exit_2(tmp_path, capsys):
     assert half_tree.main(["--out", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "not a folder" in err
+    assert half_tree.main(["--bogus"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--bogus" in err

@@ -225,13 +225,24 @@ def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
 CLASSES = tuple(f"{op}.{d}.{f}" for op in OPS for d in DTYPES for f in FLAGS)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (exit 2)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"half_tree: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="half_tree")
+    ap = _Parser(prog="half_tree")
     ap.add_argument("--out", default="schedules/library", help="the tables' folder")
     ap.add_argument(
         "--check", action="store_true", help="print 5-fold cross-validated agreement instead"
     )
-    args = ap.parse_args(argv)
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
     if args.check:
         for gpu in GPUS:
             for cls in CLASSES:
