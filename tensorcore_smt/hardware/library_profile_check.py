@@ -19,7 +19,7 @@ from ..gemm.library_profile import class_key
 from ..gemm.profile_call import Decision, decide
 from ..gemm.profiles import Profile, Source
 from .library_read import RecordedCall
-from .profile_check import ClassCheck, Miss
+from .profile_check import ClassCheck
 
 
 @dataclass
@@ -73,16 +73,7 @@ def check_library(
             continue
         r = replay(profile, c)
         res = out.setdefault(c.cls.name, ClassCheck(c.cls.name))
-        src = r.decision.source
-        res.calls += 1
-        res.calls_exact += r.exact
-        res.elements += r.elements
-        res.reproduced += r.reproduced
-        tally = res.by_source.setdefault(src, [0, 0])
-        tally[0] += 1
-        tally[1] += r.exact
-        if not r.exact:
-            res.misses.append(Miss(tag(c), src, r.decision.recipe, r.reproduced, r.elements))
+        res.count(tag(c), r.decision.source, r.decision.recipe, r.reproduced, r.elements)
         if progress:
             progress(r)
     return [out[k] for k in sorted(out)]

@@ -44,6 +44,19 @@ class ClassCheck:
     def all_reproduced(self) -> bool:
         return self.calls_exact == self.calls
 
+    def count(self, tag: str, source: Source, recipe: str, reproduced: int, elements: int) -> None:
+        """Add one replayed call: its decision's source and recipe, elements reproduced."""
+        exact = reproduced == elements
+        self.calls += 1
+        self.calls_exact += exact
+        self.elements += elements
+        self.reproduced += reproduced
+        tally = self.by_source.setdefault(source, [0, 0])
+        tally[0] += 1
+        tally[1] += exact
+        if not exact:
+            self.misses.append(Miss(tag, source, recipe, reproduced, elements))
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "class": self.name,
@@ -90,16 +103,8 @@ def check_profile(
         for tag in rec.tags:
             r = replay(rec, tag, profile, most, engine)
             src = r.decision.source if r.decision else Source.DEFAULT
-            res.calls += 1
-            res.calls_exact += r.exact
-            res.elements += r.elements
-            res.reproduced += r.reproduced
-            tally = res.by_source.setdefault(src, [0, 0])
-            tally[0] += 1
-            tally[1] += r.exact
-            if not r.exact:
-                recipe = r.decision.recipe if r.decision else "?"
-                res.misses.append(Miss(tag, src, recipe, r.reproduced, r.elements))
+            recipe = r.decision.recipe if r.decision else "?"
+            res.count(tag, src, recipe, r.reproduced, r.elements)
             if progress:
                 progress(f"{cls.name:18s} {tag:24s} {src.value:8s} {r.reproduced}/{r.elements}")
         out.append(res)
