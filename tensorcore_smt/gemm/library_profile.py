@@ -14,12 +14,10 @@ epilogue) and a class name is one table (`OPS`) read both ways.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import UserError
 from .library_rules import Rule as TableRule
-from .library_rules import Table
-from .profiles import CallKey, Epilogue, Flag, Function, Major
+from .library_rules import Table, table_doc, table_from_doc
+from .profiles import CallKey, Epilogue, Flag, Function, Major, call_key
 
 OPS: dict[str, tuple[Function, tuple[Major, Major], tuple[Epilogue, ...]]] = {
     "matmul": (Function.MM, (Major.ROW, Major.ROW), (Epilogue.NONE,)),
@@ -97,8 +95,6 @@ def class_key(name: str) -> CallKey:
         flags[REDUCED_FLAG[prec]] = parts[2] == "rr1"
     else:
         flags[Flag.FAST_ACCUM] = op == "scaled-mm-fast"
-    from .profile_call import call_key
-
     return call_key(fn, a, a, out, flags, layout, epilogues[0])
 
 
@@ -115,64 +111,10 @@ def resolve_instr(table_instr: str | None, recipe: str, key: CallKey) -> str | N
     return table_instr or None
 
 
-def table_doc(t: Table) -> dict[str, Any]:
-    """A table as profile data (its rules as read, recipe expressions unevaluated)."""
-    key = "fields" if t.base is not None else "recipe"
-    rules = []
-    for r in t.rules:
-        d: dict[str, Any] = {key: r.recipe}
-        if r.when:
-            d["when"] = {
-                k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in r.when.items()
-            }
-        if r.gpu is not None:
-            d["gpu"] = list(r.gpu)
-        if r.why:
-            d["why"] = r.why
-        if r.base_split is not None:
-            d["base_split"] = r.base_split.value
-        rules.append(d)
-    doc: dict[str, Any] = {
-        "name": t.name,
-        "classes": list(t.classes),
-        "instr": t.instr,
-        "source": t.source,
-        "rules": rules,
-    }
-    if t.base is not None:
-        doc["kind"] = "epilogue"
-        doc["base"] = t.base
-    return doc
-
-
 def for_gpu(t: Table, gpu: str) -> Table:
     """`t` with only the rules that apply on `gpu`."""
     rules = tuple(r for r in t.rules if r.gpu is None or gpu in r.gpu)
     return Table(t.name, t.classes, t.instr, rules, t.source, t.base)
-
-
-def table_from_doc(doc: Any, where: str) -> Table:
-    """A table from profile data (UserError naming `where` when malformed)."""
-    from .library_rules import _rule
-
-    if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
-        raise UserError(f"{where}: expected a table object with a name")
-    epilogue = doc.get("kind") == "epilogue"
-    if epilogue and not isinstance(doc.get("base"), str):
-        raise UserError(f"{where}: an epilogue table names its base op")
-    rules = doc.get("rules", [])
-    classes = doc.get("classes", [])
-    if not isinstance(rules, list) or not isinstance(classes, list):
-        raise UserError(f"{where}: classes and rules are lists")
-    parsed = tuple(_rule(r, f"{where} rule {i}", epilogue) for i, r in enumerate(rules))
-    return Table(
-        doc["name"],
-        tuple(str(c) for c in classes),
-        str(doc.get("instr", "")),
-        parsed,
-        str(doc.get("source", "")),
-        doc.get("base") if epilogue else None,
-    )
 
 
 def rule_label(table: Table, rule: TableRule) -> str:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from ..errors import UserError
 from ..spec.datadirs import data_dir
@@ -282,6 +283,58 @@ def decide(
         if got is not None:
             return with_fields(core[0], got[0]), core[1], t, got[1]
     return None
+
+
+def table_doc(t: Table) -> dict[str, Any]:
+    """A table as profile data (its rules as read, recipe expressions unevaluated)."""
+    key = "fields" if t.base is not None else "recipe"
+    rules = []
+    for r in t.rules:
+        d: dict[str, Any] = {key: r.recipe}
+        if r.when:
+            d["when"] = {
+                k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in r.when.items()
+            }
+        if r.gpu is not None:
+            d["gpu"] = list(r.gpu)
+        if r.why:
+            d["why"] = r.why
+        if r.base_split is not None:
+            d["base_split"] = r.base_split.value
+        rules.append(d)
+    doc: dict[str, Any] = {
+        "name": t.name,
+        "classes": list(t.classes),
+        "instr": t.instr,
+        "source": t.source,
+        "rules": rules,
+    }
+    if t.base is not None:
+        doc["kind"] = "epilogue"
+        doc["base"] = t.base
+    return doc
+
+
+def table_from_doc(doc: Any, where: str) -> Table:
+    """A table from profile data (UserError naming `where` when malformed)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+        raise UserError(f"{where}: expected a table object with a name")
+    epilogue = doc.get("kind") == "epilogue"
+    if epilogue and not isinstance(doc.get("base"), str):
+        raise UserError(f"{where}: an epilogue table names its base op")
+    rules = doc.get("rules", [])
+    classes = doc.get("classes", [])
+    if not isinstance(rules, list) or not isinstance(classes, list):
+        raise UserError(f"{where}: classes and rules are lists")
+    parsed = tuple(_rule(r, f"{where} rule {i}", epilogue) for i, r in enumerate(rules))
+    return Table(
+        doc["name"],
+        tuple(str(c) for c in classes),
+        str(doc.get("instr", "")),
+        parsed,
+        str(doc.get("source", "")),
+        doc.get("base") if epilogue else None,
+    )
 
 
 __all__ = [

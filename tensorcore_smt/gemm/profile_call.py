@@ -29,7 +29,7 @@ from .profiles import (
     Major,
     Profile,
     Source,
-    relevant_flags,
+    call_key,
 )
 from .schedule import CJoin, OperandRound, parse_schedule
 
@@ -98,28 +98,15 @@ def epilogue_of(c: Any, alpha: float | None, beta: float | None) -> Epilogue:
     return Epilogue.C
 
 
-def call_key(
-    function: Function,
-    a: str,
-    b: str,
-    out: str,
-    flags: Mapping[Flag, bool],
-    layout: tuple[Major, Major],
-    epilogue: Epilogue,
-) -> CallKey:
-    """The call class of a call (only the flags that matter for inputs `a` kept)."""
-    return CallKey(function, a, b, out, relevant_flags(a, dict(flags)), layout, epilogue)
-
-
-LIBRARY_TF32_ROUND = OperandRound.RNA
+LIBRARY_TF32_ROUND = OperandRound.RNE
 """How the library rounds an fp32 operand to TF32 when torch lets it run TF32 and the
-hypothesis does not say (`operand_round`). Not truncation: on ordinary fp32 operands
-truncation mispredicted every element of every TF32 call recorded on an H200 (torch
-2.11, CUDA 13.0; the H100 recordings fed operands already on the TF32 grid, where the
-modes agree). Ties away from zero is CUTLASS's TF32 converter (FloatRoundStyle
-round_half_ulp_truncate: half an ulp added to the bits, then truncated; PTX
-cvt.rna.tf32.f32); ties to even differs from it only on operands exactly halfway, which
-the prepared probe (python -m tensorcore_smt.gemm.tf32_probe) decides on a GPU."""
+hypothesis does not say (`operand_round`): to nearest, ties to even, as the TF32 probe
+(python -m tensorcore_smt.gemm.tf32_probe) decided on an H200 and an H100 (torch
+2.11.0+cu130, cuBLAS 13.1; raw bits in results/hardware/<gpu>/library/extras): every
+probe output agrees with it, truncation and ties-away each disagree on a quarter to a
+half of them. Not truncation: on ordinary fp32 operands truncation mispredicts TF32
+calls wholesale (the older H100 recordings fed operands already on the TF32 grid, where
+the modes agree)."""
 
 
 def library_tf32(hyp: GemmHypothesis) -> GemmHypothesis:

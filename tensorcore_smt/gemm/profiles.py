@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
@@ -130,6 +131,19 @@ class CallKey:
 def relevant_flags(a: str, flags: dict[Flag, bool]) -> tuple[tuple[Flag, bool], ...]:
     """The flags among `flags` (missing: torch's defaults) that matter for inputs `a`."""
     return tuple((f, bool(flags.get(f, DEFAULT_FLAGS[f]))) for f in RELEVANT_FLAGS.get(a, ()))
+
+
+def call_key(
+    function: Function,
+    a: str,
+    b: str,
+    out: str,
+    flags: Mapping[Flag, bool],
+    layout: tuple[Major, Major],
+    epilogue: Epilogue,
+) -> CallKey:
+    """The call class of a call (only the flags that matter for inputs `a` kept)."""
+    return CallKey(function, a, b, out, relevant_flags(a, dict(flags)), layout, epilogue)
 
 
 @dataclass(frozen=True)
@@ -423,7 +437,7 @@ def parse_profile(doc: Any, where: str, path: Path | None = None) -> Profile:
     rule = None
     tf32_round = None
     if fmt == LIBRARY_SCHEMA:
-        from .library_profile import table_from_doc
+        from .library_rules import table_from_doc
 
         tables = tuple(
             table_from_doc(t, f"profile {where}: tables[{i}]")
