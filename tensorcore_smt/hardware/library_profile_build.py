@@ -30,10 +30,7 @@ from ..gemm.profile_call import decide, library_default
 from ..gemm.profiles import LIBRARY_SCHEMA, Profile, parse_profile
 from .library_fit import FIT_SEEDS, HELDOUT_SEED, fit_calls, recording, recording_dir
 from .library_read import RecordedCall
-
-LIBRARY = "cublas"
-DEFAULT = "hopper"
-"""The default recipe: one chain per output, as tc.emulate('hopper') computes it."""
+from .profile_build import profile_head
 
 
 def cublas_version(build: Any) -> str:
@@ -66,19 +63,7 @@ def _skeleton(gpu: str, among: tuple[Table, ...], round_: str | None) -> dict[st
     env = mf.get("environment", {})
     version = cublas_version(env.get("cublas"))
     return {
-        "format": LIBRARY_SCHEMA,
-        "name": f"{gpu}-{LIBRARY}-{version}",
-        "gpu": gpu,
-        "device": str(env.get("device")),
-        "library": {
-            "name": LIBRARY,
-            "version": version,
-            "cublas_build": str(env.get("cublas")),
-            "cuda": str(env.get("cuda")),
-            "torch": str(env.get("torch")),
-        },
-        "arch": DEFAULT,
-        "default": DEFAULT,
+        **profile_head(LIBRARY_SCHEMA, gpu, version, env),
         "tf32_round": round_,
         "tables": [table_doc(t) for t in among],
         "classes": [],

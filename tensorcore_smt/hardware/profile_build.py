@@ -81,6 +81,26 @@ def _kept_shape(rec: Recording, fits: dict, mnk, tags, instr, engine, most) -> d
     }
 
 
+def profile_head(schema: int, gpu: str, version: str, env: dict) -> dict[str, Any]:
+    """The opening fields of a profile: format, name, GPU, device, the library's versions
+    (from a recording's environment: device, cublas, cuda, torch), arch and default."""
+    return {
+        "format": schema,
+        "name": f"{gpu}-{LIBRARY}-{version}",
+        "gpu": gpu,
+        "device": str(env.get("device")),
+        "library": {
+            "name": LIBRARY,
+            "version": version,
+            "cublas_build": str(env.get("cublas")),
+            "cuda": str(env.get("cuda")),
+            "torch": str(env.get("torch")),
+        },
+        "arch": DEFAULT,
+        "default": DEFAULT,
+    }
+
+
 def build_profile(
     folder: Path,
     every: int = 3,
@@ -166,19 +186,7 @@ def build_profile(
     gpu = folder.name.lower()
     version = str(meta.get("cuda") or "0")
     return {
-        "format": SCHEMA,
-        "name": f"{gpu}-{LIBRARY}-{version}",
-        "gpu": gpu,
-        "device": str(meta.get("device")),
-        "library": {
-            "name": LIBRARY,
-            "version": version,
-            "cublas_build": str(meta.get("cublas")),
-            "cuda": str(meta.get("cuda")),
-            "torch": str(meta.get("torch")),
-        },
-        "arch": DEFAULT,
-        "default": DEFAULT,
+        **profile_head(SCHEMA, gpu, version, meta),
         "built_from": {
             "recordings": str(gemm),
             "fits": str(gemm / "FIT.json"),
