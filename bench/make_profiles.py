@@ -116,7 +116,9 @@ def invariance(profiles: dict[str, Profile]) -> list[str]:
         "",
         f"Row 0 of `A[:M] @ B` for the M of the batch part (every M to 64, then 2^j - 1, 2^j, "
         f"2^j + 1 to 4096: 99 values) at each recorded (class, N, K), input seed of recording "
-        f"seed {HELDOUT_SEED} (held out). *Recorded*: the least M whose recorded row 0 "
+        f"seed {HELDOUT_SEED} (held out: its inputs; the (N, K, M) shapes themselves are also "
+        "in the fit seeds, so these figures test the recipes on new data at known shapes, "
+        "not the rule between shapes). *Recorded*: the least M whose recorded row 0 "
         "differs from M = 1's; *recipe* and *row 0*: the same under the profile (its "
         "decided recipe, and its bits); *bits*: cases whose row 0 the profile reproduces "
         "bit for bit; *answer*: cases where the profile's 'row 0 equals M = 1's' is the "
