@@ -113,6 +113,17 @@ def render(p: Profile) -> str:
     return "\n".join(lines)
 
 
+def _echo_checks(res: list, width: int) -> None:
+    """One line per checked class: calls, calls and elements reproduced, by source."""
+    click.echo(f"{'class':{width}s}  calls  reproduced  elements reproduced   by source")
+    for r in res:
+        srcs = ", ".join(f"{s.value} {v[1]}/{v[0]}" for s, v in r.by_source.items())
+        click.echo(
+            f"{r.name:{width}s} {r.calls:6d} {r.calls_exact:11d}  "
+            f"{r.reproduced:>9d}/{r.elements:<9d}  {srcs}"
+        )
+
+
 @profile_group.command("show")
 @click.argument("profile")
 @click.option("--json", "as_json", is_flag=True, help="The profile's JSON document.")
@@ -202,13 +213,7 @@ def check_cmd(profile, folder, heldout, parts, classes, misses, most, as_json, v
         click.echo(json.dumps(doc, indent=1))
     else:
         click.echo(f"profile {p.name} on {where}")
-        click.echo("class               calls  reproduced  elements reproduced   by source")
-        for r in res:
-            srcs = ", ".join(f"{s.value} {v[1]}/{v[0]}" for s, v in r.by_source.items())
-            click.echo(
-                f"{r.name:18s} {r.calls:6d} {r.calls_exact:11d}  "
-                f"{r.reproduced:>9d}/{r.elements:<9d}  {srcs}"
-            )
+        _echo_checks(res, 18)
         for r in res:
             for m in r.misses:
                 click.echo(
@@ -253,13 +258,7 @@ def _check_library(p: Profile, folder, heldout, parts, classes, misses, as_json,
         click.echo(json.dumps(doc | {"classes": [r.as_dict() for r in res]}, indent=1))
         sys.exit(int(ExitCode.OK if ok else ExitCode.REFUTED))
     click.echo(f"profile {p.name} on {where}")
-    click.echo("class                   calls  reproduced  elements reproduced   by source")
-    for r in res:
-        srcs = ", ".join(f"{s.value} {v[1]}/{v[0]}" for s, v in r.by_source.items())
-        click.echo(
-            f"{r.name:22s} {r.calls:6d} {r.calls_exact:11d}  "
-            f"{r.reproduced:>9d}/{r.elements:<9d}  {srcs}"
-        )
+    _echo_checks(res, 22)
     pct = 100.0 * tot["calls_reproduced"] / tot["calls"]
     srcs = ", ".join(
         f"{s} {v['calls_reproduced']}/{v['calls']}" for s, v in tot["by_source"].items()

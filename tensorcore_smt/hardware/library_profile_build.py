@@ -30,7 +30,7 @@ from ..gemm.profile_call import decide, library_default
 from ..gemm.profiles import LIBRARY_SCHEMA, Profile, parse_profile
 from .library_fit import FIT_SEEDS, HELDOUT_SEED, fit_calls, recording, recording_dir
 from .library_read import RecordedCall
-from .profile_build import profile_head
+from .profile_build import class_head, profile_head
 
 
 def cublas_version(build: Any) -> str:
@@ -117,16 +117,7 @@ def build_library_profile(
             say(f"{name:22s} {m}x{n}x{k}: {s['origin']} {s['reproduced']}/{s['elements']}")
         doc["classes"].append(
             {
-                "name": name,
-                "function": key.function.value,
-                "a": key.a,
-                "b": key.b,
-                "out": key.out,
-                "flags": key.flag_dict(),
-                "layout": f"{key.layout[0].value},{key.layout[1].value}",
-                "epilogue": key.epilogue.value,
-                "instr": None,
-                "recording": "library",
+                **class_head(name, key, None, "library"),
                 "shapes": shapes,
                 "held_out": [],
             }

@@ -81,6 +81,23 @@ def _kept_shape(rec: Recording, fits: dict, mnk, tags, instr, engine, most) -> d
     }
 
 
+def class_head(name: str, key: Any, instr: str | None, recording: str) -> dict[str, Any]:
+    """The opening fields of a profile's call class: its name, the call key's parts
+    (function, formats, flags, layout, epilogue), the instruction and the recording."""
+    return {
+        "name": name,
+        "function": key.function.value,
+        "a": key.a,
+        "b": key.b,
+        "out": key.out,
+        "flags": key.flag_dict(),
+        "layout": f"{key.layout[0].value},{key.layout[1].value}",
+        "epilogue": key.epilogue.value,
+        "instr": instr,
+        "recording": recording,
+    }
+
+
 def profile_head(schema: int, gpu: str, version: str, env: dict) -> dict[str, Any]:
     """The opening fields of a profile: format, name, GPU, device, the library's versions
     (from a recording's environment: device, cublas, cuda, torch), arch and default."""
@@ -146,16 +163,7 @@ def build_profile(
         held_tags[rec.call.name] = held
         classes.append(
             {
-                "name": rec.call.name,
-                "function": key.function.value,
-                "a": key.a,
-                "b": key.b,
-                "out": key.out,
-                "flags": key.flag_dict(),
-                "layout": f"{key.layout[0].value},{key.layout[1].value}",
-                "epilogue": key.epilogue.value,
-                "instr": instr,
-                "recording": rec.call.name,
+                **class_head(rec.call.name, key, instr, rec.call.name),
                 "shapes": shapes,
                 "held_out": [],
             }
