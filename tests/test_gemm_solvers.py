@@ -135,6 +135,8 @@ FIELD_PAIRS = [
     ("beta", "hopper/serial[c_join=epilogue]", "hopper/serial[c_join=epilogue,beta=2.0]", 32, FP8),
     ("epilogue", "hopper/serial[c_join=epilogue,alpha=0.3]",
      "hopper/serial[c_join=epilogue,alpha=0.3,epilogue=mul-add]", 32, FP8),
+    ("alpha_on", "hopper/serial[alpha=0.7]", "hopper/serial[alpha=0.7,alpha_on=a]", 2,
+     "fma.rn.f32"),
     ("out", "hopper/serial", "hopper/serial[out=bf16]", 32, FP8),
     ("saturate", "hopper/serial[out=e4m3]", "hopper/serial[out=e4m3,saturate=false]", 32, FP8),
     ("c_join", "hopper/serial", "hopper/serial[c_join=epilogue]", 32, FP16),

@@ -74,6 +74,51 @@ def test_solver_witness_fma_against_fma_c():
     assert o.witness.reproduces
 
 
+@pytest.mark.parametrize("engine", ["numpy", "compiled"])
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_alpha_on_an_operand_scales_it_before_the_ffma_chain(engine, side):
+    """alpha_on=a (b): each element of A (B) is RN(alpha*x) in fp32 first, the FFMA
+    chain sums those products from +0, one rounding each, and the epilogue adds beta*C
+    with alpha = 1 (fma(1, acc, RN(beta*C)); with epilogue=fma-c fma(beta, C, acc)):
+    computed here from exact rationals. It differs from alpha in the epilogue on some of
+    these elements, so the field changes outputs."""
+    M, N, K = 5, 6, 19
+    A = RNG.standard_normal((M, K)).astype(np.float32)
+    B = RNG.standard_normal((K, N)).astype(np.float32)
+    C = RNG.standard_normal((M, N)).astype(np.float32)
+    alpha, beta = 0.7, 1.3
+    a32, b32 = Fraction(float(np.float32(alpha))), Fraction(float(np.float32(beta)))
+    run = dict(alpha=alpha, beta=beta, instr=FFMA, engine=engine)
+    for op in ("fma", "fma-c"):
+        got = tc.matmul(f"hopper/serial[alpha_on={side},epilogue={op}]", A, B, C, **run)
+        want = np.empty((M, N), np.float32)
+        for i in range(M):
+            for j in range(N):
+                acc = Fraction(0)
+                for k in range(K):
+                    x, y = Fraction(float(A[i, k])), Fraction(float(B[k, j]))
+                    if side == "a":
+                        x = Fraction(float(_rn32(a32 * x)))
+                    else:
+                        y = Fraction(float(_rn32(a32 * y)))
+                    acc = Fraction(float(_rn32(acc + x * y)))
+                c = Fraction(float(C[i, j]))
+                if op == "fma":
+                    want[i, j] = _rn32(acc + Fraction(float(_rn32(b32 * c))))
+                else:
+                    want[i, j] = _rn32(b32 * c + acc)
+        assert np.asarray(got).view(np.uint32).tolist() == want.view(np.uint32).tolist()
+    usual = tc.matmul("hopper/serial", A, B, C, **run)
+    assert (np.asarray(usual).view(np.uint32) != np.asarray(got).view(np.uint32)).any()
+
+
+def test_alpha_on_an_fp16_operand_is_refused():
+    """An fp16 operand cannot hold RN_fp32(alpha*x): one UserError naming the field."""
+    A = np.ones((2, 16), np.float16)
+    with pytest.raises(tc.UserError, match="alpha_on=a: the operand is fp16"):
+        tc.matmul("hopper/serial[alpha_on=a]", A, A.T.copy(), alpha=0.5)
+
+
 # --- recorded calls -------------------------------------------------------------------
 
 

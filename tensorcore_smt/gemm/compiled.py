@@ -45,6 +45,7 @@ from .element import (
     round_operand,
     round_partial,
     rounds_operands,
+    scale_operand,
 )
 from .outputs import Outputs
 from .plan import Plan
@@ -193,13 +194,30 @@ class _Tables:
         return out
 
 
-def _rounded_table(table: np.ndarray, fmt: Format, mode: OperandRound) -> np.ndarray:
-    """An operand table as the unit reads it (element.round_operand, compiled as an
+def _rounded_table(
+    table: np.ndarray,
+    fmt: Format,
+    mode: OperandRound,
+    alpha: int | None = None,
+    ep_fmt: Format | None = None,
+    p: ModelParams | None = None,
+) -> np.ndarray:
+    """An operand table as the unit reads it (element.rounded_operands: scaled by `alpha`
+    first when given, element.scale_operand, then element.round_operand; compiled as an
     elementwise kernel), once per operand rather than once per product."""
-    if mode == OperandRound.TRUNCATE or not rounds_operands(fmt):
+    rounds = mode != OperandRound.TRUNCATE and rounds_operands(fmt)
+    if alpha is None and not rounds:
         return table
     w = fmt.spec.storage
-    fn = _map_fn(("round-operand", fmt, mode), [w], lambda v: round_operand(v[0], fmt, mode))
+
+    def read(v: list) -> BV:
+        x = v[0]
+        if alpha is not None:
+            assert ep_fmt is not None and p is not None
+            x = scale_operand(x, fmt, alpha, ep_fmt, p)
+        return round_operand(x, fmt, mode)
+
+    fn = _map_fn(("read-operand", fmt, mode, alpha, ep_fmt, p), [w], read)
     flat = np.ascontiguousarray(table, dtype=np.uint64).reshape(-1)
     return _map(fn, [flat]).reshape(table.shape).astype(table.dtype)
 
@@ -232,8 +250,8 @@ def run_gemm(
         raise ValueError("run_gemm: a block-scaled unit, or c in another format than d")
     ep = Epilogue.of(schedule, p, plan, c_bits is not None)
     if ep.reads_ab:
-        a_table = _rounded_table(a_table, p.a_fmt, plan.operand_round)
-        b_table = _rounded_table(b_table, p.b_fmt, plan.operand_round)
+        a_table = _rounded_table(a_table, p.a_fmt, plan.operand_round, ep.scale_a, ep.ep_fmt, p)
+        b_table = _rounded_table(b_table, p.b_fmt, plan.operand_round, ep.scale_b, ep.ep_fmt, p)
     t = _Tables(p, a_table, b_table)
     d_fmt, af = p.d_fmt, acc_format(p)
     cf = c_fmt or c_format(p, schedule)

@@ -10,7 +10,9 @@ output elements at once, the symbolic DAG for the solvers, the compiled engine.
   (cuBLAS FP8 without fast accumulation; DeepSeek-V3 §3.3.2) - model.ieee.add;
 - round_operand: an fp32 operand converted to the unit's TF32 operand format (round to
   nearest even or away, PTX cvt.rn/cvt.rna.tf32.f32; or left as is, the unit ignoring the
-  low 13 bits) - model.ieee.convert;
+  low 13 bits) - model.ieee.convert; scaled by alpha first where the kernel applies
+  alpha to an operand (scale_operand, Schedule.alpha_on: cuBLAS's fp32 GEMV and small-M
+  kernels under torch.addmm) - model.ieee.mul;
 - combine: two split-K partials added in fp32 (or in the output type, cuBLASLt's
   reductions in the output type), round to nearest - model.ieee.add; a partial rounded to
   the output type before it joins (round_partial), C added into the first partial
@@ -41,7 +43,15 @@ from ..model.nan import GEMM_PROPAGATES, gemm_nan
 from ..model.params import ModelParams
 from ..model.rounding import Overflow
 from .plan import Plan, SplitPlan, Tree
-from .schedule import CJoin, EpilogueOp, OperandRound, ReduceFormat, Schedule, first_leaf
+from .schedule import (
+    AlphaOn,
+    CJoin,
+    EpilogueOp,
+    OperandRound,
+    ReduceFormat,
+    Schedule,
+    first_leaf,
+)
 
 RN = Rounding.RNE
 T = TypeVar("T")
@@ -90,12 +100,27 @@ def round_operand(x: BV, fmt: Format, mode: OperandRound) -> BV:
     return convert_unpacked(decode(x, Format.FP32), fmt, rounding)
 
 
-class RoundedOperands(Sequence):
-    """A row (or column) of operands read through `round_operand`, entry by entry as a
-    chain reads them (slices give lists)."""
+def scale_operand(x: BV, fmt: Format, alpha: int, ep_fmt: Format, p: ModelParams) -> BV:
+    """An operand scaled by alpha before the products (Schedule.alpha_on): RN(alpha*x)
+    in the epilogue format `ep_fmt` (`scale`), x read as `ep_fmt` (an fp32 pattern, also
+    when the unit reads it as TF32: the kernel scales the fp32 value first)."""
+    return scale(alpha, x, ep_fmt, ep_fmt, p)
 
-    def __init__(self, src: Sequence[BV], fmt: Format, mode: OperandRound) -> None:
-        self.src, self.fmt, self.mode = src, fmt, mode
+
+def scales_operands(fmt: Format, ep_fmt: Format) -> bool:
+    """Whether an operand of `fmt` can be scaled in `ep_fmt` and read back unchanged in
+    width: a float of the epilogue format, or a TF32 operand in fp32 storage."""
+    if ep_fmt.spec.is_integer:
+        return False
+    return fmt == ep_fmt or (rounds_operands(fmt) and ep_fmt.spec.storage == 32)
+
+
+class MappedOperands(Sequence):
+    """A row (or column) of operands read through `fn`, entry by entry as a chain reads
+    them (slices give lists)."""
+
+    def __init__(self, src: Sequence[BV], fn: Callable[[BV], BV]) -> None:
+        self.src, self.fn = src, fn
 
     def __len__(self) -> int:
         return len(self.src)
@@ -103,14 +128,28 @@ class RoundedOperands(Sequence):
     def __getitem__(self, k: Any) -> Any:
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
-        return round_operand(self.src[k], self.fmt, self.mode)
+        return self.fn(self.src[k])
 
 
-def rounded_operands(src: Sequence[BV], fmt: Format, mode: OperandRound) -> Sequence[BV]:
-    """`src` as the unit reads it under `mode` (itself when nothing is rounded)."""
-    if mode == OperandRound.TRUNCATE or not rounds_operands(fmt):
+def rounded_operands(
+    src: Sequence[BV],
+    fmt: Format,
+    mode: OperandRound,
+    alpha: int | None = None,
+    ep_fmt: Format | None = None,
+    p: ModelParams | None = None,
+) -> Sequence[BV]:
+    """`src` as the unit reads it: scaled by `alpha` first when given (`scale_operand`,
+    in `ep_fmt`), then rounded under `mode` (itself when neither applies)."""
+    rounds = mode != OperandRound.TRUNCATE and rounds_operands(fmt)
+    if alpha is None and not rounds:
         return src
-    return RoundedOperands(src, fmt, mode)
+    if alpha is None:
+        return MappedOperands(src, lambda x: round_operand(x, fmt, mode))
+    assert ep_fmt is not None and p is not None
+    return MappedOperands(
+        src, lambda x: round_operand(scale_operand(x, fmt, alpha, ep_fmt, p), fmt, mode)
+    )
 
 
 def mma_step(p: ModelParams, a_blk: Sequence[BV], b_blk: Sequence[BV], acc: BV) -> BV:
@@ -234,6 +273,8 @@ class Epilogue:
     reads_ab: bool = True
     c_after: bool = False  # C added after the rounding to the output type (c_join=output)
     partial_beta: int | None = None  # beta of a C joined to the first partial
+    scale_a: int | None = None  # alpha applied to A's elements first (alpha_on=a)
+    scale_b: int | None = None  # alpha applied to B's elements first (alpha_on=b)
 
     @staticmethod
     def of(schedule: Schedule, p: ModelParams, plan: Plan, has_c: bool) -> Epilogue:
@@ -254,6 +295,17 @@ class Epilogue:
                 beta = scalar_bits(schedule.c_beta, ep, "beta")
         alpha = scalar_bits(schedule.alpha, ep, "alpha")
         reads_ab = schedule.alpha != 0.0
+        scaled = {}
+        if schedule.alpha_on != AlphaOn.EPILOGUE:
+            fmt = p.a_fmt if schedule.alpha_on == AlphaOn.A else p.b_fmt
+            if not scales_operands(fmt, ep):
+                raise UserError(
+                    f"alpha_on={schedule.alpha_on.value}: the operand is {fmt.spec.name}, "
+                    f"not scaled in the {ep.spec.name} epilogue format; allowed with "
+                    f"{fmt.spec.name} operands: alpha_on=epilogue"
+                )
+            scaled = {f"scale_{schedule.alpha_on.value}": alpha}
+            alpha = scalar_bits(1.0, ep, "alpha")
         return Epilogue(
             alpha,
             beta,
@@ -264,6 +316,7 @@ class Epilogue:
             reads_ab,
             c_after=schedule.c_at == CJoin.OUTPUT,
             partial_beta=partial_beta,
+            **scaled,
         )
 
     def identity(self, acc_fmt: Format) -> bool:
@@ -483,8 +536,9 @@ def accumulate(
     like = a[0]
     d_fmt = p.d_fmt
     af = acc_format(p)
-    a = rounded_operands(a, p.a_fmt, plan.operand_round)
-    b = rounded_operands(b, p.b_fmt, plan.operand_round)
+    sa, sb, ef = (ep.scale_a, ep.scale_b, ep.ep_fmt) if ep is not None else (None, None, None)
+    a = rounded_operands(a, p.a_fmt, plan.operand_round, sa, ef, p)
+    b = rounded_operands(b, p.b_fmt, plan.operand_round, sb, ef, p)
 
     def split(s: int, sp: SplitPlan, seed: BV | None) -> BV:
         if not sp.promoted:

@@ -336,6 +336,16 @@ class EpilogueOp(Enum):
     # (cuBLAS fp32 GEMMs whose split-K partials are combined by a separate reduction)
 
 
+class AlphaOn(Enum):
+    """Where alpha multiplies: the accumulator in the epilogue, or one operand before the
+    products (each element RN(alpha*x) in the epilogue format, the epilogue then with
+    alpha = 1: cuBLAS's fp32 GEMV and small-M kernels under torch.addmm)."""
+
+    EPILOGUE = "epilogue"  # alpha*acc in the epilogue (cuBLASLt)
+    A = "a"  # A's elements scaled first: sum_k RN(alpha*a_k)*b_k
+    B = "b"  # B's elements scaled first: sum_k a_k*RN(alpha*b_k)
+
+
 class CJoin(Enum):
     """Where C (a bias, broadcast over rows or columns) enters the computation."""
 
@@ -413,7 +423,8 @@ class Schedule:
     meets it, the parts combined by reduce (the fix-up; serial: in worker order), so the
     plan of an output element depends on its tile; c_join: where C enters (see `c_in_chain` and `c_at`);
     alpha, beta, epilogue, out, saturate: the epilogue (beta None: 1; out None: the
-    instruction's d format; saturate None: FP8 outputs saturate, others do not).
+    instruction's d format; saturate None: FP8 outputs saturate, others do not);
+    alpha_on: alpha applied to an operand before the products instead (AlphaOn).
 
     Every schedule computes D = alpha*(A*B) + beta*C as BLAS, cuBLAS and torch.addmm
     define it. C in the chain (an instruction's D = A*B + C, then alpha times that) is
@@ -444,6 +455,7 @@ class Schedule:
     alpha: float = 1.0
     beta: float | None = None
     epilogue: EpilogueOp = EpilogueOp.FMA
+    alpha_on: AlphaOn = AlphaOn.EPILOGUE
     out: Format | None = None
     saturate: bool | None = None
 
@@ -732,6 +744,7 @@ _ENUMS: dict[str, type[Enum]] = {
     "split": SplitMode,
     "reduce": Reduce,
     "epilogue": EpilogueOp,
+    "alpha_on": AlphaOn,
     "c_join": CJoin,
     "reduce_fmt": ReduceFormat,
     "round_partials": PartialRound,
