@@ -4,6 +4,7 @@ and the benchmark; also random matrices of a format and a distribution."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from enum import Enum
@@ -29,8 +30,11 @@ from .accuracy import (
     rows_per_block,
     tiles,
 )
+from .digits import MAX_PRODUCTS, DigitProduct
 from .element import c_format, epilogue_format
 from .emulate import GemmRun, matmul
+from .expansion import decoded
+from .term_errors import d_in_range, in_range, measure_terms
 
 
 class Dist(Enum):
@@ -145,6 +149,11 @@ def run_measured(
 BLOCK_OUTPUTS = 1 << 15
 """Outputs per tile of D in the error measurements: the wide integers of one tile are
 alive at a time (some tens of MiB), whatever the size of D."""
+FAST_BLOCK_OUTPUTS = 1 << 18
+"""Outputs per tile where the figures come from fp64 terms (gemm/term_errors.py): a few
+fp64 arrays of a tile are alive at a time."""
+SCALE_RANGE = 64
+"""alpha and beta powers of two within 2^-64 .. 2^64 keep the fp64 terms in range."""
 
 
 def measure_errors(
@@ -179,15 +188,29 @@ def measure_errors(
         C = None
     xor = p.bit_op == BitOp.XOR  # popc(a XOR b) is no sum of products: see below
     try:
-        ab = Product(a_bits, p.a_fmt, b_bits, p.b_fmt)
         if C is not None and not all_finite(c_bits, c_fmt, rows_per_block(c_bits, 1 << 20)):
             raise ValueError("the exact product needs a finite C")
-
-        def exact_tile(rows: slice, cols: slice) -> Exact:  # D = alpha * A*B + beta * C
-            xc = None if C is None else exact_matmul_c(c_bits[rows, cols], c_fmt)
-            return _axpby(alpha, ab.tile(rows, cols), beta, xc)
-
         if not xor:
+            exact = _exact_by_digits(
+                p,
+                a_bits,
+                b_bits,
+                c_bits,
+                c_fmt,
+                C is not None,
+                alpha,
+                beta,
+                d_bits,
+                out,
+                block_outputs,
+            )
+        if not xor and exact is None:
+            ab = Product(a_bits, p.a_fmt, b_bits, p.b_fmt)
+
+            def exact_tile(rows: slice, cols: slice) -> Exact:  # D = alpha*A*B + beta*C
+                xc = None if C is None else exact_matmul_c(c_bits[rows, cols], c_fmt)
+                return _axpby(alpha, ab.tile(rows, cols), beta, xc)
+
             exact = measure_blocks(d_bits, out, ((t, exact_tile(*t)) for t in parts))
     except ValueError as e:
         why_exact = str(e)
@@ -203,7 +226,11 @@ def measure_errors(
             x64 += beta * c64
         if not np.isfinite(x64).all():
             raise ValueError("the fp64 matmul has non-finite entries")
-        fp64 = measure_blocks(d_bits, out, ((t, exact_of_fp64(x64[t])) for t in parts))
+        if d_in_range(out) and in_range(x64):  # one exact fp64 term per output
+            fast = tiles(D.shape, block_outputs or FAST_BLOCK_OUTPUTS)
+            fp64 = measure_terms(d_bits, out, ((t, [x64[t]]) for t in fast))
+        else:
+            fp64 = measure_blocks(d_bits, out, ((t, exact_of_fp64(x64[t])) for t in parts))
         if xor:  # integers below 2^53 (checked): the fp64 sum is the exact one
             if float(np.abs(x64).max(initial=0.0)) >= 2.0**53:
                 why_exact = "the exact xor.popc sum exceeds 2^53"
@@ -214,6 +241,52 @@ def measure_errors(
         if xor:
             why_exact = why_fp64
     return exact, fp64, why_exact, why_fp64
+
+
+def _exact_by_digits(
+    p,
+    a_bits,
+    b_bits,
+    c_bits,
+    c_fmt,
+    with_c: bool,
+    alpha: float,
+    beta: float,
+    d_bits: np.ndarray,
+    out: Format,
+    block_outputs: int | None,
+) -> ErrorStats | None:
+    """The errors against alpha * A*B + beta * C from digit products (gemm/digits.py)
+    and fp64 terms, or None where that way does not apply (grids or scalars outside
+    its range, rows spanning too many binades: the exponent slices then do it)."""
+    scalars = [alpha] + ([beta] if with_c else [])
+    if not (
+        DigitProduct.usable(p.a_fmt, p.b_fmt)
+        and d_in_range(out)
+        and (not with_c or d_in_range(c_fmt))
+        and all(_power_of_two(x, SCALE_RANGE) for x in scalars)
+    ):
+        return None
+    dp = DigitProduct(a_bits, p.a_fmt, b_bits, p.b_fmt)
+    if not dp.finite:
+        raise ValueError("the exact product needs finite A and B")
+    parts = tiles(np.shape(d_bits), block_outputs or FAST_BLOCK_OUTPUTS)
+    if dp.products > MAX_PRODUCTS:
+        return None
+
+    def terms(rows: slice, cols: slice) -> list[np.ndarray]:
+        out_terms = [t * alpha for t in dp.tile(rows, cols)]  # powers of two: exact
+        if with_c:
+            out_terms.append(decoded(c_bits[rows, cols], c_fmt)[0] * beta)
+        return out_terms
+
+    return measure_terms(d_bits, out, ((t, terms(*t)) for t in parts))
+
+
+def _power_of_two(x: float, bits: int) -> bool:
+    """Whether x is +-2^k for |k| <= bits."""
+    m, e = math.frexp(x)
+    return abs(m) == 0.5 and -bits < e <= bits + 1
 
 
 def exact_matmul_c(c_bits: np.ndarray, c_fmt: Format) -> Exact:
