@@ -72,7 +72,7 @@ def rounded_sum(terms: list[np.ndarray]) -> Rounded:
         todo = todo[keep]
         x = [e[keep] for e in errs] + [s[keep]]
     else:
-        wide_v, wide_l = _wide_rounded([t[todo] for t in x])
+        wide_v, wide_l = _wide_rounded(x)  # the terms left, of the elements left
         value[todo], log2[todo] = wide_v, wide_l
     return Rounded(value.reshape(shape), log2.reshape(shape))
 
