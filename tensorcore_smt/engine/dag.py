@@ -1,7 +1,7 @@
 """The symbolic DAG of one instruction: the model run on the symbolic interpreter.
 
-This is the very DAG the solvers get for a dot product, with every operand a free
-variable: a0..a{K-1}, b0..b{K-1}, c and, for a block-scaled unit (PTX `.block_scale`),
+This is the DAG the solvers get for a dot product (with `clz` one node, KernelBackend),
+with every operand a free variable: a0..a{K-1}, b0..b{K-1}, c and, for a block-scaled unit (PTX `.block_scale`),
 the scale factors sa0.., sb0... The compiled engine lowers it; nothing here computes.
 """
 
@@ -9,10 +9,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..bv import ranges as R
+from ..bv.concrete import CONCRETE
 from ..bv.core import BV
 from ..bv.symbolic import SymbolicBackend, Term
 from ..model import dot_add
 from ..model.params import ModelParams
+
+
+class KernelBackend(SymbolicBackend):
+    """The symbolic interpreter for DAGs that are compiled, never printed for a solver:
+    a count of leading zeros is one `clz` node (lowered to LLVM's `llvm.ctlz`, one
+    instruction on CPUs with LZCNT and AVX-512 CD), where the solvers' DAG spells out the
+    bisection of bv/core.py. Both count w for a zero; tests/test_engine_clz.py checks
+    the lowering against the concrete interpreter on every value of small widths."""
+
+    def clz(self, x: Term, w: int) -> Term:
+        if x.is_const:
+            return self.const(CONCRETE.clz(x.value, w), w)
+        return self.mk("clz", (x,), w)
+
+    def _range_of(self, op: str, args: tuple, w: int, params: tuple) -> R.Range:
+        if op == "clz":  # 0 .. w
+            return R.intersect(R.full(w), (0, w), None)
+        return super()._range_of(op, args, w, params)
 
 
 @dataclass(frozen=True)
@@ -47,7 +67,7 @@ def operands(p: ModelParams) -> tuple[Operand, ...]:
 def instruction_dag(p: ModelParams) -> InstrDag:
     """d = dot_add(a, b, c, p) with symbolic operands (and symbolic scale factors when
     the unit takes them)."""
-    s = SymbolicBackend()
+    s = KernelBackend()
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
     a = [s.var(f"a{k}", wa) for k in range(p.K)]
     b = [s.var(f"b{k}", wb) for k in range(p.K)]

@@ -40,7 +40,7 @@ from functools import cache
 
 import numpy as np
 
-from ..bv.symbolic import SymbolicBackend, Term
+from ..bv.symbolic import Term
 from ..formats import EXP_W, Format, Specials, decode
 from ..model.fda import _finish, least_carry_bits, special_values
 from ..model.params import (
@@ -56,6 +56,7 @@ from ..model.params import (
 from ..model.rounding import Exact
 from ..model.split import Split
 from ..model.terms import EXP_MIN, AlignMode, ProductExponent
+from .dag import KernelBackend
 from .kernel_ir import row_loop, store_d
 from .lower import Body
 
@@ -231,7 +232,7 @@ class Tail:
 
 def tail(p: ModelParams, c_fmt: Format, flush: bool) -> Tail:
     """The DAG of c's special values and of the rounding of the group's exact sum."""
-    s = SymbolicBackend()
+    s = KernelBackend()
     acc_w = sum_bits(p)
     acc = s.var("acc", acc_w)
     e_max = s.var("emax", EXP_W)
@@ -350,6 +351,7 @@ def emit_step(
         gb = Body(lambda t, _b, env=env: env[t.params[0]], prefix=f"{body.fresh()[1:]}g")
         (d,) = gb.lower([tl.root])
         body.lines += gb.lines
+        body.declarations.update(gb.declarations)
         c, c_fmt = d, p.d_fmt
     if p.d_fmt.spec.storage != int(acc_ty[1:]):
         raise ValueError(f"d of {p.d_fmt.spec.storage} bits in an {acc_ty} accumulator")

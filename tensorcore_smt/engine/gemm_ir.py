@@ -157,8 +157,11 @@ def chain_rows_module(
         chain_start = ["  br label %chainbody", "chainbody:"]
         chain_end = ["  br label %chainnext", "chainnext:"]
         out_buf = "%accbuf"
+    called = dict.fromkeys([*declarations, *body.declarations])
+    if promote:
+        called.update(pbody.declarations)
     lines = [
-        *declarations,
+        *called,
         f"define void @{KERNEL}(i64 %lo, i64 %hi, ptr noalias readonly %A, "
         "ptr noalias readonly %ia, ptr noalias readonly %B, ptr noalias readonly %ib, "
         "i64 %Kp, i64 %NB, ptr noalias readonly %blocks, ptr noalias readonly %ends, "
@@ -277,5 +280,7 @@ def map_module(root: Term, widths: list[int]) -> str:
     (d,) = body.lower([root])
     store_d(body, d, root.width, 64)
     return row_loop(
-        ", ".join(f"ptr noalias readonly %x{i}" for i in range(len(widths))), body.lines
+        ", ".join(f"ptr noalias readonly %x{i}" for i in range(len(widths))),
+        body.lines,
+        tuple(body.declarations),
     )

@@ -36,10 +36,12 @@ def store_d(body: Body, d: str, width: int, out_bits: int, row: str = "%row") ->
     body.lines.append(f"  store i{out_bits} {d}, ptr {ptr}, align {out_bits // 8}")
 
 
-def row_loop(params: str, body: list[str]) -> str:
+def row_loop(params: str, body: list[str], declarations: tuple[str, ...] = ()) -> str:
     """`void tcsmt_kernel(i64 lo, i64 hi, <params>, ptr out)`: the `body` lines (which
-    read and write row %row) run for every row in [lo, hi)."""
+    read and write row %row) run for every row in [lo, hi); `declarations`: the
+    intrinsics they call."""
     lines = [
+        *declarations,
         f"define void @{KERNEL}(i64 %lo, i64 %hi, {params}, ptr noalias %out) {{",
         "entry:",
         "  %empty = icmp uge i64 %lo, %hi",
@@ -57,7 +59,7 @@ def row_loop(params: str, body: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _body(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64) -> list[str]:
+def _body(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64) -> Body:
     """Loads of the row's operands, the DAG, and the store of d (row index %row)."""
     by_name = {o.name: (o, c) for o, c in zip(dag.operands, containers)}
 
@@ -75,7 +77,7 @@ def _body(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64) -> lis
     body = Body(load)
     (d,) = body.lower([dag.root])
     store_d(body, d, dag.width, out_bits)
-    return body.lines
+    return body
 
 
 def _params(dag: InstrDag) -> str:
@@ -91,7 +93,8 @@ def cpu_module(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64) -
     """`void tcsmt_kernel(i64 lo, i64 hi, ptr a, ptr b, ptr c[, ptr sa, ptr sb], ptr out)`;
     `containers`: bits of each operand array's elements (8, 16, 32 or 64); `out_bits`:
     bits of the output array's elements."""
-    return row_loop(_params(dag), _body(dag, containers, out_bits))
+    body = _body(dag, containers, out_bits)
+    return row_loop(_params(dag), body.lines, tuple(body.declarations))
 
 
 TILE = 64
@@ -153,6 +156,7 @@ def cpu_tiled_module(
     store_d(body, d, dag.width, out_bits, "%orow")
     back, metadata = loop_metadata(plan, "br i1 %cdone, label %tileend, label %compute")
     lines = [
+        *body.declarations,
         f"define void @{KERNEL}(i64 %lo, i64 %hi, {_params(dag)}, ptr noalias %out) {{",
         "entry:",
         *allocas,
@@ -201,8 +205,10 @@ def nvptx_module(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64)
     """The same body as a CUDA kernel: one row per thread, rows [0, n)
     (`void tcsmt_kernel(i64 n, ptr a, ptr b, ptr c[, ptr sa, ptr sb], ptr out)`; global
     pointers, the kernel marked by `!nvvm.annotations`, NVVM IR specification)."""
+    body = _body(dag, containers, out_bits)
     lines = [
         'target triple = "nvptx64-nvidia-cuda"',
+        *body.declarations,
         "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()",
         "declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()",
         "declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()",
@@ -219,7 +225,7 @@ def nvptx_module(dag: InstrDag, containers: tuple[int, ...], out_bits: int = 64)
         "  %inside = icmp ult i64 %row, %n",
         "  br i1 %inside, label %body, label %exit",
         "body:",
-        *_body(dag, containers, out_bits),
+        *body.lines,
         "  br label %exit",
         "exit:",
         "  ret void",

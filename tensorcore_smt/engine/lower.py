@@ -9,7 +9,9 @@ differences between the two semantics are guarded here (LLVM Language Reference,
 bvlshr give 0, bvashr the sign fill):
 
 - shl/lshr by a variable amount: `select (amount <u w), shift, 0`;
-- ashr by a variable amount: the amount clamped to w - 1 first.
+- ashr by a variable amount: the amount clamped to w - 1 first;
+- clz (a node of compiled DAGs only, engine/dag.py KernelBackend): `llvm.ctlz` with
+  zero not poison, which gives w for 0 as the bisection does.
 
 The body is emitted once per DAG node, in the order of the shared walk (bv/dag.py), so
 a node shared by many uses is computed once per row.
@@ -49,6 +51,7 @@ class Body:
 
     def __init__(self, load: Callable[[Term, Body], str], prefix: str = "t") -> None:
         self.lines: list[str] = []
+        self.declarations: dict[str, None] = {}  # intrinsics called, in order of first use
         self.names: dict[int, str] = {}
         self._load = load
         self._prefix = prefix
@@ -63,6 +66,10 @@ class Body:
         name = self.fresh()
         self.lines.append(f"  {name} = {text}")
         return name
+
+    def declare(self, line: str) -> None:
+        """Record a `declare` line the module must carry for a call in the body."""
+        self.declarations[line] = None
 
     def ref(self, t: Term) -> str:
         if t.op == "const":
@@ -123,6 +130,9 @@ class Body:
             h = self.emit(f"shl {T} {h}, {lo_t.width}")
             low = self.emit(f"zext {ty(lo_t)} {a[1]} to {T}")
             return self.emit(f"or {T} {h}, {low}")
+        if op == "clz":
+            self.declare(f"declare {T} @llvm.ctlz.{T}({T}, i1)")
+            return self.emit(f"call {T} @llvm.ctlz.{T}({T} {a[0]}, i1 false)")
         if op in ("zext", "sext"):
             return self.emit(f"{op} {ty(t.args[0])} {a[0]} to {T}")
         raise ValueError(f"the compiled engine has no lowering for term op {op!r}")
