@@ -147,6 +147,7 @@ FIELD_PAIRS = [
      "hopper/serial[split_k=2,split_tile=32,out=bf16,round_partials=all]", 64, FP8),
     ("operand_round", "hopper/serial", "hopper/serial[operand_round=rna]", 8,
      "wgmma.m64n8k8.f32.tf32.tf32"),
+    ("residue_tile", "hopper/serial", "hopper/serial[residue_tile=32]", 40, FP16),
 ]  # fmt: skip
 
 

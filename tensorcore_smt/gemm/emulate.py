@@ -43,7 +43,16 @@ from .arrays import fits
 from .element import RN, acc_format, c_format, element, float_bits
 from .hypothesis import GemmHypothesis, parse_gemm
 from .outputs import OutputGrid, OutputList, Outputs, TileOutputs
-from .plan import Plan, TileGrid, k_iterations, make_plan, padded_k, stream_k_groups
+from .plan import (
+    Plan,
+    TileGrid,
+    k_iterations,
+    k_positions,
+    make_plan,
+    padded_k,
+    plan_for,
+    stream_k_groups,
+)
 from .profile_call import Decision, call_key, decide, epilogue_of, major, parse_flags
 from .profiles import CallKey, Flag, Function, Profile, find_profile
 from .schedule import SCALAR_LIMIT, Schedule, parse_schedule
@@ -177,10 +186,10 @@ def prepare(
         sched = sched.with_(**changes)
     if K < 1:
         raise UserError(f"K={K}: a GEMM needs K >= 1")
-    Kp = padded_k(K, p.K)
     if sched.stream_k is None:
-        plan = make_plan(sched, Kp, p.K)
+        plan = plan_for(sched, K, p.K)
     else:  # the plan of a tile no worker boundary cuts; matmul runs each tile's own
+        Kp = padded_k(K, p.K)
         plan = make_plan(sched, Kp, p.K, ((0, k_iterations(sched, Kp, p.K)),))
     return GemmRun(hyp, inst.name, p, plan, sched, K)
 
@@ -416,8 +425,11 @@ def matmul(
     a_bits = operand_bits(a, p.a_fmt, "A")
     b_bits = operand_bits(b, p.b_fmt, "B")
     # (K_padded, rows) operand tables: column k of every row of A, every column of B
-    a_t = _table(np.broadcast_to(a_bits, batch + (M, K)).reshape(-1, K), Kp)
-    b_t = _table(np.swapaxes(np.broadcast_to(b_bits, batch + (K, N)), -1, -2).reshape(-1, K), Kp)
+    pos = k_positions(K, plan.gap)
+    a_t = _table(np.broadcast_to(a_bits, batch + (M, K)).reshape(-1, K), Kp, pos)
+    b_t = _table(
+        np.swapaxes(np.broadcast_to(b_bits, batch + (K, N)), -1, -2).reshape(-1, K), Kp, pos
+    )
     c_bits, c_fmt = _c_bits(C, run, batch, M, N)
     n_out = int(np.prod(batch, dtype=np.int64)) * M * N
     if device is not None:
@@ -485,11 +497,12 @@ def compiled_runner():
     return run_gemm
 
 
-def _table(rows: np.ndarray, Kp: int) -> np.ndarray:
-    """(R, K) bits -> (K_padded, R) contiguous, zero rows past K."""
+def _table(rows: np.ndarray, Kp: int, pos: np.ndarray) -> np.ndarray:
+    """(R, K) bits -> (K_padded, R) contiguous: element k at row pos[k] (plan.k_positions),
+    zero rows elsewhere."""
     R, K = rows.shape
     t = np.zeros((Kp, R), dtype=rows.dtype)
-    t[:K] = rows.T
+    t[pos] = rows.T
     return t
 
 

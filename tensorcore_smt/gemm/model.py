@@ -30,20 +30,26 @@ class GemmModel:
     schedule: object  # gemm.schedule.Schedule
     plan: object  # gemm.plan.Plan
     K: int  # the GEMM's K as asked
-    K_padded: int  # zero-padded to a multiple of the instruction's K
+    K_padded: int  # zero-padded to a multiple of the instruction's K (plan.k_layout)
     c_fmt: Format
     d_fmt: Format
 
     def run(self, a: list[BV], b: list[BV], c: BV) -> BV:
         """The output element on the interpreter of the inputs (K entries of a and b;
-        the padding to the instruction's K is +0 constants)."""
+        the padding to the instruction's K, at the end or where plan.gap says, is +0
+        constants)."""
         from .element import element
 
-        pad = self.K_padded - self.K
-        if pad:
+        if self.K_padded > self.K:
             be = c.b
-            a = a + [BV.const(be, 0, self.p.a_fmt.spec.storage)] * pad
-            b = b + [BV.const(be, 0, self.p.b_fmt.spec.storage)] * pad
+            za = BV.const(be, 0, self.p.a_fmt.spec.storage)
+            zb = BV.const(be, 0, self.p.b_fmt.spec.storage)
+            at, zeros = self.plan.gap  # type: ignore[attr-defined]
+            if not zeros:
+                at = self.K
+            tail = self.K_padded - self.K - zeros
+            a = a[:at] + [za] * zeros + a[at:] + [za] * tail
+            b = b[:at] + [zb] * zeros + b[at:] + [zb] * tail
         return element(a, b, c, self.p, self.plan, self.schedule)
 
 
@@ -55,14 +61,14 @@ def resolve_model(
     format; an instruction-level text gets `serial`)."""
     from .element import c_format
     from .hypothesis import parse_gemm
-    from .plan import make_plan, padded_k
+    from .plan import plan_for
 
     h = parse_gemm(text, instr)
     inst = h.instruction(fmt)
     h = parse_gemm(text, inst.name)
     p = h.params()
-    Kp = padded_k(K, p.K)
-    plan = make_plan(h.schedule, Kp, p.K)
+    plan = plan_for(h.schedule, K, p.K)
+    Kp = plan.n_blocks * p.K
     out = h.schedule.out or p.d_fmt
     # C is acc_0 of the chain in the instruction's c format, else it joins the epilogue
     # in the output format (gemm.element.element's c_fmt default)

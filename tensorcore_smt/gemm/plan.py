@@ -74,6 +74,9 @@ class Plan:
     operand_round: OperandRound = OperandRound.TRUNCATE  # fp32 -> TF32 operands
     seeds: tuple[tuple[int, Tree], ...] = ()  # (s, t): split s's chain starts from sum t
     wide: int = 0  # the last `wide` partials summed in fp64, the combination added to them
+    gap: tuple[int, int] = (0, 0)  # (at, zeros): zeros inserted before K element `at`
+    # (residue_tile; k_layout), elements at and after it shifted by `zeros`; (0, 0): K
+    # zero-padded at its end only
 
     @property
     def fp32_acc(self) -> bool:
@@ -113,6 +116,37 @@ def tree_leaves(t: Tree) -> list[int]:
 def padded_k(K: int, k_block: int) -> int:
     """K rounded up to a multiple of the instruction's K (kernels zero-fill the tail)."""
     return -(-K // k_block) * k_block
+
+
+def k_layout(schedule: Schedule, K: int, k_block: int) -> tuple[int, tuple[int, int]]:
+    """(K_padded, gap) of a depth-K GEMM under `schedule`: the padded length the plan
+    cuts into k-blocks and the zeros inserted inside K (Plan.gap). Without residue_tile,
+    K zero-padded at its end to a multiple of k_block. With residue_tile=T (CUTLASS 2.x
+    mainloops: the partial k-tile first, its missing elements zero-filled by predicated
+    loads, then the full k-tiles): r = K mod T elements, T - r zeros, the other K - r
+    elements, K_padded = T*ceil(K/T); UserError unless T is a multiple of k_block."""
+    T = schedule.residue_tile
+    if T is None:
+        return padded_k(K, k_block), (0, 0)
+    _multiple("residue_tile", T, k_block)
+    r = K % T
+    return (K, (0, 0)) if r == 0 else (K - r + T, (r, T - r))
+
+
+def k_positions(K: int, gap: tuple[int, int]) -> np.ndarray:
+    """Where each of the K elements sits in the padded K (Plan.gap): element k at k
+    before the gap, at k + zeros from it on."""
+    at, zeros = gap
+    pos = np.arange(K, dtype=np.int64)
+    pos[at:] += zeros
+    return pos
+
+
+def plan_for(schedule: Schedule, K: int, k_block: int, parts: Parts | None = None) -> Plan:
+    """The plan of `schedule` for a depth-K GEMM: K laid out by k_layout, then
+    make_plan (parts: a stream-K tile's ranges)."""
+    Kp, gap = k_layout(schedule, K, k_block)
+    return make_plan(schedule, Kp, k_block, parts, gap)
 
 
 def _multiple(field: str, value: int, k_block: int) -> int:
@@ -206,7 +240,13 @@ def _stream_k_owned(schedule: Schedule, K_padded: int, k_block: int, parts: Part
     return [list(range(lo * per, min(hi * per, n_blocks))) for lo, hi in parts]
 
 
-def make_plan(schedule: Schedule, K_padded: int, k_block: int, parts: Parts | None = None) -> Plan:
+def make_plan(
+    schedule: Schedule,
+    K_padded: int,
+    k_block: int,
+    parts: Parts | None = None,
+    gap: tuple[int, int] | None = None,
+) -> Plan:
     """The plan of `schedule` for one output element over `K_padded` elements in k-blocks
     of `k_block` (K_padded a multiple of k_block); UserError when the schedule cannot
     cut this K (promote or split_tile not a multiple of k_block, fewer k-tiles than
@@ -217,9 +257,20 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int, parts: Parts | No
     A stream-K schedule has a plan per output tile: `parts`, the tile's k-iterations as
     the workers' ranges cut them (`stream_k_groups`), each part one split, combined by
     the schedule's reduce; without `parts` such a schedule is refused in one line (a
-    caller that takes one plan for every output element cannot run it)."""
+    caller that takes one plan for every output element cannot run it).
+
+    `gap`: the zeros k_layout inserts inside K (plan_for gives it); a schedule with
+    residue_tile has a layout that depends on K itself, so it is refused without one."""
     if K_padded < k_block or K_padded % k_block:
         raise UserError(f"K={K_padded} is not a positive multiple of the instruction's K={k_block}")
+    if gap is None:
+        if schedule.residue_tile is not None:
+            raise UserError(
+                f"residue_tile={schedule.residue_tile}: K's layout depends on K itself "
+                "(plan.plan_for); this question takes a padded K only; allowed here: "
+                "residue_tile=none"
+            )
+        gap = (0, 0)
     n_blocks = K_padded // k_block
     if schedule.chains is not None:
         return _given_chains(schedule, n_blocks, k_block)
@@ -268,6 +319,7 @@ def make_plan(schedule: Schedule, K_padded: int, k_block: int, parts: Parts | No
         operand_round=schedule.operand_round,
         seeds=schedule.seeds or (),
         wide=schedule.wide or 0,
+        gap=gap,
     )
 
 
@@ -324,6 +376,7 @@ def equivalent_plan(plan: Plan, nan_payloads: bool = False) -> Plan:
         0,
         plan.c_in_chain,
         operand_round=plan.operand_round,
+        gap=plan.gap,
     )
 
 

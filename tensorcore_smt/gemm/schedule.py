@@ -389,6 +389,9 @@ SCHEDULE_RANGES: dict[str, FieldRange] = {
     ),
     "tile_m": FieldRange(1, 4096, "output tile rows of a stream-K kernel; CUTLASS: 64..256"),
     "tile_n": FieldRange(1, 4096, "output tile columns of a stream-K kernel; CUTLASS: 64..256"),
+    "residue_tile": FieldRange(
+        1, 4096, "k-tile width whose residue comes first (CUTLASS 2.x mainloops: 32..128)"
+    ),
 }
 """Allowed range of every integer schedule field."""
 
@@ -424,7 +427,11 @@ class Schedule:
     plan of an output element depends on its tile; c_join: where C enters (see `c_in_chain` and `c_at`);
     alpha, beta, epilogue, out, saturate: the epilogue (beta None: 1; out None: the
     instruction's d format; saturate None: FP8 outputs saturate, others do not);
-    alpha_on: alpha applied to an operand before the products instead (AlphaOn).
+    alpha_on: alpha applied to an operand before the products instead (AlphaOn);
+    residue_tile (T): how K is laid out before it is cut into k-blocks (None: zero-padded
+    at its end; T: a CUTLASS 2.x mainloop's residue first, plan.k_layout: the first
+    k-tile holds the K mod T leading elements, zero-filled to T, the full T-wide k-tiles
+    follow, so the instruction's k-groups start at K mod T).
 
     Every schedule computes D = alpha*(A*B) + beta*C as BLAS, cuBLAS and torch.addmm
     define it. C in the chain (an instruction's D = A*B + C, then alpha times that) is
@@ -458,10 +465,16 @@ class Schedule:
     alpha_on: AlphaOn = AlphaOn.EPILOGUE
     out: Format | None = None
     saturate: bool | None = None
+    residue_tile: int | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
             check_field(f.name, getattr(self, f.name))
+        if self.residue_tile is not None and (self.chains is not None or self.stream_k):
+            raise UserError(
+                "residue_tile lays out K before the chains are cut; chains= and stream_k "
+                "give their own k-blocks; allowed: residue_tile=none with them"
+            )
         if self.stream_k is None:
             base = Schedule.__dataclass_fields__
             for name in STREAM_K_FIELDS[1:]:
@@ -765,6 +778,7 @@ _OPTIONAL = {
     "beta",
     "out",
     "saturate",
+    "residue_tile",
 }
 STREAM_K_FIELDS = ("stream_k", "tile_m", "tile_n", "raster", "sk_hybrid")
 """The fields of a stream-K kernel: stream_k, and those that mean something only with it."""
