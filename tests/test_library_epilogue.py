@@ -254,9 +254,65 @@ def test_profile_data_keeps_the_base_kernel_condition():
     t = next(t for t in tables() if t.name == "06-epilogue-addmm-fp32")
     back = table_from_doc(table_doc(t), "test")
     assert [r.base_split for r in back.rules] == [r.base_split for r in t.rules]
-    for base in ("hopper/serial[split_k=4]", "hopper/serial[split_k=4,split=interleaved]"):
+    assert [r.base_fields for r in back.rules] == [r.base_fields for r in t.rules]
+    for base in (
+        "hopper/serial[split_k=4]",
+        "hopper/serial[split_k=4,split=interleaved]",
+        "hopper/serial[split_k=2,split_tile=1]",
+    ):
         stand_in = Table("base", ("matmul.*",), "", (Rule(base),))
         assert (
             decide("addmm.fp32", 64, 64, 512, "h200", [t, stand_in])[0]
             == decide("addmm.fp32", 64, 64, 512, "h200", [back, stand_in])[0]
         )
+
+
+# torch.addmm on cuBLAS's CUDA-core kernels that scale one operand by alpha first: the
+# small-M kernel (two halves of K) at M >= 2, the long-output dot product at N = 1.
+ALPHA_FIRST = [
+    (2, ("addmm.fp32", (2, 28, 43), "cancel", "holdout"), "alpha_on=a"),
+    (2, ("addmm.fp32", (2, 2079, 11), "normal", "random"), "alpha_on=a"),
+    pytest.param(
+        0,
+        ("addmm.fp32", (4096, 1, 4096), "normal", "ops"),
+        "alpha_on=b",
+        marks=pytest.mark.slow,  # 25 s: three runs of the 16 x 8 k-block order at K = 4096
+    ),
+]
+
+
+@pytest.mark.parametrize("seed,call,field", ALPHA_FIRST)
+def test_addmm_small_m_and_gemv_kernels_scale_an_operand_first(seed, call, field):
+    """The recipe the tables decide for these recorded H200 addmm calls scales A (B)
+    by alpha before the products and reproduces them bit for bit; the same base with
+    alpha in the epilogue (either FMA form) does not."""
+    from tensorcore_smt.gemm.library_rules import decide
+    from tensorcore_smt.hardware.library_fit import mismatches
+
+    cls, shape, kind, part = call
+    c = _call("h200", seed, cls, shape, kind, part)
+    recipe = decide(cls, *shape, "h200")
+    assert recipe is not None and field in recipe[0]
+    assert mismatches(c, recipe[0]) == 0
+    for op in ("fma", "fma-c"):
+        plain = recipe[0].replace(f"{field},", "").replace("epilogue=fma-c", f"epilogue={op}")
+        assert "alpha_on" not in plain
+        assert mismatches(c, plain) > 0
+
+
+def test_base_fields_match_the_named_fields_of_the_base_recipe(tmp_path):
+    """An epilogue rule with base_fields applies where the base recipe names each field
+    with that value; a malformed value is one UserError naming the key."""
+    from tensorcore_smt.errors import UserError
+    from tensorcore_smt.gemm.library_rules import Rule, read_table
+
+    r = Rule("c_join=epilogue", base_fields="split=interleaved,split_tile=1")
+    assert r.matches(9, 1, 64, None, "hopper/serial[split_k=16,split=interleaved,split_tile=1]")
+    assert not r.matches(9, 1, 64, None, "hopper/serial[split_k=16,split_tile=1]")
+    assert not r.matches(9, 1, 64, None, "hopper")
+    p = tmp_path / "t.toml"
+    p.write_text(
+        'kind = "epilogue"\nbase = "matmul"\n[[rule]]\nbase_fields = "tile"\nfields = ""\n'
+    )
+    with pytest.raises(UserError, match="base_fields = 'tile'"):
+        read_table(p)

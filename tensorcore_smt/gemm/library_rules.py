@@ -21,7 +21,10 @@ recipe, added to the schedule the other tables decide for the base op's class. A
 epilogue rule may also ask for the kind of base kernel, ``base_split = "contiguous"``
 (`BaseSplit`): the base recipe names split_k (the split-K kernel family, whose partials a
 separate reduction combines, even with split_k=1) with contiguous k-ranges; "interleaved"
-alike; "none": the base recipe names no split_k.
+alike; "none": the base recipe names no split_k. ``base_fields = "split_tile=1"``: the
+base recipe names each of these schedule fields with that value (a kernel family the
+split layout alone does not tell apart: the small-M kernel's two halves of K are
+contiguous ranges one k wide).
 
 Bounds: ``m_min m_max n_min n_max k_min k_max mn_min mn_max`` (mn = M*N), each
 inclusive, and ``k_mod = [q, r]`` (K mod q == r), ``n_mod``, ``m_mod`` alike;
@@ -105,6 +108,13 @@ def evaluate(expr: str, env: dict[str, int]) -> int:
     return ev(tree)
 
 
+def recipe_fields(recipe: str) -> dict[str, str]:
+    """The schedule fields a GEMM hypothesis text `arch/sched[f=v,...]` names, as text."""
+    sched = recipe.split("/", 1)[1] if "/" in recipe else ""
+    fields = sched.split("[", 1)[1].rstrip("]") if "[" in sched else ""
+    return dict(f.split("=", 1) for f in fields.split(",") if "=" in f)
+
+
 class BaseSplit(str, Enum):
     """Which base kernel an epilogue rule applies to (the base recipe's split-K family)."""
 
@@ -115,8 +125,7 @@ class BaseSplit(str, Enum):
     @staticmethod
     def of(recipe: str) -> BaseSplit:
         """The split family of a GEMM hypothesis text `arch/sched[fields]`."""
-        fields = recipe.split("[", 1)[1].rstrip("]") if "[" in recipe else ""
-        pairs = dict(f.split("=", 1) for f in fields.split(",") if "=" in f)
+        pairs = recipe_fields(recipe)
         if "split_k" not in pairs:
             return BaseSplit.NONE
         if pairs.get("split", "contiguous") == "interleaved":
@@ -134,12 +143,17 @@ class Rule:
     gpu: tuple[str, ...] | None = None
     why: str = ""
     base_split: BaseSplit | None = None  # epilogue rules: only over this base kernel
+    base_fields: str = ""  # epilogue rules: only where the base recipe names these fields
 
     def matches(self, m: int, n: int, k: int, gpu: str | None, base: str | None = None) -> bool:
         if self.gpu is not None and gpu not in self.gpu:
             return False
         if self.base_split is not None and (base is None or BaseSplit.of(base) != self.base_split):
             return False
+        if self.base_fields:
+            named = recipe_fields(base or "")
+            if any(named.get(f) != v for f, v in recipe_fields(f"/[{self.base_fields}]").items()):
+                return False
         vals = {"m": m, "n": n, "k": k, "mn": m * n}
         for name, bound in self.when.items():
             if name == MISALIGNED:
@@ -189,7 +203,7 @@ class Table:
 
 def _rule(doc: dict, where: str, epilogue: bool) -> Rule:
     key = "fields" if epilogue else "recipe"
-    allowed = {key, "when", "gpu", "why"} | ({"base_split"} if epilogue else set())
+    allowed = {key, "when", "gpu", "why"} | ({"base_split", "base_fields"} if epilogue else set())
     unknown = set(doc) - allowed
     if unknown or key not in doc:
         raise UserError(f"{where}: a rule has {', '.join(sorted(allowed))} (got {sorted(doc)})")
@@ -210,9 +224,22 @@ def _rule(doc: dict, where: str, epilogue: bool) -> Rule:
     dims = when.get(MISALIGNED, ["m"])
     if not isinstance(dims, list) or not dims or not set(dims) <= {"m", "n", "k"}:
         raise UserError(f'{where}: misaligned names dimensions among "m", "n", "k" (got {dims!r})')
+    base_fields = doc.get("base_fields", "")
+    if not isinstance(base_fields, str) or any(
+        "=" not in f for f in base_fields.split(",") if base_fields
+    ):
+        raise UserError(
+            f'{where}: base_fields = {base_fields!r}; expected "field=value,..." '
+            '(e.g. "split_tile=1")'
+        )
     gpu = doc.get("gpu")
     return Rule(
-        doc[key], when, tuple(gpu) if gpu is not None else None, doc.get("why", ""), base_split
+        doc[key],
+        when,
+        tuple(gpu) if gpu is not None else None,
+        doc.get("why", ""),
+        base_split,
+        base_fields,
     )
 
 
@@ -301,6 +328,8 @@ def table_doc(t: Table) -> dict[str, Any]:
             d["why"] = r.why
         if r.base_split is not None:
             d["base_split"] = r.base_split.value
+        if r.base_fields:
+            d["base_fields"] = r.base_fields
         rules.append(d)
     doc: dict[str, Any] = {
         "name": t.name,
@@ -340,6 +369,7 @@ def table_from_doc(doc: Any, where: str) -> Table:
 __all__ = [
     "BaseSplit",
     "Rule",
+    "recipe_fields",
     "Table",
     "decide",
     "evaluate",
