@@ -11,6 +11,9 @@ MMA-Sim runs on the same bits when `mmasim` is importable (it needs torch; other
 note), with torch on one thread and on every core, each compared with the compiled
 kernel on as many cores (goal >= 25x). GEMM MAC/s of the compiled runner: a 1024^3 fp16 Hopper GEMM and a 64x5760x1920
 e4m3 GEMM with promotion every 128 (goals < 2 s and >= 10^9 MAC/s on 2 cores).
+The chain kernels' vector widths per instruction family and the share of a bf16 GEMM's
+time spent in the kernel (bench/engine_vectors.py; `--vectors-only` recomputes that
+section alone, keeping the rest of results/engine.json).
 The machine's load average is printed: other processes slow every figure.
 """
 
@@ -21,6 +24,7 @@ import importlib.util
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,6 +34,10 @@ import numpy as np
 
 import tensorcore_smt as tc
 from tensorcore_smt.api import simulate_params
+
+sys.path.insert(0, str(Path(__file__).parent))
+import engine_vectors  # noqa: E402
+
 from tensorcore_smt.engine import kernel
 from tensorcore_smt.engine.dag import instruction_dag
 from tensorcore_smt.validation.rows import random_rows
@@ -391,9 +399,23 @@ def markdown(res: dict) -> str:
             )
     elif g.get("note"):
         out += ["", g["note"]]
+    if res.get("vectors"):
+        out += engine_vectors.markdown(res["vectors"])
     if res.get("mmasim_note"):
         out += ["", res["mmasim_note"]]
     return "\n".join(out) + "\n"
+
+
+def vectors() -> dict:
+    """The chain kernels' vector widths and the bf16 time split (bench/engine_vectors.py)."""
+    from tensorcore_smt.engine import jit
+
+    return {
+        "cpu": f"{jit.llvm.get_host_cpu_name()}, load average "
+        + " ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "rows": engine_vectors.vector_rows(),
+        "split": engine_vectors.bf16_split(),
+    }
 
 
 def main() -> None:
@@ -409,7 +431,21 @@ def main() -> None:
         "--no-compile-survey", action="store_true", help="skip compiling every instruction"
     )
     ap.add_argument("--write", default=None, help="folder for engine.md and engine.json")
+    ap.add_argument(
+        "--vectors-only",
+        action="store_true",
+        help="recompute only the vector widths and the time split (keeping the rest of "
+        "--write's engine.json)",
+    )
     args = ap.parse_args()
+    if args.vectors_only:
+        d = Path(args.write or "results")
+        res = json.loads((d / "engine.json").read_text())
+        res["vectors"] = vectors()
+        (d / "engine.json").write_text(json.dumps(res, indent=1) + "\n")
+        (d / "engine.md").write_text(markdown(res))
+        print(f"wrote {d / 'engine.md'} and {d / 'engine.json'}")
+        return
     cores = kernel.threads()
     res = {
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
@@ -454,6 +490,7 @@ def main() -> None:
             f"max {cs['max_s']:.2f} s, {len(cs['over_goal'])} over {COMPILE_GOAL_S:.0f} s",
             flush=True,
         )
+    res["vectors"] = vectors()
     if args.write:
         d = Path(args.write)
         d.mkdir(parents=True, exist_ok=True)

@@ -81,29 +81,36 @@ def _compiled(
     return fn
 
 
+def chain_ir(p: ModelParams, ca: int, cb: int, promote: tuple | None = None) -> tuple[str, bool]:
+    """(IR, whether to vectorise) of the chain kernel of instruction `p`
+    (gemm_ir.chain_rows_module) for operand tables of ca, cb bits per element, its lane
+    loop vectorised as engine/loops.py decides from the step DAG; `promote` = (d format,
+    promoted format): each chain's result is added into a promoted sum by
+    element.promote_add inside the kernel."""
+    s = KernelBackend()
+    wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
+    a = [s.var(f"a{k}", wa) for k in range(p.K)]
+    b = [s.var(f"b{k}", wb) for k in range(p.K)]
+    d = mma_step(p, a, b, s.var("acc", wc))
+    plan = loop_plan(d.v, s.node_count())
+    prom = None
+    if promote is not None:
+        d_fmt, af = promote
+        x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
+        prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
+    ir = chain_rows_module(d.v, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN)
+    return ir, plan.tiled
+
+
 def _chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
-    """The chain kernel of instruction `p` (gemm_ir.chain_rows_module) for operand tables
-    of ca, cb bits per element, its lane loop vectorised as engine/loops.py decides from
-    the step DAG; `promote` = (d format, promoted format): each chain's result is
-    added into a promoted sum by element.promote_add inside the kernel."""
-
-    def make() -> tuple[str, bool]:
-        s = KernelBackend()
-        wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
-        a = [s.var(f"a{k}", wa) for k in range(p.K)]
-        b = [s.var(f"b{k}", wb) for k in range(p.K)]
-        d = mma_step(p, a, b, s.var("acc", wc))
-        plan = loop_plan(d.v, s.node_count())
-        prom = None
-        if promote is not None:
-            d_fmt, af = promote
-            x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
-            prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
-        ir = chain_rows_module(d.v, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN)
-        return ir, plan.tiled
-
+    """The ctypes function of `chain_ir`'s kernel."""
     # lo, hi | A, ia, B, ib, Kp, NB, blocks, ends, nc, acc_in, acc_out
-    return _compiled(("chain-rows", p, ca, cb, promote, RUN), make, 11, ints=(4, 5, 8))
+    return _compiled(
+        ("chain-rows", p, ca, cb, promote, RUN),
+        lambda: chain_ir(p, ca, cb, promote),
+        11,
+        ints=(4, 5, 8),
+    )
 
 
 FLOAT_LANES = 16
@@ -116,30 +123,38 @@ kernel's rate, e4m3 (64 x 1024 x 1920, promotion every 128) 0.83x: the general k
 16 lanes of 8- and 16-bit integers beat its 16 of fp64 there."""
 
 
+def float_chain_ir(
+    p: ModelParams, ca: int, cb: int, promote: tuple | None = None
+) -> tuple[str, bool]:
+    """`chain_ir` with the instruction step in the fp64 formulation of
+    engine/float_fda.py (for units where float_fda.applies, on finite operands)."""
+    s = KernelBackend()
+    wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
+    prom = None
+    if promote is not None:
+        d_fmt, af = promote
+        x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
+        prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
+
+    def step(body, operand, index):
+        return float_fda.emit_step(p, body, operand, f"i{wc}")
+
+    plan = LoopPlan(tiled=True, lanes=FLOAT_LANES)
+    ir = chain_rows_module(
+        None, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN, step=step,
+        declarations=tuple(float_fda.DECLARATIONS),
+    )  # fmt: skip
+    return ir, True
+
+
 def _float_chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
-    """The chain kernel of `_chain_fn` with the instruction step in the fp64 formulation
-    of engine/float_fda.py (for units where float_fda.applies, on finite operands)."""
-
-    def make() -> tuple[str, bool]:
-        s = KernelBackend()
-        wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
-        prom = None
-        if promote is not None:
-            d_fmt, af = promote
-            x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
-            prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
-
-        def step(body, operand, index):
-            return float_fda.emit_step(p, body, operand, f"i{wc}")
-
-        plan = LoopPlan(tiled=True, lanes=FLOAT_LANES)
-        ir = chain_rows_module(
-            None, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN, step=step,
-            declarations=tuple(float_fda.DECLARATIONS),
-        )  # fmt: skip
-        return ir, True
-
-    return _compiled(("chain-rows-fp64", p, ca, cb, promote, RUN), make, 11, ints=(4, 5, 8))
+    """The ctypes function of `float_chain_ir`'s kernel."""
+    return _compiled(
+        ("chain-rows-fp64", p, ca, cb, promote, RUN),
+        lambda: float_chain_ir(p, ca, cb, promote),
+        11,
+        ints=(4, 5, 8),
+    )
 
 
 def _map_fn(parts: tuple, widths: list[int], build: Callable[[list[BV]], BV]):
