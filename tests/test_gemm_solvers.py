@@ -148,6 +148,8 @@ FIELD_PAIRS = [
     ("operand_round", "hopper/serial", "hopper/serial[operand_round=rna]", 8,
      "wgmma.m64n8k8.f32.tf32.tf32"),
     ("residue_tile", "hopper/serial", "hopper/serial[residue_tile=32]", 40, FP16),
+    ("split_range", "hopper/serial[split_k=2,split_tile=8]",
+     "hopper/serial[split_k=2,split_range=4]", 20, "wgmma.m64n8k8.f32.tf32.tf32"),
 ]  # fmt: skip
 
 

@@ -425,7 +425,7 @@ def matmul(
     a_bits = operand_bits(a, p.a_fmt, "A")
     b_bits = operand_bits(b, p.b_fmt, "B")
     # (K_padded, rows) operand tables: column k of every row of A, every column of B
-    pos = k_positions(K, plan.gap)
+    pos = k_positions(K, plan.gap, plan.gaps)
     a_t = _table(np.broadcast_to(a_bits, batch + (M, K)).reshape(-1, K), Kp, pos)
     b_t = _table(
         np.swapaxes(np.broadcast_to(b_bits, batch + (K, N)), -1, -2).reshape(-1, K), Kp, pos

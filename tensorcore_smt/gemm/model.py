@@ -36,20 +36,19 @@ class GemmModel:
 
     def run(self, a: list[BV], b: list[BV], c: BV) -> BV:
         """The output element on the interpreter of the inputs (K entries of a and b;
-        the padding to the instruction's K, at the end or where plan.gap says, is +0
-        constants)."""
+        the padding to the instruction's K, at the end or where plan.gap and plan.gaps
+        say, is +0 constants)."""
         from .element import element
+        from .plan import k_positions
 
         if self.K_padded > self.K:
             be = c.b
-            za = BV.const(be, 0, self.p.a_fmt.spec.storage)
-            zb = BV.const(be, 0, self.p.b_fmt.spec.storage)
-            at, zeros = self.plan.gap  # type: ignore[attr-defined]
-            if not zeros:
-                at = self.K
-            tail = self.K_padded - self.K - zeros
-            a = a[:at] + [za] * zeros + a[at:] + [za] * tail
-            b = b[:at] + [zb] * zeros + b[at:] + [zb] * tail
+            pa = [BV.const(be, 0, self.p.a_fmt.spec.storage)] * self.K_padded
+            pb = [BV.const(be, 0, self.p.b_fmt.spec.storage)] * self.K_padded
+            plan = self.plan
+            for k, at in enumerate(k_positions(self.K, plan.gap, plan.gaps).tolist()):  # type: ignore[attr-defined]
+                pa[at], pb[at] = a[k], b[k]
+            a, b = pa, pb
         return element(a, b, c, self.p, self.plan, self.schedule)
 
 

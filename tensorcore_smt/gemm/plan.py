@@ -77,6 +77,8 @@ class Plan:
     gap: tuple[int, int] = (0, 0)  # (at, zeros): zeros inserted before K element `at`
     # (residue_tile; k_layout), elements at and after it shifted by `zeros`; (0, 0): K
     # zero-padded at its end only
+    gaps: tuple[tuple[int, int], ...] = ()  # further (at, zeros), ascending: split_range's
+    # ranges each laid out on its own (range_layout)
 
     @property
     def fp32_acc(self) -> bool:
@@ -133,18 +135,63 @@ def k_layout(schedule: Schedule, K: int, k_block: int) -> tuple[int, tuple[int, 
     return (K, (0, 0)) if r == 0 else (K - r + T, (r, T - r))
 
 
-def k_positions(K: int, gap: tuple[int, int]) -> np.ndarray:
-    """Where each of the K elements sits in the padded K (Plan.gap): element k at k
-    before the gap, at k + zeros from it on."""
-    at, zeros = gap
+def k_positions(K: int, gap: tuple[int, int], gaps: tuple[tuple[int, int], ...] = ()) -> np.ndarray:
+    """Where each of the K elements sits in the padded K (Plan.gap and Plan.gaps):
+    element k shifted by the zeros of every gap at or before it."""
     pos = np.arange(K, dtype=np.int64)
-    pos[at:] += zeros
+    for at, zeros in (gap, *gaps):
+        pos[at:] += zeros
     return pos
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def range_layout(
+    schedule: Schedule, K: int, k_block: int
+) -> tuple[int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """(K_padded, gaps, block ranges) of split_range=A with split_k=S (CUTLASS 2.x
+    split-K: gemm_k_size = round_up(ceil(K/S), kAlignK)): split s owns the elements
+    [s*q, min((s+1)*q, K)), q = A*ceil(ceil(K/A)/S), laid out on their own: with
+    residue_tile=T the range's first L mod T elements, zero-filled to T, then its full
+    k-tiles (its own predicated residue tile), else the L elements zero-padded at their end
+    to a multiple of k_block. The ranges follow one another; `block ranges` are the
+    [lo, hi) k-blocks each split owns. UserError when a split would own no element."""
+    A, S, T = schedule.split_range, schedule.split_k, schedule.residue_tile
+    assert A is not None
+    if T is not None:
+        _multiple("residue_tile", T, k_block)
+    q = A * _cdiv(_cdiv(K, A), S)
+    if _cdiv(K, q) < S:
+        ok = [s for s in range(2, min(K, 1024) + 1) if _cdiv(K, A * _cdiv(_cdiv(K, A), s)) == s]
+        raise UserError(
+            f"split_range={A}, split_k={S}: K={K} in ranges of {q} elements leaves "
+            f"{S - _cdiv(K, q)} split(s) without an element; allowed: split_k in "
+            f"{', '.join(map(str, ok)) or 'none'} for this K"
+        )
+    gaps, ranges, dst = [], [], 0
+    for lo in range(0, K, q):
+        hi = min(lo + q, K)
+        L = hi - lo
+        if T is not None and L % T:
+            gaps.append((lo + L % T, T - L % T))
+            padded = L - L % T + T
+        else:
+            padded = _cdiv(L, k_block) * k_block
+            if padded > L and hi < K:
+                gaps.append((hi, padded - L))
+        ranges.append((dst // k_block, (dst + padded) // k_block))
+        dst += padded
+    return dst, tuple(gaps), tuple(ranges)
 
 
 def plan_for(schedule: Schedule, K: int, k_block: int, parts: Parts | None = None) -> Plan:
     """The plan of `schedule` for a depth-K GEMM: K laid out by k_layout, then
     make_plan (parts: a stream-K tile's ranges)."""
+    if schedule.split_range is not None:
+        Kp, gaps, ranges = range_layout(schedule, K, k_block)
+        return make_plan(schedule, Kp, k_block, parts, (0, 0), gaps, ranges)
     Kp, gap = k_layout(schedule, K, k_block)
     return make_plan(schedule, Kp, k_block, parts, gap)
 
@@ -246,6 +293,8 @@ def make_plan(
     k_block: int,
     parts: Parts | None = None,
     gap: tuple[int, int] | None = None,
+    gaps: tuple[tuple[int, int], ...] = (),
+    ranges: tuple[tuple[int, int], ...] | None = None,
 ) -> Plan:
     """The plan of `schedule` for one output element over `K_padded` elements in k-blocks
     of `k_block` (K_padded a multiple of k_block); UserError when the schedule cannot
@@ -260,10 +309,18 @@ def make_plan(
     caller that takes one plan for every output element cannot run it).
 
     `gap`: the zeros k_layout inserts inside K (plan_for gives it); a schedule with
-    residue_tile has a layout that depends on K itself, so it is refused without one."""
+    residue_tile has a layout that depends on K itself, so it is refused without one.
+    `gaps`, `ranges`: split_range's layout (range_layout: its zeros and the k-blocks of
+    each split), likewise given by plan_for only."""
     if K_padded < k_block or K_padded % k_block:
         raise UserError(f"K={K_padded} is not a positive multiple of the instruction's K={k_block}")
     if gap is None:
+        if schedule.split_range is not None:
+            raise UserError(
+                f"split_range={schedule.split_range}: the split ranges depend on K itself "
+                "(plan.plan_for); this question takes a padded K only; allowed here: "
+                "split_range=none"
+            )
         if schedule.residue_tile is not None:
             raise UserError(
                 f"residue_tile={schedule.residue_tile}: K's layout depends on K itself "
@@ -282,6 +339,8 @@ def make_plan(
                 "schedules, not a question about one output element"
             )
         owned = _stream_k_owned(schedule, K_padded, k_block, parts)
+    elif ranges is not None:
+        owned = [list(range(lo, hi)) for lo, hi in ranges]
     else:
         owned = []
         for lo, hi in _kblocks(schedule, K_padded, k_block):
@@ -320,6 +379,7 @@ def make_plan(
         seeds=schedule.seeds or (),
         wide=schedule.wide or 0,
         gap=gap,
+        gaps=gaps,
     )
 
 
@@ -377,6 +437,7 @@ def equivalent_plan(plan: Plan, nan_payloads: bool = False) -> Plan:
         plan.c_in_chain,
         operand_round=plan.operand_round,
         gap=plan.gap,
+        gaps=plan.gaps,
     )
 
 

@@ -392,6 +392,9 @@ SCHEDULE_RANGES: dict[str, FieldRange] = {
     "residue_tile": FieldRange(
         1, 4096, "k-tile width whose residue comes first (CUTLASS 2.x mainloops: 32..128)"
     ),
+    "split_range": FieldRange(
+        1, 4096, "split-K ranges a multiple of this many elements (CUTLASS 2.x kAlignK: 4 for fp32)"
+    ),
 }
 """Allowed range of every integer schedule field."""
 
@@ -431,7 +434,11 @@ class Schedule:
     residue_tile (T): how K is laid out before it is cut into k-blocks (None: zero-padded
     at its end; T: a CUTLASS 2.x mainloop's residue first, plan.k_layout: the first
     k-tile holds the K mod T leading elements, zero-filled to T, the full T-wide k-tiles
-    follow, so the instruction's k-groups start at K mod T).
+    follow, so the instruction's k-groups start at K mod T); split_range (A): split-K
+    over element ranges of the unpadded K instead of k-tiles (CUTLASS 2.x split-K,
+    plan.k_layout): split s owns elements [s*q, min((s+1)*q, K)), q = A*ceil(ceil(K/A)/S)
+    (CUTLASS's gemm_k_size, A its kAlignK), each range laid out on its own (with
+    residue_tile its own partial k-tile first, else zero-padded at its end).
 
     Every schedule computes D = alpha*(A*B) + beta*C as BLAS, cuBLAS and torch.addmm
     define it. C in the chain (an instruction's D = A*B + C, then alpha times that) is
@@ -466,6 +473,7 @@ class Schedule:
     out: Format | None = None
     saturate: bool | None = None
     residue_tile: int | None = None
+    split_range: int | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -475,6 +483,8 @@ class Schedule:
                 "residue_tile lays out K before the chains are cut; chains= and stream_k "
                 "give their own k-blocks; allowed: residue_tile=none with them"
             )
+        if self.split_range is not None:
+            self._check_split_range()
         if self.stream_k is None:
             base = Schedule.__dataclass_fields__
             for name in STREAM_K_FIELDS[1:]:
@@ -569,6 +579,32 @@ class Schedule:
                 f"c_join=chain computes A*B + C, not alpha*(A*B) + beta*C with "
                 f"alpha={_show(float(self.alpha))}, beta={_show(self.c_beta)}; allowed: "
                 "c_join=chain with alpha=1 and beta=1, else c_join=epilogue"
+            )
+
+    def _check_split_range(self) -> None:
+        """UserError unless the schedule is one whose split-K ranges split_range cuts:
+        split_k >= 2, one chain per range, no other split layout."""
+        base = Schedule.__dataclass_fields__
+        clash = [
+            f"{name}={_show_field(name, getattr(self, name))}"
+            for name, ok in (
+                ("split_k", self.split_k >= 2),
+                ("split", self.split == base["split"].default),
+                ("split_tile", self.split_tile == base["split_tile"].default),
+                ("kblocks", self.kblocks is None),
+                ("chains", self.chains is None),
+                ("promote", self.promote is None),
+                ("order", self.order == KOrder.ASCENDING),
+                ("stream_k", self.stream_k is None),
+            )
+            if not ok
+        ]
+        if clash:
+            raise UserError(
+                f"split_range={self.split_range} cuts K into split ranges itself; "
+                f"{', '.join(clash)} cannot be combined with it; allowed: split_k >= 2, "
+                "split, split_tile, order at their defaults, kblocks, chains, promote and "
+                "stream_k none"
             )
 
     def _check_lanes(self, n: int) -> None:
@@ -779,6 +815,7 @@ _OPTIONAL = {
     "out",
     "saturate",
     "residue_tile",
+    "split_range",
 }
 STREAM_K_FIELDS = ("stream_k", "tile_m", "tile_n", "raster", "sk_hybrid")
 """The fields of a stream-K kernel: stream_k, and those that mean something only with it."""
