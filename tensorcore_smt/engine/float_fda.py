@@ -266,7 +266,10 @@ class _Ir:
         included (tests/test_float_fda.py checks every pattern of each format)."""
         s = fmt.spec
         xi = self(f"zext i{s.storage} {x} to i32") if s.storage < 32 else x
-        if s.storage < 32:
+        if s.storage < 32 and 23 - s.mbits == 32 - s.storage:
+            # sign and magnitude move up by the same amount (bf16): one shift
+            xi = self(f"shl i32 {xi}, {32 - s.storage}")
+        elif s.storage < 32:
             mag = self(f"and i32 {xi}, {(1 << (s.storage - 1)) - 1}")
             mag = self(f"shl i32 {mag}, {23 - s.mbits}")
             sign = self(f"and i32 {xi}, {1 << (s.storage - 1)}")
