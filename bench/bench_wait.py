@@ -3,7 +3,9 @@
 Times, each the best of `--repeat` fresh processes (wall clock, the installed `tcsmt`):
 importing the command line, `tcsmt --help`, one `tcsmt simulate`, and
 `tcsmt gemm --arch hopper --random 1024,1024,1024` with its error report (the command's
-own split of that wall: GEMM, error report, the rest). Other processes slow every figure
+own split of that wall: GEMM, error report, the rest); then that error report timed in
+one process both ways, by digit products (now) and by exponent slices and wide integers
+(before), with whether their figures agree bit for bit. Other processes slow every figure
 alike; the load average is written beside them. Part of `make bench`; `--write DIR`
 writes DIR/wait_bench.md. Usage: python bench/bench_wait.py [--repeat N] [--size M,N,K]
 [--write DIR]
@@ -46,6 +48,40 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
 
 
+def error_report_ways(size: str) -> tuple[float, float, bool]:
+    """(seconds of the exact error report by digit products and fp64 terms, seconds by
+    the exponent slices and wide integers it replaced, whether every figure agrees bit
+    for bit) on one `hopper` GEMM of random fp16 standard normal inputs of `size`."""
+    import numpy as np
+
+    from tensorcore_smt.formats import Format
+    from tensorcore_smt.gemm import measure as ms
+
+    m, n, k = ms.parse_shape(size)
+    rng = np.random.default_rng(0)
+    A = ms.random_matrix((m, k), Format.FP16, ms.Dist.NORMAL, rng)
+    B = ms.random_matrix((k, n), Format.FP16, ms.Dist.NORMAL, rng)
+    run = ms.run_measured("hopper", A, B, errors=False)
+    t0 = time.perf_counter()
+    fast = ms.measure_errors(run.run, A, B, None, run.D)
+    t1 = time.perf_counter()
+    digits, in_range = ms._exact_by_digits, ms.in_range
+    ms._exact_by_digits, ms.in_range = (lambda *a: None), (lambda x: False)
+    try:
+        t2 = time.perf_counter()
+        slow = ms.measure_errors(run.run, A, B, None, run.D)
+        t3 = time.perf_counter()
+    finally:
+        ms._exact_by_digits, ms.in_range = digits, in_range
+    same = all(
+        f.ulps.tobytes() == s.ulps.tobytes()
+        and f.rel.tobytes() == s.rel.tobytes()
+        and f.normwise == s.normwise
+        for f, s in zip(fast[:2], slow[:2])
+    )
+    return t1 - t0, t3 - t2, same
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="fresh processes per figure")
@@ -66,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, s in rows:
         print(f"  {name:<52} {s:6.2f} s")
     print(f"  of the gemm run: GEMM {split['seconds']} s, error report {split['errors in']} s")
+    fast, slow, same = error_report_ways(args.size)
+    print(
+        f"  error report in one process: {fast:.2f} s by digit products, {slow:.2f} s by "
+        f"exponent slices and wide integers; the same figures: {same}"
+    )
     end_load = _load()
     print(f"load average at the end: {end_load}")
     if args.write:
@@ -82,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"Of the gemm run: the GEMM {split['seconds']} s, the exact error report "
             f"{split['errors in']} s, the rest start-up and inputs.",
+            "",
+            f"The exact error report of that run (vs exact and vs fp64) in one process: "
+            f"{fast:.2f} s by digit products and fp64 terms (gemm/digits.py, "
+            f"gemm/term_errors.py), {slow:.2f} s by the exponent slices and wide integers "
+            f"used before; every figure the same bit for bit: {same}.",
             "",
         ]
         path = Path(args.write) / "wait_bench.md"
