@@ -316,3 +316,40 @@ def test_base_fields_match_the_named_fields_of_the_base_recipe(tmp_path):
     )
     with pytest.raises(UserError, match="base_fields = 'tile'"):
         read_table(p)
+
+
+# torch.addmm at TF32 over one TF32 chain: the epilogue FMA follows the kernel cuBLASLt's
+# heuristic names for the shape (06-epilogue-addmm-tf32, a tree over the matmul.tf32
+# sweep): algo 23 (a separate reduction, even at one split) fma-c, algo 63 fma.
+TF32_ONE_CHAIN = [
+    (("addmm.tf32", (1646, 130, 14), "normal", "random"), "fma-c", "fma"),
+    (("addmm.tf32", (683, 453, 3), "cancel", "random"), "fma-c", "fma"),
+    (("addmm.tf32", (385, 378, 13), "normal", "random"), "fma", "fma-c"),
+    (("addmm.tf32", (2, 149, 23), "wide", "holdout"), "fma", "fma-c"),
+]
+
+
+@pytest.mark.parametrize("call,right,wrong", TF32_ONE_CHAIN)
+def test_addmm_tf32_epilogue_follows_the_heuristic_kernel(call, right, wrong):
+    """Held-out H200 calls (seed 2) whose base is one TF32 chain: the decided epilogue
+    reproduces them bit for bit, the other FMA form on the same chain does not."""
+    from tensorcore_smt.gemm.library_rules import decide
+    from tensorcore_smt.hardware.library_fit import mismatches
+
+    cls, shape, kind, part = call
+    c = _call("h200", 2, cls, shape, kind, part)
+    recipe = decide(cls, *shape, "h200")
+    assert recipe is not None and recipe[0].endswith(f"epilogue={right}]")
+    assert mismatches(c, recipe[0]) == 0
+    assert mismatches(c, recipe[0].replace(f"epilogue={right}", f"epilogue={wrong}")) > 0
+
+
+@pytest.mark.slow
+def test_addmm_tf32_table_is_what_the_generator_writes(tmp_path):
+    """schedules/library/06-epilogue-addmm-tf32.toml is epilogue_tree's output (11 s)."""
+    from tensorcore_smt.hardware.epilogue_tree import TABLE, write_table
+    from tensorcore_smt.spec.datadirs import data_dir
+
+    write_table(tmp_path, ["h200", "h100"])
+    stored = data_dir("schedules") / "library" / f"{TABLE}.toml"
+    assert (tmp_path / f"{TABLE}.toml").read_text() == stored.read_text()
