@@ -10,12 +10,13 @@ from __future__ import annotations
 import pytest
 
 from tensorcore_smt.gemm.library_rules import decide, tables
-from tensorcore_smt.hardware import half_tree, sweep_bands
+from tensorcore_smt.hardware import half_aligned, half_tree, sweep_bands
 from tensorcore_smt.hardware.library_fit import fit_calls, heldout_calls, mismatches
 
 TABLES = [t for t in tables() if t.name == "20-half" or t.name.startswith("20-half-")]
 SERIAL = "hopper/serial"
 SPLIT2 = "hopper/serial[split_k=2,split_tile=64]"
+SPLIT_AT_WIDTH = {s: f"hopper/serial[split_k={s},split_tile=64]" for s in range(2, 13)}
 
 
 @pytest.fixture(autouse=True)
@@ -67,8 +68,20 @@ CASES = [
     # skinny or few-tile shapes with deep K, aligned or not swept: the finest split (held out)
     ("h200 random 9003952 matmul-bt.fp16.rr1 7x95x4192 wide small-fp16", SERIAL),
     ("h100 holdout 1000529 matmul-bt.fp16.rr1 40x18x6560 wide small-fp16", SERIAL),
-    ("h200 ops 2000327 matmul.bf16.rr1 64x64x16384 wide small-bf16", SERIAL),
-    ("h100 ops 2000327 matmul.bf16.rr1 64x64x16384 wide small-bf16", SERIAL),
+    # aligned deep K with few output tiles: round(k-tiles / 22) parts (half_aligned.py)
+    ("h200 ops 2000327 matmul.bf16.rr1 64x64x16384 wide aligned", SERIAL),
+    ("h100 ops 2000327 matmul.bf16.rr1 64x64x16384 wide aligned", SERIAL),
+    ("h200 random 9003080 matmul.bf16.rr0 119x496x15464 normal aligned", SERIAL),
+    ("h200 random 9001423 matmul.bf16.rr1 37x16x6664 cancel aligned", SPLIT_AT_WIDTH[4]),
+    ("h200 random 9001423 matmul.bf16.rr1 37x16x6664 cancel aligned", SPLIT_AT_WIDTH[6]),
+    (
+        "h100 random 9001423 matmul.bf16.rr1 37x16x6664 cancel aligned",
+        "hopper/serial[split_k=417,split_tile=16]",
+    ),
+    (
+        "h200 ops 2000327 matmul-at.fp16.rr1 64x64x16384 wide aligned-at",
+        "hopper/serial[split_k=512,split_tile=32]",
+    ),
     # one chain (held out)
     ("h200 ops 2000315 matmul.bf16.rr0 512x1536x8192 wide -", SPLIT2),
     ("h100 ops 2000315 bmm.fp16.rr1 512x1536x8192 wide -", SPLIT2),
@@ -270,5 +283,65 @@ def test_half_tree_bad_folder_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "not a folder" in err
     assert half_tree.main(["--bogus"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--bogus" in err
+
+
+def test_aligned_tables_are_what_half_aligned_writes():
+    """20-half-aligned*.toml are what half_aligned writes (nobody edited them by hand)."""
+    from tensorcore_smt.spec.datadirs import data_dir
+
+    folder = data_dir("schedules") / "library"
+    for name in half_aligned.TABLES:
+        assert (folder / f"{name}.toml").read_text() == half_aligned.table_text(name)
+
+
+def test_aligned_tables_split_where_the_rule_does():
+    """Brute force over shapes: the aligned tables decide a shape exactly where its
+    alignment holds, the output has at most 16 tiles of 128 x 128 and K >= K_MIN, and
+    there name the effective split of round(cdiv(K, 64) / 22) parts."""
+    from tensorcore_smt.gemm.plan import make_plan
+    from tensorcore_smt.gemm.schedule import parse_schedule
+
+    by_name = {t.name: t for t in TABLES}
+    for name, (ops, dims) in half_aligned.TABLES.items():
+        t = by_name[name]
+        assert all(
+            t.covers(f"{op}.{d}.rr{f}") for op in ops for d in ("fp16", "bf16") for f in "01"
+        )
+        assert not t.covers("bmm.fp16.rr1")
+        for m in (2, 8, 64, 128, 136, 256, 264, 1024, 2048, 2056):
+            for n in (8, 16, 128, 512, 1024, 1032, 2048, 2056):
+                for k in (2048, 2992, 3000, 3008, 4096, 16384, 16392):
+                    got = t.decide(m, n, k, "h200")
+                    aligned = all({"m": m, "n": n, "k": k}[d] % 8 == 0 for d in dims)
+                    tiles = -(-m // 128) * -(-n // 128)
+                    if not (aligned and tiles <= 16 and k >= half_aligned.K_MIN):
+                        assert got is None, (name, m, n, k)
+                        continue
+                    assert got is not None, (name, m, n, k)
+                    tiles_k = -(-k // 64)
+                    s = (2 * tiles_k + 22) // 44  # round half up
+                    s = sweep_bands.effective_split(k, s)
+                    assert s >= 2
+                    assert got[0] == f"hopper/serial[split_k={s},split_tile=64]"
+                    make_plan(parse_schedule(got[0].split("/", 1)[1]), k, 1)
+                    assert half_aligned.split_count(m, n, k) == s
+
+
+def test_aligned_rule_names_the_sweep_split_more_often_than_one_chain():
+    """Over the aligned sweep and fit shapes outside the LLM pairs, the rule names the
+    heuristic's split count at 94 % or more of shapes on each GPU, one chain at under 90 %."""
+    for gpu in ("h200", "h100"):
+        n, rule, one = half_aligned.agreement(gpu)
+        assert n > 1000
+        assert rule >= 0.94 * n and one < 0.9 * n and rule > one + 60
+
+
+def test_half_aligned_bad_folder_is_one_line_exit_2(tmp_path, capsys):
+    assert half_aligned.main(["--out", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "not a folder" in err
+    assert half_aligned.main(["--bogus"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--bogus" in err
