@@ -155,20 +155,22 @@ def mmasim_rate(tokens: int) -> float | None:
     return n * HIDDEN / (time.perf_counter() - t0)
 
 
-def emulated_times(tokens: int, torch) -> tuple[dict[str, float], float, list]:
-    """Seconds of each emulated product (the block run under tc.emulate with every
-    product timed), the block's whole time, and the (function, instruction) pairs."""
+def emulated_times(tokens: int, torch) -> tuple[dict[str, tuple[float, float]], tuple, list]:
+    """(wall s, CPU s of the process, every thread) of each emulated product (the block
+    run under tc.emulate with every product timed), the block's whole (wall s, CPU s),
+    and the (function, instruction) pairs. CPU time is what the work took whatever
+    else ran on the cores."""
     model = block(torch)
     x = torch.randn(tokens, HIDDEN).to(torch.bfloat16)
     import tensorcore_smt.gemm.emulate as em
 
-    times: list[float] = []
+    times: list[tuple[float, float]] = []
     real = em.matmul
 
     def timed(*args, **kw):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = real(*args, **kw)
-        times.append(time.perf_counter() - t0)
+        times.append((time.perf_counter() - t0, time.process_time() - c0))
         return out
 
     with torch.no_grad():
@@ -177,9 +179,9 @@ def emulated_times(tokens: int, torch) -> tuple[dict[str, float], float, list]:
         em.matmul = timed  # torchmode calls emulate.matmul, looked up at each call
         try:
             with tc.emulate(HYPOTHESIS) as mode:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 model(x)
-                total = time.perf_counter() - t0
+                total = (time.perf_counter() - t0, time.process_time() - c0)
         finally:
             em.matmul = real
     names = [p.name for p in products(tokens)]
@@ -204,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     macs = sum(p.macs for p in prods)
     load0 = _load()
     print(f"{HYPOTHESIS} block at {args.tokens} tokens: {macs / 1e9:.2f} G MAC; load {load0}")
-    per, total, emulated = emulated_times(args.tokens, torch)
+    per, (total, total_cpu), emulated = emulated_times(args.tokens, torch)
     native = native_times(prods, args.repeat, torch)
     mms = mmasim_rate(args.tokens)
     load1 = _load()
@@ -213,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         np_s, t_s = native[p.name]
         e = per.get(p.name)
         rows.append((p, e, np_s, t_s))
-        es = "n/a" if e is None else f"{e:8.2f} s {p.macs / e / 1e9:6.2f} G MAC/s"
+        es = "n/a"
+        if e is not None:
+            es = f"{e[0]:8.2f} s {p.macs / e[0] / 1e9:6.2f} G MAC/s, {e[1]:7.2f} CPU s"
         print(f"  {p.name:18s} {p.macs / 1e9:6.2f} G MAC  emulated {es}  numpy fp32 {np_s:.4f} s")
     np_total = sum(r[2] for r in rows)
     t_total = sum(r[3] for r in rows)
@@ -224,20 +228,28 @@ def main(argv: list[str] | None = None) -> int:
         f"{np_total:.3f} s, torch fp32 {t_total:.3f} s; {total / np_total:.0f}x numpy"
     )
     print(f"whole model ({LAYERS} blocks): {model_s / 60:.1f} min ({verdict}: goal < 4 min)")
+    cores = os.cpu_count() or 1
+    print(
+        f"CPU time: block {total_cpu:.1f} CPU s ({macs / total_cpu / 1e9:.2f} G MAC per CPU s); "
+        f"the model on {cores} free cores: {total_cpu * LAYERS / cores / 60:.1f} min"
+    )
     if mms is not None:
         print(
             f"MMA-Sim: {mms / 1e6:.3g} M MAC/s -> the model in {macs * LAYERS / mms / 3600:.0f} h"
         )
     print(f"load average after: {load1}")
     if args.write:
-        _write(Path(args.write) / "replay.md", args.tokens, rows, total, np_total, t_total,
-               mms, emulated, (load0, load1))  # fmt: skip
+        _write(Path(args.write) / "replay.md", args.tokens, rows, (total, total_cpu), np_total,
+               t_total, mms, emulated, (load0, load1))  # fmt: skip
     return 0
 
 
 def _write(path: Path, tokens, rows, total, np_total, t_total, mms, emulated, loads) -> None:
     macs = sum(r[0].macs for r in rows)
+    total, total_cpu = total
     model_s = total * LAYERS
+    cores = os.cpu_count() or 1
+    model_cpu = total_cpu * LAYERS / cores
     lines = [
         "# Replaying a 4B model's matrix products (bench/bench_replay.py)",
         "",
@@ -249,24 +261,32 @@ def _write(path: Path, tokens, rows, total, np_total, t_total, mms, emulated, lo
         + ", ".join(sorted({f"{f} ({i})" for f, i in emulated}))
         + ".",
         "",
-        "| product | G MAC | emulated s | emulated G MAC/s | numpy fp32 s | torch fp32 s |",
-        "|---|---|---|---|---|---|",
+        "| product | G MAC | emulated s | emulated G MAC/s | emulated CPU s | G MAC per CPU s "
+        "| numpy fp32 s | torch fp32 s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for p, e, np_s, t_s in rows:
-        es = ("n/a", "n/a") if e is None else (f"{e:.2f}", f"{p.macs / e / 1e9:.2f}")
+        es = ("n/a",) * 4
+        if e is not None:
+            es = (f"{e[0]:.2f}", f"{p.macs / e[0] / 1e9:.2f}", f"{e[1]:.2f}",
+                  f"{p.macs / e[1] / 1e9:.2f}")  # fmt: skip
         lines.append(
             f"| {p.name}{f' x {p.count}' if p.count > 1 else ''} | {p.macs / 1e9:.3f} | "
-            f"{es[0]} | {es[1]} | {np_s:.4f} | {t_s:.4f} |"
+            f"{' | '.join(es)} | {np_s:.4f} | {t_s:.4f} |"
         )
     lines += [
         f"| **block** | {macs / 1e9:.2f} | {total:.1f} | {macs / total / 1e9:.2f} | "
-        f"{np_total:.3f} | {t_total:.3f} |",
+        f"{total_cpu:.1f} | {macs / total_cpu / 1e9:.2f} | {np_total:.3f} | {t_total:.3f} |",
         "",
         f"Whole model ({LAYERS} blocks, matrix products only): **{model_s / 60:.1f} min** "
         f"emulated bit for bit (goal < {GOAL_MODEL_S / 60:.0f} min: "
         f"{'met' if model_s < GOAL_MODEL_S else 'not met'}), "
         f"{np_total * LAYERS:.1f} s as numpy fp32, {t_total * LAYERS:.1f} s as torch fp32; "
-        f"the emulation takes {total / np_total:.0f}x numpy's time.",
+        f"the emulation takes {total / np_total:.0f}x numpy's time. By CPU time (every "
+        f"thread of the process, whatever else ran): {total_cpu:.1f} CPU s a block, "
+        f"{macs / total_cpu / 1e9:.2f} G MAC per CPU s, so the model on {cores} free cores "
+        f"in about {model_cpu / 60:.1f} min "
+        f"({'met' if model_cpu < GOAL_MODEL_S else 'not met'} on free cores).",
     ]
     if mms is not None:
         lines.append(
