@@ -149,7 +149,7 @@ def run_measured(
 BLOCK_OUTPUTS = 1 << 15
 """Outputs per tile of D in the error measurements: the wide integers of one tile are
 alive at a time (some tens of MiB), whatever the size of D."""
-FAST_BLOCK_OUTPUTS = 1 << 18
+FAST_BLOCK_OUTPUTS = 1 << 16
 """Outputs per tile where the figures come from fp64 terms (gemm/term_errors.py): a few
 fp64 arrays of a tile are alive at a time."""
 SCALE_RANGE = 64
