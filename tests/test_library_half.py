@@ -201,7 +201,7 @@ def test_ragged_rules_plan_at_their_corners():
     largest K to 2^15 is a schedule with a valid plan (no more than 512 parts, none
     empty; no scheme rounding where one k-tile leaves one part)."""
     from tensorcore_smt.gemm.hypothesis import split_gemm_text
-    from tensorcore_smt.gemm.plan import make_plan
+    from tensorcore_smt.gemm.plan import plan_for
     from tensorcore_smt.gemm.schedule import parse_schedule
 
     seen = 0
@@ -219,7 +219,7 @@ def test_ragged_rules_plan_at_their_corners():
                 _, sched = split_gemm_text(got[0])
                 s = parse_schedule(sched or "serial")
                 assert s.split_k <= half_tree.MAX_PARTIALS
-                make_plan(s, k, 1)
+                plan_for(s, k, 1)
                 seen += 1
     assert seen > 300
 

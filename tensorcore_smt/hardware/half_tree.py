@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .cublaslt_sweep import FIELD_ORDER
+from .half_order import KernelOrder, box_orders, shape_orders
 from .library_fit import fit_calls, recording_dir
 from .library_tree import FEATURES, UNBOUNDED, _features, grow
 
@@ -187,8 +188,10 @@ HEADER = """\
 # shapes per GPU (the sweep and the fit calls' fields; hardware/half_tree.py wrote this
 # file; do not edit by hand). K in 16-wide k-tiles, cdiv(tiles, S) per split, fp32
 # partials added serially (scheme 4: each rounded to the output type first; scheme 1:
-# added in place in the output type). torch.bmm and the transposed matmuls fall through:
-# the matmul and F.linear trees reproduced fewer of their recorded calls.
+# added in place in the output type). One-chain rules run in the k order most of their
+# box's shapes get (half_order.py: the partial k-tile first; m16n8k8 steps for algo 24
+# without stages). torch.bmm and the transposed matmuls fall through: the matmul and
+# F.linear trees reproduced fewer of their recorded calls.
 classes = ["{cls}"]
 instr = ""
 source = "cuBLASLt heuristic sweep and fit calls on an H200 and an H100 (torch 2.11.0+cu130, cuBLAS 13.1.0)"
@@ -211,15 +214,34 @@ def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
         per_gpu = {None: first}
     rules: list[str] = []
     for gpu, pts in per_gpu.items():
+        orders = shape_orders(gpu or next(iter(gpus)), cls)
+        shapes = [s for s, _ in pts]
         for box, lab, n, hit in leaves(pts):
             why = f"S={lab.splits} scheme {lab.scheme}: {hit} of {n} shapes"
             low = lab.one_split_below
             if low and box[2][0] <= low:
                 one = [list(b) for b in box]
                 one[2][1] = min(one[2][1], low)
-                rules.append(_rule(gpu, one, "hopper/serial", why + ", one k-tile"))
-            rules.append(_rule(gpu, box, lab.recipe(), why))
+                for sub, order, o_hit, o_n in box_orders(orders, shapes, one, depth=0):
+                    say = f"{why}, one k-tile" + _order_why(order, o_hit, o_n)
+                    rules.append(_rule(gpu, sub, ordered("hopper/serial", order), say))
+            if lab.splits > 1:
+                rules.append(_rule(gpu, box, lab.recipe(), why))
+                continue
+            for sub, order, o_hit, o_n in box_orders(orders, shapes, box):
+                say = why + _order_why(order, o_hit, o_n)
+                rules.append(_rule(gpu, sub, ordered(lab.recipe(), order), say))
     return HEADER.format(cls=cls, n=max(sizes)) + "\n".join(rules)
+
+
+def ordered(recipe: str, order: KernelOrder | None) -> str:
+    """`recipe` (one chain) in the kernel's k order (half_order.py); split recipes are
+    left as they are (their parts are laid out otherwise: results/cublas/half.md)."""
+    return recipe if order is None else order.apply(recipe)
+
+
+def _order_why(order: KernelOrder | None, hit: int, n: int) -> str:
+    return "" if order is None else f"; {order.text()}: {hit} of {n}"
 
 
 CLASSES = tuple(f"{op}.{d}.{f}" for op in OPS for d in DTYPES for f in FLAGS)
