@@ -152,6 +152,9 @@ alive at a time (some tens of MiB), whatever the size of D."""
 FAST_BLOCK_OUTPUTS = 1 << 16
 """Outputs per tile where the figures come from fp64 terms (gemm/term_errors.py): a few
 fp64 arrays of a tile are alive at a time."""
+PRODUCT_OUTPUTS = 1 << 18
+"""Outputs of the rows whose digit products are formed at once (BLAS on whole rows of
+B), measured in tiles of FAST_BLOCK_OUTPUTS."""
 SCALE_RANGE = 64
 """alpha and beta powers of two within 2^-64 .. 2^64 keep the fp64 terms in range."""
 
@@ -270,17 +273,22 @@ def _exact_by_digits(
     dp = DigitProduct(a_bits, p.a_fmt, b_bits, p.b_fmt)
     if not dp.finite:
         raise ValueError("the exact product needs finite A and B")
-    parts = tiles(np.shape(d_bits), block_outputs or FAST_BLOCK_OUTPUTS)
     if dp.products > MAX_PRODUCTS:
         return None
+    M, N = np.shape(d_bits)
+    block = block_outputs or FAST_BLOCK_OUTPUTS
+    step = max(1, max(block, PRODUCT_OUTPUTS) // max(N, 1))
 
-    def terms(rows: slice, cols: slice) -> list[np.ndarray]:
-        out_terms = [t * alpha for t in dp.tile(rows, cols)]  # powers of two: exact
-        if with_c:
-            out_terms.append(decoded(c_bits[rows, cols], c_fmt)[0] * beta)
-        return out_terms
+    def blocks():
+        for r0 in range(0, M, step):  # whole rows: BLAS is fastest on contiguous B
+            rows = slice(r0, min(r0 + step, M))
+            terms = [t * alpha for t in dp.tile(rows, slice(None))]  # powers of two: exact
+            if with_c:
+                terms.append(decoded(c_bits[rows], c_fmt)[0] * beta)
+            for r, c in tiles((rows.stop - r0, N), block):
+                yield (slice(r0 + r.start, r0 + r.stop), c), [t[r, c] for t in terms]
 
-    return measure_terms(d_bits, out, ((t, terms(*t)) for t in parts))
+    return measure_terms(d_bits, out, blocks())
 
 
 def _power_of_two(x: float, bits: int) -> bool:
