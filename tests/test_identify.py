@@ -678,3 +678,31 @@ def test_a_family_that_cannot_run_on_the_instruction_is_left_out_with_why():
     assert space.params(space.preset()) == space.base
     full = resolve_space("hopper", "m16n8k16.f32.f16.f16.f32", None)
     assert "gps" in [f.name for f in full.families] and full.left_out == ()
+
+
+def test_deep_split_searches_a_prefix_first_and_skips_members_proved_equal():
+    """The larger pool is searched a growing prefix at a time: two volta variants that
+    differ on many rows are split by rows of the first DEEP_FIRST, each run on those rows
+    only; the rows returned are rows of the pool on which the two differ (their own
+    outputs, run again here). A member proved equal to the class's first is not run."""
+    from tensorcore_smt.identify import loop as lp
+    from tensorcore_smt.identify.loop import Proof
+    from tensorcore_smt.smt.solve import Verdict
+
+    space = resolve_space("volta", None, None)
+    oracle = make_oracle("variant:volta", space.base, space.arch, space.instr)
+    ident = Identifier(space, oracle, 200, QUICK)
+    rep = space.preset()
+    other = space.make(rep.family, {"F": space.params(rep).F - 1})
+    equal = space.make(rep.family, {"carry_bits": 4})
+    ident.res.proofs.append(Proof(rep, equal, Verdict.UNSAT, [], 0.0, True, "test"))
+    rows = ident._deep_split([rep, other, equal])
+    assert rows
+    assert len(ident.deep_ev.rows) == lp.DEEP_FIRST < lp.DEEP_POOL
+    assert equal not in ident.deep_ev.cache and len(ident.deep_ev.cache[other]) == lp.DEEP_FIRST
+    a, b, c = ident.rows.a[rows], ident.rows.b[rows], ident.rows.c[rows]
+    assert (space.run(rep, a, b, c) != space.run(other, a, b, c)).all()
+    # the pool's rows in their shuffled order: the rows taken are rows of the pool
+    deep = ident.deep
+    keys = {deep.key(i) for i in range(len(deep))}
+    assert all(ident.rows.key(r) in keys for r in rows)

@@ -58,6 +58,8 @@ MAX_QUESTIONS = 16
 """Most solver questions between one class's first member and the others."""
 DEEP_POOL = 32768
 """Rows of the second, larger pool searched before the solvers are asked."""
+DEEP_FIRST = 2048
+"""Rows of the larger pool searched first (then four times as many, until all)."""
 RETRY_FACTOR = 4.0
 """Time limit of the second question on a pair a solver left unknown, in multiples of
 the first's."""
@@ -187,6 +189,7 @@ class Identifier:
         self.res.evidence = self.evidence
         self.deep: Rows | None = None
         self.deep_ev: Evaluator | None = None
+        self.deep_order = np.zeros(0, dtype=np.int64)
         self.no_solver = ""
         self.confirmed: frozenset[Hypothesis] | None = None
         self.confirm_rounds = 0
@@ -368,11 +371,27 @@ class Identifier:
         return out
 
     def _deep_pool(self) -> Rows:
-        """The larger pool (made once, on its own seed)."""
+        """The larger pool (made once, on its own seed). Its evaluator sees the pool's
+        rows in a fixed shuffled order, a prefix at a time (`_deep_grow`)."""
         if self.deep is None:
             self.deep = make_pool(self.space.base, DEEP_POOL, self.seed + 1000)
-            self.deep_ev = Evaluator(self.space, self.deep)
+            order = np.random.default_rng(self.seed + 1001).permutation(len(self.deep))
+            self.deep_order = order
+            self.deep_ev = Evaluator(self.space, self._deep_prefix(0))
         return self.deep
+
+    def _deep_prefix(self, n: int) -> Rows:
+        """The first n rows of the larger pool in its shuffled order."""
+        assert self.deep is not None
+        o = self.deep_order[:n]
+        return Rows(self.deep.a[o], self.deep.b[o], self.deep.c[o], [self.deep.kinds[i] for i in o])
+
+    def _deep_grow(self, n: int) -> None:
+        """Let the larger pool's evaluator see the first n rows (of the shuffled order);
+        predictions already made on a shorter prefix are kept and extended."""
+        assert self.deep_ev is not None
+        if len(self.deep_ev.rows) < n:
+            self.deep_ev.rows = self._deep_prefix(n)
 
     def _take_deep(self, picks: list[int]) -> list[int]:
         """Rows of the larger pool added to the row table; their indices there."""
@@ -384,12 +403,27 @@ class Identifier:
 
     def _deep_split(self, members: list[Hypothesis]) -> list[int]:
         """Rows of a larger pool on which members of one class differ; they are added to
-        the row table and their indices returned."""
+        the row table and their indices returned. Members a solver or a structural
+        reason proved equal to the class's first stay out (no row splits them), and the
+        pool is searched a growing prefix at a time (DEEP_FIRST rows, then four times
+        as many), so members that differ often cost a few thousand rows, not all."""
+        rep = members[0]
+        members = [rep] + [
+            h
+            for h in members[1:]
+            if not ((p := self.res.proof_between(rep, h)) and p.verdict.unsat)
+        ]
         if len(members) < 2:
             return []
-        self._deep_pool()
-        live = [h for h in members if self.deep_ev.predict(h) is not None]
-        return self._take_deep(splitting_rows(self.deep_ev, live, set(), BATCH))
+        deep = self._deep_pool()
+        n = min(DEEP_FIRST, len(deep))
+        while True:
+            self._deep_grow(n)
+            live = [h for h in members if self.deep_ev.predict(h) is not None]
+            picks = splitting_rows(self.deep_ev, live, set(), BATCH)
+            if picks or n >= len(deep):
+                return self._take_deep([int(self.deep_order[i]) for i in picks])
+            n = min(4 * n, len(deep))
 
     def _structured_split(self, members: list[Hypothesis], seed: int = 0) -> list[int]:
         """Rows built from the members' structure (`Space.structured_rows`: for GEMM
