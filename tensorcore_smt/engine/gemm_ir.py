@@ -33,6 +33,7 @@ def chain_rows_module(
     plan: LoopPlan = LoopPlan(tiled=True),
     promote: tuple[Term, int] | None = None,
     tile: int = 64,
+    group: int = 1,
     step: Callable[..., str] | None = None,
     declarations: tuple[str, ...] = (),
     extra_params: tuple[str, ...] = (),
@@ -55,7 +56,11 @@ def chain_rows_module(
     and every DAG node that depends on A alone do not change across the lanes, so LLVM
     hoists them out of the lane loop (computed once per run and k-block instead of once
     per product), and the b_k of consecutive lanes are consecutive in B (plain vector
-    loads, no gather). The accumulators of a run stay in stack buffers.
+    loads, no gather). The accumulators of a run stay in stack buffers. Up to `group`
+    runs that follow each other with the same columns of B (other rows of D, checked
+    lane by lane like a run) form a group: each k-block is run for every run of the
+    group in turn, so its block of B is read from memory once and from cache for the
+    others (bf16 64 x 9728 x 2560, one core: 1.6 -> 2.5 G MAC per CPU s with 8).
 
     `step`: instead of lowering `root`, `step(body, operand, index)` emits the step's
     body and returns d's value, `operand(stem, k)` giving a_k, b_k or acc (stem "acc",
@@ -64,6 +69,7 @@ def chain_rows_module(
     parameters after acc_out); `declarations`: the functions it calls
     (engine/float_fda.py)."""
     T = f"i{w_acc}"
+    buf = tile * group  # accumulators of a group of runs
     P = f"i{promote[1]}" if promote else T  # the type written to acc_out
 
     def load(t: Term, body: Body) -> str:
@@ -80,7 +86,7 @@ def chain_rows_module(
 
     def operand(body: Body, stem: str, k: int) -> str:
         if stem == "acc":
-            ptr = body.emit(f"getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %ci")
+            ptr = body.emit(f"getelementptr inbounds [{buf} x {T}], ptr %accbuf, i64 0, i64 %cix")
             return body.emit(f"load {T}, ptr {ptr}")
         idx = index(body, stem, k)
         c, w, arr = (ca, wa, "%A") if stem == "a" else (cb, wb, "%B")
@@ -100,7 +106,7 @@ def chain_rows_module(
             return loaded[stem, k]
 
         d = step(body, once, lambda stem, k: index(body, stem, k))
-    back, metadata = loop_metadata(plan, "br i1 %cdone, label %stepend, label %compute")
+    back, metadata = loop_metadata(plan, "br i1 %cdone, label %growend, label %compute")
 
     def to_i64(v: str, ty: str) -> str:
         return f"zext {ty} {v} to i64" if ty != "i64" else f"add i64 {v}, 0"
@@ -110,24 +116,24 @@ def chain_rows_module(
 
         def load_p(t: Term, pb: Body) -> str:
             _, i = variable_slot(t.params[0])
-            buf, ty = ("%sumbuf", P) if i == 0 else ("%accbuf", T)
-            ptr = pb.emit(f"getelementptr inbounds [{tile} x {ty}], ptr {buf}, i64 0, i64 %pi")
+            arr, ty = ("%sumbuf", P) if i == 0 else ("%accbuf", T)
+            ptr = pb.emit(f"getelementptr inbounds [{buf} x {ty}], ptr {arr}, i64 0, i64 %pi")
             return pb.emit(f"load {ty}, ptr {ptr}")
 
         pbody = Body(load_p, prefix="p")
         (ps,) = pbody.lower([prom_root])
         init = [  # the promoted sums start from 0
-            f"  %iq = getelementptr inbounds [{tile} x {P}], ptr %sumbuf, i64 0, i64 %ii",
+            f"  %iq = getelementptr inbounds [{buf} x {P}], ptr %sumbuf, i64 0, i64 %ii",
             f"  store {P} 0, ptr %iq",
         ]
         chain_start = [  # every chain starts from 0
             "  br label %zero",
             "zero:",
             "  %zi = phi i64 [ 0, %chainhead ], [ %zinext, %zero ]",
-            f"  %zq = getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %zi",
+            f"  %zq = getelementptr inbounds [{buf} x {T}], ptr %accbuf, i64 0, i64 %zi",
             f"  store {T} 0, ptr %zq",
             "  %zinext = add nuw i64 %zi, 1",
-            "  %zdone = icmp eq i64 %zinext, %nt",
+            "  %zdone = icmp eq i64 %zinext, %nall",
             "  br i1 %zdone, label %chainbody, label %zero",
             "chainbody:",
         ]
@@ -136,10 +142,10 @@ def chain_rows_module(
             "promote:",
             "  %pi = phi i64 [ 0, %chainend ], [ %pinext, %promote ]",
             *pbody.lines,
-            f"  %pq = getelementptr inbounds [{tile} x {P}], ptr %sumbuf, i64 0, i64 %pi",
+            f"  %pq = getelementptr inbounds [{buf} x {P}], ptr %sumbuf, i64 0, i64 %pi",
             f"  store {P} {ps}, ptr %pq",
             "  %pinext = add nuw i64 %pi, 1",
-            "  %pdone = icmp eq i64 %pinext, %nt",
+            "  %pdone = icmp eq i64 %pinext, %nall",
             "  br i1 %pdone, label %chainnext, label %promote",
             "chainnext:",
         ]
@@ -151,7 +157,7 @@ def chain_rows_module(
             "  %ip = getelementptr inbounds i64, ptr %accin, i64 %io",
             "  %iw = load i64, ptr %ip, align 8",
             f"  %iv = {acc_in}",
-            f"  %iq = getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %ii",
+            f"  %iq = getelementptr inbounds [{buf} x {T}], ptr %accbuf, i64 0, i64 %ii",
             f"  store {T} %iv, ptr %iq",
         ]
         chain_start = ["  br label %chainbody", "chainbody:"]
@@ -169,8 +175,8 @@ def chain_rows_module(
         + "".join(f", ptr noalias readonly %{x}" for x in extra_params)
         + ") {",
         "entry:",
-        f"  %accbuf = alloca [{tile} x {T}], align 64",
-        *([f"  %sumbuf = alloca [{tile} x {P}], align 64"] if promote else []),
+        f"  %accbuf = alloca [{buf} x {T}], align 64",
+        *([f"  %sumbuf = alloca [{buf} x {P}], align 64"] if promote else []),
         "  %empty = icmp uge i64 %lo, %hi",
         "  br i1 %empty, label %exit, label %tile",
         "tile:",
@@ -179,7 +185,6 @@ def chain_rows_module(
         "  %ia0 = load i64, ptr %iap0, align 8",
         "  %ibp0 = getelementptr inbounds i64, ptr %ib, i64 %o0",
         "  %ib0 = load i64, ptr %ibp0, align 8",
-        "  %arow = mul i64 %ia0, %Kp",
         "  %rem = sub i64 %hi, %o0",
         f"  %short = icmp ult i64 %rem, {tile}",
         f"  %nt0 = select i1 %short, i64 %rem, i64 {tile}",
@@ -187,7 +192,7 @@ def chain_rows_module(
         "run:",
         "  %nt = phi i64 [ 1, %tile ], [ %rnext, %runcheck ]",
         "  %rfull = icmp uge i64 %nt, %nt0",
-        "  br i1 %rfull, label %init, label %runcheck",
+        "  br i1 %rfull, label %group0, label %runcheck",
         "runcheck:",
         "  %ro = add i64 %o0, %nt",
         "  %riap = getelementptr inbounds i64, ptr %ia, i64 %ro",
@@ -199,12 +204,51 @@ def chain_rows_module(
         "  %rsb = icmp eq i64 %ribv, %rwant",
         "  %rsame = and i1 %rsa, %rsb",
         "  %rnext = add nuw i64 %nt, 1",
-        "  br i1 %rsame, label %run, label %init",
+        "  br i1 %rsame, label %run, label %group0",
+        "group0:",  # the runs that follow with the same columns (other rows of A)
+        "  br label %group",
+        "group:",
+        "  %g1 = phi i64 [ 1, %group0 ], [ %g1next, %gnextblk ]",
+        f"  %gfull = icmp uge i64 %g1, {group}",
+        "  br i1 %gfull, label %gdone, label %gtry",
+        "gtry:",
+        "  %g1start = mul i64 %g1, %nt",
+        "  %g1o = add i64 %o0, %g1start",
+        "  %g1last = add i64 %g1o, %nt",
+        "  %g1fits = icmp ule i64 %g1last, %hi",
+        "  br i1 %g1fits, label %gscan0, label %gdone",
+        "gscan0:",
+        "  %g1iap = getelementptr inbounds i64, ptr %ia, i64 %g1o",
+        "  %g1ia = load i64, ptr %g1iap, align 8",
+        "  br label %gscan",
+        "gscan:",
+        "  %gl = phi i64 [ 0, %gscan0 ], [ %glnext, %gscanok ]",
+        "  %glo = add i64 %g1o, %gl",
+        "  %gliap = getelementptr inbounds i64, ptr %ia, i64 %glo",
+        "  %glia = load i64, ptr %gliap, align 8",
+        "  %glibp = getelementptr inbounds i64, ptr %ib, i64 %glo",
+        "  %glib = load i64, ptr %glibp, align 8",
+        "  %glwant = add i64 %ib0, %gl",
+        "  %glsa = icmp eq i64 %glia, %g1ia",
+        "  %glsb = icmp eq i64 %glib, %glwant",
+        "  %glok = and i1 %glsa, %glsb",
+        "  %glnext = add nuw i64 %gl, 1",
+        "  br i1 %glok, label %gscanok, label %gdone",
+        "gscanok:",
+        "  %gldone = icmp eq i64 %glnext, %nt",
+        "  br i1 %gldone, label %gnextblk, label %gscan",
+        "gnextblk:",
+        "  %g1next = add nuw i64 %g1, 1",
+        "  br label %group",
+        "gdone:",
+        "  %nruns = phi i64 [ %g1, %group ], [ %g1, %gtry ], [ %g1, %gscan ]",
+        "  %nall = mul i64 %nruns, %nt",
+        "  br label %init",
         "init:",
-        "  %ii = phi i64 [ 0, %run ], [ 0, %runcheck ], [ %iinext, %init ]",
+        "  %ii = phi i64 [ 0, %gdone ], [ %iinext, %init ]",
         *init,
         "  %iinext = add nuw i64 %ii, 1",
-        "  %idone = icmp eq i64 %iinext, %nt",
+        "  %idone = icmp eq i64 %iinext, %nall",
         "  br i1 %idone, label %chains, label %init",
         "chains:",
         "  %nochain = icmp eq i64 %nc, 0",
@@ -222,16 +266,29 @@ def chain_rows_module(
         "  %jp = getelementptr inbounds i64, ptr %blocks, i64 %t",
         "  %j = load i64, ptr %jp, align 8",
         f"  %jk = mul i64 %j, {K}",
-        "  %abase = add i64 %arow, %jk",
+        "  br label %grow",
+        "grow:",  # each run of the group on this k-block: B's block stays in cache
+        "  %g = phi i64 [ 0, %stephead ], [ %gnext, %growend ]",
+        "  %gbase = mul i64 %g, %nt",
+        "  %gao = add i64 %o0, %gbase",
+        "  %gaip = getelementptr inbounds i64, ptr %ia, i64 %gao",
+        "  %gai = load i64, ptr %gaip, align 8",
+        "  %garow = mul i64 %gai, %Kp",
+        "  %abase = add i64 %garow, %jk",
         "  br label %compute",
         "compute:",
-        "  %ci = phi i64 [ 0, %stephead ], [ %cinext, %compute ]",
+        "  %ci = phi i64 [ 0, %grow ], [ %cinext, %compute ]",
+        "  %cix = add i64 %gbase, %ci",
         *body.lines,
-        f"  %cq = getelementptr inbounds [{tile} x {T}], ptr %accbuf, i64 0, i64 %ci",
+        f"  %cq = getelementptr inbounds [{buf} x {T}], ptr %accbuf, i64 0, i64 %cix",
         f"  store {T} {d}, ptr %cq",
         "  %cinext = add nuw i64 %ci, 1",
         "  %cdone = icmp eq i64 %cinext, %nt",
         f"  {back}",
+        "growend:",
+        "  %gnext = add nuw i64 %g, 1",
+        "  %gend = icmp eq i64 %gnext, %nruns",
+        "  br i1 %gend, label %stepend, label %grow",
         "stepend:",
         "  %tnext = add nuw i64 %t, 1",
         "  %tdone = icmp eq i64 %tnext, %tend",
@@ -245,17 +302,17 @@ def chain_rows_module(
         "  br label %wloop0",
         "wloop0:",
         "  %wi = phi i64 [ 0, %wstart ], [ %winext, %wloop0 ]",
-        f"  %wq = getelementptr inbounds [{tile} x {P}], ptr {out_buf}, i64 0, i64 %wi",
+        f"  %wq = getelementptr inbounds [{buf} x {P}], ptr {out_buf}, i64 0, i64 %wi",
         f"  %wv = load {P}, ptr %wq",
         f"  %ww = {to_i64('%wv', P)}",
         "  %wo = add i64 %o0, %wi",
         "  %wp = getelementptr inbounds i64, ptr %accout, i64 %wo",
         "  store i64 %ww, ptr %wp, align 8",
         "  %winext = add nuw i64 %wi, 1",
-        "  %wdone = icmp eq i64 %winext, %nt",
+        "  %wdone = icmp eq i64 %winext, %nall",
         "  br i1 %wdone, label %wloop, label %wloop0",
         "wloop:",
-        "  %o0next = add i64 %o0, %nt",
+        "  %o0next = add i64 %o0, %nall",
         "  %tilesdone = icmp uge i64 %o0next, %hi",
         "  br i1 %tilesdone, label %exit, label %tile",
         "exit:",

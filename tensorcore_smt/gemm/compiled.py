@@ -47,7 +47,7 @@ from .element import (
     rounds_operands,
     scale_operand,
 )
-from .outputs import Outputs
+from .outputs import OutputGrid, Outputs
 from .plan import Plan
 from .schedule import OperandRound, Schedule
 
@@ -60,6 +60,10 @@ count at most): A's decoding, hoisted out of the lane loop, is done once per run
 k-block. Measured on one core (best CPU time of 5, load about 3): bf16 250 x 2560 x
 2048 (fp64 formulation) 1.8 G MAC/s with runs of 64, 2.2 with 256 or 1,024; e4m3 64 x
 1920 x 2048 with promotion every 128 (general kernel) 2.2 -> 2.6."""
+GROUP = 8
+"""Runs of the same columns of B (rows of D) that the chain kernel takes together, each
+k-block of B read once for all of them (gemm_ir `group`); the runner hands a tile's
+outputs over column panel by column panel so that such runs follow each other."""
 
 
 def _compiled(
@@ -98,7 +102,7 @@ def chain_ir(p: ModelParams, ca: int, cb: int, promote: tuple | None = None) -> 
         d_fmt, af = promote
         x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
         prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
-    ir = chain_rows_module(d.v, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN)
+    ir = chain_rows_module(d.v, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN, group=GROUP)
     return ir, plan.tiled
 
 
@@ -106,7 +110,7 @@ def _chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
     """The ctypes function of `chain_ir`'s kernel."""
     # lo, hi | A, ia, B, ib, Kp, NB, blocks, ends, nc, acc_in, acc_out
     return _compiled(
-        ("chain-rows", p, ca, cb, promote, RUN),
+        ("chain-rows", p, ca, cb, promote, RUN, GROUP),
         lambda: chain_ir(p, ca, cb, promote),
         11,
         ints=(4, 5, 8),
@@ -141,7 +145,7 @@ def float_chain_ir(
 
     plan = LoopPlan(tiled=True, lanes=FLOAT_LANES)
     ir = chain_rows_module(
-        None, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN, step=step,
+        None, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN, group=GROUP, step=step,
         declarations=tuple(float_fda.DECLARATIONS),
     )  # fmt: skip
     return ir, True
@@ -150,7 +154,7 @@ def float_chain_ir(
 def _float_chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
     """The ctypes function of `float_chain_ir`'s kernel."""
     return _compiled(
-        ("chain-rows-fp64", p, ca, cb, promote, RUN),
+        ("chain-rows-fp64", p, ca, cb, promote, RUN, GROUP),
         lambda: float_chain_ir(p, ca, cb, promote),
         11,
         ints=(4, 5, 8),
@@ -171,22 +175,35 @@ def _map_fn(parts: tuple, widths: list[int], build: Callable[[list[BV]], BV]):
 TILE_STEPS = 1 << 20
 """Instruction steps per tile (outputs x steps per output): tens of milliseconds on a
 core for most instructions, so an interrupt stops the runner that quickly."""
-MAX_TILE = 1 << 14
+MAX_TILE = 1 << 17
 """Outputs per tile at most: the runner's working set (a few uint64 arrays of a tile per
 worker) is bounded by it, whatever M x N is."""
 MIN_TILE = 64
 
 
-def tile_outputs(n: int, steps: int, n_threads: int) -> int:
+def tile_outputs(n: int, steps: int, n_threads: int, row: int = 0) -> int:
     """Outputs per tile for `n` outputs of `steps` instruction steps each: about
     TILE_STEPS steps, at least MIN_TILE and at
     most MAX_TILE outputs, small enough that every thread gets one, and a multiple of
-    RUN when it holds one."""
+    RUN when it holds one; `row`: outputs per row of D (0: not a grid), a tile then
+    holds GROUP rows where MAX_TILE allows."""
     t = max(MIN_TILE, min(MAX_TILE, TILE_STEPS // max(1, steps)))
+    if row and t < GROUP * row <= MAX_TILE:
+        t = GROUP * row
     t = min(t, -(-n // max(1, n_threads)))
     if t >= RUN:  # whole runs: a tile edge inside a row cuts a run, whose tail is scalar
         t -= t % RUN
     return max(1, t)
+
+
+def panel_order(ia: np.ndarray, ib: np.ndarray) -> np.ndarray | None:
+    """The order in which the chain kernel takes a tile's outputs: column panel of RUN
+    columns by column panel, within a panel row by row (columns ascending), so that the
+    runs of a panel's rows follow each other and share B's k-blocks (GROUP); None when
+    the tile reads one row of A (its row-major order is that order)."""
+    if len(ia) < 2 or ia.min() == ia.max():
+        return None
+    return np.lexsort((ib, ia, ib // RUN))
 
 
 def _map(fn, inputs: list[np.ndarray]) -> np.ndarray:
@@ -361,8 +378,13 @@ def run_gemm(
     def work(lo: int, hi: int) -> None:
         zero = np.zeros(hi - lo, dtype=np.uint64)
         c = None if c_bits is None else np.ascontiguousarray(c_bits[lo:hi], dtype=np.uint64)
+        order = None
         if ep.reads_ab:
             ia, ib = outputs.rows(lo, hi)
+            order = panel_order(ia, ib)
+            if order is not None:
+                ia, ib = ia[order], ib[order]
+                c = None if c is None else c[order]
 
             def split(s: int, sp, seed: np.ndarray | None) -> np.ndarray:
                 acc0 = c if c_joins(plan, s, c is not None) else zero
@@ -388,8 +410,12 @@ def run_gemm(
             acc = zero
         if ep_fn is not None:
             acc = _map(ep_fn, [acc] + ([c] if c_term else []))
-        out[lo:hi] = acc
+        if order is not None:
+            out[lo + order] = acc
+        else:
+            out[lo:hi] = acc
 
     n = len(outputs)
     n_threads = min(threads(), max(1, n // MIN_OUTPUTS_PER_THREAD))
-    run_tiles(n, tile_outputs(n, plan.steps(), n_threads), work, n_threads)
+    row = outputs.N if isinstance(outputs, OutputGrid) else 0
+    run_tiles(n, tile_outputs(n, plan.steps(), n_threads, row), work, n_threads)
