@@ -193,3 +193,28 @@ def test_identify_gemm_climbs_every_family_seed_only_when_due(monkeypatch):
     confirms = [i for i, st in enumerate(res.steps) if st.kind == "confirm" and st.killed]
     assert calls.count(True) == 1 + len(confirms)
     assert not sp.reclimb_seeds and resolve_space("volta", None, None).reclimb_seeds
+
+
+def test_instruction_pairs_reach_the_larger_pool_only_when_undecided():
+    """A pair that differs only inside the instruction (carry_bits) is asked on the
+    instruction; rows of K products from the larger pool are searched for it only once
+    a solver left that question undecided, and never once it is proved equal. A pair of
+    schedules (promote) is searched at once."""
+    from tensorcore_smt.identify.gemm import make_gemm_oracle
+    from tensorcore_smt.identify.loop import Identifier, Proof
+    from tensorcore_smt.smt.solve import Limits, Verdict
+
+    sp = load_gemm_space("hopper", 256, FP8, None)
+    fam = sp.families[0].name
+    rep = sp.make(fam, {"schedule.promote": 128})
+    carry = sp.make(fam, {"schedule.promote": 128, "carry_bits": 6})
+    sched = sp.make(fam, {"schedule.promote": 128, "schedule.split_k": 2})
+    assert sp.instruction_only(rep, carry) and not sp.instruction_only(rep, sched)
+    assert sp.reduced_query(rep, sched) is None and sp.reduced_query(rep, carry) is not None
+    oracle = make_gemm_oracle(f"variant:{HIDDEN}", sp)
+    ident = Identifier(sp, oracle, 200, Limits(timeout=1.0))
+    assert ident._deep_due(rep, sched) and not ident._deep_due(rep, carry)
+    ident.res.proofs.append(Proof(rep, carry, Verdict.UNKNOWN, [], 1.0))
+    assert ident._deep_due(rep, carry)
+    ident.res.proofs[-1] = Proof(rep, carry, Verdict.UNSAT, [], 1.0, True)
+    assert not ident._deep_due(rep, carry)

@@ -303,6 +303,19 @@ class GemmSpace(Space):
         b = self.base
         return association_rows(b.p.a_fmt, b.p.b_fmt, b.c_fmt, b.K, plans, seed=seed)
 
+    def instruction_only(self, a: Hypothesis, b: Hypothesis) -> bool:
+        """Whether `a` and `b` have one schedule and plan and differ only in instruction
+        parameters the GEMM element reads nowhere but in the instruction's own steps
+        (then `reduced_query` asks their question on the instruction)."""
+        try:
+            ma, mb = self.model(a), self.model(b)
+        except (UserError, ValueError):
+            return False
+        if ma.schedule != mb.schedule or ma.plan != mb.plan or ma.p == mb.p:
+            return False
+        diff = {f for f in _param_names() if getattr(ma.p, f) != getattr(mb.p, f)}
+        return not (diff & GEMM_READS)
+
     def reduced_query(self, a: Hypothesis, b: Hypothesis, c_zero: bool = False):
         """The instruction-level question in place of the GEMM one, where it decides it:
         `a` and `b` have one schedule and plan and differ only in instruction parameters
@@ -319,14 +332,7 @@ class GemmSpace(Space):
         from ..smt.query import Goal
         from ..smt.resolve import make_query
 
-        try:
-            ma, mb = self.model(a), self.model(b)
-        except (UserError, ValueError):
-            return None
-        if ma.schedule != mb.schedule or ma.plan != mb.plan or ma.p == mb.p:
-            return None
-        diff = {f for f in _param_names() if getattr(ma.p, f) != getattr(mb.p, f)}
-        if diff & GEMM_READS:
+        if not self.instruction_only(a, b):
             return None
         base = self.variant or self.arch
         fix = (Constraint(ConstraintKind.FIX, "c", bits=0),) if c_zero else ()

@@ -404,15 +404,13 @@ class Identifier:
     def _deep_split(self, members: list[Hypothesis]) -> list[int]:
         """Rows of a larger pool on which members of one class differ; they are added to
         the row table and their indices returned. Members a solver or a structural
-        reason proved equal to the class's first stay out (no row splits them), and the
+        reason proved equal to the class's first stay out (no row splits them), so do
+        members whose question goes to the instruction until a solver leaves it undecided
+        (`_deep_due`), and the
         pool is searched a growing prefix at a time (DEEP_FIRST rows, then four times
         as many), so members that differ often cost a few thousand rows, not all."""
         rep = members[0]
-        members = [rep] + [
-            h
-            for h in members[1:]
-            if not ((p := self.res.proof_between(rep, h)) and p.verdict.unsat)
-        ]
+        members = [rep] + [h for h in members[1:] if self._deep_due(rep, h)]
         if len(members) < 2:
             return []
         deep = self._deep_pool()
@@ -424,6 +422,16 @@ class Identifier:
             if picks or n >= len(deep):
                 return self._take_deep([int(self.deep_order[i]) for i in picks])
             n = min(4 * n, len(deep))
+
+    def _deep_due(self, rep: Hypothesis, h: Hypothesis) -> bool:
+        """Whether the larger pool is searched for rows splitting `h` from `rep`: not once
+        they are proved equal, and for a pair asked on the instruction
+        (`Space.instruction_only`: rows of K products cost far more than the
+        instruction's question) only after a solver left that question undecided."""
+        p = self.res.proof_between(rep, h)
+        if p is not None:
+            return not p.verdict.unsat
+        return not self.space.instruction_only(rep, h)
 
     def _structured_split(self, members: list[Hypothesis], seed: int = 0) -> list[int]:
         """Rows built from the members' structure (`Space.structured_rows`: for GEMM
@@ -527,8 +535,11 @@ class Identifier:
                 break
         if not witness_rows and not self.no_solver:
             self._retry(rep, members, witness_rows, pending)
-        if not witness_rows:
-            return False
+        if not witness_rows:  # pairs left undecided on the instruction: the larger pool
+            rows = self._deep_split(members)
+            return bool(rows) and self.ask(
+                rows, "split", f"rows of a larger pool splitting {len(members)} survivors"
+            )
         start = len(self.res.vectors)
         sent = self.ask(witness_rows, "solver", "solver witnesses between survivors")
         for p in pending:

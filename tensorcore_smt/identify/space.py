@@ -177,6 +177,11 @@ class Space:
         no solver needed)."""
         return self.params(a) == self.params(b)
 
+    def instruction_only(self, a: Hypothesis, b: Hypothesis) -> bool:
+        """Whether the question between `a` and `b` is asked on the instruction in place
+        of this space's own (`reduced_query`); never in instruction spaces."""
+        return False
+
     def reduced_query(self, a: Hypothesis, b: Hypothesis, c_zero: bool = False):
         """A smaller question that decides `query(a, b)` (`c_zero`: one whose witnesses
         only count), or None (instruction spaces: the query is already the
