@@ -224,19 +224,29 @@ def test_ragged_rules_plan_at_their_corners():
     assert seen > 300
 
 
-def test_ragged_recipe_is_the_split_of_sixteen_wide_tiles():
-    """Label.recipe against a brute-force count: K cut into 16-wide k-tiles, cdiv(tiles,
-    S) per part, parts without a tile dropped (at most 512 parts, at most 4096 wide)."""
+def test_ragged_recipe_is_cutlass_split_ranges():
+    """Label.recipe against a brute-force count: CUTLASS 2.x's gemm_k_size, cdiv(K, S)
+    rounded up to 8 elements, one range per split, splits without an element dropped
+    (S at most 512); the plan's parts own exactly those ranges' elements."""
     from tensorcore_smt.gemm.library_rules import Rule
+    from tensorcore_smt.gemm.plan import k_positions, plan_for
+    from tensorcore_smt.gemm.schedule import parse_schedule
+
+    def cdiv(a: int, b: int) -> int:
+        return -(-a // b)
 
     for s in (2, 3, 7, 16, 33, 132, 396, 792):
-        for k in range(17, 20000, 97):
-            tiles = -(-k // 16)
-            per = max(-(-tiles // s), -(-tiles // 512))
-            width = min(4096, 16 * per)
-            parts = sum(1 for i in range(s + 600) if i * width < k)
+        for k in range(9, 20000, 97):
+            q = 8 * cdiv(cdiv(k, min(s, 512)), 8)
+            parts = sum(1 for i in range(s) if i * q < k)
             text = Rule(half_tree.Label(s, 2).recipe()).text(5, 7, k)
-            assert text == f"hopper/serial[split_k={parts},split_tile={width}]", (s, k)
+            assert text == f"hopper/serial[split_k={parts},split_range=8]", (s, k)
+            if k < 2000 and s in (3, 33):
+                plan = plan_for(parse_schedule(text.split("/")[1]), k, 16)
+                pos = k_positions(k, plan.gap, plan.gaps) // 16
+                for i, sp in enumerate(plan.splits):
+                    want = {int(b) for b in pos[i * q : min(k, (i + 1) * q)]}
+                    assert want <= set(sp.chains[0]), (s, k, i)
     assert half_tree.Label(1, 4).recipe() == "hopper/serial"
     assert half_tree.Label(5, 4).recipe().endswith(",round_partials=all]")
 

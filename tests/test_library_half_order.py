@@ -1,8 +1,9 @@
 """The k order of cuBLAS's sm80-style fp16/bf16 kernels (hardware/half_order.py) against
-GPU records: held-out H200 and H100 calls on `cancel` inputs (one element in eight at
-2^BIG) that the ragged tables' one-chain rules reproduce bit for bit in the kernel's
-order (the partial k-tile first; m16n8k8 steps for algo 24 without stages) and that the
-same chain zero-padded at the end, or in the other instruction's steps, does not."""
+GPU records: held-out H200 and H100 calls, most on `cancel` inputs (one element in eight
+at 2^BIG), that the ragged tables' rules reproduce bit for bit in the kernel's order
+(the partial k-tile first; m16n8k8 steps for algo 24 without stages; split-K over
+CUTLASS 2.x element ranges, each laid out on its own) and that the same chain
+zero-padded at the end, the other instruction's steps or 16-wide k-tiles do not."""
 
 from __future__ import annotations
 
@@ -90,13 +91,47 @@ def test_order_of_heuristic_fields():
     assert majority([]) == (None, 0, 0)
 
 
-def test_split_recipes_are_not_reordered():
-    """Only one-chain rules carry the order: a split rule's parts are cut otherwise."""
-    n = 0
-    for t in TABLES:
-        if t.name.startswith("20-half-ragged-"):
-            for r in t.rules:
-                if "split_k=" in r.recipe:
-                    assert "residue_tile" not in r.recipe and "K=8" not in r.recipe
-                    n += 1
-    assert n > 1000
+# split-K calls: CUTLASS 2.x ranges (split_range=8), each in the kernel's k order; and
+# the alternatives that miss: "tiles" (the same count of 16-wide k-tiles), "end" (the
+# ranges zero-padded at their ends), "group" (the other instruction's steps)
+SPLIT_CASES = [
+    ("h200 grid 2000102 matmul.bf16.rr0 50x2914x291 cancel", "tiles end group"),
+    ("h200 random 9001797 matmul.bf16.rr0 680x79x189 cancel", "tiles end group"),
+    ("h200 random 9000560 matmul.bf16.rr1 215x13x416 cancel", "group"),
+    ("h200 random 9000464 linear.bf16.rr0 303x7x266 cancel", "group"),
+]
+
+
+@pytest.mark.parametrize("case,wrong", SPLIT_CASES)
+def test_split_ranges_in_kernel_order_reproduce_held_out_calls(case, wrong):
+    """A split rule's recipe (element ranges of 8*cdiv(cdiv(K, 8), S), each range laid
+    out on its own in the kernel's order) reproduces the held-out call; the named
+    alternatives miss it."""
+    import re
+
+    gpu, part, seed, cls, dims, kind = case.split()
+    shape = tuple(int(x) for x in dims.split("x"))
+    call = next(
+        c
+        for c in heldout_calls(gpu)
+        if (c.part, c.seed, c.cls.name, (c.m, c.n, c.k), c.kind.value)
+        == (part, int(seed), cls, shape, kind)
+    )
+    got = decide(cls, *shape, gpu, TABLES)
+    assert got is not None and got[2].name == half_tree.table_name(cls)
+    recipe = got[0]
+    assert "split_range=8" in recipe and "residue_tile=" in recipe
+    assert mismatches(call, recipe) == 0
+    parts = int(re.search(r"split_k=(\d+)", recipe).group(1))
+    tiles = -(-shape[2] // 16)
+    width = 16 * -(-tiles // parts)
+    end = re.sub(r",residue_tile=\d+", "", recipe)
+    alternatives = {
+        "tiles": end.replace("split_range=8", f"split_tile={width}"),
+        "end": end,
+        "group": recipe.replace(K8_VARIANT, "hopper")
+        if K8_VARIANT in recipe
+        else recipe.replace("hopper/", f"{K8_VARIANT}/"),
+    }
+    for name in wrong.split():
+        assert mismatches(call, alternatives[name]) > 0, name

@@ -5,11 +5,14 @@
 own heuristic fields as a classification tree over M, N, K and M*N (Breiman et al. 1984;
 the tree of library_tree.grow), each leaf one decision-table rule (gemm/library_rules.py).
 
-What a label computes (results/cublas/half.md): K cut into 16-wide k-tiles, cdiv(tiles, S)
-contiguous tiles per split (splits left without a tile do not exist), each split a chain
-from +0, the fp32 partials added serially; reduction scheme 4 (the output type, torch's
-reduced-precision flag on) rounds each partial to fp16/bf16 first. At most MAX_PARTIALS
-partials (the engines recurse once per partial).
+What a label computes (results/cublas/half.md): CUTLASS 2.x split-K over element ranges
+(split_range): split s owns K elements [s*q, (s+1)*q), q = 8*cdiv(cdiv(K, 8), S) (the
+kernel's gemm_k_size rounded to kAlignK = 8 elements of 16 bits; splits left without an
+element do not exist), each range a chain from +0 in the kernel's k order (its own
+partial k-tile first; half_order.py), the fp32 partials added serially; reduction scheme
+4 (the output type, torch's reduced-precision flag on) rounds each partial to fp16/bf16
+first, scheme 1 (in place) adds each to the output in the output type. At most
+MAX_PARTIALS partials (the engines recurse once per partial).
 
 `python -m tensorcore_smt.hardware.half_tree [--out DIR]` writes one table per class
 (20-half-ragged-<op>-<dtype>-<rr>.toml), the same every run.
@@ -37,11 +40,9 @@ GPUS = ("h200", "h100")
 OPS = ("matmul", "linear")
 DTYPES = ("fp16", "bf16")
 FLAGS = ("rr1", "rr0")
-K_TILE = 16
-"""k-depth of the sm80-style kernels' CTA tile: the unit the split deals out."""
+K_ALIGN = 8
+"""CUTLASS 2.x's kAlignK for 16-bit operands (128 bits): split ranges are multiples of it."""
 MAX_PARTIALS = 512
-MAX_WIDTH = 4096
-"""The widest part a schedule takes (split_tile)."""
 DEPTH = 12
 MIN_LEAF = 2
 
@@ -68,17 +69,16 @@ class Label:
         """The GEMM hypothesis text, with {expr} parts of k (gemm/library_rules.py)."""
         if self.splits <= 1:
             return "hopper/serial"
-        t = f"cdiv(k, {K_TILE})"
-        per = f"max(cdiv({t}, {self.splits}), cdiv({t}, {MAX_PARTIALS}))"
-        width = f"min({MAX_WIDTH}, {K_TILE}*{per})"
+        s = min(self.splits, MAX_PARTIALS)
+        q = f"{K_ALIGN}*cdiv(cdiv(k, {K_ALIGN}), {s})"
         extra = SCHEME_FIELDS.get(self.scheme, "")
-        return f"hopper/serial[split_k={{cdiv(k, {width})}},split_tile={{{width}}}{extra}]"
+        return f"hopper/serial[split_k={{cdiv(k, {q})}},split_range={K_ALIGN}{extra}]"
 
     @property
     def one_split_below(self) -> int:
-        """K up to which the recipe has one part (K_TILE: one k-tile), where fields that
-        need partials are left out; 0 where there are none."""
-        return K_TILE if self.splits > 1 and SCHEME_FIELDS.get(self.scheme) else 0
+        """K up to which the recipe has one part (K_ALIGN: one range), where it is one
+        chain instead (split_range needs two); 0 without a split."""
+        return K_ALIGN if self.splits > 1 else 0
 
 
 def label_of(fields: dict) -> Label:
@@ -186,11 +186,11 @@ HEADER = """\
 # (the sm80-style kernels): the split-K count S and reduction scheme cuBLASLt's
 # heuristic picks, learnt as boxes of M, N, K, M*N from its answers over {n} misaligned
 # shapes per GPU (the sweep and the fit calls' fields; hardware/half_tree.py wrote this
-# file; do not edit by hand). K in 16-wide k-tiles, cdiv(tiles, S) per split, fp32
-# partials added serially (scheme 4: each rounded to the output type first; scheme 1:
-# added in place in the output type). One-chain rules run in the k order most of their
-# box's shapes get (half_order.py: the partial k-tile first; m16n8k8 steps for algo 24
-# without stages). torch.bmm and the transposed matmuls fall through: the matmul and
+# file; do not edit by hand). K in ranges of q = 8*cdiv(cdiv(K, 8), S) elements, one per
+# split (split_range), fp32 partials added serially (scheme 4: each rounded to the
+# output type first; scheme 1: added in place in the output type). Every chain runs in
+# the k order most of the box's shapes get (half_order.py: the partial k-tile first;
+# m16n8k8 steps for algo 24 without stages). torch.bmm and the transposed matmuls fall through: the matmul and
 # F.linear trees reproduced fewer of their recorded calls.
 classes = ["{cls}"]
 instr = ""
@@ -223,11 +223,8 @@ def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
                 one = [list(b) for b in box]
                 one[2][1] = min(one[2][1], low)
                 for sub, order, o_hit, o_n in box_orders(orders, shapes, one, depth=0):
-                    say = f"{why}, one k-tile" + _order_why(order, o_hit, o_n)
+                    say = f"{why}, one range" + _order_why(order, o_hit, o_n)
                     rules.append(_rule(gpu, sub, ordered("hopper/serial", order), say))
-            if lab.splits > 1:
-                rules.append(_rule(gpu, box, lab.recipe(), why))
-                continue
             for sub, order, o_hit, o_n in box_orders(orders, shapes, box):
                 say = why + _order_why(order, o_hit, o_n)
                 rules.append(_rule(gpu, sub, ordered(lab.recipe(), order), say))
@@ -235,8 +232,8 @@ def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
 
 
 def ordered(recipe: str, order: KernelOrder | None) -> str:
-    """`recipe` (one chain) in the kernel's k order (half_order.py); split recipes are
-    left as they are (their parts are laid out otherwise: results/cublas/half.md)."""
+    """`recipe` (one chain, or a split over element ranges, split_range: each range
+    laid out on its own) in the kernel's k order (half_order.py)."""
     return recipe if order is None else order.apply(recipe)
 
 
