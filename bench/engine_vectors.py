@@ -5,7 +5,8 @@ engine.json; `--vectors-only` recomputes this section alone). For one instructio
 each family the chain kernel's lane loop is described by engine/vectors.py: the SIMD
 lanes, the vector types it computes in and the widest register of the machine code in
 its largest block. `time_split` compares a whole `tc.matmul` call with the one chain
-kernel call inside it (one thread, best CPU time of several): the rest is the Python
+kernel call inside it (one thread, best CPU time of several; the outputs in the order
+the runner hands them over, compiled.panel_order): the rest is the Python
 and numpy around the kernel (operand tables, index arrays, the result's conversion).
 """
 
@@ -81,9 +82,14 @@ def time_split(hyp: str, instr: str, dtype, M: int, K: int, N: int, repeat: int 
         n = M * N
         ia = np.repeat(np.arange(M, dtype=np.int64), N)
         ib = np.tile(np.arange(N, dtype=np.int64), M)
+        order = compiled.panel_order(ia, ib)  # as the runner hands them over
+        if order is not None:
+            ia, ib = ia[order], ib[order]
         chain = (np.arange(K // p.K, dtype=np.int64), np.array([K // p.K], dtype=np.int64))
         zero = np.zeros(n, dtype=np.uint64)
         out = t.run(fn, chain, ia, ib, zero)
+        if order is not None:
+            out[order] = out.copy()
         best_kernel = min(_cpu(lambda: t.run(fn, chain, ia, ib, zero)) for _ in range(repeat))
     finally:
         if old is None:
