@@ -322,3 +322,21 @@ def test_solver_finds_a_rounding_conversion_wrong(monkeypatch):
     p = _params("hopper", ml_dtypes.float8_e4m3fn).params
     monkeypatch.setattr(z3, "RTZ", z3.RNE)
     assert not _bitwuzla_unsat(_term_lemma(p, p.a_fmt))
+
+
+@pytest.mark.parametrize("fmt", [Format.BF16, Format.FP16, Format.E4M3, Format.E5M2])
+def test_finite_table_agrees_with_the_decode_of_every_pattern(fmt):
+    """The one-pass check (x & m == m) says what the model's decode says: tables of
+    random finite patterns, then each special pattern planted at a random place (one
+    beyond the first chunk too)."""
+    finite = float_fda.decoded(fmt).finite
+    pats = np.arange(1 << fmt.spec.storage)
+    dtype = np.uint16 if fmt.spec.storage > 8 else np.uint8
+    table = RNG.choice(pats[finite], size=(3, float_fda.CHUNK)).astype(dtype)
+    assert float_fda.finite_table(table, fmt)
+    for x in pats[~finite]:
+        t = table.copy()
+        t.reshape(-1)[RNG.integers(0, t.size)] = x
+        assert not float_fda.finite_table(t, fmt), hex(x)
+    if fmt == Format.E4M3:
+        assert float_fda.special_mask(fmt) is None  # its NaN: the table look-up

@@ -211,11 +211,37 @@ def decoded(fmt: Format) -> Decoded:
     return Decoded(v32 if exact else None, exp.astype(np.int16), finite)
 
 
+@cache
+def special_mask(fmt: Format) -> int | None:
+    """m such that a pattern x of `fmt` is NaN or Inf exactly when x & m == m, read off
+    the model's decode of every pattern (the all-ones exponent field of IEEE formats;
+    e4m3's NaN alone has none: None)."""
+    s = fmt.spec
+    m = ((1 << s.ebits) - 1) << s.mbits
+    pats = np.arange(1 << s.storage, dtype=np.uint64)
+    if np.array_equal(~decoded(fmt).finite, (pats & m) == m):
+        return m
+    return None
+
+
+CHUNK = 1 << 16
+"""Elements per step of `finite_table`'s pass (a few hundred kilobytes of temporaries)."""
+
+
 def finite_table(table: np.ndarray, fmt: Format) -> bool:
-    """Whether every pattern of an operand table is a finite value of `fmt`."""
+    """Whether every pattern of an operand table is a finite value of `fmt`: one pass of
+    x & m == m where `special_mask` holds, else a look-up of every pattern."""
     if fmt.spec.storage > 16:
         return False
-    return bool(decoded(fmt).finite[np.asarray(table).reshape(-1)].all())
+    flat = np.asarray(table).reshape(-1)
+    m = special_mask(fmt)
+    if m is None:
+        return bool(decoded(fmt).finite[flat].all())
+    m = flat.dtype.type(m)
+    for i in range(0, len(flat), CHUNK):
+        if ((flat[i : i + CHUNK] & m) == m).any():
+            return False
+    return True
 
 
 # --- the kernel's step ------------------------------------------------------------
