@@ -353,3 +353,39 @@ def test_addmm_tf32_table_is_what_the_generator_writes(tmp_path):
     write_table(tmp_path, ["h200", "h100"])
     stored = data_dir("schedules") / "library" / f"{TABLE}.toml"
     assert (tmp_path / f"{TABLE}.toml").read_text() == stored.read_text()
+
+
+# F.linear with a bias on fp32 operands: cuBLASLt's bias epilogue runs its own kernel;
+# the recorded-shape tables (hardware/bias_shapes.py) name it at the fit shapes.
+BIAS_SHAPES = [
+    ("linear-bias.fp32", (64, 64, 64), "cancel", "05-bias-fp32"),
+    ("linear-bias.fp32", (64, 64, 64), "normal", "05-bias-fp32"),
+]
+
+
+@pytest.mark.parametrize("cls,shape,kind,table", BIAS_SHAPES)
+def test_linear_bias_fp32_runs_its_own_kernel_at_recorded_shapes(cls, shape, kind, table):
+    """Held-out H200 calls (seed 2) at a fit shape: the recorded-shape table's recipe
+    reproduces them bit for bit; F.linear's own recipe with the bias in the epilogue
+    (what 05-epilogue-linear would decide) does not."""
+    from tensorcore_smt.gemm.library_rules import decide, tables, with_fields
+    from tensorcore_smt.hardware.library_fit import mismatches
+
+    c = _call("h200", 2, cls, shape, kind)
+    recipe, instr, t, _ = decide(cls, *shape, "h200")
+    assert t.name == table and "c_join=epilogue" in recipe
+    assert mismatches(c, recipe, instr or "default") == 0
+    others = [u for u in tables() if not u.name.startswith("05-bias")]
+    linear, linstr, _, _ = decide("linear.fp32", *shape, "h200", others)
+    assert mismatches(c, with_fields(linear, "c_join=epilogue"), linstr or "default") > 0
+
+
+def test_bias_shape_candidates_include_eight_wide_ranges():
+    """The bias path's contiguous splits have ranges of 8-wide multiples where F.linear's
+    have 4-wide ones (64 x 64 x 64: four ranges of 16): the candidates hold both."""
+    from tensorcore_smt.hardware.bias_shapes import fp32_candidates
+
+    cands = fp32_candidates({"algo_id": 20, "splitk_num": 132}, 64)
+    assert "hopper/serial[split_k=4,split_tile=16]" in cands
+    assert "hopper/serial[split_k=16,split_tile=4]" in cands
+    assert cands[-1] != cands[0] and len(cands) == len(set(cands))
