@@ -300,6 +300,17 @@ def test_addmm_small_m_and_gemv_kernels_scale_an_operand_first(seed, call, field
         assert mismatches(c, plain) > 0
 
 
+def test_with_fields_replaces_a_field_the_recipe_names():
+    """An epilogue rule's fields take the place of the base recipe's fields of the same
+    name (the bias path's own split over F.linear's), others are appended."""
+    from tensorcore_smt.gemm.library_rules import with_fields
+
+    got = with_fields("hopper/serial[split_k=2,split_tile=32]", "split_tile=16,c_join=epilogue")
+    assert got == "hopper/serial[split_k=2,split_tile=16,c_join=epilogue]"
+    assert with_fields("hopper", "c_join=epilogue") == "hopper/serial[c_join=epilogue]"
+    tc.matmul(got, np.ones((2, 64), np.float32), np.ones((64, 2), np.float32), instr=FFMA)
+
+
 def test_base_fields_match_the_named_fields_of_the_base_recipe(tmp_path):
     """An epilogue rule with base_fields applies where the base recipe names each field
     with that value; a malformed value is one UserError naming the key."""
@@ -389,3 +400,27 @@ def test_bias_shape_candidates_include_eight_wide_ranges():
     assert "hopper/serial[split_k=4,split_tile=16]" in cands
     assert "hopper/serial[split_k=16,split_tile=4]" in cands
     assert cands[-1] != cands[0] and len(cands) == len(set(cands))
+
+
+@pytest.mark.parametrize(
+    "seed,shape,kind,part",
+    [(1, (648, 49, 34), "normal", "holdout"), (2, (131, 2, 226), "cancel", "random")],
+)
+def test_linear_bias_fp32_splits_in_eight_wide_ranges_between_recorded_shapes(
+    seed, shape, kind, part
+):
+    """Held-out H200 calls at unrecorded shapes where F.linear runs split-K: the bias
+    path's five ranges of 8*ceil(K/40) (05-epilogue-linear-fp32) reproduce them; F.linear's
+    own split with the bias in the epilogue does not."""
+    from tensorcore_smt.gemm.library_rules import decide, tables, with_fields
+    from tensorcore_smt.hardware.library_fit import mismatches
+
+    c = _call("h200", seed, "linear-bias.fp32", shape, kind, part)
+    recipe, instr, t, _ = decide("linear-bias.fp32", *shape, "h200")
+    q = 8 * -(-shape[2] // 40)
+    assert t.name == "05-epilogue-linear-fp32" and f"split_tile={q}," in recipe
+    assert mismatches(c, recipe, instr) == 0
+    base = [u for u in tables() if u.base is None]
+    linear, _, _, _ = decide("linear.fp32", *shape, "h200", base)
+    assert "split_k=" in linear
+    assert mismatches(c, with_fields(linear, "c_join=epilogue"), instr) > 0

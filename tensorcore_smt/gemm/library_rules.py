@@ -266,16 +266,26 @@ def read_table(path: Path) -> Table:
 
 
 def with_fields(recipe: str, extra: str) -> str:
-    """`recipe` with schedule fields `extra` added: hopper/serial[split_k=2] +
-    c_join=output -> hopper/serial[split_k=2,c_join=output]."""
+    """`recipe` with schedule fields `extra` added, a field the recipe names already
+    taking the new value in its place: hopper/serial[split_k=2] + c_join=output ->
+    hopper/serial[split_k=2,c_join=output]; + split_k=4 -> hopper/serial[split_k=4]."""
     if not extra:
         return recipe
     if "/" not in recipe:
         recipe += "/serial"
     arch, sched = recipe.split("/", 1)
-    if sched.endswith("]"):
-        return f"{arch}/{sched[:-1]},{extra}]"
-    return f"{arch}/{sched}[{extra}]"
+    if not sched.endswith("]"):
+        return f"{arch}/{sched}[{extra}]"
+    name, body = sched[:-1].split("[", 1)
+    items = [f for f in body.split(",") if f]
+    for f in extra.split(","):
+        key = f.split("=", 1)[0] + "="
+        at = [i for i, g in enumerate(items) if g.startswith(key)]
+        if at:
+            items[at[0]] = f
+        else:
+            items.append(f)
+    return f"{arch}/{name}[{','.join(items)}]"
 
 
 @cache
