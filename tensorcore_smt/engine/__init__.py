@@ -1,7 +1,8 @@
 """The compiled engine: the model's symbolic DAG lowered to LLVM IR and compiled.
 
 A fourth interpreter of the one algorithm (docs/engine.md). Modules, one job each:
-  dag.py        the symbolic DAG of one instruction (model.dot_add on SymbolicBackend)
+  dag.py        the symbolic DAG of one instruction (model.dot_add on KernelBackend:
+                a count of leading zeros is one node)
   lower.py      QF_BV terms -> LLVM IR instructions
   kernel_ir.py  the body wrapped as a CPU row loop or an NVPTX kernel
   loops.py      how a loop is vectorised (SIMD lanes), chosen from the DAG
@@ -12,6 +13,8 @@ A fourth interpreter of the one algorithm (docs/engine.md). Modules, one job eac
   cuda.py       the GPU launch through the CUDA driver (optional `cuda` extra)
   gemm_ir.py    the GEMM runner's kernels: chains with lanes across N, elementwise maps
                 (the runner itself, which walks a GEMM plan, is gemm/compiled.py)
+  float_fda.py  the fp64 formulation of a class of fused dot-add units
+  vectors.py    what LLVM's vectorisers made of a kernel's lane loop
   choice.py     the Engine enum and the default engine per batch
   run.py        the API's entry point
 """
