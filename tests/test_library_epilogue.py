@@ -424,3 +424,24 @@ def test_linear_bias_fp32_splits_in_eight_wide_ranges_between_recorded_shapes(
     linear, _, _, _ = decide("linear.fp32", *shape, "h200", base)
     assert "split_k=" in linear
     assert mismatches(c, with_fields(linear, "c_join=epilogue"), instr) > 0
+
+
+TF32_SPLIT = "hopper/serial[operand_round=rne,split_k=8,split_range=4,residue_tile=16]"
+
+
+@pytest.mark.parametrize("shape,kind", [((13, 126, 997), "wide"), ((8, 52, 756), "normal")])
+def test_linear_bias_tf32_runs_one_chain_where_linear_splits(shape, kind):
+    """Held-out H200 calls (seed 2) at unrecorded shapes: over an F.linear recipe that
+    splits K (a TF32 split-K kernel as a stand-in base), the epilogue tables decide one
+    TF32 chain with the bias in the epilogue (05-epilogue-linear-tf32), which reproduces
+    the calls; the split with the bias in the epilogue does not."""
+    from tensorcore_smt.gemm.library_rules import Rule, Table, decide, tables, with_fields
+    from tensorcore_smt.hardware.library_fit import mismatches
+
+    c = _call("h200", 2, "linear-bias.tf32", shape, kind, "random")
+    stand_in = Table("base", ("linear.*",), "", (Rule(TF32_SPLIT),))
+    pool = [t for t in tables() if t.base is not None] + [stand_in]
+    recipe, instr, t, _ = decide("linear-bias.tf32", *shape, "h200", pool)
+    assert t.name == "05-epilogue-linear-tf32" and "split_k=1," in recipe
+    assert mismatches(c, recipe, instr or "default") == 0
+    assert mismatches(c, with_fields(TF32_SPLIT, "c_join=epilogue")) > 0
