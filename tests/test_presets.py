@@ -189,3 +189,17 @@ def test_bad_family_and_quirk_references_are_refused(tmp_path, file, old, new, m
     path.write_text(text.replace(old, new, 1))
     with pytest.raises(TableError, match=re.escape(message)):
         build_presets(folder)
+
+
+def test_a_preset_built_alone_is_the_catalogue_s_own():
+    """PRESETS builds only the architecture read (build_one); it equals the preset of
+    the whole catalogue, and names it does not hold are KeyErrors without a build."""
+    from tensorcore_smt.spec.catalogue import PRESETS, build_one
+
+    whole = build_presets()
+    assert list(PRESETS) == list(whole)
+    for name, preset in whole.items():
+        assert build_one(name) == preset and PRESETS[name] == preset
+    assert "no-such-arch" not in PRESETS
+    with pytest.raises(KeyError):
+        PRESETS["no-such-arch"]

@@ -405,28 +405,56 @@ def build_presets(directory: Path | None = None) -> dict[str, Preset]:
     return {a["name"]: build_preset(a, tables) for a in tables.archs}
 
 
-class LazyPresets(Mapping[str, Preset]):
-    """The presets of the installed tables (`build_presets()`), built when first read:
-    importing the package (or the command line for `--help`) does not build the
-    catalogue; every read after the first is a dict lookup."""
+@cache
+def read_tables(directory: Path | None = None) -> Tables:
+    """`load_tables`, read once (callers pass the folder or None, positionally)."""
+    return load_tables(directory)
 
-    def _built(self) -> dict[str, Preset]:
-        return build_presets()
+
+@cache
+def checked_tables(directory: Path | None = None) -> Tables:
+    """The tables, read and checked once."""
+    tables = read_tables(directory)
+    tables.check()
+    return tables
+
+
+@cache
+def build_one(name: str, directory: Path | None = None) -> Preset:
+    """One architecture's preset (KeyError for a name the tables do not hold); what
+    `build_presets` holds under that name, built alone."""
+    tables = checked_tables(directory)
+    for a in tables.archs:
+        if a["name"] == name:
+            return build_preset(a, tables)
+    raise KeyError(name)
+
+
+class LazyPresets(Mapping[str, Preset]):
+    """The presets of the installed tables, each built when first read: importing the
+    package (or the command line for `--help`) builds no catalogue, and a command that
+    names one architecture builds only that one (`build_one`); every later read is a
+    dict lookup."""
+
+    def _names(self) -> list[str]:
+        return [a["name"] for a in checked_tables(None).archs]
 
     def __getitem__(self, name: str) -> Preset:
-        return self._built()[name]
+        if name not in self._names():
+            raise KeyError(name)
+        return build_one(name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._built())
+        return iter(self._names())
 
     def __len__(self) -> int:
-        return len(self._built())
+        return len(self._names())
 
     def __contains__(self, name: object) -> bool:
-        return name in self._built()
+        return name in self._names()
 
     def __repr__(self) -> str:
-        return repr(self._built())
+        return repr(dict(self.items()))
 
 
 PRESETS: Mapping[str, Preset] = LazyPresets()

@@ -11,16 +11,16 @@ from dataclasses import dataclass
 from ..argtypes import Arg, check
 from ..errors import UserError
 from ..model.params import ModelParams, Sparsity, Split, check_overrides, parse_value
-from .catalogue import PRESETS, Instruction, Preset, TableError, load_tables
+from .catalogue import PRESETS, Instruction, Preset, TableError, read_tables
 from .published import aliases as published_aliases
 
 ALIASES: dict[str, tuple[str, str]] = {
     **published_aliases(),
-    **{name: (row["variant"], row["source"]) for name, row in load_tables().aliases.items()},
+    **{name: (row["variant"], row["source"]) for name, row in read_tables(None).aliases.items()},
 }
 """name -> (variant expression, where the hypothesis comes from): the published models
 (archs/published.toml, spec.published) first, then the aliases of archs/aliases.toml."""
-if len(ALIASES) != len(published_aliases()) + len(load_tables().aliases):
+if len(ALIASES) != len(published_aliases()) + len(read_tables(None).aliases):
     raise TableError("a name is both a published model and an alias in archs/")
 
 _VARIANT_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\[(.*)\])?\s*$")
