@@ -70,6 +70,10 @@ def _digits(sig: np.ndarray, shift: np.ndarray, neg: np.ndarray, w: int, n: int)
     """The n signed w-bit digits of sign * sig * 2^shift (fp64 matrices, exact)."""
     out = []
     mask = (1 << w) - 1
+    sign = np.where(neg, -1.0, 1.0)
+    if int(shift.max(initial=0)) + int(sig.max(initial=0)).bit_length() <= SHIFT_BITS:
+        v = sig << shift  # every integer fits int64: digits are its bit fields
+        return [((v >> (p * w)) & mask).astype(np.float64) * sign for p in range(n)]
     for p in range(n):
         lo = p * w - shift  # bit of sig at the digit's bit 0 (negative: shifted up)
         up = np.clip(-lo, 0, w)

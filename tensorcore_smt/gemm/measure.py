@@ -190,6 +190,7 @@ def measure_errors(
     if beta == 0.0:  # beta = 0 does not read C
         C = None
     xor = p.bit_op == BitOp.XOR  # popc(a XOR b) is no sum of products: see below
+    d_values = decoded(d_bits, out) if d_in_range(out) else None  # D once, for both
     try:
         if C is not None and not all_finite(c_bits, c_fmt, rows_per_block(c_bits, 1 << 20)):
             raise ValueError("the exact product needs a finite C")
@@ -206,6 +207,7 @@ def measure_errors(
                 d_bits,
                 out,
                 block_outputs,
+                d_values,
             )
         if not xor and exact is None:
             ab = Product(a_bits, p.a_fmt, b_bits, p.b_fmt)
@@ -231,7 +233,7 @@ def measure_errors(
             raise ValueError("the fp64 matmul has non-finite entries")
         if d_in_range(out) and in_range(x64):  # one exact fp64 term per output
             fast = tiles(D.shape, block_outputs or FAST_BLOCK_OUTPUTS)
-            fp64 = measure_terms(d_bits, out, ((t, [x64[t]]) for t in fast))
+            fp64 = measure_terms(d_bits, out, ((t, [x64[t]]) for t in fast), d_values)
         else:
             fp64 = measure_blocks(d_bits, out, ((t, exact_of_fp64(x64[t])) for t in parts))
         if xor:  # integers below 2^53 (checked): the fp64 sum is the exact one
@@ -258,6 +260,7 @@ def _exact_by_digits(
     d_bits: np.ndarray,
     out: Format,
     block_outputs: int | None,
+    d_values: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> ErrorStats | None:
     """The errors against alpha * A*B + beta * C from digit products (gemm/digits.py)
     and fp64 terms, or None where that way does not apply (grids or scalars outside
@@ -288,7 +291,7 @@ def _exact_by_digits(
             for r, c in tiles((rows.stop - r0, N), block):
                 yield (slice(r0 + r.start, r0 + r.stop), c), [t[r, c] for t in terms]
 
-    return measure_terms(d_bits, out, blocks())
+    return measure_terms(d_bits, out, blocks(), d_values)
 
 
 def _power_of_two(x: float, bits: int) -> bool:

@@ -36,11 +36,15 @@ def d_in_range(d_fmt: Format) -> bool:
 
 
 def measure_terms(
-    d_bits: np.ndarray, d_fmt: Format, blocks: Iterable[tuple[Any, list[np.ndarray]]]
+    d_bits: np.ndarray,
+    d_fmt: Format,
+    blocks: Iterable[tuple[Any, list[np.ndarray]]],
+    d_values: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> ErrorStats:
     """The error of output D, block by block: `blocks` yields (index, terms) for blocks
     that cover D once, the exact value of D[index] being the sum of the fp64 arrays
-    `terms` (each of the block's shape, inside the fast range)."""
+    `terms` (each of the block's shape, inside the fast range). `d_values`: D's values
+    and finite mask (`expansion.decoded`) when the caller has them."""
     s = d_fmt.spec
     shape = np.shape(d_bits)
     ulps, rel = np.empty(shape), np.empty(shape)
@@ -48,7 +52,10 @@ def measure_terms(
     high: int | None = None
     nonfinite = 0
     for index, terms in blocks:
-        d, fin = decoded(d_bits[index], d_fmt)
+        if d_values is None:
+            d, fin = decoded(d_bits[index], d_fmt)
+        else:
+            d, fin = d_values[0][index], d_values[1][index]
         x, z = _rounded(d, terms)
         xnz = x.value != 0
         ulp_exp = np.maximum(np.where(xnz, x.log2, s.emin), s.emin) - s.mbits
