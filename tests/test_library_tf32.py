@@ -94,6 +94,8 @@ def test_per_shape_rules_are_the_families_recipes():
     recipes_at = {}
     for t in _tf32_tables():
         assert set(t.classes) <= set(CLASSES)
+        if t.name.startswith("40-tf32-tree-"):
+            continue  # the boxes of tf32_tree, not per-shape rules
         for r in t.rules:
             if "k_min" not in r.when or r.when["k_min"] != r.when.get("k_max"):
                 continue
@@ -115,3 +117,33 @@ def test_bmm_small_k_is_ffma_at_unrecorded_shapes(gpu):
         assert instr == "full-fp32"
         assert mismatches(c, recipe, instr) == 0
         assert mismatches(c, CHAIN) > 0
+
+
+@pytest.mark.parametrize("gpu", ["h200", "h100"])
+def test_partial_k_tile_first_at_recorded_shapes(gpu):
+    """cuBLAS's algo 23 kernels without split-K take the partial k-tile first: at
+    3216 x 7760 x 23 (16-deep tiles) the k-groups are [0, 7), [7, 15), [15, 23). The
+    tables' recipe (residue_tile=16) reproduces the fit calls; one chain (groups from 0)
+    and a 32-deep residue tile (the whole K one tile) do not."""
+    for seed, shape in ((1, (3216, 7760, 23)), (0, (17, 4383, 52))):
+        c = _call(gpu, seed, "grid", "matmul.tf32", *shape)
+        recipe, instr = _decided(c, gpu)
+        assert "residue_tile=16" in recipe
+        assert mismatches(c, recipe, instr) == 0
+        assert mismatches(c, CHAIN) > 0
+        assert mismatches(c, recipe.replace("residue_tile=16", "residue_tile=32")) > 0
+
+
+@pytest.mark.parametrize("gpu", ["h200", "h100"])
+def test_split_ranges_at_ops_shape(gpu):
+    """matmul-at 64 x 64 x 16384 (split-K S = 60 by the heuristic): 60 ranges of
+    4*ceil(4096/60) = 276 elements (CUTLASS 2.x split-K), each a chain that takes its
+    partial k-tile first, reproduce the fit call and the held-out one (seed 2); one
+    chain and 8-aligned ranges of 8*ceil(2048/60) = 280 do not."""
+    for seed in (0, 2):
+        c = _call(gpu, seed, "ops", "matmul-at.tf32", 64, 64, 16384)
+        recipe, instr = _decided(c, gpu)
+        assert "split_range=4" in recipe and "split_k=60" in recipe
+        assert mismatches(c, recipe, instr) == 0
+        assert mismatches(c, CHAIN) > 0
+        assert mismatches(c, "hopper/serial[operand_round=rne,split_k=59,split_tile=280]") > 0

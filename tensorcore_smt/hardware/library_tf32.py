@@ -10,11 +10,22 @@ The families (what the recorded bits show, results/cublas/tf32.md):
   even (operand_round=rne, the TF32 probe of gemm/tf32_probe.py);
 - ``ffma``: no TF32 at all: a CUDA-core FFMA chain on the fp32 operands (cuBLASLt algo 20
   and 55 kernels; every call at K = 1);
+- ``res32``, ``res16``: one chain whose mainloop runs its partial k-tile first
+  (residue_tile=32 or 16: the first K mod 32 or K mod 16 elements, then full k-tiles, so
+  the instruction's k-groups start there; CUTLASS 2.x mainloops): the cuBLASLt algo 23
+  kernels without split-K, the tile width the K of the heuristic's stages field
+  (16 x 4 and 16 x 6 stages: 16; 32 x n: 32);
 - ``split32``: split-K, split s the contiguous k-range [s*q, (s+1)*q), q =
   32*ceil(ceil(K/32)/S), each a TF32 chain from +0, the fp32 partials added in order;
 - ``split8``: the same with q = 8*ceil(ceil(K/8)/S);
 - ``bal8``: split-K over k-blocks of 8 dealt as evenly as integers allow (the first
-  ceil(K/8) mod S splits one block longer), partials added in order.
+  ceil(K/8) mod S splits one block longer), partials added in order;
+- ``range32``, ``range16``: CUTLASS 2.x split-K (split_range=4): split s the elements
+  [s*q, (s+1)*q) of the unpadded K, q = 4*ceil(ceil(K/4)/S) (gemm_k_size rounded to
+  kAlignK = 4 for 32-bit operands), each range a TF32 chain that takes its own partial
+  k-tile of 32 or 16 first (residue_tile), the fp32 partials added in order; S the
+  splits that own an element (a heuristic S whose last ranges would be empty runs
+  fewer): the cuBLASLt algo 23 and most algo 21 split-K kernels.
 
 S is the split count of cuBLASLt's heuristic for the shape (the fit calls' recorded
 fields): evidence used to choose what to try at a fit shape, never read by a rule.
@@ -59,8 +70,19 @@ class Family:
             return CHAIN
         if self.name == "ffma":
             return FFMA
+        if self.name.startswith("res"):
+            return f"hopper/serial[operand_round=rne,residue_tile={self.name[3:]}]"
         if S < 2:
             return None
+        if self.name.startswith("range"):
+            q = 4 * _cdiv(_cdiv(k, 4), S)
+            s_eff = _cdiv(k, q)
+            if s_eff < 2 or 4 * _cdiv(_cdiv(k, 4), s_eff) != q:
+                return None
+            return (
+                f"hopper/serial[operand_round=rne,split_k={s_eff},split_range=4,"
+                f"residue_tile={self.name[5:]}]"
+            )
         kp = 8 * _cdiv(k, 8)
         if self.name in ("split32", "split8"):
             g = 32 if self.name == "split32" else 8
@@ -79,9 +101,13 @@ class Family:
 FAMILIES = (
     Family("chain", ""),
     Family("ffma", "full-fp32"),
+    Family("res32", ""),
+    Family("res16", ""),
     Family("split32", ""),
     Family("split8", ""),
     Family("bal8", ""),
+    Family("range32", ""),
+    Family("range16", ""),
 )
 """Tried in this order at each recorded shape; the first that reproduces every fit call
 of the shape is its recipe."""
@@ -129,7 +155,10 @@ source = "fit calls on an H200 and an H100 (torch 2.11.0+cu130, cuBLAS 13.1.0); 
 """
 
 SHAPES_FFMA = "{cls}: recorded shapes where cuBLAS runs a CUDA-core FFMA kernel (no TF32)."
-SHAPES_SPLIT = "{cls}: recorded shapes where cuBLAS runs a TF32 split-K kernel."
+SHAPES_SPLIT = (
+    "{cls}: recorded shapes where cuBLAS runs a TF32 split-K kernel or one that takes its "
+    "partial k-tile first."
+)
 K1_WHAT = "K = 1: an FFMA product on the fp32 operands (no TF32), every class."
 TF32_WHAT = "every other shape: one TF32 chain, operands rounded to nearest even."
 
@@ -159,7 +188,7 @@ each class has its own: the same shape may run another kernel in another layout)
 def table_texts(gpus: Iterable[str]) -> dict[str, str]:
     """File stem -> text of every table, from the fit calls of `gpus`: per class
     40-tf32-CLS-ffma (recorded shapes run as FFMA) and 40-tf32-CLS (recorded shapes run
-    split-K), then for every class 40-tf32-k1 (K = 1, FFMA) and 40-tf32 (one chain)."""
+    split-K or residue first), then for every class 40-tf32-k1 (K = 1, FFMA) and 40-tf32 (one chain)."""
     fits = {g: shape_fits(g) for g in gpus}
     shapes = sorted({key for f in fits.values() for key in f})
     rules: dict[str, list[str]] = {}
