@@ -35,6 +35,7 @@ from ..model.nan import GEMM_PROPAGATES
 from ..model.params import ModelParams
 from ..spec.datadirs import data_dir
 from ..spec.variants import with_overrides
+from .compiled_rows import CompiledRows
 from .oracle import CMD_TIMEOUT, ORACLES, Oracle
 from .space import _INERT, Family, Hypothesis, Space, inert, resolve_space, value_text
 
@@ -171,6 +172,7 @@ class GemmSpace(Space):
 
     schedule_dims: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     _inputs: dict = field(default_factory=dict, repr=False)
+    compiled: CompiledRows = field(default_factory=CompiledRows, repr=False)
 
     reclimb_seeds = False
     """A GEMM row is K products: climbing every family's seed again after each oracle
@@ -255,10 +257,16 @@ class GemmSpace(Space):
     def run(self, h: Hypothesis, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """d bits of `h` on the rows. A few rows (the answered ones the search climbs on)
         are read as the same bit vectors for every hypothesis, each decoded once
-        (`formats.decode_memo`): the search runs hundreds of models on them."""
+        (`formats.decode_memo`): the search runs hundreds of models on them. Many rows,
+        or instruction parameters met often, run on the compiled engine
+        (`identify.compiled_rows`), the same model code compiled."""
         from ..gemm.model import run_rows
 
         m = self.model(h)
+        if self.compiled.wants(m, len(c)):
+            d = self.compiled.run(m, a, b, c)
+            if d is not None:
+                return d
         if len(c) > MEMO_ROWS or np.shape(a) != (len(c), m.K) or np.shape(b) != np.shape(a):
             return run_rows(m, a, b, c)
         from ..bv.chunks import host_bits
