@@ -7,10 +7,11 @@ fields.
 The rule: where the output has at most MAX_TILES tiles of TILE x TILE and K is at least
 K_MIN, K is cut into 64-wide k-tiles and split in S = round(k-tiles / PER_SPLIT) parts
 (half up), cdiv(k-tiles, S) contiguous k-tiles each (empty parts dropped: the effective
-split of sweep_bands), the fp32 partials added serially; elsewhere no split. At the 1,300
-aligned sweep and fit shapes outside the LLM pairs (M, N >= 2, both GPUs, matmul and
-F.linear, fp16 and bf16) it names the heuristic's split 95.1 % of the time (one chain
-everywhere: 88.6 %; a classification tree over M, N, K, M*N, five-fold: 89 to 93 %).
+split of sweep_bands), the fp32 partials added serially; elsewhere no split. At the 1,246
+aligned sweep and fit shapes (class, M, N, K) outside the LLM pairs with M, N >= 2
+(matmul and F.linear, fp16 and bf16) it names the heuristic's split at 95.8 % on the
+H200 and 94.4 % on the H100 (`agreement`; one chain everywhere: 88.4 and 88.9 %; a
+classification tree over M, N, K, M*N, five-fold: 89 to 93 %).
 
 Which alignment picks the wgmma kernel depends on the layout: N and K multiples of 8 for
 torch.matmul, F.linear and matmul with B column-major; M and N for matmul with A
