@@ -271,10 +271,12 @@ def test_profile_data_keeps_the_base_kernel_condition():
 
 
 # torch.addmm on cuBLAS's CUDA-core kernels that scale one operand by alpha first: the
-# small-M kernel (two halves of K) at M >= 2, the long-output dot product at N = 1.
+# small-M kernel (two halves of K; four ranges above K = 128) at M >= 2, the long-output
+# dot product at N = 1.
 ALPHA_FIRST = [
     (2, ("addmm.fp32", (2, 28, 43), "cancel", "holdout"), "alpha_on=a"),
     (2, ("addmm.fp32", (2, 2079, 11), "normal", "random"), "alpha_on=a"),
+    (0, ("addmm.fp32", (16, 1467, 212), "normal", "random"), "alpha_on=a"),
     pytest.param(
         0,
         ("addmm.fp32", (4096, 1, 4096), "normal", "ops"),

@@ -62,6 +62,7 @@ def _recipe(family: str, S: int, k: int) -> str:
             lambda K: [[k for k in range(K) if k // 8 % 3 == s] for s in range(3)],
         ),
         ("halves", 2, 37, lambda K: [list(range(19)), list(range(19, K))]),
+        ("halves", 2, 200, lambda K: [list(range(s, min(s + 50, K))) for s in range(0, K, 50)]),
         ("serial", 1, 37, lambda K: [list(range(K))]),
         ("lanes", 16, 40, lambda K: [[k for k in range(K) if k % 16 == j] for j in range(16)]),
     ],

@@ -12,7 +12,10 @@ The families (what the recorded bits of the fit calls show, results/cublas/fp32.
   +0, the partials added in split order in fp32 (REDUCTION_SCHEME 2, compute type);
 - ``interleaved``: algo 55 with S splits: k-tiles of 8 dealt round-robin to the splits;
 - ``halves``: algo 11 (a small-M CUDA-core kernel) with B row-major (torch.matmul): K
-  cut into two contiguous halves of ceil(K/2), the second added to the first;
+  cut into two contiguous halves of ceil(K/2), the second added to the first, up to
+  K = 128; above, four contiguous ranges of ceil(K/4) added in order (the fit calls show
+  two at K <= 73 and four at K = 151, 212, 421; the cut between is not recorded, and
+  K >= 764 follows neither: results/cublas/fp32.md);
 - ``lanes``: algo 11 with B column-major (F.linear, matmul-bt): 16 lanes, lane j an
   FFMA chain over k = j mod 16, the lanes added in lane order.
 
@@ -59,7 +62,7 @@ FAMILY_RECIPES: dict[Family, str] = {
     Family.INTERLEAVED: (
         "hopper/serial[split_k={min(S, cdiv(k, 8))},split=interleaved,split_tile=8]"
     ),
-    Family.HALVES: "hopper/serial[split_k={min(2, k)},split_tile=1]",
+    Family.HALVES: "hopper/serial[split_k={min(k, 2*clamp(cdiv(k, 128), 1, 2))},split_tile=1]",
     Family.LANES: "hopper/serial[split_k={min(S, k)},split=interleaved,split_tile=1]",
 }
 """Recipe template of each family; S is the split count, k the call's K (the contiguous
