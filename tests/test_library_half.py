@@ -65,9 +65,10 @@ CASES = [
     # the two GPUs differ: bf16 row 0 of A[:256] @ B, K = 11008 (H200 splits, H100 does not)
     ("h200 batch 2000330 matmul.bf16.rr1 256x4096x11008 normal llm-matmul-bf16", SERIAL),
     ("h100 batch 2000330 matmul.bf16.rr1 256x4096x11008 normal llm-matmul-bf16", SPLIT2),
-    # skinny or few-tile shapes with deep K, aligned or not swept: the finest split (held out)
-    ("h200 random 9003952 matmul-bt.fp16.rr1 7x95x4192 wide small-fp16", SERIAL),
-    ("h100 holdout 1000529 matmul-bt.fp16.rr1 40x18x6560 wide small-fp16", SERIAL),
+    # matmul-bt with N or K not a multiple of 8: F.linear's ragged rules (held out)
+    ("h200 random 9003952 matmul-bt.fp16.rr1 7x95x4192 wide ragged-linear-fp16-rr1", SERIAL),
+    ("h100 holdout 1000529 matmul-bt.fp16.rr1 40x18x6560 wide ragged-linear-fp16-rr1", SERIAL),
+    # skinny or few-tile shapes with deep K, aligned: the finest split (held out)
     # aligned deep K with few output tiles: round(k-tiles / 22) parts (half_aligned.py)
     ("h200 ops 2000327 matmul.bf16.rr1 64x64x16384 wide aligned", SERIAL),
     ("h100 ops 2000327 matmul.bf16.rr1 64x64x16384 wide aligned", SERIAL),
@@ -185,15 +186,22 @@ def test_ragged_tables_claim_only_misaligned_shapes():
     """Aligned shapes (N and K multiples of 8), M = 1 and N = 1 fall through the ragged
     tables; every misaligned shape with M, N >= 2 is decided by its class's table."""
     ragged = [t for t in TABLES if t.name.startswith("20-half-ragged-")]
-    assert len(ragged) == len(half_tree.CLASSES)
-    for cls in half_tree.CLASSES:
+    assert len(ragged) == len(half_tree.TABLE_CLASSES)
+    beside = {f"{v}.{d}.{f}": f"{k}.{d}.{f}" for k, v in half_tree.BESIDE.items()
+              for d in half_tree.DTYPES for f in half_tree.FLAGS}  # fmt: skip
+    for cls in (*half_tree.TABLE_CLASSES, *beside):
         for gpu in ("h200", "h100"):
             for shape in ((64, 4096, 4096), (3, 24, 1000), (1, 7, 3001), (9, 1, 20001)):
                 got = decide(cls, *shape, gpu, ragged)
                 assert got is None, (cls, shape)
             for shape in ((2, 7, 3), (300, 4097, 1024), (5, 64, 16385), (4096, 4096, 11007)):
                 got = decide(cls, *shape, gpu, ragged)
-                assert got is not None and got[2].name == half_tree.table_name(cls)
+                assert got is not None
+                assert got[2].name == half_tree.table_name(beside.get(cls, cls))
+    for t in ragged:  # bmm: one chain, in matmul's order
+        if t.name.startswith("20-half-ragged-bmm-"):
+            assert all("split_k" not in r.recipe for r in t.rules)
+            assert any("residue_tile" in r.recipe for r in t.rules)
 
 
 def test_ragged_rules_plan_at_their_corners():
@@ -283,7 +291,7 @@ def test_every_ragged_table_is_what_half_tree_writes():
     from tensorcore_smt.spec.datadirs import data_dir
 
     folder = data_dir("schedules") / "library"
-    for cls in half_tree.CLASSES:
+    for cls in half_tree.TABLE_CLASSES:
         text = (folder / f"{half_tree.table_name(cls)}.toml").read_text()
         assert text == half_tree.table_text(cls), cls
 

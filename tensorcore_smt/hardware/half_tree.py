@@ -190,9 +190,8 @@ HEADER = """\
 # split (split_range), fp32 partials added serially (scheme 4: each rounded to the
 # output type first; scheme 1: added in place in the output type). Every chain runs in
 # the k order most of the box's shapes get (half_order.py: the partial k-tile first;
-# m16n8k8 steps for algo 24 without stages). torch.bmm and the transposed matmuls fall through: the matmul and
-# F.linear trees reproduced fewer of their recorded calls.
-classes = ["{cls}"]
+# m16n8k8 steps for algo 24 without stages). {beside}
+classes = {classes}
 instr = ""
 source = "cuBLASLt heuristic sweep and fit calls on an H200 and an H100 (torch 2.11.0+cu130, cuBLAS 13.1.0)"
 
@@ -207,16 +206,23 @@ def table_name(cls: str) -> str:
 def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
     """The table file of `cls` (TOML text): one tree per GPU, or one for all where the
     GPUs' points are the same (the stored sweeps and fit fields agree on these shapes)."""
-    per_gpu = {gpu: points(gpu, cls) for gpu in gpus}
+    op, rest = cls.split(".", 1)
+    src = f"{CHAIN_ONLY[op]}.{rest}" if op in CHAIN_ONLY else cls
+    per_gpu = {gpu: points(gpu, src) for gpu in gpus}
     sizes = [len(p) for p in per_gpu.values()]
     first = next(iter(per_gpu.values()))
     if all(p == first for p in per_gpu.values()):
         per_gpu = {None: first}
     rules: list[str] = []
     for gpu, pts in per_gpu.items():
-        orders = shape_orders(gpu or next(iter(gpus)), cls)
+        orders = shape_orders(gpu or next(iter(gpus)), src)
         shapes = [s for s, _ in pts]
         for box, lab, n, hit in leaves(pts):
+            if op in CHAIN_ONLY:  # one chain in the box's order
+                for sub, order, o_hit, o_n in box_orders(orders, shapes, box):
+                    why = f"{src}'s box" + _order_why(order, o_hit, o_n)
+                    rules.append(_rule(gpu, sub, ordered("hopper/serial", order), why))
+                continue
             why = f"S={lab.splits} scheme {lab.scheme}: {hit} of {n} shapes"
             low = lab.one_split_below
             if low and box[2][0] <= low:
@@ -228,7 +234,14 @@ def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
             for sub, order, o_hit, o_n in box_orders(orders, shapes, box):
                 say = why + _order_why(order, o_hit, o_n)
                 rules.append(_rule(gpu, sub, ordered(lab.recipe(), order), say))
-    return HEADER.format(cls=cls, n=max(sizes)) + "\n".join(rules)
+    classes = [cls] + ([f"{BESIDE[op]}.{rest}"] if op in BESIDE else [])
+    beside = {
+        "matmul": "matmul-at (A column-major) takes matmul's rules.",
+        "linear": "matmul-bt (B column-major) takes F.linear's rules.",
+        "bmm": "torch.bmm: one chain in matmul's order (its split counts are not matmul's).",
+    }[op]
+    head = HEADER.format(cls=cls, n=max(sizes), beside=beside, classes=json.dumps(classes))
+    return head + "\n".join(rules)
 
 
 def ordered(recipe: str, order: KernelOrder | None) -> str:
@@ -242,6 +255,17 @@ def _order_why(order: KernelOrder | None, hit: int, n: int) -> str:
 
 
 CLASSES = tuple(f"{op}.{d}.{f}" for op in OPS for d in DTYPES for f in FLAGS)
+"""The classes the sweep covers, each with its own tree."""
+BESIDE = {"matmul": "matmul-at", "linear": "matmul-bt"}
+"""Classes (not swept) a tree's table decides beside its own: on the misaligned H200 fit
+calls the matmul rules reproduce 297 of 364 matmul-at calls (one chain and the
+small-shape tables: 287), F.linear's 325 of 393 matmul-bt calls (311)."""
+CHAIN_ONLY = {"bmm": "matmul"}
+"""Classes whose table runs one chain in the order of another class's boxes: bmm in
+matmul's reproduces 309 of 383 misaligned H200 fit calls (one chain and the small-shape
+tables: 264; matmul's split rules: 242)."""
+TABLE_CLASSES = CLASSES + tuple(f"bmm.{d}.{f}" for d in DTYPES for f in FLAGS)
+"""The class each ragged table is named after."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -273,7 +297,7 @@ def main(argv: list[str]) -> int:
     if not out.is_dir():
         print(f"half_tree: {out} is not a folder", file=sys.stderr)
         return 2
-    for cls in CLASSES:
+    for cls in TABLE_CLASSES:
         (out / f"{table_name(cls)}.toml").write_text(table_text(cls))
         print(f"{table_name(cls)}.toml")
     return 0
