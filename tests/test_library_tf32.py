@@ -147,3 +147,36 @@ def test_split_ranges_at_ops_shape(gpu):
         assert mismatches(c, recipe, instr) == 0
         assert mismatches(c, CHAIN) > 0
         assert mismatches(c, "hopper/serial[operand_round=rne,split_k=59,split_tile=280]") > 0
+
+
+@pytest.mark.parametrize("gpu", ["h200", "h100"])
+def test_tree_decides_unrecorded_shapes(gpu):
+    """Held-out shapes no fit call has (tf32_tree's boxes, learnt from the heuristic
+    sweep): a 5105 x 1617 x 140 matmul-bt gets one chain with its partial k-tile of 32
+    first, a 3248 x 1505 x 1111 F.linear two CUTLASS 2.x split ranges, a 424 x 18 x 582
+    matmul nine ranges with 16-deep residue tiles; each reproduced, and one chain (the
+    tables' rule before) misses each."""
+    cases = (
+        (2, "random", "matmul-bt.tf32", (5105, 1617, 140), "normal", "residue_tile=32"),
+        (2, "random", "linear.tf32", (3248, 1505, 1111), "cancel", "split_k=2,split_range=4"),
+        (1, "holdout", "matmul.tf32", (424, 18, 582), "normal", "split_k=9,split_range=4"),
+    )
+    for seed, part, cls, shape, kind, want in cases:
+        c = _call(gpu, seed, part, cls, *shape, kind=kind)
+        recipe, instr = _decided(c, gpu)
+        assert want in recipe, recipe
+        assert mismatches(c, recipe, instr) == 0
+        assert mismatches(c, CHAIN) > 0
+
+
+@pytest.mark.slow
+def test_tree_tables_are_what_tf32_tree_writes():
+    """The stored 40-tf32-tree tables equal the generator's text (about two minutes)."""
+    from tensorcore_smt.hardware import tf32_tree
+    from tensorcore_smt.spec.datadirs import data_dir
+
+    folder = data_dir("schedules") / "library"
+    for cls in CLASSES:
+        for ffma in (True, False):
+            path = folder / f"{tf32_tree.table_name(cls, ffma)}.toml"
+            assert path.read_text() == tf32_tree.table_text(cls, ffma=ffma), path.name
