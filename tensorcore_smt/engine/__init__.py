@@ -14,6 +14,7 @@ A fourth interpreter of the one algorithm (docs/engine.md). Modules, one job eac
   gemm_ir.py    the GEMM runner's kernels: chains with lanes across N, elementwise maps
                 (the runner itself, which walks a GEMM plan, is gemm/compiled.py)
   float_fda.py  the fp64 formulation of a class of fused dot-add units
+  ieee_fma.py   binary32 fma chains (FFMA, fp32 MFMA) as llvm.fma.f32
   vectors.py    what LLVM's vectorisers made of a kernel's lane loop
   choice.py     the Engine enum and the default engine per batch
   run.py        the API's entry point

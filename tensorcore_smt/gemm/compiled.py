@@ -21,7 +21,7 @@ import numpy as np
 
 from ..bv.core import BV
 from ..bv.dtypes import UNSIGNED
-from ..engine import cache, float_fda, jit
+from ..engine import cache, float_fda, ieee_fma, jit
 from ..engine.dag import KernelBackend
 from ..engine.gemm_ir import chain_rows_module, map_module
 from ..engine.kernel import _LOCK as _KERNEL_LOCK
@@ -156,6 +156,44 @@ def _float_chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = No
     return _compiled(
         ("chain-rows-fp64", p, ca, cb, promote, RUN, GROUP),
         lambda: float_chain_ir(p, ca, cb, promote),
+        11,
+        ints=(4, 5, 8),
+    )
+
+
+FMA_LANES = 16
+"""SIMD lanes of the binary32 fma chain kernel (one 512-bit register of fp32)."""
+
+
+def fma_chain_ir(
+    p: ModelParams, ca: int, cb: int, promote: tuple | None = None
+) -> tuple[str, bool]:
+    """`chain_ir` with the instruction step as LLVM's llvm.fma.f32 (engine/ieee_fma.py,
+    for units where ieee_fma.applies)."""
+    s = KernelBackend()
+    wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
+    prom = None
+    if promote is not None:
+        d_fmt, af = promote
+        x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
+        prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
+
+    def step(body, operand, index):
+        return ieee_fma.emit_step(p, body, operand, f"i{wc}")
+
+    plan = LoopPlan(tiled=True, lanes=FMA_LANES)
+    ir = chain_rows_module(
+        None, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN, group=GROUP, step=step,
+        declarations=ieee_fma.DECLARATIONS,
+    )  # fmt: skip
+    return ir, True
+
+
+def _fma_chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
+    """The ctypes function of `fma_chain_ir`'s kernel."""
+    return _compiled(
+        ("chain-rows-fma32", p, ca, cb, promote, RUN, GROUP),
+        lambda: fma_chain_ir(p, ca, cb, promote),
         11,
         ints=(4, 5, 8),
     )
@@ -310,6 +348,8 @@ def run_gemm(
             and all(float_fda.finite_table(x, f) for x, f in ((t.A, p.a_fmt), (t.B, p.b_fmt)))
         ):
             chain_fn = _float_chain_fn
+        elif ieee_fma.applies(p):
+            chain_fn = _fma_chain_fn
         for promoted in sorted({sp.promoted for sp in plan.splits}):
             prom = (d_fmt, af) if promoted else None
             fns[promoted] = chain_fn(p, *t.bits, promote=prom)
