@@ -415,6 +415,7 @@ def vectors() -> dict:
         + " ".join(f"{x:.1f}" for x in os.getloadavg()),
         "rows": engine_vectors.vector_rows(),
         "split": engine_vectors.bf16_split(),
+        "fp32": engine_vectors.fp32_rates(),
     }
 
 

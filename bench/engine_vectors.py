@@ -22,14 +22,21 @@ import tensorcore_smt as tc
 from tensorcore_smt.engine.vectors import loop_vectors
 from tensorcore_smt.gemm import compiled
 
+KERNELS = {
+    "fp64 formulation": compiled.float_chain_ir,
+    "general": compiled.chain_ir,
+    "binary32 fma": compiled.fma_chain_ir,
+}
+"""The chain kernels by name: the IR each makes for an instruction."""
 FAMILIES = [
-    # family, arch, instruction, operand container bits, fp64 formulation
-    ("bf16 wgmma", "hopper", "wgmma.m64n8k16.f32.bf16.bf16", 16, True),
-    ("bf16 wgmma", "hopper", "wgmma.m64n8k16.f32.bf16.bf16", 16, False),
-    ("fp16 wgmma", "hopper", "wgmma.m64n8k16.f32.f16.f16", 16, True),
-    ("fp16 wgmma", "hopper", "wgmma.m64n8k16.f32.f16.f16", 16, False),
-    ("e4m3 wgmma", "hopper", "wgmma.m64n8k32.f32.e4m3.e4m3", 8, False),
-    ("fp32 FFMA chain (SGEMM)", "hopper", "fma.rn.f32", 32, False),
+    # family, arch, instruction, operand container bits, kernel (KERNELS)
+    ("bf16 wgmma", "hopper", "wgmma.m64n8k16.f32.bf16.bf16", 16, "fp64 formulation"),
+    ("bf16 wgmma", "hopper", "wgmma.m64n8k16.f32.bf16.bf16", 16, "general"),
+    ("fp16 wgmma", "hopper", "wgmma.m64n8k16.f32.f16.f16", 16, "fp64 formulation"),
+    ("fp16 wgmma", "hopper", "wgmma.m64n8k16.f32.f16.f16", 16, "general"),
+    ("e4m3 wgmma", "hopper", "wgmma.m64n8k32.f32.e4m3.e4m3", 8, "general"),
+    ("fp32 FFMA chain (SGEMM)", "hopper", "fma.rn.f32", 32, "binary32 fma"),
+    ("fp32 FFMA chain (SGEMM)", "hopper", "fma.rn.f32", 32, "general"),
 ]
 """The instruction families of issue 45 (fp16/bf16 and e4m3 products, fp32 FFMA)."""
 BF16 = "wgmma.m64n8k16.f32.bf16.bf16"
@@ -39,17 +46,16 @@ def vector_rows() -> list[dict]:
     """One row per entry of FAMILIES: lanes, IR operations of the loop, vector types,
     machine instructions of its largest block by register width."""
     rows = []
-    for family, arch, instr, bits, fp64 in FAMILIES:
+    for family, arch, instr, bits, kind in FAMILIES:
         p = tc.resolve(arch, instr)
-        make = compiled.float_chain_ir if fp64 else compiled.chain_ir
-        ir, vectorize = make(p, bits, bits)
+        ir, vectorize = KERNELS[kind](p, bits, bits)
         r = loop_vectors(ir, vectorize)
         asm = r.asm
         rows.append(
             {
                 "family": family,
                 "instr": f"{arch} {instr}",
-                "kernel": "fp64 formulation" if fp64 else "general",
+                "kernel": kind,
                 "lanes": r.lanes,
                 "ops": r.ops,
                 "types": r.summary(),
@@ -126,6 +132,59 @@ def bf16_split() -> dict:
     }
 
 
+FP32_SHAPES = [
+    (64, 512, 1024, "general"),
+    (64, 512, 1024, "binary32 fma"),
+    (256, 2048, 2048, "binary32 fma"),
+]
+"""fp32 GEMMs timed through the FFMA chain (M, K, N, kernel): the general kernel is
+about 150x slower, so it gets the small shape only."""
+
+
+def fp32_rates(repeat: int = 3) -> dict:
+    """`tc.matmul("hopper", A, B, instr="fma.rn.f32")` on fp32 operands, one thread,
+    best CPU time of `repeat`, with the binary32 fma kernel and with the general kernel
+    (ieee_fma.applies answering no), bits compared between the two on the small shape."""
+    from tensorcore_smt.engine import ieee_fma
+
+    old = os.environ.get("TCSMT_THREADS")
+    os.environ["TCSMT_THREADS"] = "1"
+    cases, seen = [], {}
+    real = ieee_fma.applies
+    try:
+        for M, K, N, kind in FP32_SHAPES:
+            rng = np.random.default_rng(M * K * N)  # the same operands for both kernels
+            A = rng.standard_normal((M, K)).astype(np.float32)
+            B = rng.standard_normal((K, N)).astype(np.float32)
+            if kind == "general":
+                ieee_fma.applies = lambda p: False
+            try:
+
+                def run(A=A, B=B):
+                    return tc.matmul("hopper", A, B, instr="fma.rn.f32", engine="compiled")
+
+                D = run()
+                t = min(_cpu(run) for _ in range(repeat if kind != "general" else 1))
+            finally:
+                ieee_fma.applies = real
+            key = (M, K, N)
+            equal = None
+            if key in seen:
+                equal = bool(np.array_equal(seen[key], D.view(np.uint32)))
+            else:
+                seen[key] = D.view(np.uint32)
+            cases.append(
+                {"shape": f"{M} x {K} x {N}", "kernel": kind, "cpu_s": t,
+                 "gmacs_per_cpu_s": M * K * N / t / 1e9, "bits_equal_general": equal}
+            )  # fmt: skip
+    finally:
+        if old is None:
+            del os.environ["TCSMT_THREADS"]
+        else:
+            os.environ["TCSMT_THREADS"] = old
+    return {"cases": cases, "load": os.getloadavg()[0]}
+
+
 def markdown(v: dict) -> list[str]:
     """The section of results/engine.md."""
     out = [
@@ -159,5 +218,22 @@ def markdown(v: dict) -> list[str]:
             out.append(
                 f"| {c['shape']} | {c['total_cpu_s']:.3f} | {c['kernel_cpu_s']:.3f} | "
                 f"{c['kernel_share']:.0%} | {c['gmacs_per_cpu_s']:.2f} | {c['bits_equal']} |"
+            )
+    f = v.get("fp32")
+    if f:
+        out += [
+            "",
+            "fp32 GEMMs through the FFMA chain (`tc.matmul('hopper', A, B, "
+            "instr='fma.rn.f32')`, one thread, best CPU time; the binary32 fma kernel and "
+            f"the general one; load average {f['load']:.1f}):",
+            "",
+            "| shape (M x K x N) | kernel | CPU s | G MAC per CPU s | bits equal to the general kernel |",
+            "| --- | --- | ---: | ---: | --- |",
+        ]
+        for c in f["cases"]:
+            eq = "-" if c["bits_equal_general"] is None else str(c["bits_equal_general"])
+            out.append(
+                f"| {c['shape']} | {c['kernel']} | {c['cpu_s']:.3f} | "
+                f"{c['gmacs_per_cpu_s']:.3f} | {eq} |"
             )
     return out
