@@ -4,10 +4,11 @@ Which units it is for is read from the parameters (ieee_fma.reasons); the step i
 (llvm.fma.f32, then the unit's canonical NaN) is checked against the model's SFMA step
 (model/sequential.py sfma) by the solvers: the same step built for formats of the same
 shape but fewer bits (e5m2, fp16: IEEE formats with subnormals, Inf and NaN) is proved by
-bitwuzla and z3, each against SMT-LIB's fp.fma with round to nearest even; the binary32
-step itself is in the slow tests (a whole-step query: the solvers must show the model's
-24 x 24-bit integer multiplier equal to fp.fma's). GEMMs with NaN, Inf, subnormal and
-cancelling operands are compared bit for bit with the numpy interpreter of the model.
+bitwuzla and z3, each against SMT-LIB's fp.fma with round to nearest even (slow tests).
+The binary32 step itself is not proved: `step_query(_ffma())` (the model's 24 x 24-bit
+integer multiplier against fp.fma's) did not end within 150 s on bitwuzla. GEMMs with
+NaN, Inf, subnormal and cancelling operands are compared bit for bit with the numpy
+interpreter of the model.
 """
 
 from __future__ import annotations
@@ -135,13 +136,6 @@ def test_step_proved_on_fp16():
     q = step_query(_small(Format.FP16))
     assert _bitwuzla_unsat(q)
     assert _z3_unsat(q)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("solver", [_bitwuzla_unsat, _z3_unsat], ids=["bitwuzla", "z3"])
-def test_step_proved_on_binary32(solver):
-    """The FFMA step itself (a 24 x 24-bit multiplier on each side)."""
-    assert solver(step_query(_ffma()))
 
 
 def _operands(rng, M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
