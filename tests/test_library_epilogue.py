@@ -450,3 +450,20 @@ def test_linear_bias_tf32_runs_one_chain_where_linear_splits(shape, kind):
     assert t.name == "05-epilogue-linear-tf32" and "split_k=1," in recipe
     assert mismatches(c, recipe, instr or "default") == 0
     assert mismatches(c, with_fields(TF32_SPLIT, "c_join=epilogue")) > 0
+
+
+@pytest.mark.parametrize("shape,kind,part", [((981, 2, 2263), "cancel", "random")])
+def test_linear_bias_fp16_rr0_adds_the_bias_after_the_split_reduction(shape, kind, part):
+    """Held-out H200 calls (seed 2), fp16 rr0, on the 128-wide element-range split-K
+    kernel at a small output: the bias added after the fp16 rounding (c_join=output,
+    05-epilogue-linear-rr0) reproduces them; the same base with the bias in the epilogue
+    does not."""
+    from tensorcore_smt.gemm.library_rules import decide
+    from tensorcore_smt.hardware.library_fit import mismatches
+
+    c = _call("h200", 2, "linear-bias.fp16.rr0", shape, kind, part)
+    recipe, instr, t, _ = decide("linear-bias.fp16.rr0", *shape, "h200")
+    assert t.name == "05-epilogue-linear-rr0" and "c_join=output" in recipe
+    assert mismatches(c, recipe, instr or "default") == 0
+    inside = recipe.replace("c_join=output", "c_join=epilogue")
+    assert mismatches(c, inside, instr or "default") > 0
