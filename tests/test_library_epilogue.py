@@ -347,14 +347,17 @@ TF32_ONE_CHAIN = [
 
 @pytest.mark.parametrize("call,right,wrong", TF32_ONE_CHAIN)
 def test_addmm_tf32_epilogue_follows_the_heuristic_kernel(call, right, wrong):
-    """Held-out H200 calls (seed 2) whose base is one TF32 chain: the decided epilogue
-    reproduces them bit for bit, the other FMA form on the same chain does not."""
-    from tensorcore_smt.gemm.library_rules import decide
+    """Held-out H200 calls (seed 2) whose kernel is one TF32 chain (a stand-in base
+    table, whatever the TF32 tables decide): the epilogue the table decides reproduces
+    them bit for bit, the other FMA form on the same chain does not."""
+    from tensorcore_smt.gemm.library_rules import Rule, Table, decide, tables
     from tensorcore_smt.hardware.library_fit import mismatches
 
     cls, shape, kind, part = call
     c = _call("h200", 2, cls, shape, kind, part)
-    recipe = decide(cls, *shape, "h200")
+    stand_in = Table("base", ("matmul.*",), "", (Rule("hopper/serial[operand_round=rne]"),))
+    pool = [t for t in tables() if t.base is not None] + [stand_in]
+    recipe = decide(cls, *shape, "h200", pool)
     assert recipe is not None and recipe[0].endswith(f"epilogue={right}]")
     assert mismatches(c, recipe[0]) == 0
     assert mismatches(c, recipe[0].replace(f"epilogue={right}", f"epilogue={wrong}")) > 0
