@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tensorcore_smt.gemm.model import run_rows
-from tensorcore_smt.identify.compiled_rows import MANY_ROWS, REUSE, CompiledRows
+from tensorcore_smt.identify import compiled_rows
+from tensorcore_smt.identify.compiled_rows import CompiledRows
 from tensorcore_smt.identify.gemm import load_gemm_space
 from tensorcore_smt.identify.pool import make_pool
 
@@ -16,6 +17,13 @@ pytest.importorskip("llvmlite")
 
 FP8 = "wgmma.m64n8k32.f32.e4m3.e4m3"
 K = 256
+MANY = 512
+"""compiled_rows.MANY_ROWS in these tests (its own value makes numpy's reference slow)."""
+
+
+@pytest.fixture(autouse=True)
+def _many_rows(monkeypatch):
+    monkeypatch.setattr(compiled_rows, "MANY_ROWS", MANY)
 
 
 def _rows(sp, n: int):
@@ -36,7 +44,7 @@ def test_compiled_rows_match_the_numpy_interpreter(values):
     sp = load_gemm_space("hopper", K, FP8)
     h = sp.make(sp.families[0].name, values)
     m = sp.model(h)
-    a, b, c = _rows(sp, MANY_ROWS + 64)
+    a, b, c = _rows(sp, MANY + 64)
     got = sp.run(h, a, b, c)
     assert sp.compiled.compiled_runs == 1 and sp.compiled.numpy_runs == 0
     want = run_rows(m, a, b, c)
@@ -46,25 +54,27 @@ def test_compiled_rows_match_the_numpy_interpreter(values):
     assert len(np.unique(want)) > len(want) // 4
 
 
-def test_few_rows_run_on_numpy_until_the_parameters_recur():
+def test_few_rows_run_on_numpy_until_the_kernel_is_made():
     sp = load_gemm_space("hopper", K, FP8)
     fam = sp.families[0].name
-    a, b, c = _rows(sp, 64)
-    hyps = [sp.make(fam, {"schedule.promote": pr}) for pr in (32, 64)]
-    outs = []
-    for i in range(REUSE + 2):
-        h = hyps[i % 2]
-        outs.append((h, sp.run(h, a[:8], b[:8], c[:8])))
-    # one instruction's parameters: numpy REUSE times, then compiled
-    assert sp.compiled.numpy_runs == REUSE and sp.compiled.compiled_runs == 2
-    for h, d in outs:
-        np.testing.assert_array_equal(d, run_rows(sp.model(h), a[:8], b[:8], c[:8]))
+    a, b, c = _rows(sp, MANY + 64)
+    h32, h64 = (sp.make(fam, {"schedule.promote": pr}) for pr in (32, 64))
+    few = (a[:8], b[:8], c[:8])
+    first = sp.run(h32, *few)
+    assert sp.compiled.numpy_runs == 1 and sp.compiled.compiled_runs == 0
+    sp.run(h32, a, b, c)  # many rows: the instruction's kernel is made
+    assert sp.compiled.compiled_runs == 1
+    # another schedule of the same instruction, on few rows: the same kernel
+    second = sp.run(h64, *few)
+    assert sp.compiled.numpy_runs == 1 and sp.compiled.compiled_runs == 2
+    np.testing.assert_array_equal(first, run_rows(sp.model(h32), *few))
+    np.testing.assert_array_equal(second, run_rows(sp.model(h64), *few))
 
 
 def test_a_disabled_engine_leaves_every_run_to_numpy():
     sp = load_gemm_space("hopper", K, FP8)
     sp.compiled = CompiledRows(enabled=False)
     h = sp.make(sp.families[0].name, {})
-    a, b, c = _rows(sp, MANY_ROWS)
+    a, b, c = _rows(sp, MANY)
     np.testing.assert_array_equal(sp.run(h, a, b, c), run_rows(sp.model(h), a, b, c))
     assert sp.compiled.compiled_runs == 0 and sp.compiled.numpy_runs == 1

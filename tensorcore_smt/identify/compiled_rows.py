@@ -7,14 +7,13 @@ The compiled engine (gemm/compiled.py `run_gemm`, the runner `tc.matmul` calls) 
 same model code, element.py's step functions compiled, in a few milliseconds once the
 instruction's kernel is made; making it costs seconds, and the kernel is kept (in memory
 and on disk) for every schedule of the same instruction parameters. `CompiledRows` runs a
-hypothesis there when its rows are many, or when its instruction parameters have been
-asked for often enough to repay the kernel; otherwise it declines and the caller runs the
-numpy interpreter. Either way the bits are element.py's: tests check the two bit for bit.
+hypothesis there when its rows are many enough to repay making the kernel, or when the
+kernel of its instruction parameters is already made in this process; otherwise it
+declines and the caller runs the numpy interpreter. Either way the bits are element.py's: tests check the two bit for bit.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,13 +22,14 @@ from ..bv.dtypes import UNSIGNED
 from ..errors import UserError
 from ..gemm.model import GemmModel
 
-MANY_ROWS = 512
-"""Rows from which a hypothesis runs compiled even if its kernel is still to be made
-(K = 512, FP8 Hopper: numpy 0.4 s on 2048 rows, the compiled engine 0.01 s, the kernel
-made in about 4 s at load 6 or read from disk in 0.2 s)."""
-REUSE = 8
-"""Numpy runs of one instruction's parameters (on few rows) after which its kernel is
-made: the search meets many schedules of one instruction, each then a compiled run."""
+MANY_ROWS = 8192
+"""Rows from which a hypothesis runs compiled even if its kernel is still to be made.
+Measured in `identify --gemm` at K = 256 on FP8 Hopper (load about 6): making a kernel
+costs about 1.7 s and the search meets hundreds of instruction parameters (373 in one
+run, 137 kernels made when every run on 512 rows or more went compiled: 243 s of 467),
+while the numpy interpreter takes about 0.07 s on a few rows and 0.1 s on 1536; numpy
+on 2048 rows at K = 512 takes 0.4 s, so only the larger pool's 8192 and 32768 rows repay
+a kernel."""
 
 
 @dataclass
@@ -39,7 +39,6 @@ class CompiledRows:
 
     enabled: bool = True
     made: set = field(default_factory=set)  # ModelParams whose kernels are made
-    asked: Counter = field(default_factory=Counter)  # numpy runs per ModelParams
     compiled_runs: int = 0
     numpy_runs: int = 0
     failed: dict = field(default_factory=dict)  # ModelParams -> why the engine refused
@@ -47,9 +46,8 @@ class CompiledRows:
     def wants(self, m: GemmModel, n_rows: int) -> bool:
         """Whether `m` on `n_rows` rows should run compiled (counts a numpy run if not)."""
         ok = self.enabled and eligible(m) and m.p not in self.failed
-        if ok and (n_rows >= MANY_ROWS or m.p in self.made or self.asked[m.p] >= REUSE):
+        if ok and (n_rows >= MANY_ROWS or m.p in self.made):
             return True
-        self.asked[m.p] += 1
         self.numpy_runs += 1
         return False
 
