@@ -178,3 +178,29 @@ def test_fma_kernel_is_vectorised():
     assert r.lanes == compiled.FMA_LANES == 16
     assert r.types.get("16 x float", 0) >= 2
     assert "llvm.fma" in ir
+
+
+def test_flush_to_zero_environment_falls_back_to_the_model_kernel(monkeypatch):
+    """With x86 flush-to-zero / denormals-are-zero set (torch.set_flush_denormal), the
+    hardware fma would drop subnormals the model keeps: the runner must not take the fma
+    kernel then, and D still equals the numpy interpreter's bit for bit."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    A, B, C = _operands(rng, 5, 40, 9)
+    want = tc.matmul("hopper/serial", A, B, C, instr=FMA, engine="numpy")
+    calls = []
+    real = compiled._fma_chain_fn
+    monkeypatch.setattr(
+        compiled, "_fma_chain_fn", lambda *a, **k: calls.append(a[0]) or real(*a, **k)
+    )
+    assert ieee_fma.subnormals_kept()
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU has no flush-to-zero control")
+    try:
+        assert not ieee_fma.subnormals_kept()
+        got = tc.matmul("hopper/serial", A, B, C, instr=FMA, engine="compiled")
+    finally:
+        torch.set_flush_denormal(False)
+    assert not calls
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert ieee_fma.subnormals_kept()

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from ..formats import Format, Rounding, default_nan_bits
 from ..model.params import Algorithm, ModelParams, NanRule, Sparsity
 from ..model.split import Split
@@ -55,6 +57,21 @@ def reasons(p: ModelParams) -> list[str]:
 def applies(p: ModelParams) -> bool:
     """Whether unit `p`'s step is a chain of IEEE binary32 fmas."""
     return not reasons(p)
+
+
+def subnormals_kept() -> bool:
+    """Whether this thread's floating-point environment keeps binary32 subnormals (x86
+    MXCSR flush-to-zero and denormals-are-zero clear, as a process starts; a library may
+    set them, e.g. torch.set_flush_denormal(True)). The hardware fma follows that
+    environment and the model does not, so the runner takes the fma kernel only while
+    this holds: a subnormal input must survive a product (DAZ) and a product must be
+    able to land below the normal range (FTZ), checked by numpy's binary32 arithmetic,
+    which runs under the same environment."""
+    tiny = np.array([2.0**-140], dtype=np.float32)  # a subnormal operand
+    smallest_normal = np.array([2.0**-126], dtype=np.float32)
+    return bool((tiny * np.float32(2.0))[0] != 0) and bool(
+        (smallest_normal * np.float32(0.5))[0] != 0
+    )
 
 
 DECLARATIONS = ("declare float @llvm.fma.f32(float, float, float)",)

@@ -348,7 +348,7 @@ def run_gemm(
             and all(float_fda.finite_table(x, f) for x, f in ((t.A, p.a_fmt), (t.B, p.b_fmt)))
         ):
             chain_fn = _float_chain_fn
-        elif ieee_fma.applies(p):
+        elif ieee_fma.applies(p) and ieee_fma.subnormals_kept():
             chain_fn = _fma_chain_fn
         for promoted in sorted({sp.promoted for sp in plan.splits}):
             prom = (d_fmt, af) if promoted else None
