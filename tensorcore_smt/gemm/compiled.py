@@ -97,11 +97,7 @@ def chain_ir(p: ModelParams, ca: int, cb: int, promote: tuple | None = None) -> 
     b = [s.var(f"b{k}", wb) for k in range(p.K)]
     d = mma_step(p, a, b, s.var("acc", wc))
     plan = loop_plan(d.v, s.node_count())
-    prom = None
-    if promote is not None:
-        d_fmt, af = promote
-        x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
-        prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
+    prom = _promotion(p, promote)
     ir = chain_rows_module(d.v, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN, group=GROUP)
     return ir, plan.tiled
 
@@ -127,28 +123,44 @@ kernel's rate, e4m3 (64 x 1024 x 1920, promotion every 128) 0.83x: the general k
 16 lanes of 8- and 16-bit integers beat its 16 of fp64 there."""
 
 
+def _promotion(p: ModelParams, promote: tuple | None) -> tuple | None:
+    """The kernel's promotion node (element.promote_add of a chain's result into the
+    promoted sum) for `promote` = (d format, promoted format), or None."""
+    if promote is None:
+        return None
+    s = KernelBackend()
+    d_fmt, af = promote
+    x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
+    return (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
+
+
+def _stepped_chain_ir(
+    p: ModelParams, ca: int, cb: int, promote: tuple | None, emit, declarations, lanes: int
+) -> tuple[str, bool]:
+    """`chain_ir` with the instruction step emitted by `emit(p, body, operand, acc_ty)`
+    (a formulation proved equal to the model's step for the units it applies to) on
+    `lanes` SIMD lanes, the intrinsics it calls in `declarations`."""
+    wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
+
+    def step(body, operand, index):
+        return emit(p, body, operand, f"i{wc}")
+
+    plan = LoopPlan(tiled=True, lanes=lanes)
+    ir = chain_rows_module(
+        None, p.K, wa, wb, ca, cb, wc, plan, _promotion(p, promote), tile=RUN, group=GROUP,
+        step=step, declarations=tuple(declarations),
+    )  # fmt: skip
+    return ir, True
+
+
 def float_chain_ir(
     p: ModelParams, ca: int, cb: int, promote: tuple | None = None
 ) -> tuple[str, bool]:
     """`chain_ir` with the instruction step in the fp64 formulation of
     engine/float_fda.py (for units where float_fda.applies, on finite operands)."""
-    s = KernelBackend()
-    wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
-    prom = None
-    if promote is not None:
-        d_fmt, af = promote
-        x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
-        prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
-
-    def step(body, operand, index):
-        return float_fda.emit_step(p, body, operand, f"i{wc}")
-
-    plan = LoopPlan(tiled=True, lanes=FLOAT_LANES)
-    ir = chain_rows_module(
-        None, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN, group=GROUP, step=step,
-        declarations=tuple(float_fda.DECLARATIONS),
-    )  # fmt: skip
-    return ir, True
+    return _stepped_chain_ir(
+        p, ca, cb, promote, float_fda.emit_step, float_fda.DECLARATIONS, FLOAT_LANES
+    )
 
 
 def _float_chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
@@ -170,23 +182,9 @@ def fma_chain_ir(
 ) -> tuple[str, bool]:
     """`chain_ir` with the instruction step as LLVM's llvm.fma.f32 (engine/ieee_fma.py,
     for units where ieee_fma.applies)."""
-    s = KernelBackend()
-    wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
-    prom = None
-    if promote is not None:
-        d_fmt, af = promote
-        x0, x1 = s.var("x0", af.spec.storage), s.var("x1", d_fmt.spec.storage)
-        prom = (promote_add(x0, x1, d_fmt, af, p).v, af.spec.storage)
-
-    def step(body, operand, index):
-        return ieee_fma.emit_step(p, body, operand, f"i{wc}")
-
-    plan = LoopPlan(tiled=True, lanes=FMA_LANES)
-    ir = chain_rows_module(
-        None, p.K, wa, wb, ca, cb, wc, plan, prom, tile=RUN, group=GROUP, step=step,
-        declarations=ieee_fma.DECLARATIONS,
-    )  # fmt: skip
-    return ir, True
+    return _stepped_chain_ir(
+        p, ca, cb, promote, ieee_fma.emit_step, ieee_fma.DECLARATIONS, FMA_LANES
+    )
 
 
 def _fma_chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
