@@ -34,7 +34,7 @@ import numpy as np
 from .cublaslt_sweep import FIELD_ORDER
 from .half_order import KernelOrder, box_orders, shape_orders
 from .library_fit import fit_calls, recording_dir
-from .library_tree import FEATURES, UNBOUNDED, _features, grow
+from .library_tree import FEATURES, UNBOUNDED, _features, labelled_leaves
 
 GPUS = ("h200", "h100")
 OPS = ("matmul", "linear")
@@ -122,14 +122,7 @@ def points(gpu: str, cls: str) -> list[tuple[tuple[int, int, int], Label]]:
 
 def leaves(pts: list[tuple[tuple[int, int, int], Label]], depth: int = DEPTH):
     """[(box, label, points, points of that label)] of the tree over `pts`."""
-    labels = sorted({lab for _, lab in pts})
-    index = {lab: i for i, lab in enumerate(labels)}
-    X = _features(np.array([s for s, _ in pts], dtype=np.int64))
-    y = np.array([index[lab] for _, lab in pts])
-    return [
-        (box, labels[i], n, hit)
-        for box, i, n, hit in grow(X, y, len(labels), max_depth=depth, min_leaf=MIN_LEAF)
-    ]
+    return labelled_leaves(pts, depth, MIN_LEAF)
 
 
 def predict(tree, shape: tuple[int, int, int]) -> Label:

@@ -355,6 +355,20 @@ def write_tables(folder: Path, gpus: Iterable[str], max_depth: int = 12) -> Coun
     return count
 
 
+def labelled_leaves(pts: list, depth: int, min_leaf: int) -> list:
+    """[(box, label, points, points of that label)] of the classification tree (`grow`
+    over `_features`) learnt from `pts` = [((m, n, k), label)], labels any sortable
+    values; used by the tree tables of every family (fp16/bf16, TF32)."""
+    labels = sorted({lab for _, lab in pts})
+    index = {lab: i for i, lab in enumerate(labels)}
+    X = _features(np.array([s for s, _ in pts], dtype=np.int64))
+    y = np.array([index[lab] for _, lab in pts])
+    return [
+        (box, labels[i], n, hit)
+        for box, i, n, hit in grow(X, y, len(labels), max_depth=depth, min_leaf=min_leaf)
+    ]
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="library_tree")
     ap.add_argument("--out", default="schedules/library", help="the tables' folder")

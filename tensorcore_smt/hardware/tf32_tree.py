@@ -36,13 +36,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import numpy as np
-
 from ..spec.datadirs import data_dir
 from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls, recording_dir
 from .library_tf32 import CHAIN, CLASSES, FFMA, SHORT
-from .library_tree import FEATURES, UNBOUNDED, _features, grow
+from .library_tree import FEATURES, UNBOUNDED, labelled_leaves
 
 GPUS = ("h200", "h100")
 DEPTH = 14
@@ -135,14 +133,7 @@ def points(gpu: str, cls: str) -> list[tuple[tuple[int, int, int], Label]]:
 
 def leaves(pts: list[tuple[tuple[int, int, int], Label]]):
     """[(box, label, points, points of that label)] of the tree over `pts`."""
-    labels = sorted({lab for _, lab in pts})
-    index = {lab: i for i, lab in enumerate(labels)}
-    X = _features(np.array([s for s, _ in pts], dtype=np.int64))
-    y = np.array([index[lab] for _, lab in pts])
-    return [
-        (box, labels[i], n, hit)
-        for box, i, n, hit in grow(X, y, len(labels), max_depth=DEPTH, min_leaf=MIN_LEAF)
-    ]
+    return labelled_leaves(pts, DEPTH, MIN_LEAF)
 
 
 def _when(box, extra: str = "") -> str:
