@@ -324,13 +324,17 @@ def measure_blocks(
         if top is not None and top != high:  # range; below it a term squares to 0 anyway
             np.ldexp(dn[index], top - high, out=dn[index])
             np.ldexp(xn[index], top - high, out=xn[index])
-    sq_err = float(np.sum(np.multiply(dn, dn, out=dn)))  # squares in place
+    return ErrorStats(ulps, rel, normwise(dn, xn), nonfinite)
+
+
+def normwise(dn: np.ndarray, xn: np.ndarray) -> float:
+    """||D - X|| / ||X|| (Frobenius) from the terms |D - X| (`dn`) and |X| (`xn`) on one
+    common scale; squares them in place."""
+    sq_err = float(np.sum(np.multiply(dn, dn, out=dn)))
     sq_x = float(np.sum(np.multiply(xn, xn, out=xn)))
     if sq_x:
-        normwise = float(np.sqrt(sq_err / sq_x))
-    else:
-        normwise = 0.0 if sq_err == 0 else float("inf")
-    return ErrorStats(ulps, rel, normwise, nonfinite)
+        return float(np.sqrt(sq_err / sq_x))
+    return 0.0 if sq_err == 0 else float("inf")
 
 
 def _measure_block(d_bits, d_fmt: Format, exact: Exact, ulps, rel, dn, xn, index):

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import Format
-from .accuracy import ErrorStats
+from .accuracy import ErrorStats, normwise
 from .expansion import Rounded, decoded, pair, rounded_pair, rounded_sum
 
 RANGE_BITS = 900
@@ -72,13 +72,7 @@ def measure_terms(
     if high is not None:  # onto the scale 2^-high, as measure_blocks
         np.ldexp(dn, -high, out=dn)
         np.ldexp(xn, -high, out=xn)
-    sq_err = float(np.sum(np.multiply(dn, dn, out=dn)))
-    sq_x = float(np.sum(np.multiply(xn, xn, out=xn)))
-    if sq_x:
-        normwise = float(np.sqrt(sq_err / sq_x))
-    else:
-        normwise = 0.0 if sq_err == 0 else float("inf")
-    return ErrorStats(ulps, rel, normwise, nonfinite)
+    return ErrorStats(ulps, rel, normwise(dn, xn), nonfinite)
 
 
 def _rounded(d: np.ndarray, terms: list[np.ndarray]) -> tuple[Rounded, Rounded]:
