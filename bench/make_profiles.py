@@ -182,8 +182,10 @@ holdout parts, hardware/library_fit.py), unless it says otherwise.
 1. Record (on the GPU, minutes): `bench/gpu_record.sh` writes
    `results/hardware/<gpu>/library/seed{0,1,2}` (plan `extended`, torch 2.11.0+cu130,
    cuBLAS 13.1.0) and the extras (TF32 probe, cuBLASLt heuristic sweep).
-2. Build (any CPU): `tcsmt profile build --from-library h200` (and `h100`) writes
-   `profiles/<gpu>-cublas-13.1.json` from the fit calls and `schedules/library/*.toml`.
+2. Build (any CPU): `tcsmt profile build --from-library h200 --part grid --part llm --part
+   unaligned --part ops --part batch` (and `h100`; `make profiles` runs both) writes
+   `profiles/<gpu>-cublas-13.1.json` from those parts' fit calls (the random part's shapes
+   do not recur) and `schedules/library/*.toml`.
 3. Check (any CPU): `tcsmt profile check h200 --heldout` (exit 0 only when every held-out
    call is reproduced); `--recordings results/hardware/h200/library/seed2` replays one
    recording folder.
