@@ -112,6 +112,38 @@ def test_kernel_decoding_of_every_pattern(fmt):
     assert np.array_equal(exp[fin], want)
 
 
+def _kernel_decoding(fmt: Format, what: int) -> np.ndarray:
+    """float_fda.decode_module's output (uint64 bits) for every pattern of `fmt`."""
+    import ctypes
+
+    from tensorcore_smt.engine import jit
+    from tensorcore_smt.engine.kernel_ir import KERNEL
+
+    pats = np.arange(1 << fmt.spec.storage).astype({8: np.uint8, 16: np.uint16}[fmt.spec.storage])
+    fn = jit.load(jit.compile_object(float_fda.decode_module(fmt, what)), KERNEL)
+    out = np.empty(len(pats), dtype=np.uint64)
+    proto = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
+    proto(fn)(0, len(pats), pats.ctypes.data, out.ctypes.data)
+    return out
+
+
+@pytest.mark.parametrize("fmt", list(DTYPES))
+def test_operand_tables_hold_the_kernels_decoding(fmt):
+    """B's tables (read off the model's decode) hold, for every finite pattern, the bits
+    the step's own decoding computes: the scaled value (fp32 widened to fp64) and the
+    term exponent; so the table-driven kernel computes the proved step."""
+    fin = float_fda.decoded(fmt).finite
+    pats = np.arange(1 << fmt.spec.storage).astype({8: np.uint8, 16: np.uint16}[fmt.spec.storage])
+    value, exp = float_fda.operand_tables(pats.reshape(2, -1), fmt)
+    assert value.dtype == np.float32 and exp.dtype == np.int16
+    assert value.shape == exp.shape == (2, len(pats) // 2)
+    want_v = _kernel_decoding(fmt, 0).view(np.float64)
+    want_e = _kernel_decoding(fmt, 1).view(np.int64)
+    got_v = value.reshape(-1).astype(np.float64)
+    assert np.array_equal(got_v[fin].view(np.uint64), want_v[fin].view(np.uint64))
+    assert np.array_equal(exp.reshape(-1)[fin].astype(np.int64), want_e[fin])
+
+
 def test_applies_to_nvidia_fda_units_and_not_to_others():
     for hyp, dt in (
         ("hopper", ml_dtypes.bfloat16),
@@ -193,6 +225,117 @@ def test_overflow_to_inf_and_on_from_inf(dt, fast_calls):
     _same("hopper/serial", A, B)
     _same("hopper/serial", A, B, C)
     assert fast_calls
+
+
+@pytest.fixture
+def table_calls(monkeypatch):
+    """The fp64 chain kernels the runner asks for, with B's decoding read from tables
+    (compiled.float_tables) for every format and size, 8-bit operands included."""
+    monkeypatch.setattr(compiled, "FLOAT_MIN_BITS", 8)
+    monkeypatch.setattr(compiled, "float_tables", lambda *a: True)
+    calls = []
+    real = compiled._float_chain_fn
+
+    def spy(*args, **kw):
+        calls.append(kw.get("tables", False))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(compiled, "_float_chain_fn", spy)
+    return calls
+
+
+TABLE_HYPS = [
+    ("hopper/serial", ml_dtypes.bfloat16, 96),
+    ("hopper/serial", np.float16, 80),
+    ("hopper/cublas-fp8", ml_dtypes.float8_e4m3fn, 256),
+    ("volta/serial", np.float16, 36),
+    ("hopper/serial[split_k=3,split_tile=32,reduce=pairwise]", ml_dtypes.bfloat16, 96),
+]
+
+
+@pytest.mark.parametrize(
+    "hyp,dt,K", TABLE_HYPS, ids=[f"{h}-{np.dtype(d).name}" for h, d, _ in TABLE_HYPS]
+)
+def test_table_kernel_equals_the_model(hyp, dt, K, table_calls):
+    """B's values and exponents from tables: D equals the numpy interpreter's bit for
+    bit on extreme operands (subnormals, signed zeros, the largest values, cancelling
+    rows; C with Inf, NaN, -0, subnormals) and on random ones over the whole exponent
+    range, with more than one run of lanes (N > RUN) and groups of rows."""
+    A, B = _extreme(8, K, 10, dt)
+    C = RNG.standard_normal((8, 10)).astype(np.float32)
+    C.flat[:6] = [np.inf, -np.inf, np.nan, -0.0, 1e-42, 3.4e38]
+    _same(hyp, A, B)
+    _same(hyp, A, B, C)
+    fi = ml_dtypes.finfo(dt)
+    lo = int(np.log2(float(fi.smallest_subnormal)))
+    M, N = 20, compiled.RUN + 37
+    A = (RNG.standard_normal((M, K)) * np.exp2(RNG.integers(lo, 4, (M, K)))).astype(dt)
+    B = (RNG.standard_normal((K, N)) * np.exp2(RNG.integers(lo, 4, (K, N)))).astype(dt)
+    B[:, 5] = 0.0
+    _same(hyp, A, B)
+    assert table_calls and all(table_calls)
+
+
+@pytest.mark.parametrize(
+    "hyp,dt",
+    [
+        ("hopper[e_zero=-100]/serial", ml_dtypes.bfloat16),
+        ("hopper[e_zero=-10]/serial", np.float16),
+        ("hopper[e_zero=none]/serial", ml_dtypes.bfloat16),
+    ],
+)
+@pytest.mark.parametrize("tables", [False, True])
+def test_zero_products_above_the_others_equal_the_model(hyp, dt, tables, monkeypatch, fast_calls):
+    """e_zero above C's least exponent and above small products (the presets put it
+    below both, where it never wins), or unset: groups with no zero product, some, and
+    only zero ones, C zero or tiny, so that e_zero decides e_max and with it every
+    term's grid."""
+    monkeypatch.setattr(compiled, "float_tables", lambda *a: tables)
+    K, M, N = 48, 6, 7
+    fi = ml_dtypes.finfo(dt)
+    A = (RNG.standard_normal((M, K)) * float(fi.smallest_normal) * 4).astype(dt)
+    B = (RNG.standard_normal((K, N)) * 2.0**-4).astype(dt)
+    A[1, ::5] = 0.0  # some zero products in every group
+    A[2, 16:32] = 0.0  # a group of zero products only, after a tiny sum
+    B[:, 3] = -0.0
+    A[3, :] = RNG.standard_normal(K).astype(dt)  # products above e_zero
+    A[3, 7] = 0.0
+    C = np.zeros((M, N), dtype=np.float32)
+    e_zero = _params(hyp, dt).params.e_zero or -110  # unset: zero terms never win
+    C[:, 1] = 2.0 ** (e_zero - 10)  # below e_zero: kept on its own grid, not on e_zero's
+    C[:, 2] = -(2.0 ** (e_zero + 3))
+    _same(hyp, A, B)
+    _same(hyp, A, B, C)
+    assert fast_calls
+
+
+def test_tables_where_they_pay():
+    """Tables for fp16 B with at least FLOAT_TABLE_ROWS rows of D per column; not for
+    bf16 (placed by one shift), nor for fewer rows."""
+    rows = compiled.FLOAT_TABLE_ROWS
+    fp16 = _params("hopper", np.float16).params
+    bf16 = _params("hopper", ml_dtypes.bfloat16).params
+    assert compiled.float_tables(fp16, rows * 100, 100)
+    assert not compiled.float_tables(fp16, rows * 100 - 1, 100)
+    assert not compiled.float_tables(bf16, rows * 100, 100)
+    assert float_fda.one_shift(Format.BF16) and not float_fda.one_shift(Format.FP16)
+
+
+def test_flush_to_zero_environment_falls_back_to_the_model_kernel(fast_calls):
+    """With x86 flush-to-zero / denormals-are-zero set (torch.set_flush_denormal), the
+    step's fp32 -> fp64 conversion would read subnormal operands as 0: the runner must
+    not take the fp64 formulation then, and D still equals the numpy interpreter's."""
+    torch = pytest.importorskip("torch")
+    A, B = _extreme(6, 80, 300, np.float16)
+    want = tc.matmul("hopper/serial", A, B, engine="numpy")
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU has no flush-to-zero control")
+    try:
+        got = tc.matmul("hopper/serial", A, B, engine="compiled")
+    finally:
+        torch.set_flush_denormal(False)
+    assert not fast_calls
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 def test_non_finite_operands_fall_back(fast_calls):

@@ -30,6 +30,10 @@ carry bits, e_zero); a unit for which it returns any runs the general kernel. Th
 formulation is checked bit for bit against the numpy interpreter of the model in
 tests/test_float_fda.py (random, extreme and special operands on every preset it
 applies to).
+
+B's decoding (value and term exponent) can be read from tables made once per element of
+B (`operand_tables`, read off `decoded`) instead of being computed for every product;
+each entry equals the step's own decoding of its pattern, so the step is the same.
 """
 
 from __future__ import annotations
@@ -212,6 +216,35 @@ def decoded(fmt: Format) -> Decoded:
 
 
 @cache
+def scaled_values(fmt: Format) -> np.ndarray:
+    """float32 of every pattern of `fmt`: its value times 2^-rebias(fmt) (0 for NaN and
+    Inf), what `_Ir.value` computes from the bits, here read off `decoded` (exact: every
+    such value is an fp32 number, normal or subnormal; tests check every pattern against
+    the compiled decoding)."""
+    v = decoded(fmt).value
+    if v is None:
+        raise ValueError(f"{fmt.spec.name} values are not float32 numbers")
+    scaled = np.ldexp(v.astype(np.float64), -rebias(fmt))
+    out = scaled.astype(np.float32)
+    if not np.array_equal(out.astype(np.float64), scaled):
+        raise ValueError(f"{fmt.spec.name} values times 2^-{rebias(fmt)} are not fp32 numbers")
+    return out
+
+
+B_TABLES = ("bval", "bexp")
+"""The chain kernel's extra pointer parameters when B's decoding is read from tables
+(`operand_tables`, laid out as B): its scaled values (float32) and term exponents
+(int16)."""
+
+
+def operand_tables(table: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """B's decoding done once per element instead of once per product: (`scaled_values`,
+    `decoded(fmt).exp`) of every element of the operand table, in its shape (C order)."""
+    t = np.ascontiguousarray(table)
+    return scaled_values(fmt)[t], decoded(fmt).exp[t]
+
+
+@cache
 def special_mask(fmt: Format) -> int | None:
     """m such that a pattern x of `fmt` is NaN or Inf exactly when x & m == m, read off
     the model's decode of every pattern (the all-ones exponent field of IEEE formats;
@@ -269,6 +302,14 @@ def tail(p: ModelParams, c_fmt: Format, flush: bool) -> Tail:
     return Tail(_finish(exact, [], p, flush, is_nan, is_inf, neg_inf).v, acc_w)
 
 
+def one_shift(fmt: Format) -> bool:
+    """Whether `_Ir.value` places a pattern of `fmt` as fp32's fields by one shift: its
+    sign and magnitude move up by the same amount (bf16), so there is little decoding
+    for a table (`operand_tables`) to save."""
+    s = fmt.spec
+    return 23 - s.mbits == 32 - s.storage
+
+
 class _Ir:
     """LLVM instructions of the fp64 formulation, appended to a Body."""
 
@@ -292,8 +333,7 @@ class _Ir:
         included (tests/test_float_fda.py checks every pattern of each format)."""
         s = fmt.spec
         xi = self(f"zext i{s.storage} {x} to i32") if s.storage < 32 else x
-        if s.storage < 32 and 23 - s.mbits == 32 - s.storage:
-            # sign and magnitude move up by the same amount (bf16): one shift
+        if s.storage < 32 and one_shift(fmt):
             xi = self(f"shl i32 {xi}, {32 - s.storage}")
         elif s.storage < 32:
             mag = self(f"and i32 {xi}, {(1 << (s.storage - 1)) - 1}")
@@ -328,15 +368,24 @@ def emit_step(
     body: Body,
     operand: Callable[[str, int], str],
     acc_ty: str,
+    index: Callable[[str, int], str] | None = None,
 ) -> str:
     """The instruction step d = acc + sum a_k b_k of unit `p` (for which `applies`),
     every group in turn: its exact sum in fp64 and i64 lanes, then the model's tail.
-    `operand(stem, k)`: the bits of a_k ("a"), b_k ("b") or the accumulator ("acc", 0)."""
+    `operand(stem, k)`: the bits of a_k ("a"), b_k ("b") or the accumulator ("acc", 0).
+    `index`: None, or `index("b", k)` the element index of b_k in B, whose scaled value
+    and term exponent are then loaded from the `B_TABLES` (`operand_tables`) instead of
+    decoded from its bits."""
     ir = _Ir(body)
 
     def load(stem: str, k: int, what: int) -> str:
         """a_k's or b_k's value (fp64; what 0) or term exponent (i32; what 1)."""
         fmt = p.a_fmt if stem == "a" else p.b_fmt
+        if stem == "b" and index is not None:
+            ty, table = ("float", B_TABLES[0]) if what == 0 else ("i16", B_TABLES[1])
+            ptr = ir(f"getelementptr inbounds {ty}, ptr %{table}, i64 {index(stem, k)}")
+            x = ir(f"load {ty}, ptr {ptr}, align {4 if what == 0 else 2}")
+            return ir(f"fpext float {x} to double" if what == 0 else f"sext i16 {x} to i32")
         x = operand(stem, k)
         return ir.value(x, fmt) if what == 0 else ir.exponent(x, fmt)
 
@@ -353,12 +402,24 @@ def emit_step(
         cv = ir(f"select i1 {cspecial}, double 0.0, double {cv}")
         czero = ir(f"icmp eq i32 {ce}, {ZERO_EXP}")
         e_max = ir(f"select i1 {czero}, i32 {e_zero}, i32 {ce}")
-        # pass 1: e_max from the exponent tables alone (a zero factor: e_zero)
+        # pass 1: e_max from the exponent tables alone (a zero factor: e_zero). A zero
+        # product's e_a + e_b lies below ZERO_BELOW, every other one above: the largest
+        # and least sums say which terms there are, and a zero term stands for e_zero
+        hi_s = lo_s = None
         for k in range(lo, hi):
             e = ir(f"add i32 {load('a', k, 1)}, {load('b', k, 1)}")
-            zero = ir(f"icmp slt i32 {e}, {ZERO_BELOW}")
-            e = ir(f"select i1 {zero}, i32 {e_zero}, i32 {e}")
-            e_max = ir(f"call i32 @llvm.smax.i32(i32 {e_max}, i32 {e})")
+            if hi_s is None:
+                hi_s = lo_s = e
+                continue
+            hi_s = ir(f"call i32 @llvm.smax.i32(i32 {hi_s}, i32 {e})")
+            lo_s = ir(f"call i32 @llvm.smin.i32(i32 {lo_s}, i32 {e})")
+        if hi_s is not None:
+            all_zero = ir(f"icmp slt i32 {hi_s}, {ZERO_BELOW}")
+            t = ir(f"select i1 {all_zero}, i32 {e_zero}, i32 {hi_s}")
+            some_zero = ir(f"icmp slt i32 {lo_s}, {ZERO_BELOW}")
+            tz = ir(f"call i32 @llvm.smax.i32(i32 {t}, i32 {e_zero})")
+            t = ir(f"select i1 {some_zero}, i32 {tz}, i32 {t}")
+            e_max = ir(f"call i32 @llvm.smax.i32(i32 {e_max}, i32 {t})")
         # all terms zero with e_zero unset: e_max is EXP_MIN and every term 0, so any
         # normal scale gives the same sum; the clamp keeps the scale a normal number
         lo_e, hi_e = exponent_range(p)

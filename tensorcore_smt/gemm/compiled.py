@@ -14,6 +14,7 @@ and tests check the result against element.py on numpy bit for bit.
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 from collections.abc import Callable
 
@@ -115,12 +116,39 @@ def _chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
 
 FLOAT_LANES = 16
 """SIMD lanes of the fp64 formulation's chain kernel (two 512-bit registers of fp64):
-bf16 64 x 1024 x 2560 on one core 1.5x the general kernel's rate with 16, 1.2x with 8."""
+bf16 64 x 1024 x 2560 on one core 1.5x the general kernel's rate with 16, 1.2x with 8.
+Again with the max/min pass 1 (the kernel alone on one thread, 64 x 2560 x 2048, best of
+11 runs interleaved, load about 4.6, G MAC per CPU s): fp16 with B's tables 2.88 with
+8 lanes, 3.19 / 3.04 with 16, 2.70 with 32; bf16 without tables 2.70 with 8, 2.92 /
+2.86 with 16, 2.99 with 32 (within the runs' spread)."""
 FLOAT_MIN_BITS = 16
 """Operand width from which the fp64 formulation runs: measured on one core (runs of
 both kernels interleaved, load average about 10): bf16 1.5x and fp16 1.3x the general
 kernel's rate, e4m3 (64 x 1024 x 1920, promotion every 128) 0.83x: the general kernel's
-16 lanes of 8- and 16-bit integers beat its 16 of fp64 there."""
+16 lanes of 8- and 16-bit integers beat its 16 of fp64 there. Again with B's tables
+and the max/min pass 1 (tc.matmul on hopper/cublas-fp8, both threads, best CPU time of
+3 interleaved, load 4.7-4.9, G MAC per CPU s, general / fp64 with tables): 64 x 1024 x
+1920 2.74 / 2.13, 256 x 1920 x 2048 2.78 / 2.41, 1024 x 1920 x 2048 2.66 / 2.34: the
+general kernel still wins on e4m3."""
+
+
+FLOAT_TABLE_ROWS = 512
+"""Rows of D per column of B from which the fp64 formulation reads B's decoding from
+tables (`float_tables`). Measured (tc.matmul on hopper, both threads, best CPU time of 3,
+runs with and without tables interleaved, load 3.9, G MAC per CPU s): fp16 1024^3 2.30
+-> 2.87, 512 x 2048 x 2048 2.41 -> 2.59, 250 x 9728 x 2560 2.47 -> 2.51 (its kernel
+about 17 % faster, but making the 25 M entries of B's tables cost 0.36-0.41 CPU s of
+2.5). bf16 250 x 9728 x 2560 gains about 5 % in the kernel, which reads 6 bytes an
+element of B for 2 (tables of 150 MB, past the caches), less than the tables cost."""
+
+
+def float_tables(p: ModelParams, n_outputs: int, n_columns: int) -> bool:
+    """Whether the fp64 formulation's chain kernel reads B's scaled values and term
+    exponents from tables made once per GEMM (float_fda.operand_tables: K x N work, 6
+    bytes per element of B against 2) instead of decoding B's bits for every product:
+    where the decoding is more than one shift (not float_fda.one_shift: fp16, not
+    bf16) and the GEMM has at least FLOAT_TABLE_ROWS rows of D per column of B."""
+    return not float_fda.one_shift(p.b_fmt) and n_outputs >= FLOAT_TABLE_ROWS * n_columns
 
 
 def _promotion(p: ModelParams, promote: tuple | None) -> tuple | None:
@@ -135,40 +163,56 @@ def _promotion(p: ModelParams, promote: tuple | None) -> tuple | None:
 
 
 def _stepped_chain_ir(
-    p: ModelParams, ca: int, cb: int, promote: tuple | None, emit, declarations, lanes: int
+    p: ModelParams,
+    ca: int,
+    cb: int,
+    promote: tuple | None,
+    emit,
+    declarations,
+    lanes: int,
+    extra: tuple[str, ...] = (),
 ) -> tuple[str, bool]:
     """`chain_ir` with the instruction step emitted by `emit(p, body, operand, acc_ty)`
     (a formulation proved equal to the model's step for the units it applies to) on
-    `lanes` SIMD lanes, the intrinsics it calls in `declarations`."""
+    `lanes` SIMD lanes, the intrinsics it calls in `declarations`; with `extra` (names
+    of tables laid out as B, pointer parameters after acc_out) `emit` also gets the
+    index function (gemm_ir `index`) to read them."""
     wa, wb, wc = p.a_fmt.spec.storage, p.b_fmt.spec.storage, p.c_fmt.spec.storage
 
     def step(body, operand, index):
+        if extra:
+            return emit(p, body, operand, f"i{wc}", index)
         return emit(p, body, operand, f"i{wc}")
 
     plan = LoopPlan(tiled=True, lanes=lanes)
     ir = chain_rows_module(
         None, p.K, wa, wb, ca, cb, wc, plan, _promotion(p, promote), tile=RUN, group=GROUP,
-        step=step, declarations=tuple(declarations),
+        step=step, declarations=tuple(declarations), extra_params=extra,
     )  # fmt: skip
     return ir, True
 
 
 def float_chain_ir(
-    p: ModelParams, ca: int, cb: int, promote: tuple | None = None
+    p: ModelParams, ca: int, cb: int, promote: tuple | None = None, tables: bool = False
 ) -> tuple[str, bool]:
     """`chain_ir` with the instruction step in the fp64 formulation of
-    engine/float_fda.py (for units where float_fda.applies, on finite operands)."""
+    engine/float_fda.py (for units where float_fda.applies, on finite operands);
+    `tables`: B's values and exponents read from float_fda.operand_tables (two more
+    pointer parameters, float_fda.B_TABLES) instead of decoded from its bits."""
+    extra = float_fda.B_TABLES if tables else ()
     return _stepped_chain_ir(
-        p, ca, cb, promote, float_fda.emit_step, float_fda.DECLARATIONS, FLOAT_LANES
+        p, ca, cb, promote, float_fda.emit_step, float_fda.DECLARATIONS, FLOAT_LANES, extra
     )
 
 
-def _float_chain_fn(p: ModelParams, ca: int, cb: int, promote: tuple | None = None):
+def _float_chain_fn(
+    p: ModelParams, ca: int, cb: int, promote: tuple | None = None, tables: bool = False
+):
     """The ctypes function of `float_chain_ir`'s kernel."""
     return _compiled(
-        ("chain-rows-fp64", p, ca, cb, promote, RUN, GROUP),
-        lambda: float_chain_ir(p, ca, cb, promote),
-        11,
+        ("chain-rows-fp64", p, ca, cb, promote, RUN, GROUP, tables),
+        lambda: float_chain_ir(p, ca, cb, promote, tables),
+        13 if tables else 11,
         ints=(4, 5, 8),
     )
 
@@ -259,6 +303,8 @@ class _Tables:
         self.A = np.ascontiguousarray(a_table.T, dtype=UNSIGNED[container(p.a_fmt.spec.storage)])
         self.B = np.ascontiguousarray(b_table, dtype=UNSIGNED[container(p.b_fmt.spec.storage)])
         self.bits = (self.A.dtype.itemsize * 8, self.B.dtype.itemsize * 8)
+        self.extra: tuple[np.ndarray, ...] = ()
+        """Tables laid out as B that the kernel reads after acc_out (float_fda.B_TABLES)."""
 
     def run(self, fn, chains: tuple[np.ndarray, np.ndarray], ia, ib, acc0) -> np.ndarray:
         """The chain kernel `fn` over `chains` (k-block list, chain ends) for the outputs
@@ -268,7 +314,7 @@ class _Tables:
         fn(
             0, len(ia), self.A.ctypes.data, ia.ctypes.data, self.B.ctypes.data,
             ib.ctypes.data, self.Kp, self.NB, bl.ctypes.data, ends.ctypes.data, len(ends),
-            acc0.ctypes.data, out.ctypes.data,
+            acc0.ctypes.data, out.ctypes.data, *[x.ctypes.data for x in self.extra],
         )  # fmt: skip
         return out
 
@@ -340,13 +386,18 @@ def run_gemm(
     if ep.reads_ab:
         chain_fn = _chain_fn
         narrow = min(p.a_fmt.spec.storage, p.b_fmt.spec.storage) < FLOAT_MIN_BITS
+        kept = ieee_fma.subnormals_kept()  # both read fp32 subnormals through the FPU
         if (
             not narrow
+            and kept
             and float_fda.applies(p)
             and all(float_fda.finite_table(x, f) for x, f in ((t.A, p.a_fmt), (t.B, p.b_fmt)))
         ):
             chain_fn = _float_chain_fn
-        elif ieee_fma.applies(p) and ieee_fma.subnormals_kept():
+            if float_tables(p, len(outputs), t.NB):
+                t.extra = float_fda.operand_tables(t.B, p.b_fmt)
+                chain_fn = functools.partial(_float_chain_fn, tables=True)
+        elif kept and ieee_fma.applies(p):
             chain_fn = _fma_chain_fn
         for promoted in sorted({sp.promoted for sp in plan.splits}):
             prom = (d_fmt, af) if promoted else None
