@@ -455,7 +455,7 @@ def test_linear_bias_tf32_runs_one_chain_where_linear_splits(shape, kind):
     assert mismatches(c, with_fields(TF32_SPLIT, "c_join=epilogue")) > 0
 
 
-@pytest.mark.parametrize("shape,kind,part", [((981, 2, 2263), "cancel", "random")])
+@pytest.mark.parametrize("shape,kind,part", [((4, 8, 16175), "cancel", "random")])
 def test_linear_bias_fp16_rr0_adds_the_bias_after_the_split_reduction(shape, kind, part):
     """Held-out H200 calls (seed 2), fp16 rr0, on the 128-wide element-range split-K
     kernel at a small output: the bias added after the fp16 rounding (c_join=output,

@@ -104,6 +104,19 @@ def test_rule_bounds_mods_and_expressions():
     assert g.matches(1, 1, 1, "h200") and not g.matches(1, 1, 1, "h100")
 
 
+def test_align_bound_is_the_power_of_two_dividing_n_and_k():
+    """`align` is gcd(N, K, 8), checked against a brute-force largest power of two."""
+    lo, hi = lr.Rule("a", {"align_max": 2}), lr.Rule("a", {"align_min": 4, "align_max": 4})
+    for n in range(1, 40):
+        for k in (1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 1000, 1003):
+            g = max(p for p in (1, 2, 4, 8) if n % p == 0 and k % p == 0)
+            assert lo.matches(3, n, k, None) == (g <= 2)
+            assert hi.matches(3, n, k, None) == (g == 4)
+    # A column-major (matmul-at): A's rows hold M elements, so M and N align the call
+    assert lr.align_of("matmul-at", 12, 6, 7) == 2 and lr.align_of("matmul", 12, 6, 7) == 1
+    assert lr.align_of("linear", 3, 16, 24) == 8 and lr.align_of("matmul-at", 3, 16, 24) == 1
+
+
 def test_expressions_refuse_anything_else():
     for bad in ("__import__('os')", "k ** 2", "m.bit_length()", "open", "k if m else n", "(("):
         with pytest.raises(UserError):

@@ -26,8 +26,11 @@ base recipe names each of these schedule fields with that value (a kernel family
 split layout alone does not tell apart: the small-M kernel's two halves of K are
 contiguous ranges one k wide).
 
-Bounds: ``m_min m_max n_min n_max k_min k_max mn_min mn_max`` (mn = M*N), each
-inclusive, and ``k_mod = [q, r]`` (K mod q == r), ``n_mod``, ``m_mod`` alike;
+Bounds: ``m_min m_max n_min n_max k_min k_max mn_min mn_max`` (mn = M*N) and
+``align_min align_max`` (align = gcd(N, K, 8): the largest power of two at most 8
+dividing N and K, the elements by which the rows of torch.matmul's and F.linear's
+operands and output are aligned, which bounds the vector loads of the kernels cuBLAS can
+take), each inclusive, and ``k_mod = [q, r]`` (K mod q == r), ``n_mod``, ``m_mod`` alike;
 ``misaligned = ["n", "k"]``: at least one of those dimensions is not a multiple of 8 (an
 fp16/bf16 operand's rows not 16-byte aligned: cuBLAS takes other kernels). EXPR is an
 arithmetic expression of m, n, k with integers, + - * // %, min, max, cdiv (ceiling
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import math
 import operator
 import re
 import sys
@@ -56,7 +60,25 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-BOUNDS = ("m_min", "m_max", "n_min", "n_max", "k_min", "k_max", "mn_min", "mn_max")
+BOUNDS = (
+    "m_min", "m_max", "n_min", "n_max", "k_min", "k_max", "mn_min", "mn_max",
+    "align_min", "align_max",
+)  # fmt: skip
+ALIGN_BOUND = 8
+"""The largest alignment (elements) the `align` bound tells apart."""
+ALIGN_DIMS: dict[str, tuple[str, str]] = {"matmul-at": ("m", "n")}
+"""The dimensions whose gcd with ALIGN_BOUND is a call's `align`, by torch op (the
+class name's first part), where they are not ("n", "k"): with A column-major, A's rows
+hold M elements (lda = M) and K aligns nothing."""
+
+
+def align_of(op: str, m: int, n: int, k: int) -> int:
+    """The `align` bound's value for a call of torch op `op` (ALIGN_DIMS)."""
+    dims = {"m": m, "n": n, "k": k}
+    a, b = ALIGN_DIMS.get(op, ("n", "k"))
+    return math.gcd(dims[a], dims[b], ALIGN_BOUND)
+
+
 MODS = ("m_mod", "n_mod", "k_mod")
 MISALIGNED = "misaligned"
 ALIGN = 8
@@ -145,7 +167,17 @@ class Rule:
     base_split: BaseSplit | None = None  # epilogue rules: only over this base kernel
     base_fields: str = ""  # epilogue rules: only where the base recipe names these fields
 
-    def matches(self, m: int, n: int, k: int, gpu: str | None, base: str | None = None) -> bool:
+    def matches(
+        self,
+        m: int,
+        n: int,
+        k: int,
+        gpu: str | None,
+        base: str | None = None,
+        align: int | None = None,
+    ) -> bool:
+        """Whether the rule decides shape (m, n, k) on `gpu` (over base recipe `base`, an
+        epilogue rule); `align`: the call's alignment (align_of; None: gcd(n, k, 8))."""
         if self.gpu is not None and gpu not in self.gpu:
             return False
         if self.base_split is not None and (base is None or BaseSplit.of(base) != self.base_split):
@@ -154,7 +186,9 @@ class Rule:
             named = recipe_fields(base or "")
             if any(named.get(f) != v for f, v in recipe_fields(f"/[{self.base_fields}]").items()):
                 return False
-        vals = {"m": m, "n": n, "k": k, "mn": m * n}
+        if align is None:
+            align = math.gcd(n, k, ALIGN_BOUND)
+        vals = {"m": m, "n": n, "k": k, "mn": m * n, "align": align}
         for name, bound in self.when.items():
             if name == MISALIGNED:
                 if all(vals[d] % ALIGN == 0 for d in bound):
@@ -191,12 +225,18 @@ class Table:
         return any(fnmatch.fnmatchcase(class_name, pat) for pat in self.classes)
 
     def decide(
-        self, m: int, n: int, k: int, gpu: str | None, base: str | None = None
+        self,
+        m: int,
+        n: int,
+        k: int,
+        gpu: str | None,
+        base: str | None = None,
+        align: int | None = None,
     ) -> tuple[str, Rule] | None:
         """(recipe text, the rule) of the first rule matching the shape (and, for an
-        epilogue table, the base recipe `base`), or None."""
+        epilogue table, the base recipe `base`; `align` as Rule.matches), or None."""
         for r in self.rules:
-            if r.matches(m, n, k, gpu, base):
+            if r.matches(m, n, k, gpu, base, align):
                 return r.text(m, n, k), r
         return None
 
@@ -304,11 +344,12 @@ def decide(
     rules decide the shape (an epilogue table: its fields added to the recipe of the
     base op's class); None when no table does."""
     pool = tuple(tables() if among is None else among)
+    align = align_of(class_name.split(".")[0], m, n, k)
     for t in pool:
         if not t.covers(class_name):
             continue
         if t.base is None:
-            got = t.decide(m, n, k, gpu)
+            got = t.decide(m, n, k, gpu, None, align)
             if got is not None:
                 return got[0], t.instr, t, got[1]
             continue
@@ -316,7 +357,7 @@ def decide(
         core = decide(base_name, m, n, k, gpu, [u for u in pool if u.base is None])
         if core is None:
             continue
-        got = t.decide(m, n, k, gpu, core[0])
+        got = t.decide(m, n, k, gpu, core[0], align)
         if got is not None:
             return with_fields(core[0], got[0]), core[1], t, got[1]
     return None

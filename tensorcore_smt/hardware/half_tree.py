@@ -2,7 +2,8 @@
 16-byte aligned (N or K not a multiple of 8: the sm80-style kernels, cuBLASLt algo 23 and
 24, 11 and 13 for tiny shapes), learnt from cuBLASLt's heuristic sweep
 (cublaslt_sweep.py, results/hardware/<gpu>/library/cublaslt.jsonl.gz) and the fit calls'
-own heuristic fields as a classification tree over M, N, K and M*N (Breiman et al. 1984;
+own heuristic fields as a classification tree over M, N, K, M*N and the alignment
+gcd(N, K, 8) (Breiman et al. 1984;
 the tree of library_tree.grow), each leaf one decision-table rule (gemm/library_rules.py).
 
 What a label computes (results/cublas/half.md): CUTLASS 2.x split-K over element ranges
@@ -34,7 +35,7 @@ import numpy as np
 from .cublaslt_sweep import FIELD_ORDER
 from .half_order import KernelOrder, box_orders, shape_orders
 from .library_fit import fit_calls, recording_dir
-from .library_tree import FEATURES, UNBOUNDED, _features, labelled_leaves
+from .library_tree import ALIGN_FEATURES, UNBOUNDED, _features, labelled_leaves
 
 GPUS = ("h200", "h100")
 OPS = ("matmul", "linear")
@@ -122,13 +123,12 @@ def points(gpu: str, cls: str) -> list[tuple[tuple[int, int, int], Label]]:
 
 def leaves(pts: list[tuple[tuple[int, int, int], Label]], depth: int = DEPTH):
     """[(box, label, points, points of that label)] of the tree over `pts`."""
-    return labelled_leaves(pts, depth, MIN_LEAF)
+    return labelled_leaves(pts, depth, MIN_LEAF, ALIGN_FEATURES)
 
 
 def predict(tree, shape: tuple[int, int, int]) -> Label:
     """The label of the leaf holding `shape`."""
-    m, n, k = shape
-    vals = (m, n, k, m * n)
+    vals = _features(np.array([shape]), ALIGN_FEATURES)[0]
     for box, lab, _, _ in tree:
         if all(lo <= v <= hi for v, (lo, hi) in zip(vals, box)):
             return lab
@@ -141,7 +141,7 @@ def holdout_agreement(
     """(exact label, same split count) fractions of shapes whose label the tree learnt
     without them predicts (`folds`-fold cross-validation over `pts`)."""
     order = np.random.default_rng(seed).permutation(len(pts))
-    X = _features(np.array([s for s, _ in pts], dtype=np.int64))
+    X = _features(np.array([s for s, _ in pts], dtype=np.int64), ALIGN_FEATURES)
     exact = same = 0
     for f in range(folds):
         test = order[f::folds]
@@ -160,7 +160,7 @@ def holdout_agreement(
 
 def _when(box) -> str:
     parts = ['misaligned = ["n", "k"]']
-    for name, (lo, hi) in zip(FEATURES, box):
+    for name, (lo, hi) in zip(ALIGN_FEATURES, box):
         lo = max(lo, 2) if name in ("m", "n") else lo
         if lo > 1:
             parts.append(f"{name}_min = {lo}")
