@@ -526,13 +526,16 @@ def accumulate(
     plan: Plan,
     ep: Epilogue | None = None,
     c_fmt: Format | None = None,
+    chains: Callable[[Sequence[int]], BV] | None = None,
 ) -> tuple[BV, Format]:
     """The element's accumulator before the epilogue and its format: the chain's d, or
     the sum of promoted chains and combined splits (fp32, or the output type of `ep`
     when the plan reduces in it). `c` enters here when `c_joins` (as acc_0 of split 0's
     chain, in the instruction's c format) or when the plan adds it to the first partial
     (`ep.partial_beta` set; C in `c_fmt`). Operands are read as the unit reads them
-    (plan.operand_round)."""
+    (plan.operand_round). `chains(blocks)`: the d of a chain started from +0 over
+    `blocks`, run by the caller (`run_chain` on the same operands, several chains at
+    once as lanes of one run); None: run here."""
     like = a[0]
     d_fmt = p.d_fmt
     af = acc_format(p)
@@ -540,13 +543,20 @@ def accumulate(
     a = rounded_operands(a, p.a_fmt, plan.operand_round, sa, ef, p)
     b = rounded_operands(b, p.b_fmt, plan.operand_round, sb, ef, p)
 
+    def from_zero(blocks: Sequence[int]) -> BV:
+        if chains is not None:
+            return chains(blocks)
+        return run_chain(p, a, b, blocks, _zero(like, d_fmt))
+
     def split(s: int, sp: SplitPlan, seed: BV | None) -> BV:
         if not sp.promoted:
+            if seed is None and not c_joins(plan, s, c is not None):
+                return from_zero(sp.chains[0])
             acc0 = c if c_joins(plan, s, c is not None) else _zero(like, d_fmt)
             return run_chain(p, a, b, sp.chains[0], acc0 if seed is None else seed)
         acc32 = _zero(like, af)
         for blocks in sp.chains:
-            d = run_chain(p, a, b, blocks, _zero(like, d_fmt))
+            d = from_zero(blocks)
             acc32 = promote_add(acc32, d, d_fmt, af, p)
         return acc32
 
@@ -585,18 +595,20 @@ def element(
     plan: Plan,
     schedule: Schedule,
     c_fmt: Format | None = None,
+    chains: Callable[[Sequence[int]], BV] | None = None,
 ) -> BV:
     """One output element d = alpha * sum_k a_k b_k + beta * c as the kernel computes it:
     `a`, `b` the zero-padded row of A and column of B (plan.n_blocks * p.K entries, any
     indexable sequence, read block by block), `c` the element of C or None. `c_fmt`: the
-    format of c as given (`c_format`; default: the rule's format of a C of bit patterns)."""
+    format of c as given (`c_format`; default: the rule's format of a C of bit patterns).
+    `chains`: chains from +0 run by the caller (`accumulate`)."""
     n = plan.n_blocks * p.K
     if len(a) != n or len(b) != n:
         raise ValueError(f"expected {n} a and b entries, got {len(a)} and {len(b)}")
     ep = Epilogue.of(schedule, p, plan, c is not None)
     cf = c_fmt or c_format(p, schedule)
     if ep.reads_ab:
-        acc, acc_fmt = accumulate(a, b, c, p, plan, ep, cf)
+        acc, acc_fmt = accumulate(a, b, c, p, plan, ep, cf, chains)
     else:  # alpha = 0: A and B are not read
         acc_fmt = acc_format(p)
         acc = _zero(a[0], acc_fmt)

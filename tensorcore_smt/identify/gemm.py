@@ -38,6 +38,7 @@ from ..spec.variants import with_overrides
 from .compiled_rows import CompiledRows
 from .oracle import CMD_TIMEOUT, ORACLES, Oracle
 from .space import _INERT, Family, Hypothesis, Space, inert, resolve_space, value_text
+from .stacked import zero_chains
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -56,6 +57,13 @@ def _schedule_fields() -> set[str]:
     from ..gemm.schedule import field_names
 
     return set(field_names())
+
+
+INSTRUCTION_COMPOSED = (
+    "asked on the instruction: the GEMM element composes it alike (both hypotheses have "
+    "one schedule and plan and differ only inside the instruction's steps)"
+)
+"""Why an instruction-level answer decides a GEMM pair (`GemmSpace.reduced_query`)."""
 
 
 def is_sched(key: str) -> bool:
@@ -163,6 +171,8 @@ def schedule_inert(name: str, gb: GemmBase) -> bool:
 MEMO_ROWS = 256
 """Row sets at most this long are kept as bit vectors, decoded once (`GemmSpace.run`)."""
 MEMO_SETS = 4
+ROWS_PER_PASS = 4096
+"""Rows of one stacked pass when the rows are not kept (`GemmSpace._run_rows`)."""
 """Row sets kept so (the latest answered rows, and a few others)."""
 
 
@@ -267,32 +277,71 @@ class GemmSpace(Space):
             d = self.compiled.run(m, a, b, c)
             if d is not None:
                 return d
-        if len(c) > MEMO_ROWS or np.shape(a) != (len(c), m.K) or np.shape(b) != np.shape(a):
+        stack = zero_chains(m)
+        if np.shape(a) != (len(c), m.K) or np.shape(b) != np.shape(a):
             return run_rows(m, a, b, c)
+        if len(c) > MEMO_ROWS:
+            if stack is None:
+                return run_rows(m, a, b, c)
+            step = ROWS_PER_PASS
+            parts = [
+                self._run_rows(m, a[i : i + step], b[i : i + step], c[i : i + step], stack, {})
+                for i in range(0, len(c), step)
+            ]
+            return np.concatenate(parts)
+        a = np.asarray(a, dtype=np.uint64)
+        b = np.asarray(b, dtype=np.uint64)
+        c = np.asarray(c, dtype=np.uint64)
+        widths = (m.p.a_fmt.spec.storage, m.p.b_fmt.spec.storage, m.c_fmt.spec.storage)
+        key = (widths, a.shape, a.tobytes(), b.tobytes(), c.tobytes())
+        entry = self._inputs.pop(key, None) or {}
+        self._inputs[key] = entry  # the most recent last
+        while len(self._inputs) > MEMO_SETS:
+            self._inputs.pop(next(iter(self._inputs)))
+        return self._run_rows(m, a, b, c, stack, entry)
+
+    def _run_rows(
+        self,
+        m: GemmModel,
+        a: np.ndarray,
+        b: np.ndarray,
+        c: np.ndarray,
+        stack: list | None,
+        memo: dict,
+    ) -> np.ndarray:
+        """`m` on the rows by the numpy interpreter, its chains from +0 stacked as lanes
+        where `stack` names them (`identify.stacked`). `memo` keeps the rows as bit
+        vectors, their decodings and their stacked columns across calls on the same rows
+        (an empty dict: nothing kept)."""
         from ..bv.chunks import host_bits
         from ..bv.core import BV
         from ..bv.vector import VECTOR
         from ..formats import decode_memo
+        from .stacked import layouts, run_stacked, stacked_columns
 
-        widths = (m.p.a_fmt.spec.storage, m.p.b_fmt.spec.storage, m.c_fmt.spec.storage)
+        wa, wb = m.p.a_fmt.spec.storage, m.p.b_fmt.spec.storage
+        wc = m.c_fmt.spec.storage
         a = np.asarray(a, dtype=np.uint64)
         b = np.asarray(b, dtype=np.uint64)
         c = np.asarray(c, dtype=np.uint64)
-        key = (widths, a.shape, a.tobytes(), b.tobytes(), c.tobytes())
-        entry = self._inputs.pop(key, None)
-        if entry is None:
-            wa, wb, wc = widths
-            entry = (
+        if "rows" not in memo:
+            memo["rows"] = (
                 [BV(VECTOR, col, wa) for col in VECTOR.columns(a, wa)],
                 [BV(VECTOR, col, wb) for col in VECTOR.columns(b, wb)],
                 BV(VECTOR, VECTOR.lanes(c, wc), wc),
                 {},
             )
-        self._inputs[key] = entry  # the most recent last
-        while len(self._inputs) > MEMO_SETS:
-            self._inputs.pop(next(iter(self._inputs)))
-        with decode_memo(entry[3]):
-            d = m.run(entry[0], entry[1], entry[2])
+        ac, bc, cc, decoded = memo["rows"]
+        if stack is None:
+            with decode_memo(decoded):
+                d = m.run(ac, bc, cc)
+        else:
+            stacks = memo.setdefault("stacks", {})
+            for lay in layouts(stack):
+                if lay not in stacks:
+                    stacks[lay] = (*stacked_columns(lay, a, b, m.p.K, wa, wb), {})
+            with decode_memo(decoded):
+                d = run_stacked(m, ac, bc, cc, len(c), stacks)
         return host_bits(VECTOR, d, len(c)).astype(np.uint64)
 
     def structured_rows(self, hyps: list[Hypothesis], seed: int = 0):
@@ -310,6 +359,23 @@ class GemmSpace(Space):
             return None
         b = self.base
         return association_rows(b.p.a_fmt, b.p.b_fmt, b.c_fmt, b.K, plans, seed=seed)
+
+    def stated_argument(self, a: Hypothesis, b: Hypothesis):
+        """A stated argument that `a` and `b` give the same output on every input,
+        unchecked: one of `identify.gemm_arguments` (flush_outputs that never acts), or
+        for a pair that differs only inside the instruction (`reduced_query`) the
+        instruction question's own argument (smt/arguments.py: the zero-exponent floor,
+        ...); None where none applies or a model fails."""
+        from .gemm_arguments import gemm_argument, instruction_argument
+
+        try:
+            got = gemm_argument(self.model(a), self.model(b))
+            small = None if got is not None else self.reduced_query(a, b)
+        except (UserError, ValueError):
+            return None
+        if small is None:
+            return got
+        return instruction_argument(small, INSTRUCTION_COMPOSED)
 
     def instruction_only(self, a: Hypothesis, b: Hypothesis) -> bool:
         """Whether `a` and `b` have one schedule and plan and differ only in instruction

@@ -21,9 +21,11 @@ surviving hypotheses (version-space learning with the solvers as the question se
    undecided, when no hypothesis reproduces the answers, or when the budget of oracle
    vectors is spent. The stop line counts the survivors (`standing`): members proved
    equal to their class's first (a solver's unsat, possibly through other members, or the
-   same model by construction), undecided (a solver said unknown), never asked; "one
-   class left" is said only when every member is proved equal, and the result is
-   *established* only then.
+   same model by construction), equal by a stated argument (`Space.stated_argument`,
+   used once its extreme rows agree on the model; no solver confirmed it), undecided (a
+   solver said unknown), never asked; "one class left" is said only when every member
+   is proved or argued equal, and the result is *established* only then, the stop line
+   saying how many rest on an argument.
 
 Each step keeps its evidence: the vectors sent, the oracle's answers, and every
 surviving hypothesis they refuted with the vector and both outputs. An oracle that fails
@@ -465,7 +467,12 @@ class Identifier:
         deep = self._deep_pool()
         picks = first_rows(deep, len(deep), self.seed + 7 + self.confirm_rounds)
         asked = {self.rows.key(i) for i in self.evidence.index}
-        fresh = [i for i in picks if deep.key(i) not in asked][:CONFIRM_ROWS]
+        fresh: list[int] = []
+        for i in picks:  # the first CONFIRM_ROWS never asked (keys made only as needed)
+            if len(fresh) == CONFIRM_ROWS:
+                break
+            if deep.key(i) not in asked:
+                fresh.append(i)
         before = len(self.res.steps)
         if not self.ask(
             self._take_deep(fresh),
@@ -590,6 +597,14 @@ class Identifier:
         if why:
             return Proof(a, b, Verdict.UNSAT, [], 0.0, True, why), None
         t0 = time.monotonic()
+        arg = self.space.stated_argument(a, b)
+        contradicted = ""
+        if arg is not None:  # a stated argument, used once its extreme rows agree
+            bad = arg.check()
+            if bad is None:
+                secs = time.monotonic() - t0
+                return Proof(a, b, Verdict.UNSAT_BY_ARGUMENT, [ARGUMENT], secs, note=arg.note), None
+            contradicted = f"the argument ({arg.name}) was not used: {bad}"
         built = self._structured_split([a, b], seed=1 + len(self.res.proofs))
         if built:  # a constructed row the model itself splits them on: no solver needed
             note = "a constructed row (partial sums associated differently) separates them"
@@ -619,13 +634,14 @@ class Identifier:
         solvers = []
         if o.argued:
             # unsat by a stated argument: the argument, then the solvers that confirmed it
-            solvers.append("argument")
+            solvers.append(ARGUMENT)
             if o.result is not None and o.result.answer == Answer.UNSAT:
                 solvers.append(o.result.solver)
         elif o.result is not None:
             solvers.append(o.result.solver)
         solvers += [r.solver for r in o.confirmations if r.answer == Answer.UNSAT]
-        proof = Proof(a, b, o.verdict, solvers, o.seconds, o.by_construction, o.note)
+        note = "; ".join(x for x in (contradicted, o.note) if x)
+        proof = Proof(a, b, o.verdict, solvers, o.seconds, o.by_construction, note)
         if o.verdict == Verdict.UNSAT and not o.by_construction and len(solvers) < 2:
             proof.note = (
                 proof.note + "; " if proof.note else ""
@@ -663,6 +679,16 @@ class Identifier:
 
 
 PROVED, UNDECIDED, NEVER_ASKED = "proved equal", "undecided", "never asked"
+ARGUED = "equal by a stated argument"
+"""A member joined to its class's first only through stated arguments that no solver
+confirmed (each checked on its extreme rows on the model), not proved by a solver."""
+ARGUMENT = "argument"
+"""The name a stated argument answers under in `Proof.solvers`."""
+
+
+def argued_only(p: Proof) -> bool:
+    """Whether `p` says equal by a stated argument that no solver confirmed."""
+    return p.verdict.unsat and not p.by_construction and set(p.solvers) <= {ARGUMENT}
 
 
 def structural_reason(space: Space, a: Hypothesis, b: Hypothesis) -> str:
@@ -678,9 +704,41 @@ def structural_reason(space: Space, a: Hypothesis, b: Hypothesis) -> str:
 
 def member_status(res: Result) -> dict[Hypothesis, str]:
     """For every survivor but the first of its class: PROVED (connected to the first by
-    unsat answers and models equal by construction), UNDECIDED (not proved, and a solver
-    question about it was unknown or left open) or NEVER_ASKED."""
-    parent = {h: h for h in res.survivors}
+    unsat answers of solvers and models equal by construction), ARGUED (connected only
+    when stated arguments no solver confirmed count too), UNDECIDED (neither, and a
+    solver question about it was unknown or left open) or NEVER_ASKED."""
+    asked: set[Hypothesis] = set()
+    links: list[tuple[Hypothesis, Hypothesis, bool]] = []  # (a, b, by argument only)
+    members = set(res.survivors)
+    for p in res.proofs:
+        if p.a in members and p.b in members:
+            if p.verdict.unsat:
+                links.append((p.a, p.b, argued_only(p)))
+            else:
+                asked.update((p.a, p.b))
+    for c in res.classes:
+        for h in c[1:]:
+            if structural_reason(res.space, c[0], h):
+                links.append((c[0], h, False))
+    strict = _components(res.survivors, [(a, b) for a, b, arg in links if not arg])
+    loose = _components(res.survivors, [(a, b) for a, b, _ in links])
+    out: dict[Hypothesis, str] = {}
+    for c in res.classes:
+        for h in c[1:]:
+            if strict(h) == strict(c[0]):
+                out[h] = PROVED
+            elif loose(h) == loose(c[0]):
+                out[h] = ARGUED
+            else:
+                out[h] = UNDECIDED if h in asked else NEVER_ASKED
+    return out
+
+
+def _components(
+    nodes: list[Hypothesis], edges: list[tuple[Hypothesis, Hypothesis]]
+) -> Callable[[Hypothesis], Hypothesis]:
+    """The connected components of `edges` over `nodes`: a function to each node's root."""
+    parent = {h: h for h in nodes}
 
     def find(h: Hypothesis) -> Hypothesis:
         while parent[h] != h:
@@ -688,25 +746,9 @@ def member_status(res: Result) -> dict[Hypothesis, str]:
             h = parent[h]
         return h
 
-    def union(a: Hypothesis, b: Hypothesis) -> None:
+    for a, b in edges:
         parent[find(a)] = find(b)
-
-    asked: set[Hypothesis] = set()
-    for p in res.proofs:
-        if p.a in parent and p.b in parent:
-            if p.verdict.unsat:
-                union(p.a, p.b)
-            else:
-                asked.update((p.a, p.b))
-    for c in res.classes:
-        for h in c[1:]:
-            if structural_reason(res.space, c[0], h):
-                union(c[0], h)
-    out: dict[Hypothesis, str] = {}
-    for c in res.classes:
-        for h in c[1:]:
-            out[h] = PROVED if find(h) == find(c[0]) else UNDECIDED if h in asked else NEVER_ASKED
-    return out
+    return find
 
 
 def standing(res: Result) -> dict:
@@ -714,14 +756,16 @@ def standing(res: Result) -> dict:
     first that are proved equal to it, undecided, never asked. `established`: one class
     whose every member is proved equal to its first (no parameter left open)."""
     st = member_status(res)
-    n = {k: sum(1 for v in st.values() if v == k) for k in (PROVED, UNDECIDED, NEVER_ASKED)}
+    kinds = (PROVED, ARGUED, UNDECIDED, NEVER_ASKED)
+    n = {k: sum(1 for v in st.values() if v == k) for k in kinds}
     return {
         "classes": len(res.classes),
         "members": len(res.survivors),
         "proved_equal": n[PROVED],
+        "argued_equal": n[ARGUED],
         "undecided": n[UNDECIDED],
         "never_asked": n[NEVER_ASKED],
-        "established": len(res.classes) == 1 and n[PROVED] == len(st),
+        "established": len(res.classes) == 1 and n[PROVED] + n[ARGUED] == len(st),
     }
 
 
@@ -730,9 +774,17 @@ def standing_text(res: Result) -> str:
     s = res.standing or standing(res)
     arch = res.space.variant or res.space.arch
     n, m = s["classes"], s["members"]
+    argued = s.get("argued_equal", 0)
+    by_arg = (
+        f" ({argued} by a stated argument checked on its extreme rows, not by a solver)"
+        if argued
+        else ""
+    )
     if s["established"]:
         if m == 1:
             return f"its one member {res.classes[0][0].expr(arch)}"
+        if argued:
+            return f"all {m} members equal to {res.classes[0][0].expr(arch)}{by_arg}"
         return f"all {m} members proved equal to {res.classes[0][0].expr(arch)}"
     head = (
         f"1 class of {m} member{'' if m == 1 else 's'}"
@@ -740,9 +792,10 @@ def standing_text(res: Result) -> str:
         else f"{n} classes (told apart by pool rows) of {m} members"
     )
     first = "its first" if n == 1 else "their class's first"
+    argued_part = f", {argued} equal by a stated argument" if argued else ""
     return (
-        f"{head}: {s['proved_equal']} proved equal to {first}, {s['undecided']} undecided "
-        f"(a solver said unknown), {s['never_asked']} never asked"
+        f"{head}: {s['proved_equal']} proved equal to {first}{argued_part}, "
+        f"{s['undecided']} undecided (a solver said unknown), {s['never_asked']} never asked"
     )
 
 

@@ -147,9 +147,9 @@ class Rows:
         b = np.asarray(b, dtype=np.uint64).reshape(-1, self.b.shape[1])
         c = np.asarray(c, dtype=np.uint64).reshape(-1)
         out = []
-        index = {self.key(i): i for i in range(len(self))}
+        index = {k: i for i, k in enumerate(self.keys())}
         for i in range(len(c)):
-            k = (tuple(int(x) for x in a[i]), tuple(int(x) for x in b[i]), int(c[i]))
+            k = _row_key(a[i], b[i], c[i])
             if k in index:
                 out.append(index[k])
                 continue
@@ -161,8 +161,25 @@ class Rows:
             out.append(len(self.c) - 1)
         return out
 
-    def key(self, i: int) -> tuple:
-        return (tuple(int(x) for x in self.a[i]), tuple(int(x) for x in self.b[i]), int(self.c[i]))
+    def key(self, i: int) -> bytes:
+        """Row i's identity: two rows have one key exactly when a, b and c are equal."""
+        return _row_key(self.a[i], self.b[i], self.c[i])
+
+    def keys(self) -> list[bytes]:
+        """Every row's `key`, in order (one pass over the table)."""
+        if not len(self):
+            return []
+        whole = np.concatenate(
+            [self.a.astype(np.uint64), self.b.astype(np.uint64), self.c.astype(np.uint64)[:, None]],
+            axis=1,
+        )
+        return [row.tobytes() for row in np.ascontiguousarray(whole)]
+
+
+def _row_key(a: np.ndarray, b: np.ndarray, c) -> bytes:
+    """The key of one row (a, b: its K patterns; c): its uint64 patterns as bytes."""
+    u = np.uint64
+    return np.concatenate([np.asarray(a, u), np.asarray(b, u), np.asarray([c], u)]).tobytes()
 
 
 def make_pool(p: ModelParams, n: int = 1536, seed: int = 0) -> Rows:

@@ -29,6 +29,7 @@ from .loop import (
     Proof,
     Result,
     Vector,
+    argued_only,
     hypothesis_row_counts,
     member_status,
     standing,
@@ -162,13 +163,21 @@ def to_json(res: Result) -> dict[str, Any]:
 
 def refutation(res: Result, h: Hypothesis) -> tuple[int, int, int] | None:
     """(vector, h's prediction, oracle's d) of the first answered vector `h`
-    mispredicts; None when it reproduces every one."""
-    pred = res.evaluator.predict(h)
+    mispredicts; None when it reproduces every one. Read off its predictions on the
+    answered rows (what the search ran it on), not on the whole pool."""
+    ev = res.evidence
+    if ev is None or any(v.row not in ev.index for v in res.vectors):
+        pred = res.evaluator.predict(h)
+        at = None
+    else:
+        pred = res.evaluator.answered(h, ev)
+        at = {r: i for i, r in enumerate(ev.index)}
     if pred is None:
         return None
     for pos, v in enumerate(res.vectors):
-        if int(pred[v.row]) != v.d:
-            return pos, int(pred[v.row]), v.d
+        got = int(pred[v.row if at is None else at[v.row]])
+        if got != v.d:
+            return pos, got, v.d
     return None
 
 
@@ -233,6 +242,13 @@ def equality_note(res: Result, rep: Hypothesis, h: Hypothesis) -> str:
         return why or "no answered vector tells them apart; not compared by a solver"
     if pr.by_construction:
         return why or "equal by construction: both build the same term"
+    if argued_only(pr):
+        head = (
+            ""
+            if pr.note.startswith("equal by a stated argument")
+            else ("equal by a stated argument, no solver confirmed it: ")
+        )
+        return head + pr.note + (f"; {why}" if why else "")
     if pr.verdict.unsat:
         who = " and ".join(pr.solvers) or "a solver"
         extra = f"; {pr.note}" if pr.note else ""

@@ -74,8 +74,15 @@ def climb(
 
 
 def survives(ev: Evaluator, evidence: Evidence, h: Hypothesis) -> bool:
+    """Whether `h` predicts every answered row. It is run on the answered rows first
+    (most hypotheses asked are refuted there, a run on a few rows instead of the pool),
+    and on the whole pool only when it reproduces them."""
     if ev.known_refuted(h, evidence):  # no model run for a hypothesis refuted before
         return False
+    if h not in ev.cache:
+        got = ev.answered(h, evidence)
+        if got is None or evidence.score_answered(got)[0] < len(evidence):
+            return False
     pred = ev.predict(h)
     return pred is not None and evidence.first_miss(pred) is None
 

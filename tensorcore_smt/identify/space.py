@@ -193,6 +193,12 @@ class Space:
         `reduced_query(a, b)`; None when none is found."""
         return None
 
+    def stated_argument(self, a: Hypothesis, b: Hypothesis):
+        """A stated argument that `a` and `b` are equal, to be checked on its extreme
+        rows before it is used (`identify.gemm_arguments.GemmArgument`), or None (none
+        in instruction spaces: smt/arguments.py answers there, inside the solver layer)."""
+        return None
+
     def structured_rows(self, hyps: list[Hypothesis], seed: int = 0):
         """Candidate rows built from the structure of the hypotheses' models, for
         survivors that random rows cannot split (`identify.pool.Rows`), or None where the
