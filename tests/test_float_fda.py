@@ -11,6 +11,8 @@ against ml_dtypes' own conversions.
 
 from __future__ import annotations
 
+import dataclasses
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -129,15 +131,16 @@ def _kernel_decoding(fmt: Format, what: int) -> np.ndarray:
 
 @pytest.mark.parametrize("fmt", list(DTYPES))
 def test_operand_tables_hold_the_kernels_decoding(fmt):
-    """B's tables (read off the model's decode) hold, for every finite pattern, the bits
-    the step's own decoding computes: the scaled value (fp32 widened to fp64) and the
-    term exponent; so the table-driven kernel computes the proved step."""
+    """B's tables (the model's decode) hold, for every finite pattern, what the step's
+    own decoding computes: the value (the decoding's times 2^rebias, exact in fp64) and
+    the term exponent; so the table-driven kernel reads the operands the proved step
+    reads."""
     fin = float_fda.decoded(fmt).finite
     pats = np.arange(1 << fmt.spec.storage).astype({8: np.uint8, 16: np.uint16}[fmt.spec.storage])
     value, exp = float_fda.operand_tables(pats.reshape(2, -1), fmt)
     assert value.dtype == np.float32 and exp.dtype == np.int16
     assert value.shape == exp.shape == (2, len(pats) // 2)
-    want_v = _kernel_decoding(fmt, 0).view(np.float64)
+    want_v = _kernel_decoding(fmt, 0).view(np.float64) * 2.0 ** float_fda.rebias(fmt)
     want_e = _kernel_decoding(fmt, 1).view(np.int64)
     got_v = value.reshape(-1).astype(np.float64)
     assert np.array_equal(got_v[fin].view(np.uint64), want_v[fin].view(np.uint64))
@@ -309,16 +312,74 @@ def test_zero_products_above_the_others_equal_the_model(hyp, dt, tables, monkeyp
     assert fast_calls
 
 
+def test_fp32_products_where_the_parameters_allow():
+    """fp16 and FP8 products fit fp32 (at most 22 significant bits, normal, the scale
+    normal for every e_max of a group with a nonzero product, a group's sum within int32);
+    bf16's do not (products down to 2^-266), nor fp16 with F = 40 (terms up to 2^42:
+    a group's sum past int32)."""
+    for hyp, dt in (
+        ("hopper", np.float16),
+        ("volta", np.float16),
+        ("hopper/cublas-fp8", ml_dtypes.float8_e4m3fn),
+        ("hopper/serial", ml_dtypes.float8_e5m2),
+    ):
+        assert float_fda.fp32_reasons(_params(hyp, dt).params) == [], hyp
+    r = float_fda.fp32_reasons(_params("hopper", ml_dtypes.bfloat16).params)
+    assert any("least product" in x for x in r), r
+    p = _params("hopper", np.float16).params
+    r = float_fda.fp32_reasons(dataclasses.replace(p, F=40))
+    assert any("32-bit lanes" in x for x in r), r
+
+
+@pytest.mark.parametrize(
+    "hyp,dt",
+    [
+        ("hopper/serial", ml_dtypes.bfloat16),
+        ("hopper/serial", np.float16),
+        ("hopper/cublas-fp8", ml_dtypes.float8_e4m3fn),
+    ],
+)
+def test_rows_of_a_multiple_of_256_columns_are_padded(hyp, dt):
+    """B with 512 columns: the runner's copy of B (and of its tables) has longer rows
+    (compiled.row_length), and every kernel (fp64, fp32 products from tables, general)
+    still equals the numpy interpreter."""
+    assert compiled.row_length(512) > 512 and compiled.row_length(500) == 500
+    fi = ml_dtypes.finfo(dt)
+    lo = int(np.log2(float(fi.smallest_subnormal)))
+    M, K, N = 70, 128, 512
+    A = (RNG.standard_normal((M, K)) * np.exp2(RNG.integers(lo, 4, (M, K)))).astype(dt)
+    B = (RNG.standard_normal((K, N)) * np.exp2(RNG.integers(lo, 4, (K, N)))).astype(dt)
+    _same(hyp, A, B)
+
+
 def test_tables_where_they_pay():
-    """Tables for fp16 B with at least FLOAT_TABLE_ROWS rows of D per column; not for
-    bf16 (placed by one shift), nor for fewer rows."""
+    """Tables and fp32 products for fp16 and e4m3 B with at least FLOAT_TABLE_ROWS rows
+    of D per column; not for bf16 (its products do not fit fp32), nor for fewer rows."""
     rows = compiled.FLOAT_TABLE_ROWS
     fp16 = _params("hopper", np.float16).params
+    e4m3 = _params("hopper/cublas-fp8", ml_dtypes.float8_e4m3fn).params
     bf16 = _params("hopper", ml_dtypes.bfloat16).params
     assert compiled.float_tables(fp16, rows * 100, 100)
+    assert compiled.float_tables(e4m3, rows * 100, 100)
     assert not compiled.float_tables(fp16, rows * 100 - 1, 100)
     assert not compiled.float_tables(bf16, rows * 100, 100)
-    assert float_fda.one_shift(Format.BF16) and not float_fda.one_shift(Format.FP16)
+
+
+def test_runner_takes_fp32_tables_for_e4m3_with_enough_rows():
+    """Without the fixtures: e4m3 with FLOAT_TABLE_ROWS rows runs the table kernel with
+    fp32 products (FLOAT_MIN_BITS keeps fewer rows on the general kernel), equal to the
+    numpy interpreter."""
+    seen = []
+    real = compiled._float_chain_fn
+    compiled._float_chain_fn = lambda *a, **k: seen.append(k.get("tables")) or real(*a, **k)
+    try:
+        dt = ml_dtypes.float8_e4m3fn
+        A = RNG.standard_normal((compiled.FLOAT_TABLE_ROWS, 256)).astype(dt)
+        B = RNG.standard_normal((256, 40)).astype(dt)
+        _same("hopper/cublas-fp8", A, B)
+    finally:
+        compiled._float_chain_fn = real
+    assert seen and all(seen)
 
 
 def test_flush_to_zero_environment_falls_back_to_the_model_kernel(fast_calls):
@@ -377,7 +438,7 @@ def test_random_bulk_equal_the_model(fast_calls):
     assert fast_calls
 
 
-def _term_lemma(p, fmt: Format):
+def _term_lemma(p, fmt: Format, fp32: bool = False):
     """z3 query: some finite a, b of `fmt` and e_max at least the product's exponent
     (up to the unit's largest) where trunc(fp64(a') * fp64(b') * 2^(F - e_max +
     rebias)) differs from the model's aligned product term (model/terms.py align of
@@ -409,11 +470,25 @@ def _term_lemma(p, fmt: Format):
         f32 = z3.fpBVToFP(mag | sign, z3.Float32())
         return z3.fpToFP(z3.RNE(), f32, z3.Float64())
 
-    prod = z3.fpMul(z3.RNE(), value(env["a"]), value(env["b"]))
-    arg = z3.SignExt(16, F - env["emax"]) + 2 * float_fda.rebias(fmt) + 1023
-    bits = z3.Concat(z3.BitVecVal(0, 1), z3.Extract(10, 0, arg), z3.BitVecVal(0, 52))
-    x = z3.fpMul(z3.RNE(), prod, z3.fpBVToFP(bits, z3.Float64()))
-    fast = z3.fpToSBV(z3.RTZ(), x, z3.BitVecSort(64))
+    if fp32:  # float_fda.fp32_reasons: own values, product and scale in fp32
+        r = z3.fpBVToFP(z3.BitVecVal((float_fda.rebias(fmt) + 127) << 23, 32), z3.Float32())
+
+        def value32(x):
+            placed = z3.fpToFP(z3.RNE(), value(x), z3.Float32())
+            return z3.fpMul(z3.RNE(), placed, r)
+
+        prod = z3.fpMul(z3.RNE(), value32(env["a"]), value32(env["b"]))
+        emax = z3.If(env["emax"] < F - 127, z3.BitVecVal(F - 127, EXP_W), env["emax"])
+        arg = z3.SignExt(16, F - emax) + 127
+        bits = z3.Concat(z3.BitVecVal(0, 1), z3.Extract(7, 0, arg), z3.BitVecVal(0, 23))
+        x = z3.fpMul(z3.RNE(), prod, z3.fpBVToFP(bits, z3.Float32()))
+        fast = z3.SignExt(32, z3.fpToSBV(z3.RTZ(), x, z3.BitVecSort(32)))
+    else:
+        prod = z3.fpMul(z3.RNE(), value(env["a"]), value(env["b"]))
+        arg = z3.SignExt(16, F - env["emax"]) + 2 * float_fda.rebias(fmt) + 1023
+        bits = z3.Concat(z3.BitVecVal(0, 1), z3.Extract(10, 0, arg), z3.BitVecVal(0, 52))
+        x = z3.fpMul(z3.RNE(), prod, z3.fpBVToFP(bits, z3.Float64()))
+        fast = z3.fpToSBV(z3.RTZ(), x, z3.BitVecSort(64))
     hi = float_fda.exponent_range(p)[1]
     return z3.And(fin, exp <= env["emax"], env["emax"] <= hi, fast != model)
 
@@ -445,6 +520,16 @@ def test_solver_proves_the_term_identity(hyp, dt):
     assert _bitwuzla_unsat(_term_lemma(p, p.a_fmt))
 
 
+@pytest.mark.parametrize("hyp,dt", PROOFS)
+def test_solver_proves_the_fp32_term_identity(hyp, dt):
+    """bitwuzla, for the products in fp32 (float_fda.fp32_reasons holds): no finite a, b
+    and e_max where trunc(a b 2^(F - max(e_max, F - 127))), each step in fp32 on the
+    operands' own values, differs from the model's term (unsat)."""
+    p = _params(hyp, dt).params
+    assert float_fda.fp32_reasons(p) == []
+    assert _bitwuzla_unsat(_term_lemma(p, p.a_fmt, fp32=True))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("hyp,dt", PROOFS)
 def test_a_second_solver_agrees_on_the_term_identity(hyp, dt):
@@ -458,13 +543,15 @@ def test_a_second_solver_agrees_on_the_term_identity(hyp, dt):
     assert solver.check() == z3.unsat
 
 
-def test_solver_finds_a_rounding_conversion_wrong(monkeypatch):
-    """The same query with fptosi rounding to nearest instead of truncating: sat."""
+@pytest.mark.parametrize("fp32", [False, True])
+def test_solver_finds_a_rounding_conversion_wrong(monkeypatch, fp32):
+    """The same query (fp64, or the products in fp32) with fptosi rounding to nearest
+    instead of truncating: sat."""
     import z3
 
     p = _params("hopper", ml_dtypes.float8_e4m3fn).params
     monkeypatch.setattr(z3, "RTZ", z3.RNE)
-    assert not _bitwuzla_unsat(_term_lemma(p, p.a_fmt))
+    assert not _bitwuzla_unsat(_term_lemma(p, p.a_fmt, fp32))
 
 
 @pytest.mark.parametrize("fmt", [Format.BF16, Format.FP16, Format.E4M3, Format.E5M2])

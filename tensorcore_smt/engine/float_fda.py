@@ -33,7 +33,10 @@ applies to).
 
 B's decoding (value and term exponent) can be read from tables made once per element of
 B (`operand_tables`, read off `decoded`) instead of being computed for every product;
-each entry equals the step's own decoding of its pattern, so the step is the same.
+each entry equals the step's own decoding of its pattern. With b's own value at hand,
+the products of units for which `fp32_reasons` returns nothing (fp16, FP8) are formed,
+scaled to the grid and truncated in fp32 and summed in int32 lanes: twice the lanes of a
+register, each step exact by the same argument in fp32's range.
 """
 
 from __future__ import annotations
@@ -167,6 +170,37 @@ def applies(p: ModelParams) -> bool:
     return not reasons(p)
 
 
+FP32_PRECISION = 24
+FP32_EMIN, FP32_EMAX = -126, 127
+
+
+def fp32_reasons(p: ModelParams) -> list[str]:
+    """Why the products of unit `p` (for which `applies`) cannot be formed, scaled,
+    truncated and summed in fp32 and 32-bit lanes (empty: they can). With a and b read
+    as their fp32 values: a_k b_k is exact in fp32 (significands of at most 24 bits
+    together, every product a normal fp32 number); trunc(a_k b_k 2^(F - e_max)) is exact
+    while the scale 2^(F - e_max) is a normal fp32 number, which it is for every e_max a
+    group with a nonzero product can have (a result below 2^-126 truncates to 0 whatever
+    its last bits); a term is below 2^(F + 2) and the products of a group sum in int32."""
+    out = []
+    a, b = p.a_fmt.spec, p.b_fmt.spec
+    if a.precision + b.precision > FP32_PRECISION:
+        out.append("products have more significant bits than fp32 holds")
+    if (a.emin - a.mbits) + (b.emin - b.mbits) < FP32_EMIN:
+        out.append("the least product is not a normal fp32 number")
+    if (a.emax + 1) + (b.emax + 1) > FP32_EMAX + 1:
+        out.append("the greatest product is not a finite fp32 number")
+    lo, hi = exponent_range(p)
+    if p.F - hi < FP32_EMIN:
+        out.append(f"the scale 2^({p.F} - {hi}) is not a normal fp32 number")
+    if a.emin + b.emin < p.F - FP32_EMAX:
+        out.append("a nonzero product's scale can be past fp32's range")
+    L = max(hi_k - lo_k for lo_k, hi_k in p.groups())
+    if L * ((1 << (p.F + PRODUCT_INT_BITS)) - 1) > (1 << 31) - 1:
+        out.append("a group's products may not sum in 32-bit lanes")
+    return out
+
+
 ZERO_EXP = -(1 << 14)
 """The exponent table's entry for a zero: a product with a zero factor gets an exponent
 below ZERO_BELOW (the model gives a zero term e_zero instead), every other product one
@@ -215,33 +249,20 @@ def decoded(fmt: Format) -> Decoded:
     return Decoded(v32 if exact else None, exp.astype(np.int16), finite)
 
 
-@cache
-def scaled_values(fmt: Format) -> np.ndarray:
-    """float32 of every pattern of `fmt`: its value times 2^-rebias(fmt) (0 for NaN and
-    Inf), what `_Ir.value` computes from the bits, here read off `decoded` (exact: every
-    such value is an fp32 number, normal or subnormal; tests check every pattern against
-    the compiled decoding)."""
-    v = decoded(fmt).value
-    if v is None:
-        raise ValueError(f"{fmt.spec.name} values are not float32 numbers")
-    scaled = np.ldexp(v.astype(np.float64), -rebias(fmt))
-    out = scaled.astype(np.float32)
-    if not np.array_equal(out.astype(np.float64), scaled):
-        raise ValueError(f"{fmt.spec.name} values times 2^-{rebias(fmt)} are not fp32 numbers")
-    return out
-
-
 B_TABLES = ("bval", "bexp")
 """The chain kernel's extra pointer parameters when B's decoding is read from tables
-(`operand_tables`, laid out as B): its scaled values (float32) and term exponents
-(int16)."""
+(`operand_tables`, laid out as B): its values (float32) and term exponents (int16)."""
 
 
 def operand_tables(table: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
-    """B's decoding done once per element instead of once per product: (`scaled_values`,
-    `decoded(fmt).exp`) of every element of the operand table, in its shape (C order)."""
+    """B's decoding done once per element instead of once per product: the model's
+    decode (`decoded(fmt)`: value as float32, exact, and term exponent) of every element
+    of the operand table, in its shape (C order)."""
+    d = decoded(fmt)
+    if d.value is None:
+        raise ValueError(f"{fmt.spec.name} values are not float32 numbers")
     t = np.ascontiguousarray(table)
-    return scaled_values(fmt)[t], decoded(fmt).exp[t]
+    return d.value[t], d.exp[t]
 
 
 @cache
@@ -302,14 +323,6 @@ def tail(p: ModelParams, c_fmt: Format, flush: bool) -> Tail:
     return Tail(_finish(exact, [], p, flush, is_nan, is_inf, neg_inf).v, acc_w)
 
 
-def one_shift(fmt: Format) -> bool:
-    """Whether `_Ir.value` places a pattern of `fmt` as fp32's fields by one shift: its
-    sign and magnitude move up by the same amount (bf16), so there is little decoding
-    for a table (`operand_tables`) to save."""
-    s = fmt.spec
-    return 23 - s.mbits == 32 - s.storage
-
-
 class _Ir:
     """LLVM instructions of the fp64 formulation, appended to a Body."""
 
@@ -326,6 +339,12 @@ class _Ir:
         bits = self(f"shl i64 {wide}, 52")
         return self(f"bitcast i64 {bits} to double")
 
+    def pow2_f32(self, e: str) -> str:
+        """2^e as fp32 (e: i32, a normal exponent)."""
+        biased = self(f"add i32 {e}, {-FP32_EMIN + 1}")
+        bits = self(f"shl i32 {biased}, 23")
+        return self(f"bitcast i32 {bits} to float")
+
     def value(self, x: str, fmt: Format) -> str:
         """The fp64 value of a finite pattern `x` (i{storage}) times 2^-rebias(fmt): its
         fields placed as fp32's (magnitude shifted up to fp32's 23 fraction bits, sign to
@@ -333,7 +352,8 @@ class _Ir:
         included (tests/test_float_fda.py checks every pattern of each format)."""
         s = fmt.spec
         xi = self(f"zext i{s.storage} {x} to i32") if s.storage < 32 else x
-        if s.storage < 32 and one_shift(fmt):
+        if s.storage < 32 and 23 - s.mbits == 32 - s.storage:
+            # sign and magnitude move up by the same amount (bf16): one shift
             xi = self(f"shl i32 {xi}, {32 - s.storage}")
         elif s.storage < 32:
             mag = self(f"and i32 {xi}, {(1 << (s.storage - 1)) - 1}")
@@ -363,6 +383,11 @@ class _Ir:
         return self(f"icmp eq i{s.storage} {f}, {mask}")
 
 
+def _double(x: float) -> str:
+    """An fp64 constant as LLVM IR writes it exactly (its bits in hexadecimal)."""
+    return f"0x{np.float64(x).view(np.uint64):016X}"
+
+
 def emit_step(
     p: ModelParams,
     body: Body,
@@ -373,10 +398,13 @@ def emit_step(
     """The instruction step d = acc + sum a_k b_k of unit `p` (for which `applies`),
     every group in turn: its exact sum in fp64 and i64 lanes, then the model's tail.
     `operand(stem, k)`: the bits of a_k ("a"), b_k ("b") or the accumulator ("acc", 0).
-    `index`: None, or `index("b", k)` the element index of b_k in B, whose scaled value
-    and term exponent are then loaded from the `B_TABLES` (`operand_tables`) instead of
-    decoded from its bits."""
+    `index`: None, or `index("b", k)` the element index of b_k in B, whose value and
+    term exponent are then loaded from the `B_TABLES` (`operand_tables`) instead of
+    decoded from its bits; the products are then formed, scaled and truncated in fp32
+    where `fp32_reasons` says they can be."""
     ir = _Ir(body)
+    f32 = index is not None and not fp32_reasons(p)
+    rb = 0 if index is not None else rebias(p.b_fmt)  # the tables hold b's own value
 
     def load(stem: str, k: int, what: int) -> str:
         """a_k's or b_k's value (fp64; what 0) or term exponent (i32; what 1)."""
@@ -385,8 +413,13 @@ def emit_step(
             ty, table = ("float", B_TABLES[0]) if what == 0 else ("i16", B_TABLES[1])
             ptr = ir(f"getelementptr inbounds {ty}, ptr %{table}, i64 {index(stem, k)}")
             x = ir(f"load {ty}, ptr {ptr}, align {4 if what == 0 else 2}")
-            return ir(f"fpext float {x} to double" if what == 0 else f"sext i16 {x} to i32")
+            if what == 0:
+                return x if f32 else ir(f"fpext float {x} to double")
+            return ir(f"sext i16 {x} to i32")
         x = operand(stem, k)
+        if what == 0 and f32:  # a's own value in fp32 (exact: fp32_reasons)
+            v = ir(f"fmul double {ir.value(x, fmt)}, {_double(2.0 ** rebias(fmt))}")
+            return ir(f"fptrunc double {v} to float")
         return ir.value(x, fmt) if what == 0 else ir.exponent(x, fmt)
 
     e_zero = EXP_MIN if p.e_zero is None else p.e_zero
@@ -426,14 +459,26 @@ def emit_step(
         clamped = ir(f"call i32 @llvm.smax.i32(i32 {e_max}, i32 {lo_e})")
         clamped = ir(f"call i32 @llvm.smin.i32(i32 {clamped}, i32 {hi_e})")
         grid = ir(f"sub i32 {p.F}, {clamped}")
-        scale = ir.pow2(ir(f"add i32 {grid}, {rebias(p.a_fmt) + rebias(p.b_fmt)}"))
         c_scale = ir.pow2(ir(f"add i32 {grid}, {rebias(c_fmt)}"))
         # pass 2: the products, scaled to the grid, truncated and summed
         total = ir(f"fptosi double {ir(f'fmul double {cv}, {c_scale}')} to {it}")
-        for k in range(lo, hi):
-            prod = ir(f"fmul double {load('a', k, 0)}, {load('b', k, 0)}")
-            x = ir(f"fmul double {prod}, {scale}")
-            total = ir(f"add {it} {total}, {ir(f'fptosi double {x} to {it}')}")
+        if f32:
+            # e_max below F - 127 only where every product is 0 (fp32_reasons)
+            e32 = ir(f"call i32 @llvm.smax.i32(i32 {clamped}, i32 {p.F - FP32_EMAX})")
+            scale = ir.pow2_f32(ir(f"sub i32 {p.F}, {e32}"))
+            part = "0"
+            for k in range(lo, hi):
+                prod = ir(f"fmul float {load('a', k, 0)}, {load('b', k, 0)}")
+                x = ir(f"fmul float {prod}, {scale}")
+                part = ir(f"add i32 {part}, {ir(f'fptosi float {x} to i32')}")
+            wide_part = ir(f"sext i32 {part} to {it}") if it != "i32" else part
+            total = ir(f"add {it} {total}, {wide_part}")
+        else:
+            scale = ir.pow2(ir(f"add i32 {grid}, {rebias(p.a_fmt) + rb}"))
+            for k in range(lo, hi):
+                prod = ir(f"fmul double {load('a', k, 0)}, {load('b', k, 0)}")
+                x = ir(f"fmul double {prod}, {scale}")
+                total = ir(f"add {it} {total}, {ir(f'fptosi double {x} to {it}')}")
         tl = tail(p, c_fmt, flush)
         acc = ir(f"trunc {it} {total} to i{tl.acc_w}") if tl.acc_w < int(it[1:]) else total
         emax16 = ir(f"trunc i32 {e_max} to i{EXP_W}")

@@ -120,35 +120,46 @@ bf16 64 x 1024 x 2560 on one core 1.5x the general kernel's rate with 16, 1.2x w
 Again with the max/min pass 1 (the kernel alone on one thread, 64 x 2560 x 2048, best of
 11 runs interleaved, load about 4.6, G MAC per CPU s): fp16 with B's tables 2.88 with
 8 lanes, 3.19 / 3.04 with 16, 2.70 with 32; bf16 without tables 2.70 with 8, 2.92 /
-2.86 with 16, 2.99 with 32 (within the runs' spread)."""
+2.86 with 16, 2.99 with 32 (within the runs' spread). With the products in fp32 (16
+lanes one 512-bit register; load 3.5): fp16 4.16 with 16, 4.25 with 32; e4m3 (64 x 1920
+x 2048) 5.00 / 5.14 with 16, 4.62 with 32, 4.83 with 64."""
 FLOAT_MIN_BITS = 16
 """Operand width from which the fp64 formulation runs: measured on one core (runs of
 both kernels interleaved, load average about 10): bf16 1.5x and fp16 1.3x the general
 kernel's rate, e4m3 (64 x 1024 x 1920, promotion every 128) 0.83x: the general kernel's
 16 lanes of 8- and 16-bit integers beat its 16 of fp64 there. Again with B's tables
-and the max/min pass 1 (tc.matmul on hopper/cublas-fp8, both threads, best CPU time of
-3 interleaved, load 4.7-4.9, G MAC per CPU s, general / fp64 with tables): 64 x 1024 x
-1920 2.74 / 2.13, 256 x 1920 x 2048 2.78 / 2.41, 1024 x 1920 x 2048 2.66 / 2.34: the
-general kernel still wins on e4m3."""
+and the max/min pass 1, products still in fp64 (tc.matmul on hopper/cublas-fp8, both
+threads, best CPU time of 3 interleaved, load 4.7-4.9, G MAC per CPU s, general / fp64
+with tables): 64 x 1024 x 1920 2.74 / 2.13, 256 x 1920 x 2048 2.78 / 2.41, 1024 x 1920
+x 2048 2.66 / 2.34. With the products in fp32 (`float_tables`) and B's rows padded
+(`row_length`), best of 5 interleaved, load 3.2-3.3: 64 x 1024 x 1920 2.75 / 3.11, 128
+x 1024 x 1920 2.87 / 3.72; at 32 x 5760 x 1920 (unpadded) 2.73 / 2.28. So 8-bit
+operands take the fp64 formulation only with tables (`FLOAT_TABLE_ROWS` rows of D per
+column of B or more), the general kernel otherwise."""
 
 
-FLOAT_TABLE_ROWS = 512
+FLOAT_TABLE_ROWS = 64
 """Rows of D per column of B from which the fp64 formulation reads B's decoding from
-tables (`float_tables`). Measured (tc.matmul on hopper, both threads, best CPU time of 3,
-runs with and without tables interleaved, load 3.9, G MAC per CPU s): fp16 1024^3 2.30
--> 2.87, 512 x 2048 x 2048 2.41 -> 2.59, 250 x 9728 x 2560 2.47 -> 2.51 (its kernel
-about 17 % faster, but making the 25 M entries of B's tables cost 0.36-0.41 CPU s of
-2.5). bf16 250 x 9728 x 2560 gains about 5 % in the kernel, which reads 6 bytes an
-element of B for 2 (tables of 150 MB, past the caches), less than the tables cost."""
+tables and forms the products in fp32 (`float_tables`). The kernel alone (one thread,
+64 x 1920 x 2048 e4m3, 64 x 2560 x 2048 fp16, best of 11 interleaved, load 2.9-3.2, G
+MAC per CPU s, tables with fp64 / fp32 products): e4m3 3.37 / 5.45, fp16 3.60 / 4.53;
+without tables (bits decoded per product) e4m3 2.49, fp16 2.48. Through tc.matmul (both
+threads, best CPU time of 3, interleaved, load 2.5-3.4; fp64 without tables / with
+tables and fp32 products): fp16 1024^3 2.31 / 3.52, 64 x 2560 x 2560 2.35 / 2.70, 250
+x 9728 x 2560 2.41 / 2.81 (making B's 25 M table entries: 0.37-0.44 of its 2.2 CPU s).
+bf16 keeps decoding B's bits: its products do not fit fp32, and with fp64 products the
+tables (150 MB for 250 x 9728 x 2560, past the caches) gained about 5 % in the kernel,
+less than they cost to make."""
 
 
 def float_tables(p: ModelParams, n_outputs: int, n_columns: int) -> bool:
-    """Whether the fp64 formulation's chain kernel reads B's scaled values and term
-    exponents from tables made once per GEMM (float_fda.operand_tables: K x N work, 6
-    bytes per element of B against 2) instead of decoding B's bits for every product:
-    where the decoding is more than one shift (not float_fda.one_shift: fp16, not
-    bf16) and the GEMM has at least FLOAT_TABLE_ROWS rows of D per column of B."""
-    return not float_fda.one_shift(p.b_fmt) and n_outputs >= FLOAT_TABLE_ROWS * n_columns
+    """Whether the fp64 formulation's chain kernel (for unit `p`, where float_fda.applies)
+    reads B's values and term exponents from tables made once per GEMM
+    (float_fda.operand_tables: K x N work, 6 bytes per element of B against 1 or 2) and
+    forms the products in fp32: where float_fda.fp32_reasons allows that (fp16, FP8;
+    not bf16) and the GEMM has at least FLOAT_TABLE_ROWS rows of D per column of B.
+    8-bit operands run this kernel too (FLOAT_MIN_BITS keeps them off the fp64 one)."""
+    return not float_fda.fp32_reasons(p) and n_outputs >= FLOAT_TABLE_ROWS * n_columns
 
 
 def _promotion(p: ModelParams, promote: tuple | None) -> tuple | None:
@@ -294,14 +305,35 @@ def _map(fn, inputs: list[np.ndarray]) -> np.ndarray:
     return out
 
 
+ROW_PAD = 16
+"""Columns added to B's rows in the chain kernel's copy where their number is a multiple
+of 256 (`row_length`)."""
+
+
+def row_length(n: int) -> int:
+    """Elements per row of B (and of its tables) as the chain kernel reads it: n, or n +
+    ROW_PAD where n is a multiple of 256. A k-block reads 16 or 32 rows of B at once, and
+    rows a multiple of 512 bytes apart fall on a few cache sets and alias 4 KB apart
+    (the kernel alone, one thread, G MAC per CPU s: e4m3 with fp32 products 64 x N x
+    2048 at N = 1024, 1,040, 1,536, 2,048 2.21, 5.61, 3.71, 1.97; bf16 64 x N x 2560
+    at N = 2,048, 2,064 2.70, 3.04)."""
+    return n + ROW_PAD if n % 256 == 0 else n
+
+
 class _Tables:
     """Operands for the chain kernel: A (rows, K_padded) and B as given, (K_padded,
     columns), contiguous, of the format's container type."""
 
     def __init__(self, p: ModelParams, a_table, b_table) -> None:
-        self.Kp, self.NB = b_table.shape
+        self.Kp, n = b_table.shape
+        self.NB = row_length(n)
         self.A = np.ascontiguousarray(a_table.T, dtype=UNSIGNED[container(p.a_fmt.spec.storage)])
-        self.B = np.ascontiguousarray(b_table, dtype=UNSIGNED[container(p.b_fmt.spec.storage)])
+        bt = UNSIGNED[container(p.b_fmt.spec.storage)]
+        if self.NB == n:
+            self.B = np.ascontiguousarray(b_table, dtype=bt)
+        else:  # columns past n: zeros (finite), never an output's
+            self.B = np.zeros((self.Kp, self.NB), dtype=bt)
+            self.B[:, :n] = b_table
         self.bits = (self.A.dtype.itemsize * 8, self.B.dtype.itemsize * 8)
         self.extra: tuple[np.ndarray, ...] = ()
         """Tables laid out as B that the kernel reads after acc_out (float_fda.B_TABLES)."""
@@ -387,16 +419,18 @@ def run_gemm(
         chain_fn = _chain_fn
         narrow = min(p.a_fmt.spec.storage, p.b_fmt.spec.storage) < FLOAT_MIN_BITS
         kept = ieee_fma.subnormals_kept()  # both read fp32 subnormals through the FPU
-        if (
-            not narrow
-            and kept
-            and float_fda.applies(p)
+        fast = kept and float_fda.applies(p)
+        tables = fast and float_tables(p, len(outputs), t.NB)
+        fast = (
+            fast
+            and (tables or not narrow)
             and all(float_fda.finite_table(x, f) for x, f in ((t.A, p.a_fmt), (t.B, p.b_fmt)))
-        ):
+        )
+        if fast and tables:
+            t.extra = float_fda.operand_tables(t.B, p.b_fmt)
+            chain_fn = functools.partial(_float_chain_fn, tables=True)
+        elif fast:
             chain_fn = _float_chain_fn
-            if float_tables(p, len(outputs), t.NB):
-                t.extra = float_fda.operand_tables(t.B, p.b_fmt)
-                chain_fn = functools.partial(_float_chain_fn, tables=True)
         elif kept and ieee_fma.applies(p):
             chain_fn = _fma_chain_fn
         for promoted in sorted({sp.promoted for sp in plan.splits}):
