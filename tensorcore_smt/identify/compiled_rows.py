@@ -2,7 +2,8 @@
 
 The numpy interpreter costs `identify --gemm` a fixed time per hypothesis run whatever the
 number of rows: K / k instruction steps, each an evaluation of the instruction's DAG one
-numpy operation at a time (about 0.2 s at K = 512 on FP8 Hopper, on 29 rows as on 2048).
+numpy operation at a time (about 0.2 s at K = 512 on FP8 Hopper, on 29 rows as on 2048;
+0.02-0.07 s where its chains from +0 run stacked as lanes, identify/stacked.py).
 The compiled engine (gemm/compiled.py `run_gemm`, the runner `tc.matmul` calls) runs the
 same model code, element.py's step functions compiled, in a few milliseconds once the
 instruction's kernel is made; making it costs seconds, and the kernel is kept (in memory
