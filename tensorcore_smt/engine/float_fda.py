@@ -396,7 +396,8 @@ def emit_step(
     index: Callable[[str, int], str] | None = None,
 ) -> str:
     """The instruction step d = acc + sum a_k b_k of unit `p` (for which `applies`),
-    every group in turn: its exact sum in fp64 and i64 lanes, then the model's tail.
+    every group in turn: its exact sum in fp64 and i64 lanes (the products in fp32 and
+    int32 lanes where they fit), then the model's tail.
     `operand(stem, k)`: the bits of a_k ("a"), b_k ("b") or the accumulator ("acc", 0).
     `index`: None, or `index("b", k)` the element index of b_k in B, whose value and
     term exponent are then loaded from the `B_TABLES` (`operand_tables`) instead of
@@ -407,7 +408,8 @@ def emit_step(
     rb = 0 if index is not None else rebias(p.b_fmt)  # the tables hold b's own value
 
     def load(stem: str, k: int, what: int) -> str:
-        """a_k's or b_k's value (fp64; what 0) or term exponent (i32; what 1)."""
+        """a_k's or b_k's value (what 0: fp64, or its own value in fp32 where the
+        products are in fp32) or term exponent (i32; what 1)."""
         fmt = p.a_fmt if stem == "a" else p.b_fmt
         if stem == "b" and index is not None:
             ty, table = ("float", B_TABLES[0]) if what == 0 else ("i16", B_TABLES[1])
