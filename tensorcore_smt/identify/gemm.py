@@ -336,7 +336,7 @@ class GemmSpace(Space):
             with decode_memo(decoded):
                 d = m.run(ac, bc, cc)
         else:
-            stacks = memo.setdefault("stacks", {})
+            stacks = memo.setdefault(("stacks", m.p.K), {})  # per k-block width
             for lay in layouts(stack):
                 if lay not in stacks:
                     stacks[lay] = (*stacked_columns(lay, a, b, m.p.K, wa, wb), {})
