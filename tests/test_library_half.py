@@ -66,7 +66,7 @@ CASES = [
     ("h200 batch 2000330 matmul.bf16.rr1 256x4096x11008 normal llm-matmul-bf16", SERIAL),
     ("h100 batch 2000330 matmul.bf16.rr1 256x4096x11008 normal llm-matmul-bf16", SPLIT2),
     # matmul-bt with N or K not a multiple of 8: F.linear's ragged rules (held out)
-    ("h200 random 9003952 matmul-bt.fp16.rr1 7x95x4192 wide ragged-linear-fp16-rr1", SERIAL),
+    ("h200 ops 2000323 matmul-bt.fp16.rr1 333x777x1000 normal ragged-linear-fp16-rr1", SERIAL),
     ("h100 random 9001523 matmul-bt.fp16.rr1 11x1476x319 wide ragged-linear-fp16-rr1", SERIAL),
     # skinny or few-tile shapes with deep K, aligned: the finest split (held out)
     # aligned deep K with few output tiles: round(k-tiles / 22) parts (half_aligned.py)
@@ -153,12 +153,12 @@ RAGGED_CASES = [
     ("h200 holdout 680 linear.fp16.rr0 791x10x1755 normal", SERIAL),
     # scheme 4 (the output type): the same split with partials not rounded is wrong
     (
-        "h200 random 9003615 matmul.fp16.rr1 2x2836x2107 wide",
-        "hopper/serial[split_k=4,split_tile=528]",
+        "h200 random 9000058 matmul.fp16.rr1 1031x1521x9624 wide",
+        "hopper[K=8,L=8,carry_bits=4]/serial[split_k=7,split_range=8,residue_tile=32]",
     ),
     (
-        "h100 random 9003615 matmul.fp16.rr1 2x2836x2107 wide",
-        "hopper/serial[split_k=4,split_tile=528]",
+        "h100 random 9000058 matmul.fp16.rr1 1031x1521x9624 wide",
+        "hopper[K=8,L=8,carry_bits=4]/serial[split_k=7,split_range=8,residue_tile=32]",
     ),
     (
         "h200 random 9000965 matmul.bf16.rr1 9x5x3370 wide",

@@ -40,9 +40,9 @@ CASES = [
     ("h200 holdout 2000381 linear.bf16.rr0 784x2299x79", KernelOrder(8, 32)),
     ("h200 unaligned 2000304 matmul.bf16.rr1 4095x4097x15", KernelOrder(8, 32)),
     ("h200 grid 2000162 matmul.bf16.rr0 530x4x250", KernelOrder(16, 128)),
-    ("h200 random 9000087 matmul.fp16.rr0 372x186x458", KernelOrder(16, 64)),
+    ("h200 random 9002795 matmul.fp16.rr0 20x2042x108", KernelOrder(16, 64)),
     ("h100 holdout 2000381 linear.bf16.rr0 784x2299x79", KernelOrder(8, 32)),
-    ("h100 random 9000087 matmul.fp16.rr0 372x186x458", KernelOrder(16, 64)),
+    ("h100 random 9002795 matmul.fp16.rr0 20x2042x108", KernelOrder(16, 64)),
 ]
 
 

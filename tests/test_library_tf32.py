@@ -153,13 +153,13 @@ def test_split_ranges_at_ops_shape(gpu):
 def test_tree_decides_unrecorded_shapes(gpu):
     """Held-out shapes no fit call has (tf32_tree's boxes, learnt from the heuristic
     sweep): a 5105 x 1617 x 140 matmul-bt gets one chain with its partial k-tile of 32
-    first, a 59 x 705 x 1090 F.linear eight CUTLASS 2.x split ranges, a 2 x 413 x 4245
-    matmul sixteen ranges with 16-deep residue tiles; each reproduced, and one chain (the
+    first, a 49 x 276 x 360 F.linear five CUTLASS 2.x split ranges, a 253 x 12 x 2882
+    matmul 32 ranges with 16-deep residue tiles; each reproduced, and one chain (the
     tables' rule before) misses each."""
     cases = (
         (2, "random", "matmul-bt.tf32", (5105, 1617, 140), "normal", "residue_tile=32"),
-        (2, "holdout", "linear.tf32", (59, 705, 1090), "cancel", "split_k=8,split_range=4"),
-        (2, "grid", "matmul.tf32", (2, 413, 4245), "normal", "split_k=16,split_range=4"),
+        (2, "holdout", "linear.tf32", (49, 276, 360), "wide", "split_k=5,split_range=4"),
+        (2, "grid", "matmul.tf32", (253, 12, 2882), "normal", "split_k=32,split_range=4"),
     )
     for seed, part, cls, shape, kind, want in cases:
         c = _call(gpu, seed, part, cls, *shape, kind=kind)

@@ -30,7 +30,8 @@ Bounds: ``m_min m_max n_min n_max k_min k_max mn_min mn_max`` (mn = M*N) and
 ``align_min align_max`` (align = gcd(N, K, 8): the largest power of two at most 8
 dividing N and K, the elements by which the rows of torch.matmul's and F.linear's
 operands and output are aligned, which bounds the vector loads of the kernels cuBLAS can
-take), each inclusive, and ``k_mod = [q, r]`` (K mod q == r), ``n_mod``, ``m_mod`` alike;
+take) and ``tiles_min tiles_max`` (tiles = cdiv(M, 128) * cdiv(N, 128): the output
+tiles of 128 x 128, what a kernel's waves over the SMs count), each inclusive, and ``k_mod = [q, r]`` (K mod q == r), ``n_mod``, ``m_mod`` alike;
 ``misaligned = ["n", "k"]``: at least one of those dimensions is not a multiple of 8 (an
 fp16/bf16 operand's rows not 16-byte aligned: cuBLAS takes other kernels). EXPR is an
 arithmetic expression of m, n, k with integers, + - * // %, min, max, cdiv (ceiling
@@ -62,8 +63,10 @@ else:  # pragma: no cover
 
 BOUNDS = (
     "m_min", "m_max", "n_min", "n_max", "k_min", "k_max", "mn_min", "mn_max",
-    "align_min", "align_max",
+    "align_min", "align_max", "tiles_min", "tiles_max",
 )  # fmt: skip
+TILE_BOUND = 128
+"""The output tile edge (elements) the `tiles` bound counts in."""
 ALIGN_BOUND = 8
 """The largest alignment (elements) the `align` bound tells apart."""
 ALIGN_DIMS: dict[str, tuple[str, str]] = {"matmul-at": ("m", "n")}
@@ -188,7 +191,8 @@ class Rule:
                 return False
         if align is None:
             align = math.gcd(n, k, ALIGN_BOUND)
-        vals = {"m": m, "n": n, "k": k, "mn": m * n, "align": align}
+        tiles = -(-m // TILE_BOUND) * -(-n // TILE_BOUND)
+        vals = {"m": m, "n": n, "k": k, "mn": m * n, "align": align, "tiles": tiles}
         for name, bound in self.when.items():
             if name == MISALIGNED:
                 if all(vals[d] % ALIGN == 0 for d in bound):

@@ -31,7 +31,7 @@ import numpy as np
 from ..gemm.library_rules import with_fields
 from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls, recording_dir
-from .library_tree import ALIGN_FEATURES, _features, grow
+from .library_tree import KERNEL_FEATURES, _features, grow
 
 STAGE_DEPTHS: dict[int, int] = {i: 16 << ((i - 1) // 6) for i in range(1, 25)}
 """k-tile depth of cuBLASLt's STAGES_ID 1..24 (16x1..16x6, 32x1.., 64x1.., 128x1..128x6)."""
@@ -129,10 +129,10 @@ def box_orders(
     depth: int = ORDER_DEPTH,
 ) -> list[tuple[list, KernelOrder | None, int, int]]:
     """[(sub-box, order, shapes of that order, shapes)]: the orders of `shapes` inside
-    `box` ((lo, hi) of M, N, K, M*N and the alignment, inclusive: a leaf of half_tree's tree) learnt as a
+    `box` ((lo, hi) of M, N, K, M*N, the alignment and the tiles, inclusive: a leaf of half_tree's tree) learnt as a
     classification tree of at most `depth` levels (library_tree.grow), its leaves cut to
     `box`; the sub-boxes tile `box`. One sub-box, majority(), without shapes inside."""
-    X = _features(np.array(shapes, dtype=np.int64), ALIGN_FEATURES[: len(box)])
+    X = _features(np.array(shapes, dtype=np.int64), KERNEL_FEATURES[: len(box)])
     inside = np.ones(len(X), dtype=bool)
     for j, (lo, hi) in enumerate(box):
         inside &= (X[:, j] >= lo) & (X[:, j] <= hi)

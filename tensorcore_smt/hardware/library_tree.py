@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..gemm.library_rules import ALIGN_BOUND
+from ..gemm.library_rules import ALIGN_BOUND, TILE_BOUND
 from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls, mismatches
 from .library_fit import recording_dir as _seed_dir
@@ -71,13 +71,15 @@ split's range is capped at 4096, the widest k-tile a schedule takes)."""
 
 FEATURES = ("m", "n", "k", "mn")
 """What a rule's bounds may test (library_rules.BOUNDS): the fp32 trees' features."""
-ALIGN_FEATURES = (*FEATURES, "align")
+KERNEL_FEATURES = (*FEATURES, "align", "tiles")
 """The features of the fp16/bf16 and TF32 trees: also `align`, the largest power of two
 at most 8 dividing N and K (library_rules.ALIGN_BOUND; the width of the vector loads of
-the kernels cuBLAS may take). Five-fold cross-validated on the H200 sweep it names the
-heuristic's label for 80.8 % of matmul.fp16.rr1 shapes (76.7 % without), 73.3 % of
-matmul.bf16.rr1 (62.9 %) and 79.2 % of matmul.tf32 (75.5 %); the fp32 tree gains
-nothing from it (77.9 % both)."""
+the kernels cuBLAS may take), and `tiles`, the output tiles of 128 x 128
+(library_rules.TILE_BOUND; what waves over the SMs count). Five-fold cross-validated on
+the H200 sweep they name the heuristic's label for 82.6 % of matmul.fp16.rr1 shapes
+(76.7 % over M, N, K, M*N; 80.8 % with `align` alone), 76.5 % of matmul.bf16.rr1 (62.9 %;
+73.3 %) and 83.4 % of matmul.tf32 (75.5 %; 79.2 %); the fp32 tree gains nothing from
+`align` (77.9 % both)."""
 
 UNBOUNDED = 1 << 40
 
@@ -139,10 +141,17 @@ Box = list[list[int]]
 
 
 def _features(shapes: np.ndarray, names: tuple[str, ...] = FEATURES) -> np.ndarray:
-    """The columns `names` (FEATURES, ALIGN_FEATURES) of (M, N, K) rows `shapes`."""
+    """The columns `names` (FEATURES, KERNEL_FEATURES) of (M, N, K) rows `shapes`."""
     shapes = np.asarray(shapes, dtype=np.int64).reshape(-1, 3)
     m, n, k = shapes[:, 0], shapes[:, 1], shapes[:, 2]
-    cols = {"m": m, "n": n, "k": k, "mn": m * n, "align": np.gcd(np.gcd(n, k), ALIGN_BOUND)}
+    cols = {
+        "m": m,
+        "n": n,
+        "k": k,
+        "mn": m * n,
+        "align": np.gcd(np.gcd(n, k), ALIGN_BOUND),
+        "tiles": -(-m // TILE_BOUND) * -(-n // TILE_BOUND),
+    }
     return np.column_stack([cols[f] for f in names])
 
 

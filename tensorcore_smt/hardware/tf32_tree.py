@@ -40,7 +40,7 @@ from ..spec.datadirs import data_dir
 from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls, recording_dir
 from .library_tf32 import CHAIN, CLASSES, FFMA, SHORT
-from .library_tree import ALIGN_FEATURES, UNBOUNDED, labelled_leaves
+from .library_tree import KERNEL_FEATURES, UNBOUNDED, labelled_leaves
 
 GPUS = ("h200", "h100")
 DEPTH = 14
@@ -133,12 +133,12 @@ def points(gpu: str, cls: str) -> list[tuple[tuple[int, int, int], Label]]:
 
 def leaves(pts: list[tuple[tuple[int, int, int], Label]]):
     """[(box, label, points, points of that label)] of the tree over `pts`."""
-    return labelled_leaves(pts, DEPTH, MIN_LEAF, ALIGN_FEATURES)
+    return labelled_leaves(pts, DEPTH, MIN_LEAF, KERNEL_FEATURES)
 
 
 def _when(box, extra: str = "") -> str:
     parts = [extra] if extra else []
-    for name, (lo, hi) in zip(ALIGN_FEATURES, box):
+    for name, (lo, hi) in zip(KERNEL_FEATURES, box):
         lo = max(lo, 2) if name in ("m", "n") else lo
         if lo > 1:
             parts.append(f"{name}_min = {lo}")
