@@ -130,21 +130,26 @@ def _kernel_decoding(fmt: Format, what: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("fmt", list(DTYPES))
-def test_operand_tables_hold_the_kernels_decoding(fmt):
+@pytest.mark.parametrize("normalised", [False, True])
+def test_operand_tables_hold_the_kernels_decoding(fmt, normalised):
     """B's tables (the model's decode) hold, for every finite pattern, what the step's
-    own decoding computes: the value (the decoding's times 2^rebias, exact in fp64) and
-    the term exponent; so the table-driven kernel reads the operands the proved step
-    reads."""
+    own decoding computes: the value (the decoding's times 2^rebias, exact in fp64;
+    normalised: that times 2^-exponent, in [0, 2)) and the term exponent; so the
+    table-driven kernel reads the operands the proved step reads."""
     fin = float_fda.decoded(fmt).finite
     pats = np.arange(1 << fmt.spec.storage).astype({8: np.uint8, 16: np.uint16}[fmt.spec.storage])
-    value, exp = float_fda.operand_tables(pats.reshape(2, -1), fmt)
+    value, exp = float_fda.operand_tables(pats.reshape(2, -1), fmt, normalised)
     assert value.dtype == np.float32 and exp.dtype == np.int16
     assert value.shape == exp.shape == (2, len(pats) // 2)
     want_v = _kernel_decoding(fmt, 0).view(np.float64) * 2.0 ** float_fda.rebias(fmt)
     want_e = _kernel_decoding(fmt, 1).view(np.int64)
+    e = exp.reshape(-1).astype(np.int64)
     got_v = value.reshape(-1).astype(np.float64)
+    if normalised:
+        assert (np.abs(got_v) < 2).all()
+        got_v = np.ldexp(got_v, np.where(e == float_fda.ZERO_EXP, 0, e))
     assert np.array_equal(got_v[fin].view(np.uint64), want_v[fin].view(np.uint64))
-    assert np.array_equal(exp.reshape(-1)[fin].astype(np.int64), want_e[fin])
+    assert np.array_equal(e[fin], want_e[fin])
 
 
 def test_applies_to_nvidia_fda_units_and_not_to_others():
@@ -353,8 +358,9 @@ def test_rows_of_a_multiple_of_256_columns_are_padded(hyp, dt):
 
 
 def test_tables_where_they_pay():
-    """Tables and fp32 products for fp16 and e4m3 B with at least FLOAT_TABLE_ROWS rows
-    of D per column; not for bf16 (its products do not fit fp32), nor for fewer rows."""
+    """Tables and fp32 products for fp16 and e4m3 (own values) with at least
+    FLOAT_TABLE_ROWS rows of D per column of B, for bf16 (normalised values: its
+    products do not fit fp32) with NORMALISED_TABLE_ROWS; not for fewer rows."""
     rows = compiled.FLOAT_TABLE_ROWS
     fp16 = _params("hopper", np.float16).params
     e4m3 = _params("hopper/cublas-fp8", ml_dtypes.float8_e4m3fn).params
@@ -363,6 +369,8 @@ def test_tables_where_they_pay():
     assert compiled.float_tables(e4m3, rows * 100, 100)
     assert not compiled.float_tables(fp16, rows * 100 - 1, 100)
     assert not compiled.float_tables(bf16, rows * 100, 100)
+    assert compiled.float_tables(bf16, compiled.NORMALISED_TABLE_ROWS * 100, 100)
+    assert float_fda.tables_normalised(bf16) and not float_fda.tables_normalised(fp16)
 
 
 def test_runner_takes_fp32_tables_for_e4m3_with_enough_rows():

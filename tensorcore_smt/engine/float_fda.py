@@ -36,7 +36,9 @@ B (`operand_tables`, read off `decoded`) instead of being computed for every pro
 each entry equals the step's own decoding of its pattern. With b's own value at hand,
 the products of units for which `fp32_reasons` returns nothing (fp16, FP8) are formed,
 scaled to the grid and truncated in fp32 and summed in int32 lanes: twice the lanes of a
-register, each step exact by the same argument in fp32's range.
+register, each step exact by the same argument in fp32's range; those of units for which
+`normalised_reasons` returns nothing (bf16) likewise from normalised operands a 2^-e_a
+and b 2^-e_b, each product's scale 2^(e_a + e_b - e_max + F) built from pass 1's sum.
 """
 
 from __future__ import annotations
@@ -195,10 +197,39 @@ def fp32_reasons(p: ModelParams) -> list[str]:
         out.append(f"the scale 2^({p.F} - {hi}) is not a normal fp32 number")
     if a.emin + b.emin < p.F - FP32_EMAX:
         out.append("a nonzero product's scale can be past fp32's range")
+    out += _int32_sum(p)
+    return out
+
+
+def _int32_sum(p: ModelParams) -> list[str]:
+    """Why a group's truncated products may not sum in int32 (each below 2^(F + 2))."""
     L = max(hi_k - lo_k for lo_k, hi_k in p.groups())
     if L * ((1 << (p.F + PRODUCT_INT_BITS)) - 1) > (1 << 31) - 1:
-        out.append("a group's products may not sum in 32-bit lanes")
-    return out
+        return ["a group's products may not sum in 32-bit lanes"]
+    return []
+
+
+def normalised_reasons(p: ModelParams) -> list[str]:
+    """Why the products of unit `p` (for which `applies`) cannot be formed in fp32 from
+    normalised operands (empty: they can). With a' = a 2^-e_a and b' = b 2^-e_b in [0, 2)
+    (the term exponents of the model's decode), a' b' < 4 is exact in fp32 (significands
+    of at most 24 bits together) and the term is trunc(a' b' 2^(e_a + e_b - e_max + F)):
+    the scale is a normal fp32 number up to 2^F, or below 2^-126, where the term is
+    below 2^-124 and truncates to 0 (the scale is taken as 0 there)."""
+    out = []
+    a, b = p.a_fmt.spec, p.b_fmt.spec
+    if a.precision + b.precision > FP32_PRECISION:
+        out.append("products have more significant bits than fp32 holds")
+    if p.F > FP32_EMAX:
+        out.append(f"the scale 2^{p.F} is not a finite fp32 number")
+    return out + _int32_sum(p)
+
+
+def tables_normalised(p: ModelParams) -> bool:
+    """Whether the step reading B's tables forms the products from normalised operands
+    (`normalised_reasons` holds, `fp32_reasons` does not: bf16), so that B's value table
+    holds `normalised_values`."""
+    return bool(fp32_reasons(p)) and not normalised_reasons(p)
 
 
 ZERO_EXP = -(1 << 14)
@@ -254,15 +285,35 @@ B_TABLES = ("bval", "bexp")
 (`operand_tables`, laid out as B): its values (float32) and term exponents (int16)."""
 
 
-def operand_tables(table: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+def operand_tables(
+    table: np.ndarray, fmt: Format, normalised: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """B's decoding done once per element instead of once per product: the model's
     decode (`decoded(fmt)`: value as float32, exact, and term exponent) of every element
-    of the operand table, in its shape (C order)."""
+    of the operand table, in its shape (C order); `normalised`: the value times
+    2^-exponent (`normalised_values`) instead of the value. (Values as float16, 2 bytes
+    an element, exact for fp16, FP8 and bf16's normalised values, were measured slower:
+    the conversion is one more vector instruction a product, where a float32 operand is
+    read by the multiplication itself.)"""
     d = decoded(fmt)
     if d.value is None:
         raise ValueError(f"{fmt.spec.name} values are not float32 numbers")
     t = np.ascontiguousarray(table)
-    return d.value[t], d.exp[t]
+    return (normalised_values(fmt) if normalised else d.value)[t], d.exp[t]
+
+
+@cache
+def normalised_values(fmt: Format) -> np.ndarray:
+    """float32 of every pattern of `fmt`: value times 2^-(term exponent), in [0, 2)
+    (significand bits over 2^mbits; 0 for zeros, NaN and Inf), exact."""
+    d = decoded(fmt)
+    assert d.value is not None
+    e = np.where(d.exp == ZERO_EXP, 0, d.exp).astype(np.int32)
+    v = np.ldexp(d.value.astype(np.float64), -e)
+    out = v.astype(np.float32)
+    if not (np.array_equal(out.astype(np.float64), v) and (np.abs(v) < 2).all()):
+        raise ValueError(f"{fmt.spec.name}: normalised values not exact in float32")
+    return out
 
 
 @cache
@@ -405,6 +456,7 @@ def emit_step(
     where `fp32_reasons` says they can be."""
     ir = _Ir(body)
     f32 = index is not None and not fp32_reasons(p)
+    n32 = index is not None and tables_normalised(p)
     rb = 0 if index is not None else rebias(p.b_fmt)  # the tables hold b's own value
 
     def load(stem: str, k: int, what: int) -> str:
@@ -416,12 +468,17 @@ def emit_step(
             ptr = ir(f"getelementptr inbounds {ty}, ptr %{table}, i64 {index(stem, k)}")
             x = ir(f"load {ty}, ptr {ptr}, align {4 if what == 0 else 2}")
             if what == 0:
-                return x if f32 else ir(f"fpext float {x} to double")
+                return x if f32 or n32 else ir(f"fpext float {x} to double")
             return ir(f"sext i16 {x} to i32")
         x = operand(stem, k)
         if what == 0 and f32:  # a's own value in fp32 (exact: fp32_reasons)
             v = ir(f"fmul double {ir.value(x, fmt)}, {_double(2.0 ** rebias(fmt))}")
             return ir(f"fptrunc double {v} to float")
+        if what == 0 and n32:  # a 2^-e_a in fp32 (exact: in [0, 2), normalised_reasons)
+            s = fmt.spec
+            e = ir(f"call i32 @llvm.smax.i32(i32 {ir.exponent(x, fmt)}, i32 {s.emin})")
+            sh = ir.pow2(ir(f"sub i32 {rebias(fmt)}, {e}"))
+            return ir(f"fptrunc double {ir(f'fmul double {ir.value(x, fmt)}, {sh}')} to float")
         return ir.value(x, fmt) if what == 0 else ir.exponent(x, fmt)
 
     e_zero = EXP_MIN if p.e_zero is None else p.e_zero
@@ -441,8 +498,10 @@ def emit_step(
         # product's e_a + e_b lies below ZERO_BELOW, every other one above: the largest
         # and least sums say which terms there are, and a zero term stands for e_zero
         hi_s = lo_s = None
+        sums = []
         for k in range(lo, hi):
             e = ir(f"add i32 {load('a', k, 1)}, {load('b', k, 1)}")
+            sums.append(e)
             if hi_s is None:
                 hi_s = lo_s = e
                 continue
@@ -470,6 +529,20 @@ def emit_step(
             scale = ir.pow2_f32(ir(f"sub i32 {p.F}, {e32}"))
             part = "0"
             for k in range(lo, hi):
+                prod = ir(f"fmul float {load('a', k, 0)}, {load('b', k, 0)}")
+                x = ir(f"fmul float {prod}, {scale}")
+                part = ir(f"add i32 {part}, {ir(f'fptosi float {x} to i32')}")
+            wide_part = ir(f"sext i32 {part} to {it}") if it != "i32" else part
+            total = ir(f"add {it} {total}, {wide_part}")
+        elif n32:
+            # the scale 2^(e_a + e_b - e_max + F), biased as fp32's; 0 below 2^-126
+            base = ir(f"sub i32 {p.F - FP32_EMIN + 1}, {clamped}")
+            part = "0"
+            for k, e in zip(range(lo, hi), sums):
+                biased = ir(f"add i32 {e}, {base}")
+                biased = ir(f"call i32 @llvm.smax.i32(i32 {biased}, i32 0)")
+                bits = ir(f"shl i32 {biased}, 23")
+                scale = ir(f"bitcast i32 {bits} to float")
                 prod = ir(f"fmul float {load('a', k, 0)}, {load('b', k, 0)}")
                 x = ir(f"fmul float {prod}, {scale}")
                 part = ir(f"add i32 {part}, {ir(f'fptosi float {x} to i32')}")

@@ -140,26 +140,37 @@ column of B or more), the general kernel otherwise."""
 
 FLOAT_TABLE_ROWS = 64
 """Rows of D per column of B from which the fp64 formulation reads B's decoding from
-tables and forms the products in fp32 (`float_tables`). The kernel alone (one thread,
-64 x 1920 x 2048 e4m3, 64 x 2560 x 2048 fp16, best of 11 interleaved, load 2.9-3.2, G
-MAC per CPU s, tables with fp64 / fp32 products): e4m3 3.37 / 5.45, fp16 3.60 / 4.53;
-without tables (bits decoded per product) e4m3 2.49, fp16 2.48. Through tc.matmul (both
-threads, best CPU time of 3, interleaved, load 2.5-3.4; fp64 without tables / with
-tables and fp32 products): fp16 1024^3 2.31 / 3.52, 64 x 2560 x 2560 2.35 / 2.70, 250
-x 9728 x 2560 2.41 / 2.81 (making B's 25 M table entries: 0.37-0.44 of its 2.2 CPU s).
-bf16 keeps decoding B's bits: its products do not fit fp32, and with fp64 products the
-tables (150 MB for 250 x 9728 x 2560, past the caches) gained about 5 % in the kernel,
-less than they cost to make."""
+tables and forms the products in fp32 from the operands' own values (`float_tables`:
+fp16, FP8). The kernel alone (one thread, 64 x 1920 x 2048 e4m3, 64 x 2560 x 2048 fp16,
+best of 11 interleaved, load 2.9-3.2, G MAC per CPU s, tables with fp64 / fp32
+products): e4m3 3.37 / 5.45, fp16 3.60 / 4.53; without tables (bits decoded per
+product) e4m3 2.49, fp16 2.48. Through tc.matmul (both threads, best CPU time of 3,
+interleaved, load 2.5-3.4; fp64 without tables / with tables and fp32 products): fp16
+1024^3 2.31 / 3.52, 64 x 2560 x 2560 2.35 / 2.70, 250 x 9728 x 2560 2.41 / 2.81 (making
+B's 25 M table entries: 0.37-0.44 of its 2.2 CPU s)."""
+NORMALISED_TABLE_ROWS = 200
+"""The same for bf16, whose products fit fp32 only from normalised operands
+(float_fda.tables_normalised), a smaller gain set against the same cost of making the
+tables: tc.matmul, both threads, best CPU time of 3-4 interleaved, load 2.4-3.6, G MAC
+per CPU s, without / with tables: 128 x 9728 x 2560 2.65 / 2.22 (tables 0.29-0.38 CPU
+s), 250 x 9728 x 2560 2.53 / 2.70 and 2.49 / 2.49 (tables 0.10-0.55 CPU s), 1024 x 2560
+x 2560 2.51 / 2.89 and 2.46 / 2.98; the kernel alone (one thread, 64 x 9744 x 2560, B's
+tables with fp64 / normalised fp32 products) 3.46 / 3.78, decoding B's bits about
+2.9."""
 
 
 def float_tables(p: ModelParams, n_outputs: int, n_columns: int) -> bool:
     """Whether the fp64 formulation's chain kernel (for unit `p`, where float_fda.applies)
     reads B's values and term exponents from tables made once per GEMM
     (float_fda.operand_tables: K x N work, 6 bytes per element of B against 1 or 2) and
-    forms the products in fp32: where float_fda.fp32_reasons allows that (fp16, FP8;
-    not bf16) and the GEMM has at least FLOAT_TABLE_ROWS rows of D per column of B.
-    8-bit operands run this kernel too (FLOAT_MIN_BITS keeps them off the fp64 one)."""
-    return not float_fda.fp32_reasons(p) and n_outputs >= FLOAT_TABLE_ROWS * n_columns
+    forms the products in fp32: from the operands' own values where
+    float_fda.fp32_reasons allows (fp16, FP8) and the GEMM has at least
+    FLOAT_TABLE_ROWS rows of D per column of B, from normalised ones
+    (float_fda.tables_normalised: bf16) from NORMALISED_TABLE_ROWS rows. 8-bit operands
+    run this kernel too (FLOAT_MIN_BITS keeps them off the fp64 one)."""
+    if not float_fda.fp32_reasons(p):
+        return n_outputs >= FLOAT_TABLE_ROWS * n_columns
+    return float_fda.tables_normalised(p) and n_outputs >= NORMALISED_TABLE_ROWS * n_columns
 
 
 def _promotion(p: ModelParams, promote: tuple | None) -> tuple | None:
@@ -427,7 +438,8 @@ def run_gemm(
             and all(float_fda.finite_table(x, f) for x, f in ((t.A, p.a_fmt), (t.B, p.b_fmt)))
         )
         if fast and tables:
-            t.extra = float_fda.operand_tables(t.B, p.b_fmt)
+            normalised = float_fda.tables_normalised(p)  # b 2^-e_b, or b's own value
+            t.extra = float_fda.operand_tables(t.B, p.b_fmt, normalised)
             chain_fn = functools.partial(_float_chain_fn, tables=True)
         elif fast:
             chain_fn = _float_chain_fn
