@@ -172,3 +172,24 @@ def prove_cases(
         label = ",".join(c.label(fin) for c in classes)
         results.append((label, answer, time.perf_counter() - t))
     return results
+
+
+def bitwuzla_unsat(query) -> bool:
+    """Whether bitwuzla answers unsat on the z3 formula `query` (passed as SMT-LIB)."""
+    import bitwuzla
+    import z3
+
+    solver = z3.Solver()
+    solver.add(query)
+    parser = bitwuzla.Parser(bitwuzla.TermManager(), bitwuzla.Options())
+    parser.parse(solver.to_smt2(), True, False)
+    return parser.bitwuzla().check_sat() == bitwuzla.Result.UNSAT
+
+
+def z3_unsat(query) -> bool:
+    """Whether z3 answers unsat on the z3 formula `query`."""
+    import z3
+
+    solver = z3.Solver()
+    solver.add(query)
+    return solver.check() == z3.unsat

@@ -16,6 +16,7 @@ import dataclasses
 import ml_dtypes
 import numpy as np
 import pytest
+from ieee_proofs import bitwuzla_unsat
 
 import tensorcore_smt as tc
 from tensorcore_smt.engine import float_fda
@@ -501,18 +502,6 @@ def _term_lemma(p, fmt: Format, fp32: bool = False):
     return z3.And(fin, exp <= env["emax"], env["emax"] <= hi, fast != model)
 
 
-def _bitwuzla_unsat(query) -> bool:
-    """Whether bitwuzla answers unsat on the z3 formula `query` (as SMT-LIB)."""
-    import bitwuzla
-    import z3
-
-    solver = z3.Solver()
-    solver.add(query)
-    parser = bitwuzla.Parser(bitwuzla.TermManager(), bitwuzla.Options())
-    parser.parse(solver.to_smt2(), True, False)
-    return parser.bitwuzla().check_sat() == bitwuzla.Result.UNSAT
-
-
 PROOFS = [("hopper", ml_dtypes.float8_e4m3fn), ("hopper", ml_dtypes.float8_e5m2)]
 """Units whose term identity a solver proves in seconds in one query. For bf16 and fp16
 (a 53-bit fp64 multiplier of 8- and 11-bit significands) neither bitwuzla nor z3
@@ -525,7 +514,7 @@ def test_solver_proves_the_term_identity(hyp, dt):
     """bitwuzla: no finite a, b and e_max where the fp64 term differs from the model's
     (unsat), for the unit's F and exponent range (e4m3: about a second)."""
     p = _params(hyp, dt).params
-    assert _bitwuzla_unsat(_term_lemma(p, p.a_fmt))
+    assert bitwuzla_unsat(_term_lemma(p, p.a_fmt))
 
 
 @pytest.mark.parametrize("hyp,dt", PROOFS)
@@ -535,7 +524,7 @@ def test_solver_proves_the_fp32_term_identity(hyp, dt):
     operands' own values, differs from the model's term (unsat)."""
     p = _params(hyp, dt).params
     assert float_fda.fp32_reasons(p) == []
-    assert _bitwuzla_unsat(_term_lemma(p, p.a_fmt, fp32=True))
+    assert bitwuzla_unsat(_term_lemma(p, p.a_fmt, fp32=True))
 
 
 @pytest.mark.slow
@@ -559,7 +548,7 @@ def test_solver_finds_a_rounding_conversion_wrong(monkeypatch, fp32):
 
     p = _params("hopper", ml_dtypes.float8_e4m3fn).params
     monkeypatch.setattr(z3, "RTZ", z3.RNE)
-    assert not _bitwuzla_unsat(_term_lemma(p, p.a_fmt, fp32))
+    assert not bitwuzla_unsat(_term_lemma(p, p.a_fmt, fp32))
 
 
 @pytest.mark.parametrize("fmt", [Format.BF16, Format.FP16, Format.E4M3, Format.E5M2])

@@ -17,6 +17,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from ieee_proofs import bitwuzla_unsat, z3_unsat
 
 import tensorcore_smt as tc
 from tensorcore_smt.engine import ieee_fma
@@ -90,32 +91,13 @@ def step_query(p: ModelParams):
     return z3.Or(nan != (model == p.nan_bits), z3.And(z3.Not(nan), z3.fpBVToFP(model, sort) != r))
 
 
-def _bitwuzla_unsat(query) -> bool:
-    import bitwuzla
-    import z3
-
-    solver = z3.Solver()
-    solver.add(query)
-    parser = bitwuzla.Parser(bitwuzla.TermManager(), bitwuzla.Options())
-    parser.parse(solver.to_smt2(), True, False)
-    return parser.bitwuzla().check_sat() == bitwuzla.Result.UNSAT
-
-
-def _z3_unsat(query) -> bool:
-    import z3
-
-    solver = z3.Solver()
-    solver.add(query)
-    return solver.check() == z3.unsat
-
-
 @pytest.mark.slow
 def test_step_proved_on_a_small_ieee_format():
     """e5m2 (IEEE: subnormals, Inf, NaN): bitwuzla (16 s, load 6) and z3 (81 s) both
     answer unsat."""
     q = step_query(_small(Format.E5M2))
-    assert _bitwuzla_unsat(q)
-    assert _z3_unsat(q)
+    assert bitwuzla_unsat(q)
+    assert z3_unsat(q)
 
 
 def test_solver_finds_a_step_that_rounds_twice():
@@ -125,7 +107,7 @@ def test_solver_finds_a_step_that_rounds_twice():
     real = z3.fpFMA
     try:
         z3.fpFMA = lambda rm, x, y, w: z3.fpAdd(rm, z3.fpMul(rm, x, y), w)
-        assert not _bitwuzla_unsat(step_query(_small(Format.E5M2)))
+        assert not bitwuzla_unsat(step_query(_small(Format.E5M2)))
     finally:
         z3.fpFMA = real
 

@@ -30,7 +30,7 @@ from ..spec.datadirs import data_dir
 from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls
 from .library_fit import recording_dir as _seed_dir
-from .library_tree import _features, _when, grow
+from .library_tree import _features, grow, when_bounds
 
 REDUCED_ALGOS = frozenset((20, 21, 23))
 """cuBLASLt algorithms whose epilogue runs in a separate reduction: fma-c."""
@@ -94,7 +94,7 @@ def table_rules(gpu: str, pts: list[tuple[tuple[int, int, int], EpilogueOp]], **
     for box, i, n, hit in grow(X, y, len(LABELS), **kw):
         op = LABELS[i]
         out.append(
-            f'[[rule]]\ngpu = ["{gpu}"]\nwhen = {_when(box)}\n'
+            f'[[rule]]\ngpu = ["{gpu}"]\nwhen = {when_bounds(box)}\n'
             f'fields = "c_join=epilogue,epilogue={op.value}"\n'
             f'why = "{hit} of {n} shapes"\n'
         )

@@ -35,13 +35,14 @@ import numpy as np
 from .cublaslt_sweep import FIELD_ORDER
 from .half_order import KernelOrder, box_orders, shape_orders
 from .library_fit import fit_calls, recording_dir
-from .library_tree import KERNEL_FEATURES, UNBOUNDED, _features, labelled_leaves
+from .library_tree import KERNEL_FEATURES, _features, labelled_leaves, when_bounds
 
 GPUS = ("h200", "h100")
 OPS = ("matmul", "linear")
 DTYPES = ("fp16", "bf16")
 FLAGS = ("rr1", "rr0")
 K_ALIGN = 8
+MISALIGNED_NK = 'misaligned = ["n", "k"]'
 """CUTLASS 2.x's kAlignK for 16-bit operands (128 bits): split ranges are multiples of it."""
 MAX_PARTIALS = 512
 DEPTH = 16
@@ -161,20 +162,13 @@ def holdout_agreement(
     return exact / len(pts), same / len(pts)
 
 
-def _when(box) -> str:
-    parts = ['misaligned = ["n", "k"]']
-    for name, (lo, hi) in zip(KERNEL_FEATURES, box):
-        lo = max(lo, 2) if name in ("m", "n") else lo
-        if lo > 1:
-            parts.append(f"{name}_min = {lo}")
-        if hi < UNBOUNDED:
-            parts.append(f"{name}_max = {hi}")
-    return "{ " + ", ".join(parts) + " }"
+ROWS = {"m": 2, "n": 2}
+"""Least M and N of the calls these tables decide (M = 1 or N = 1: the GEMV tables')."""
 
 
 def _rule(gpu: str | None, box, recipe: str, why: str) -> str:
     only = f'gpu = ["{gpu}"]\n' if gpu else ""
-    return f'[[rule]]\n{only}when = {_when(box)}\nrecipe = "{recipe}"\nwhy = "{why}"\n'
+    return f'[[rule]]\n{only}when = {when_bounds(box, KERNEL_FEATURES, MISALIGNED_NK, ROWS)}\nrecipe = "{recipe}"\nwhy = "{why}"\n'
 
 
 HEADER = """\

@@ -206,9 +206,19 @@ def grow(
     return leaves
 
 
-def _when(box: Box, names: tuple[str, ...] = FEATURES) -> str:
-    parts = []
+def when_bounds(
+    box: Box,
+    names: tuple[str, ...] = FEATURES,
+    extra: str = "",
+    least: dict[str, int] | None = None,
+) -> str:
+    """A rule's `when` (TOML inline table) for a tree's `box` over the features `names`:
+    `extra` first, then each bound that cuts a feature's range; `least`: the least value
+    of a feature in the table's calls (m, n >= 2 beside the GEMV tables), written as its
+    lower bound where the box reaches below it."""
+    parts = [extra] if extra else []
     for name, (lo, hi) in zip(names, box):
+        lo = max(lo, (least or {}).get(name, 1))
         if lo > 1:
             parts.append(f"{name}_min = {lo}")
         if hi < UNBOUNDED:
@@ -237,7 +247,7 @@ def table_rules(
                 continue
             lab = as_label or lab
         out.append(
-            f'[[rule]]\ngpu = ["{gpu}"]\nwhen = {_when(box)}\nrecipe = "{lab.recipe()}"\n'
+            f'[[rule]]\ngpu = ["{gpu}"]\nwhen = {when_bounds(box)}\nrecipe = "{lab.recipe()}"\n'
             f'why = "{lab.family.value} S={lab.splits}: {hit} of {n} shapes"\n'
         )
     return out

@@ -40,7 +40,7 @@ from ..spec.datadirs import data_dir
 from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls, recording_dir
 from .library_tf32 import CHAIN, CLASSES, FFMA, SHORT
-from .library_tree import KERNEL_FEATURES, UNBOUNDED, labelled_leaves
+from .library_tree import KERNEL_FEATURES, labelled_leaves, when_bounds
 
 GPUS = ("h200", "h100")
 DEPTH = 14
@@ -136,15 +136,8 @@ def leaves(pts: list[tuple[tuple[int, int, int], Label]]):
     return labelled_leaves(pts, DEPTH, MIN_LEAF, KERNEL_FEATURES)
 
 
-def _when(box, extra: str = "") -> str:
-    parts = [extra] if extra else []
-    for name, (lo, hi) in zip(KERNEL_FEATURES, box):
-        lo = max(lo, 2) if name in ("m", "n") else lo
-        if lo > 1:
-            parts.append(f"{name}_min = {lo}")
-        if hi < UNBOUNDED:
-            parts.append(f"{name}_max = {hi}")
-    return "{ " + ", ".join(parts) + " }"
+ROWS = {"m": 2, "n": 2}
+"""Least M and N of the calls these tables decide (M = 1 or N = 1: the GEMV tables')."""
 
 
 ALIGNED = f"m_mod = [{ALIGN}, 0], n_mod = [{ALIGN}, 0], k_mod = [{ALIGN}, 0]"
@@ -165,11 +158,11 @@ def _rules(gpu: str | None, pts, extra: str, what: str, ffma: bool) -> list[str]
             one[2][1] = 4
             res = Label("res", 1, lab.tile)
             out.append(
-                f'[[rule]]\n{only}when = {_when(one, extra)}\nrecipe = "{res.recipe()}"\n'
+                f'[[rule]]\n{only}when = {when_bounds(one, KERNEL_FEATURES, extra, ROWS)}\nrecipe = "{res.recipe()}"\n'
                 f'why = "{why}, one range"\n'
             )
         out.append(
-            f'[[rule]]\n{only}when = {_when(box, extra)}\nrecipe = "{lab.recipe()}"\n'
+            f'[[rule]]\n{only}when = {when_bounds(box, KERNEL_FEATURES, extra, ROWS)}\nrecipe = "{lab.recipe()}"\n'
             f'why = "{why}"\n'
         )
     return out
