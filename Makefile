@@ -40,6 +40,7 @@ bench:
 	$(BIN)/python bench/bench_validate.py --write results
 	$(BIN)/python bench/bench_identify.py
 	$(BIN)/python bench/bench_gemm.py --write results
+	$(BIN)/python bench/bench_rate.py --write results
 	$(BIN)/python bench/bench_wait.py --write results
 	$(BIN)/python bench/bench_engine.py --write results
 	$(BIN)/python bench/bench_bound.py --write results
