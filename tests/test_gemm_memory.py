@@ -47,7 +47,12 @@ def test_error_measurement_peak_memory_is_results_inputs_and_a_fixed_set():
     assert whole["grown"] > bound and whole["figures"] == m["figures"], whole
 
 
+OPERAND_TABLES = 3
+"""Bytes of operand tables per byte of the operands: B's values (fp32) and exponents
+(int16) for the table kernels (engine/float_fda.py), 6 bytes per 2-byte element."""
+
+
 def test_compiled_gemm_peak_memory_is_result_inputs_and_a_fixed_set():
     m = _peak("1500", "1500", "16")
     # 64 bytes per output (the index arrays over all outputs) would be 137 MiB here
-    assert m["grown"] <= m["result"] + 2 * m["inputs"] + FIXED, m
+    assert m["grown"] <= m["result"] + (2 + OPERAND_TABLES) * m["inputs"] + FIXED, m
