@@ -30,6 +30,7 @@ from __future__ import annotations
 from enum import Enum
 
 import pytest
+from ieee_proofs import bitwuzla_unsat, z3_unsat
 
 from tensorcore_smt.engine import float_fda
 from tensorcore_smt.formats import EXP_W, Format
@@ -139,27 +140,6 @@ def lemma(p: ModelParams, term: Term, a_sig: int | None = None):
     if a_sig is not None:
         goal.append(z3.Extract(p.a_fmt.spec.mbits - 1, 0, env["a"]) == a_sig)
     return z3.And(*goal)
-
-
-def bitwuzla_unsat(query) -> bool:
-    """Whether bitwuzla answers unsat on the z3 formula `query` (as SMT-LIB)."""
-    import bitwuzla
-    import z3
-
-    solver = z3.Solver()
-    solver.add(query)
-    parser = bitwuzla.Parser(bitwuzla.TermManager(), bitwuzla.Options())
-    parser.parse(solver.to_smt2(), True, False)
-    return parser.bitwuzla().check_sat() == bitwuzla.Result.UNSAT
-
-
-def z3_unsat(query) -> bool:
-    """Whether z3 answers unsat on `query`."""
-    import z3
-
-    solver = z3.Solver()
-    solver.add(query)
-    return solver.check() == z3.unsat
 
 
 def test_the_units_are_the_16_bit_nvidia_fda_instructions():

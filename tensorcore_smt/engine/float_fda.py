@@ -426,6 +426,17 @@ class _Ir:
         zero = self(f"icmp eq i32 {body}, 0")
         return self(f"select i1 {zero}, i32 {ZERO_EXP}, i32 {e}")
 
+    def add_f32_terms(self, total: str, it: str, terms: list[tuple[str, str, str]]) -> str:
+        """total + the sum of trunc(a * b * scale) over `terms` (fp32 values a, b and a
+        power-of-two scale, each product and scaling exact: fp32_reasons), the sum in
+        i32 and then added to `total` (type `it`)."""
+        part = "0"
+        for a, b, scale in terms:
+            x = self(f"fmul float {self(f'fmul float {a}, {b}')}, {scale}")
+            part = self(f"add i32 {part}, {self(f'fptosi float {x} to i32')}")
+        wide = self(f"sext i32 {part} to {it}") if it != "i32" else part
+        return self(f"add {it} {total}, {wide}")
+
     def is_special(self, x: str, fmt: Format) -> str:
         """i1: the IEEE pattern `x` has an all-ones exponent field (Inf or NaN)."""
         s = fmt.spec
@@ -527,27 +538,19 @@ def emit_step(
             # e_max below F - 127 only where every product is 0 (fp32_reasons)
             e32 = ir(f"call i32 @llvm.smax.i32(i32 {clamped}, i32 {p.F - FP32_EMAX})")
             scale = ir.pow2_f32(ir(f"sub i32 {p.F}, {e32}"))
-            part = "0"
-            for k in range(lo, hi):
-                prod = ir(f"fmul float {load('a', k, 0)}, {load('b', k, 0)}")
-                x = ir(f"fmul float {prod}, {scale}")
-                part = ir(f"add i32 {part}, {ir(f'fptosi float {x} to i32')}")
-            wide_part = ir(f"sext i32 {part} to {it}") if it != "i32" else part
-            total = ir(f"add {it} {total}, {wide_part}")
+            terms = [(load("a", k, 0), load("b", k, 0), scale) for k in range(lo, hi)]
+            total = ir.add_f32_terms(total, it, terms)
         elif n32:
             # the scale 2^(e_a + e_b - e_max + F), biased as fp32's; 0 below 2^-126
             base = ir(f"sub i32 {p.F - FP32_EMIN + 1}, {clamped}")
-            part = "0"
+            terms = []
             for k, e in zip(range(lo, hi), sums):
                 biased = ir(f"add i32 {e}, {base}")
                 biased = ir(f"call i32 @llvm.smax.i32(i32 {biased}, i32 0)")
                 bits = ir(f"shl i32 {biased}, 23")
                 scale = ir(f"bitcast i32 {bits} to float")
-                prod = ir(f"fmul float {load('a', k, 0)}, {load('b', k, 0)}")
-                x = ir(f"fmul float {prod}, {scale}")
-                part = ir(f"add i32 {part}, {ir(f'fptosi float {x} to i32')}")
-            wide_part = ir(f"sext i32 {part} to {it}") if it != "i32" else part
-            total = ir(f"add {it} {total}, {wide_part}")
+                terms.append((load("a", k, 0), load("b", k, 0), scale))
+            total = ir.add_f32_terms(total, it, terms)
         else:
             scale = ir.pow2(ir(f"add i32 {grid}, {rebias(p.a_fmt) + rb}"))
             for k in range(lo, hi):

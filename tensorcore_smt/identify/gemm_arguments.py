@@ -45,11 +45,12 @@ from ..formats import Format, Specials
 from ..gemm.model import GemmModel, run_rows
 from ..model.params import Algorithm, CAddend, Opposing, Sparsity
 from ..model.zero_exponent import kinds
+from ..smt.arguments import ExtremeRows
 from .pool import Rows, _enc
 
 
 @dataclass
-class GemmArgument:
+class GemmArgument(ExtremeRows):
     """A stated argument that two GEMM models are equal: its steps in words and the check
     of its extreme rows on both models (`run_check`: rows run, the first row on which the
     models differ in words or None)."""
@@ -62,13 +63,6 @@ class GemmArgument:
     rows: int = 0
     contradiction: str | None = None
     checked: bool = False
-
-    def check(self) -> str | None:
-        """Run the extreme rows (once): the contradicting row in words, or None."""
-        if not self.checked:
-            self.rows, self.contradiction = self.run_check()
-            self.checked = True
-        return self.contradiction
 
     @property
     def note(self) -> str:

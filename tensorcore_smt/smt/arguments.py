@@ -55,8 +55,26 @@ class ArgumentKind(Enum):
         }[self]
 
 
+class ExtremeRows:
+    """What every stated argument carries: `run_check` (run its extreme rows: how many
+    ran, and the row that contradicts the argument in words, or None) run once by
+    `check`, its answer kept in `rows` and `contradiction`."""
+
+    run_check: Callable[[], tuple[int, str | None]]
+    rows: int
+    contradiction: str | None
+    checked: bool
+
+    def check(self) -> str | None:
+        """Run the extreme rows (once): the contradicting row in words, or None."""
+        if not self.checked:
+            self.rows, self.contradiction = self.run_check()
+            self.checked = True
+        return self.contradiction
+
+
 @dataclass
-class Argued:
+class Argued(ExtremeRows):
     """An argument that proves a query unsat: which one, its steps in words, the note an
     answer carries, and the check of its extreme rows at its bound on the concrete
     model (`run_check`: how many rows ran, and the row that contradicts the argument
@@ -69,13 +87,6 @@ class Argued:
     rows: int = 0
     contradiction: str | None = None
     checked: bool = False
-
-    def check(self) -> str | None:
-        """Run the extreme rows (once): the contradicting row in words, or None."""
-        if not self.checked:
-            self.rows, self.contradiction = self.run_check()
-            self.checked = True
-        return self.contradiction
 
     def to_json(self) -> dict:
         """The argument's part of a JSON report."""
