@@ -44,6 +44,7 @@ from pathlib import Path
 
 from ..spec.datadirs import data_dir
 from .library_fit import fit_calls, mismatches
+from .library_tree import write_table
 
 CLASSES = ("matmul.tf32", "linear.tf32", "bmm.tf32", "matmul-at.tf32", "matmul-bt.tf32")
 """The call classes the tables cover (F.linear with a bias and addmm are epilogues over
@@ -233,12 +234,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--gpu", action="append", help="GPUs (default: h200 and h100)")
     args = ap.parse_args(argv)
     for stem, text in table_texts(args.gpu or ["h200", "h100"]).items():
-        path = Path(args.out) / f"{stem}.toml"
-        if "[[rule]]" not in text:
-            path.unlink(missing_ok=True)  # a class with no such recorded shape
-            continue
-        path.write_text(text)
-        print(f"{path}: {text.count('[[rule]]')} rules")
+        write_table(Path(args.out) / f"{stem}.toml", text)
     return 0
 
 

@@ -386,6 +386,16 @@ def write_tables(folder: Path, gpus: Iterable[str], max_depth: int = 12) -> Coun
     return count
 
 
+def write_table(path: Path, text: str) -> None:
+    """Write a generated decision table to `path` and say how many rules it holds; a
+    table without a rule (a class with no such shape) removes `path` instead."""
+    if "[[rule]]" not in text:
+        path.unlink(missing_ok=True)
+        return
+    path.write_text(text)
+    print(f"{path}: {text.count('[[rule]]')} rules")
+
+
 def labelled_leaves(
     pts: list, depth: int, min_leaf: int, names: tuple[str, ...] = FEATURES
 ) -> list:

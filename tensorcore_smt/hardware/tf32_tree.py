@@ -40,7 +40,7 @@ from ..spec.datadirs import data_dir
 from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls, recording_dir
 from .library_tf32 import CHAIN, CLASSES, FFMA, SHORT
-from .library_tree import KERNEL_FEATURES, labelled_leaves, when_bounds
+from .library_tree import KERNEL_FEATURES, labelled_leaves, when_bounds, write_table
 
 GPUS = ("h200", "h100")
 DEPTH = 14
@@ -226,12 +226,7 @@ def main(argv: list[str]) -> int:
         (Path(args.out) / f"{table_name(cls)}.toml").unlink(missing_ok=True)
     for cls, ffma in tables():
         text = table_text(cls, args.gpu or GPUS, ffma)
-        path = Path(args.out) / f"{table_name(cls, ffma)}.toml"
-        if "[[rule]]" not in text:
-            path.unlink(missing_ok=True)
-            continue
-        path.write_text(text)
-        print(f"{path}: {text.count('[[rule]]')} rules")
+        write_table(Path(args.out) / f"{table_name(cls, ffma)}.toml", text)
     return 0
 
 
