@@ -66,7 +66,7 @@ CASES = [
     ("h200 batch 2000330 matmul.bf16.rr1 256x4096x11008 normal llm-matmul-bf16", SERIAL),
     ("h100 batch 2000330 matmul.bf16.rr1 256x4096x11008 normal llm-matmul-bf16", SPLIT2),
     # matmul-bt with N or K not a multiple of 8: F.linear's ragged rules (held out)
-    ("h200 ops 2000323 matmul-bt.fp16.rr1 333x777x1000 normal ragged-linear-fp16-rr1", SERIAL),
+    ("h200 ops 2000309 matmul-bt.fp16.rr1 100x100x3000 wide ragged-linear-fp16-rr1", SERIAL),
     ("h100 random 9001523 matmul-bt.fp16.rr1 11x1476x319 wide ragged-linear-fp16-rr1", SERIAL),
     # skinny or few-tile shapes with deep K, aligned: the finest split (held out)
     # aligned deep K with few output tiles: round(k-tiles / 22) parts (half_aligned.py)
@@ -153,12 +153,12 @@ RAGGED_CASES = [
     ("h200 holdout 680 linear.fp16.rr0 791x10x1755 normal", SERIAL),
     # scheme 4 (the output type): the same split with partials not rounded is wrong
     (
-        "h200 random 9000058 matmul.fp16.rr1 1031x1521x9624 wide",
-        "hopper[K=8,L=8,carry_bits=4]/serial[split_k=7,split_range=8,residue_tile=32]",
+        "h200 grid 2000118 matmul.fp16.rr1 13x2451x2594 cancel",
+        "hopper/serial[split_k=5,split_range=8,residue_tile=64]",
     ),
     (
-        "h100 random 9000058 matmul.fp16.rr1 1031x1521x9624 wide",
-        "hopper[K=8,L=8,carry_bits=4]/serial[split_k=7,split_range=8,residue_tile=32]",
+        "h100 grid 2000118 matmul.fp16.rr1 13x2451x2594 cancel",
+        "hopper/serial[split_k=5,split_range=8,residue_tile=64]",
     ),
     (
         "h200 random 9000965 matmul.bf16.rr1 9x5x3370 wide",
@@ -257,6 +257,80 @@ def test_ragged_recipe_is_cutlass_split_ranges():
                     assert want <= set(sp.chains[0]), (s, k, i)
     assert half_tree.Label(1, 4).recipe() == "hopper/serial"
     assert half_tree.Label(5, 4).recipe().endswith(",round_partials=all]")
+
+
+PARAM_LABELS = [
+    half_tree.Label(264, 4, half_tree.SplitRule.FILL, (64, 64)),
+    half_tree.Label(132, 2, half_tree.SplitRule.FILL, (256, 128)),
+    half_tree.Label(64, 2, half_tree.SplitRule.DEPTH),
+    half_tree.Label(48, 1, half_tree.SplitRule.DEPTH),
+]
+
+
+def _one_chain(text: str) -> str:
+    """A recipe text with one part written as one chain (what split_range's single range
+    computes; the tables give K <= 8 its own one-chain rule)."""
+    return "hopper/serial" if text == "hopper/serial" or "split_k=1," in text else text
+
+
+def test_parametric_split_counts_are_the_recipe_expressions():
+    """FILL and DEPTH labels: the split ranges `ranges(counts())` (the arrays the tree is
+    learnt over) are the ones the recipe's own expression gives through the rule engine,
+    over a grid of M, N, K; S stays within 2..512."""
+    import numpy as np
+
+    from tensorcore_smt.gemm.library_rules import Rule
+
+    grid = [(m, n, k) for m in (2, 63, 65, 700, 9000) for n in (3, 129, 4000)
+            for k in (9, 50, 777, 4097, 16383)]  # fmt: skip
+    m, n, k = (np.array(c) for c in zip(*grid))
+    for lab in PARAM_LABELS:
+        s = lab.counts(m, n, k)
+        assert s.min() >= 2 and s.max() <= half_tree.MAX_PARTIALS
+        q = half_tree.ranges(s, k)
+        for (mi, ni, ki), qi in zip(grid, q):
+            text = Rule(lab.recipe()).text(mi, ni, ki)
+            assert f"split_k={-(-ki // qi)}," in text, (lab, mi, ni, ki, text)
+
+
+def test_accepts_means_the_same_recipe():
+    """accepts() against the recipes themselves: label l is accepted at a point exactly
+    when the rule engine writes the same recipe text for it as for the point's own label
+    (one part read as one chain), over fixed and parametric labels."""
+    from tensorcore_smt.gemm.library_rules import Rule
+
+    rng = __import__("random").Random(5)
+    pts = []
+    for _ in range(300):
+        shape = (rng.randint(2, 9000), rng.randint(2, 9000), rng.choice((3, 8, 9, 17, 500, 4099)))
+        pts.append(
+            (shape, half_tree.Label(rng.choice((1, 2, 3, 16, 33, 264, 600)), rng.choice((1, 2, 4))))
+        )
+    labels = half_tree.candidates(lab for _, lab in pts) + PARAM_LABELS
+    A = half_tree.accepts(pts, labels)
+    for i, ((m, n, k), own) in enumerate(pts):
+        want = _one_chain(Rule(own.recipe()).text(m, n, k))
+        for j, lab in enumerate(labels):
+            got = _one_chain(Rule(lab.recipe()).text(m, n, k))
+            assert A[i, j] == (got == want), (m, n, k, own, lab)
+
+
+def test_accepting_tree_takes_the_label_every_point_accepts():
+    """grow_accepting against hand-worked cases: where one label is accepted everywhere
+    it is one leaf (a tree over the labels themselves would split); where two halves
+    accept disjoint labels it cuts between them, each leaf answering all of its points."""
+    import numpy as np
+
+    from tensorcore_smt.hardware.library_tree import grow_accepting
+
+    X = np.arange(1, 21).reshape(-1, 1)
+    A = np.zeros((20, 3), dtype=bool)
+    A[:10, 0] = A[:, 1] = A[10:, 2] = True
+    assert [(lab, n, hit) for _, lab, n, hit in grow_accepting(X, A)] == [(1, 20, 20)]
+    A[:, 1] = False
+    leaves = grow_accepting(X, A)
+    assert sorted((box[0][0], box[0][1] if box[0][1] < 100 else None, lab, hit)
+                  for box, lab, _, hit in leaves) == [(1, 10, 0, 10), (11, None, 2, 10)]  # fmt: skip
 
 
 def test_misaligned_bound():

@@ -3,8 +3,19 @@
 24, 11 and 13 for tiny shapes), learnt from cuBLASLt's heuristic sweep
 (cublaslt_sweep.py, results/hardware/<gpu>/library/cublaslt.jsonl.gz) and the fit calls'
 own heuristic fields as a classification tree over M, N, K, M*N, the alignment
-gcd(N, K, 8) and the output tiles of 128 x 128 (Breiman et al. 1984;
-the tree of library_tree.grow), each leaf one decision-table rule (gemm/library_rules.py).
+gcd(N, K, 8) and the output tiles of 128 x 128 (Breiman et al. 1984), each leaf one
+decision-table rule (gemm/library_rules.py).
+
+A leaf's label is a split count S and a scheme, where S is the heuristic's own number
+(FIXED), slots // output tiles (FILL: at deep K the heuristic spreads a multiple of
+half the 132 SMs over the tiles, so one label serves every tile count) or about K / e
+(DEPTH: between the fills S grows with K). Several labels cut a shape's K into the
+same ranges (at K = 20 every S >= 3 gives three ranges of 8), so each shape accepts a
+set of labels and the tree (library_tree.grow_accepting) gives each box the label most
+of its shapes accept, splitting where that count grows. Five-fold cross-validated on
+the H200 sweep the tree gives the heuristic's recipe for 82.0 % of matmul.bf16.rr1
+shapes (80.9 % with the heuristic's own numbers and a Gini tree) and 84.3 % of
+matmul.fp16.rr1 (83.6 %).
 
 What a label computes (results/cublas/half.md): CUTLASS 2.x split-K over element ranges
 (split_range): split s owns K elements [s*q, (s+1)*q), q = 8*cdiv(cdiv(K, 8), S) (the
@@ -27,6 +38,7 @@ import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 from functools import cache
 from pathlib import Path
 
@@ -35,7 +47,7 @@ import numpy as np
 from .cublaslt_sweep import FIELD_ORDER
 from .half_order import KernelOrder, box_orders, shape_orders
 from .library_fit import fit_calls, recording_dir
-from .library_tree import KERNEL_FEATURES, _features, labelled_leaves, when_bounds
+from .library_tree import KERNEL_FEATURES, _features, grow_accepting, when_bounds
 
 GPUS = ("h200", "h100")
 OPS = ("matmul", "linear")
@@ -46,9 +58,10 @@ MISALIGNED_NK = 'misaligned = ["n", "k"]'
 """CUTLASS 2.x's kAlignK for 16-bit operands (128 bits): split ranges are multiples of it."""
 MAX_PARTIALS = 512
 DEPTH = 16
-"""Levels of the tree: five-fold cross-validated on the H200 sweep (KERNEL_FEATURES), the
-label of 79.0 % of matmul.bf16.rr1 shapes at 16 levels, 78.5 % at 14, 76.5 % at 12;
-matmul.fp16.rr1 84.0 %, 83.5 %, 82.6 %."""
+"""Levels of the tree: five-fold cross-validated on the H200 sweep (KERNEL_FEATURES) with
+the heuristic's own numbers and a Gini tree, the label of 79.0 % of matmul.bf16.rr1
+shapes at 16 levels, 78.5 % at 14, 76.5 % at 12; matmul.fp16.rr1 84.0 %, 83.5 %, 82.6 %.
+With the FILL and DEPTH labels, 20 levels give no more than 16 (bf16 rr1: 81.8 %)."""
 MIN_LEAF = 2
 
 
@@ -63,27 +76,111 @@ leaves the first rounded in the output and adds each next partial to it, roundin
 sum to the output type (8 of 25 sampled H200 fit calls; the others not explained)."""
 
 
+class SplitRule(str, Enum):
+    """How a label names its split count S."""
+
+    FIXED = "fixed"  # S itself, as the heuristic answered
+    FILL = "fill"  # S = slots // output tiles: the CTAs of that many slots spread over the tiles
+    DEPTH = "depth"  # S = round(K / elements): about that many elements of K per split
+
+
 @dataclass(frozen=True, order=True)
 class Label:
-    """A split count (1: one chain) and the reduction scheme of its partials."""
+    """A split count (1: one chain) and the reduction scheme of its partials. `splits` is
+    S itself (FIXED), the slots (FILL, over output tiles of `tile`) or the elements per
+    split (DEPTH); the last two hold S between 2 and MAX_PARTIALS."""
 
     splits: int
     scheme: int = 2
+    rule: SplitRule = SplitRule.FIXED
+    tile: tuple[int, int] = (0, 0)
+
+    def count(self) -> str:
+        """S as a recipe expression of m, n, k (gemm/library_rules.py)."""
+        if self.rule == SplitRule.FILL:
+            tm, tn = self.tile
+            tiles = f"cdiv(m, {tm})*cdiv(n, {tn})"
+            return f"clamp({self.splits} // ({tiles}), 2, {MAX_PARTIALS})"
+        if self.rule == SplitRule.DEPTH:
+            return f"clamp((k + {self.splits // 2}) // {self.splits}, 2, {MAX_PARTIALS})"
+        return str(min(self.splits, MAX_PARTIALS))
+
+    def counts(self, m: np.ndarray, n: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """S at each shape (m, n, k): count() evaluated on arrays."""
+        if self.rule == SplitRule.FILL:
+            tm, tn = self.tile
+            return np.clip(self.splits // (-(-m // tm) * -(-n // tn)), 2, MAX_PARTIALS)
+        if self.rule == SplitRule.DEPTH:
+            return np.clip((k + self.splits // 2) // self.splits, 2, MAX_PARTIALS)
+        return np.full(len(k), min(self.splits, MAX_PARTIALS))
 
     def recipe(self) -> str:
-        """The GEMM hypothesis text, with {expr} parts of k (gemm/library_rules.py)."""
-        if self.splits <= 1:
+        """The GEMM hypothesis text, with {expr} parts of m, n, k (gemm/library_rules.py)."""
+        if self.rule == SplitRule.FIXED and self.splits <= 1:
             return "hopper/serial"
-        s = min(self.splits, MAX_PARTIALS)
-        q = f"{K_ALIGN}*cdiv(cdiv(k, {K_ALIGN}), {s})"
+        q = f"{K_ALIGN}*cdiv(cdiv(k, {K_ALIGN}), {self.count()})"
         extra = SCHEME_FIELDS.get(self.scheme, "")
         return f"hopper/serial[split_k={{cdiv(k, {q})}},split_range={K_ALIGN}{extra}]"
+
+    def text(self) -> str:
+        """How the rule's why names the label."""
+        s = {
+            SplitRule.FIXED: f"S={self.splits}",
+            SplitRule.FILL: f"S={self.splits}//tiles of {self.tile[0]}x{self.tile[1]}",
+            SplitRule.DEPTH: f"S=K/{self.splits}",
+        }[self.rule]
+        return f"{s} scheme {self.scheme}"
 
     @property
     def one_split_below(self) -> int:
         """K up to which the recipe has one part (K_ALIGN: one range), where it is one
         chain instead (split_range needs two); 0 without a split."""
-        return K_ALIGN if self.splits > 1 else 0
+        return K_ALIGN if self.splits > 1 or self.rule != SplitRule.FIXED else 0
+
+
+FILL_SLOTS = (66, 132, 198, 264, 396, 528)
+"""Slots of FILL labels: multiples of half the H100's and H200's 132 SMs. At deep K the
+heuristic's S for the 64 x 64 and 128 x 128 tiles is floor(132 c / tiles) for c = 1/2,
+1, 2, 4 on most sweep shapes (results/cublas/half.md)."""
+FILL_TILES = ((64, 64), (128, 128), (128, 64), (256, 128))
+"""Output tiles a FILL label counts (the sm80-style kernels' commonest CTA tiles)."""
+DEPTH_ELEMENTS = (32, 48, 64, 96, 128)
+"""Elements per split of DEPTH labels (between the fills, S grows about as K / 64)."""
+
+
+def candidates(fixed: Iterable[Label]) -> list[Label]:
+    """The labels a tree may give a box: the heuristic's own (`fixed`) and the FILL and
+    DEPTH labels with each of their schemes."""
+    fixed = sorted(set(fixed))
+    schemes = sorted({lab.scheme for lab in fixed if lab.splits > 1})
+    params = [
+        Label(w, s, SplitRule.FILL, t) for w in FILL_SLOTS for t in FILL_TILES for s in schemes
+    ]
+    params += [Label(c, s, SplitRule.DEPTH) for c in DEPTH_ELEMENTS for s in schemes]
+    return fixed + params
+
+
+def ranges(splits: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Elements per split range (0: one chain) of S = `splits` at K = `k`: the
+    recipe's q = 8*cdiv(cdiv(K, 8), S), or 0 where that leaves one range."""
+    blocks = -(-k // K_ALIGN)  # cdiv(K, 8)
+    q = K_ALIGN * -(-blocks // splits)
+    return np.where((splits > 1) & (-(-k // q) > 1), q, 0)
+
+
+def accepts(pts: list[tuple[tuple[int, int, int], Label]], labels: list[Label]) -> np.ndarray:
+    """A[i, l]: label l cuts point i's K into the ranges and schemes its own label does
+    (the same recipe, so the same bits)."""
+    shapes = np.array([s for s, _ in pts], dtype=np.int64).reshape(-1, 3)
+    m, n, k = shapes.T
+    own_s = np.array([lab.splits for _, lab in pts])
+    own_q = ranges(np.minimum(own_s, MAX_PARTIALS), k)
+    own_scheme = np.where(own_q > 0, [lab.scheme for _, lab in pts], 0)
+    A = np.zeros((len(pts), len(labels)), dtype=bool)
+    for j, lab in enumerate(labels):
+        q = ranges(lab.counts(m, n, k), k)
+        A[:, j] = (q == own_q) & (np.where(q > 0, lab.scheme, 0) == own_scheme)
+    return A
 
 
 def label_of(fields: dict) -> Label:
@@ -126,8 +223,13 @@ def points(gpu: str, cls: str) -> list[tuple[tuple[int, int, int], Label]]:
 
 
 def leaves(pts: list[tuple[tuple[int, int, int], Label]], depth: int = DEPTH):
-    """[(box, label, points, points of that label)] of the tree over `pts`."""
-    return labelled_leaves(pts, depth, MIN_LEAF, KERNEL_FEATURES)
+    """[(box, label, points, points whose recipe it gives)] of the tree over `pts`: the
+    heuristic's labels and the FILL and DEPTH ones (candidates), each point accepting
+    every label that cuts its K as its own does (grow_accepting)."""
+    labels = candidates(lab for _, lab in pts)
+    X = _features(np.array([s for s, _ in pts], dtype=np.int64), KERNEL_FEATURES)
+    tree = grow_accepting(X, accepts(pts, labels), max_depth=depth, min_leaf=MIN_LEAF)
+    return [(box, labels[i], n, hit) for box, i, n, hit in tree]
 
 
 def predict(tree, shape: tuple[int, int, int]) -> Label:
@@ -142,11 +244,16 @@ def predict(tree, shape: tuple[int, int, int]) -> Label:
 def holdout_agreement(
     pts: list[tuple[tuple[int, int, int], Label]], folds: int = 5, seed: int = 0
 ) -> tuple[float, float]:
-    """(exact label, same split count) fractions of shapes whose label the tree learnt
-    without them predicts (`folds`-fold cross-validation over `pts`)."""
+    """(same recipe, same split ranges) fractions of shapes for which the tree learnt
+    without them gives the heuristic's recipe, and its ranges whatever the scheme
+    (`folds`-fold cross-validation over `pts`)."""
     order = np.random.default_rng(seed).permutation(len(pts))
-    X = _features(np.array([s for s, _ in pts], dtype=np.int64), KERNEL_FEATURES)
-    exact = same = 0
+    shapes = np.array([s for s, _ in pts], dtype=np.int64)
+    X = _features(shapes, KERNEL_FEATURES)
+    own_q = ranges(np.array([min(lab.splits, MAX_PARTIALS) for _, lab in pts]), shapes[:, 2])
+    every = candidates(lab for _, lab in pts)  # a superset of each fold's candidates
+    A = accepts(pts, every)
+    same = ranges_same = 0
     for f in range(folds):
         test = order[f::folds]
         held = set(test.tolist())
@@ -156,10 +263,14 @@ def holdout_agreement(
             inside = np.ones(len(test), dtype=bool)
             for j, (lo, hi) in enumerate(box):
                 inside &= (Xt[:, j] >= lo) & (Xt[:, j] <= hi)
-            for i in test[inside]:
-                exact += pts[i][1] == lab
-                same += pts[i][1].splits == lab.splits
-    return exact / len(pts), same / len(pts)
+            rows = test[inside]
+            if not len(rows):
+                continue
+            m, n, k = shapes[rows].T
+            q = ranges(lab.counts(m, n, k), k)
+            ranges_same += int((q == own_q[rows]).sum())
+            same += int(A[rows, every.index(lab)].sum())
+    return same / len(pts), ranges_same / len(pts)
 
 
 ROWS = {"m": 2, "n": 2}
@@ -174,9 +285,11 @@ def _rule(gpu: str | None, box, recipe: str, why: str) -> str:
 HEADER = """\
 # {cls} (cuBLAS 13.1.0, torch 2.11.0+cu130) with N or K not a multiple of 8
 # (the sm80-style kernels): the split-K count S and reduction scheme cuBLASLt's
-# heuristic picks, learnt as boxes of M, N, K, M*N from its answers over {n} misaligned
-# shapes per GPU (the sweep and the fit calls' fields; hardware/half_tree.py wrote this
-# file; do not edit by hand). K in ranges of q = 8*cdiv(cdiv(K, 8), S) elements, one per
+# heuristic picks, learnt as boxes of M, N, K, M*N, the alignment and the output tiles
+# from its answers over {n} misaligned shapes per GPU (the sweep and the fit calls'
+# fields; hardware/half_tree.py wrote this file; do not edit by hand). S is a number, or
+# slots // output tiles (a wave fill), or about K / e (e elements per split): whichever
+# gives the recipe of most of the box's shapes. K in ranges of q = 8*cdiv(cdiv(K, 8), S) elements, one per
 # split (split_range), fp32 partials added serially (scheme 4: each rounded to the
 # output type first; scheme 1: added in place in the output type). Every chain runs in
 # the k order most of the box's shapes get (half_order.py: the partial k-tile first;
@@ -213,7 +326,7 @@ def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
                     why = f"{src}'s box" + _order_why(order, o_hit, o_n)
                     rules.append(_rule(gpu, sub, ordered("hopper/serial", order), why))
                 continue
-            why = f"S={lab.splits} scheme {lab.scheme}: {hit} of {n} shapes"
+            why = f"{lab.text()}: {hit} of {n} shapes"
             low = lab.one_split_below
             if low and box[2][0] <= low:
                 one = [list(b) for b in box]
@@ -280,8 +393,11 @@ def main(argv: list[str]) -> int:
         for gpu in GPUS:
             for cls in CLASSES:
                 pts = points(gpu, cls)
-                exact, same = holdout_agreement(pts)
-                print(f"{gpu} {cls}: {len(pts)} shapes, label {exact:.1%}, split count {same:.1%}")
+                same, ranges_same = holdout_agreement(pts)
+                print(
+                    f"{gpu} {cls}: {len(pts)} shapes, recipe {same:.1%}, split ranges "
+                    f"{ranges_same:.1%}"
+                )
         return 0
     out = Path(args.out)
     if not out.is_dir():

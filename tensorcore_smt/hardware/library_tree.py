@@ -159,18 +159,13 @@ def _best_split(X: np.ndarray, y: np.ndarray, n_labels: int, min_leaf: int):
     """(feature, threshold) of the split (x <= threshold left) with the lowest Gini
     impurity, or None when no split lowers it."""
     n = len(y)
-    total = np.bincount(y, minlength=n_labels).astype(float)
-    base = (total**2).sum() / n
-    best, best_score = None, base + 1e-9
     onehot = np.zeros((n, n_labels))
+    onehot[np.arange(n), y] = 1
+    best, best_score = None, (onehot.sum(0) ** 2).sum() / n + 1e-9
     for f in range(X.shape[1]):
         order = np.argsort(X[:, f], kind="stable")
         xs = X[order, f]
-        onehot[:] = 0
-        onehot[np.arange(n), y[order]] = 1
-        left = np.cumsum(onehot, 0)[:-1]
-        nl = np.arange(1, n)
-        score = (left**2).sum(1) / nl + ((total - left) ** 2).sum(1) / (n - nl)
+        score, nl = _gini_cuts(onehot, order)
         valid = (xs[1:] != xs[:-1]) & (nl >= min_leaf) & (n - nl >= min_leaf)
         if not valid.any():
             continue
@@ -181,29 +176,92 @@ def _best_split(X: np.ndarray, y: np.ndarray, n_labels: int, min_leaf: int):
     return best
 
 
+def _gini_cuts(Y: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Gini score of each cut, left sizes) of rows `Y` (label weights) taken in `order`:
+    cut i puts the first i + 1 rows left; a higher score is a purer split."""
+    n = len(Y)
+    total = Y.sum(0)
+    left = np.cumsum(Y[order], 0)[:-1]
+    nl = np.arange(1, n)
+    return (left**2).sum(1) / nl + ((total - left) ** 2).sum(1) / (n - nl), nl
+
+
+def _best_split_accepting(X: np.ndarray, A: np.ndarray, Y: np.ndarray, min_leaf: int):
+    """(feature, threshold) of the split whose two sides' best labels are accepted by
+    the most points (A[i, l]: label l gives point i's answer), ties broken by the Gini
+    impurity of the canonical labels `Y` (one-hot); None when neither improves."""
+    n = len(A)
+    total = A.sum(0)
+    best, best_score = None, (total.max(), (Y.sum(0) ** 2).sum() / n + 1e-9)
+    for f in range(X.shape[1]):
+        order = np.argsort(X[:, f], kind="stable")
+        xs = X[order, f]
+        left = np.cumsum(A[order], 0)[:-1]
+        hits = left.max(1) + (total - left).max(1)
+        gini, nl = _gini_cuts(Y, order)
+        valid = (xs[1:] != xs[:-1]) & (nl >= min_leaf) & (n - nl >= min_leaf)
+        if not valid.any():
+            continue
+        i = int(np.argmax(np.where(valid, hits * 1e6 + gini, -np.inf)))
+        if (hits[i], gini[i]) > best_score:
+            best, best_score = (f, int(xs[i])), (hits[i], gini[i])
+    return best
+
+
+def _grow(X: np.ndarray, leaf, split, max_depth: int) -> list[tuple[Box, int, int, int]]:
+    """The leaves (box, label, points, points it answers) of a tree over the rows of `X`:
+    `leaf(rows)` = (label, points it answers), `split(rows)` = (feature, threshold) or
+    None; depth first, left before right."""
+    leaves: list[tuple[Box, int, int, int]] = []
+    stack = [(np.arange(len(X)), [[1, UNBOUNDED] for _ in range(X.shape[1])], 0)]
+    while stack:
+        rows, box, depth = stack.pop()
+        label, hit = leaf(rows)
+        cut = split(rows) if depth < max_depth and hit < len(rows) else None
+        if cut is None:
+            leaves.append((box, label, len(rows), hit))
+            continue
+        f, thr = cut
+        go_left = X[rows, f] <= thr
+        lbox = [list(b) for b in box]
+        rbox = [list(b) for b in box]
+        lbox[f][1], rbox[f][0] = thr, thr + 1
+        stack.append((rows[~go_left], rbox, depth + 1))
+        stack.append((rows[go_left], lbox, depth + 1))
+    return leaves
+
+
 def grow(
     X: np.ndarray, y: np.ndarray, n_labels: int, max_depth: int = 12, min_leaf: int = 2
 ) -> list[tuple[Box, int, int, int]]:
     """The leaves (box, label, points, points of that label) of a classification tree."""
-    leaves: list[tuple[Box, int, int, int]] = []
-    stack = [(X, y, [[1, UNBOUNDED] for _ in range(X.shape[1])], 0)]
-    while stack:
-        Xs, ys, box, depth = stack.pop()
-        counts = np.bincount(ys, minlength=n_labels)
-        split = None
-        if depth < max_depth and counts.max() < len(ys):
-            split = _best_split(Xs, ys, n_labels, min_leaf)
-        if split is None:
-            leaves.append((box, int(np.argmax(counts)), len(ys), int(counts.max())))
-            continue
-        f, thr = split
-        go_left = Xs[:, f] <= thr
-        lbox = [list(b) for b in box]
-        rbox = [list(b) for b in box]
-        lbox[f][1], rbox[f][0] = thr, thr + 1
-        stack.append((Xs[~go_left], ys[~go_left], rbox, depth + 1))
-        stack.append((Xs[go_left], ys[go_left], lbox, depth + 1))
-    return leaves
+
+    def leaf(rows: np.ndarray) -> tuple[int, int]:
+        counts = np.bincount(y[rows], minlength=n_labels)
+        return int(np.argmax(counts)), int(counts.max())
+
+    return _grow(X, leaf, lambda r: _best_split(X[r], y[r], n_labels, min_leaf), max_depth)
+
+
+def grow_accepting(
+    X: np.ndarray, A: np.ndarray, max_depth: int = 12, min_leaf: int = 2
+) -> list[tuple[Box, int, int, int]]:
+    """The leaves (box, label, points, points it answers) of a tree whose points accept
+    several labels (A[i, l] true: label l gives point i's answer, as split counts that cut
+    K alike do): each leaf takes the label most of its points accept, each split raises
+    that count (ties: the Gini impurity of each point's canonical label, the accepted
+    label most points accept)."""
+    A = A.astype(float)
+    freq = A.sum(0)
+    canon = np.argmax(A * (freq + np.arange(A.shape[1], 0, -1) * 1e-6), 1)
+    Y = np.zeros_like(A)
+    Y[np.arange(len(A)), canon] = 1
+
+    def leaf(rows: np.ndarray) -> tuple[int, int]:
+        acc = A[rows].sum(0)
+        return int(np.argmax(acc)), int(acc.max())
+
+    return _grow(X, leaf, lambda r: _best_split_accepting(X[r], A[r], Y[r], min_leaf), max_depth)
 
 
 def when_bounds(
