@@ -63,7 +63,7 @@ else:  # pragma: no cover
 
 BOUNDS = (
     "m_min", "m_max", "n_min", "n_max", "k_min", "k_max", "mn_min", "mn_max",
-    "align_min", "align_max", "tiles_min", "tiles_max",
+    "align_min", "align_max", "tiles_min", "tiles_max", "mnk_min", "mnk_max",
 )  # fmt: skip
 TILE_BOUND = 128
 """The output tile edge (elements) the `tiles` bound counts in."""
@@ -192,7 +192,9 @@ class Rule:
         if align is None:
             align = math.gcd(n, k, ALIGN_BOUND)
         tiles = -(-m // TILE_BOUND) * -(-n // TILE_BOUND)
-        vals = {"m": m, "n": n, "k": k, "mn": m * n, "align": align, "tiles": tiles}
+        vals = {
+            "m": m, "n": n, "k": k, "mn": m * n, "align": align, "tiles": tiles, "mnk": m * n * k,
+        }  # fmt: skip
         for name, bound in self.when.items():
             if name == MISALIGNED:
                 if all(vals[d] % ALIGN == 0 for d in bound):

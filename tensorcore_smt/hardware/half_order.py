@@ -127,12 +127,13 @@ def box_orders(
     shapes: list[tuple[int, int, int]],
     box: list,
     depth: int = ORDER_DEPTH,
+    names: tuple[str, ...] = KERNEL_FEATURES,
 ) -> list[tuple[list, KernelOrder | None, int, int]]:
     """[(sub-box, order, shapes of that order, shapes)]: the orders of `shapes` inside
-    `box` ((lo, hi) of M, N, K, M*N, the alignment and the tiles, inclusive: a leaf of half_tree's tree) learnt as a
+    `box` ((lo, hi) of each feature of `names`, inclusive: a leaf of half_tree's tree) learnt as a
     classification tree of at most `depth` levels (library_tree.grow), its leaves cut to
     `box`; the sub-boxes tile `box`. One sub-box, majority(), without shapes inside."""
-    X = _features(np.array(shapes, dtype=np.int64), KERNEL_FEATURES[: len(box)])
+    X = _features(np.array(shapes, dtype=np.int64), names[: len(box)])
     inside = np.ones(len(X), dtype=bool)
     for j, (lo, hi) in enumerate(box):
         inside &= (X[:, j] >= lo) & (X[:, j] <= hi)

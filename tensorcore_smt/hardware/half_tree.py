@@ -63,6 +63,11 @@ the heuristic's own numbers and a Gini tree, the label of 79.0 % of matmul.bf16.
 shapes at 16 levels, 78.5 % at 14, 76.5 % at 12; matmul.fp16.rr1 84.0 %, 83.5 %, 82.6 %.
 With the FILL and DEPTH labels, 20 levels give no more than 16 (bf16 rr1: 81.8 %)."""
 MIN_LEAF = 2
+FEATURES = (*KERNEL_FEATURES, "mnk")
+"""What the ragged trees' boxes test: library_tree.KERNEL_FEATURES and the multiply-adds
+M*N*K (gemm/library_rules.py's `mnk` bound). Five-fold cross-validated on the H200 sweep
+`mnk` adds 1.5 points of recipe agreement for matmul.bf16.rr1 (82.0 -> 83.5 %), 1.4 for
+matmul.bf16.rr0 and 1.9 for linear.bf16.rr1; fp16 rr1 is level (84.1 %)."""
 
 
 SCHEME_FIELDS: dict[int, str] = {
@@ -227,14 +232,14 @@ def leaves(pts: list[tuple[tuple[int, int, int], Label]], depth: int = DEPTH):
     heuristic's labels and the FILL and DEPTH ones (candidates), each point accepting
     every label that cuts its K as its own does (grow_accepting)."""
     labels = candidates(lab for _, lab in pts)
-    X = _features(np.array([s for s, _ in pts], dtype=np.int64), KERNEL_FEATURES)
+    X = _features(np.array([s for s, _ in pts], dtype=np.int64), FEATURES)
     tree = grow_accepting(X, accepts(pts, labels), max_depth=depth, min_leaf=MIN_LEAF)
     return [(box, labels[i], n, hit) for box, i, n, hit in tree]
 
 
 def predict(tree, shape: tuple[int, int, int]) -> Label:
     """The label of the leaf holding `shape`."""
-    vals = _features(np.array([shape]), KERNEL_FEATURES)[0]
+    vals = _features(np.array([shape]), FEATURES)[0]
     for box, lab, _, _ in tree:
         if all(lo <= v <= hi for v, (lo, hi) in zip(vals, box)):
             return lab
@@ -249,7 +254,7 @@ def holdout_agreement(
     (`folds`-fold cross-validation over `pts`)."""
     order = np.random.default_rng(seed).permutation(len(pts))
     shapes = np.array([s for s, _ in pts], dtype=np.int64)
-    X = _features(shapes, KERNEL_FEATURES)
+    X = _features(shapes, FEATURES)
     own_q = ranges(np.array([min(lab.splits, MAX_PARTIALS) for _, lab in pts]), shapes[:, 2])
     every = candidates(lab for _, lab in pts)  # a superset of each fold's candidates
     A = accepts(pts, every)
@@ -279,7 +284,7 @@ ROWS = {"m": 2, "n": 2}
 
 def _rule(gpu: str | None, box, recipe: str, why: str) -> str:
     only = f'gpu = ["{gpu}"]\n' if gpu else ""
-    return f'[[rule]]\n{only}when = {when_bounds(box, KERNEL_FEATURES, MISALIGNED_NK, ROWS)}\nrecipe = "{recipe}"\nwhy = "{why}"\n'
+    return f'[[rule]]\n{only}when = {when_bounds(box, FEATURES, MISALIGNED_NK, ROWS)}\nrecipe = "{recipe}"\nwhy = "{why}"\n'
 
 
 HEADER = """\
@@ -322,7 +327,7 @@ def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
         shapes = [s for s, _ in pts]
         for box, lab, n, hit in leaves(pts):
             if op in CHAIN_ONLY:  # one chain in the box's order
-                for sub, order, o_hit, o_n in box_orders(orders, shapes, box):
+                for sub, order, o_hit, o_n in box_orders(orders, shapes, box, names=FEATURES):
                     why = f"{src}'s box" + _order_why(order, o_hit, o_n)
                     rules.append(_rule(gpu, sub, ordered("hopper/serial", order), why))
                 continue
@@ -331,10 +336,12 @@ def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
             if low and box[2][0] <= low:
                 one = [list(b) for b in box]
                 one[2][1] = min(one[2][1], low)
-                for sub, order, o_hit, o_n in box_orders(orders, shapes, one, depth=0):
+                for sub, order, o_hit, o_n in box_orders(
+                    orders, shapes, one, depth=0, names=FEATURES
+                ):
                     say = f"{why}, one range" + _order_why(order, o_hit, o_n)
                     rules.append(_rule(gpu, sub, ordered("hopper/serial", order), say))
-            for sub, order, o_hit, o_n in box_orders(orders, shapes, box):
+            for sub, order, o_hit, o_n in box_orders(orders, shapes, box, names=FEATURES):
                 say = why + _order_why(order, o_hit, o_n)
                 rules.append(_rule(gpu, sub, ordered(lab.recipe(), order), say))
     classes = [cls] + ([f"{BESIDE[op]}.{rest}"] if op in BESIDE else [])

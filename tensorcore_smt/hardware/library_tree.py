@@ -81,7 +81,7 @@ the H200 sweep they name the heuristic's label for 82.6 % of matmul.fp16.rr1 sha
 73.3 %) and 83.4 % of matmul.tf32 (75.5 %; 79.2 %); the fp32 tree gains nothing from
 `align` (77.9 % both)."""
 
-UNBOUNDED = 1 << 40
+UNBOUNDED = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,7 @@ def _features(shapes: np.ndarray, names: tuple[str, ...] = FEATURES) -> np.ndarr
         "mn": m * n,
         "align": np.gcd(np.gcd(n, k), ALIGN_BOUND),
         "tiles": -(-m // TILE_BOUND) * -(-n // TILE_BOUND),
+        "mnk": m * n * k,
     }
     return np.column_stack([cols[f] for f in names])
 
