@@ -252,3 +252,39 @@ def test_a_call_leaves_torchs_flags_as_it_found_them():
     run(CallClass(Op.MATMUL, Precision.TF32), a.float(), b.float())
     after = (torch.get_float32_matmul_precision(), m.allow_fp16_reduced_precision_reduction)
     assert after == before
+
+
+def test_heuristic_query_describes_the_call():
+    """The cuBLASLt query's descriptor settings per class (cublasLt.h values): cuBLAS's
+    operand ops, FAST_ACCUM only for FP8 with fast accumulation, the BIAS epilogue only
+    for F.linear with a bias (its kernels and split counts are not F.linear's)."""
+    from tensorcore_smt.hardware.cublaslt import desc_settings
+
+    def settings(name: str) -> dict[str, int]:
+        cls = next(c for c in classes(tuple(Op), tuple(Precision)) if c.name == name)
+        return {what: v.value for _, v, what in desc_settings(cls)}
+
+    assert settings("linear-bias.bf16.rr1") == {"TRANSA": 1, "TRANSB": 0, "EPILOGUE": 4}
+    assert settings("linear.bf16.rr1") == {"TRANSA": 1, "TRANSB": 0}
+    assert settings("matmul.fp32") == {"TRANSA": 0, "TRANSB": 0}
+    assert settings("matmul-at.fp16.rr0") == {"TRANSA": 0, "TRANSB": 1}
+    assert settings("scaled-mm-fast.e4m3") == {"TRANSA": 1, "TRANSB": 0, "FAST_ACCUM": 1}
+
+
+def test_sweep_asks_deep_k_and_the_bias_classes():
+    """The heuristic sweep's fixed plan: the LLM batch series first, then random shapes
+    alternating with deep-K ones (K >= DEEP_K), the same every run; F.linear with a bias
+    swept in four precisions; the random shapes those of the first sweep."""
+    from tensorcore_smt.hardware import cublaslt_sweep as sw
+
+    names = [c.name for c in sw.sweep_classes()]
+    assert {"linear-bias.fp16.rr1", "linear-bias.bf16.rr0", "linear-bias.tf32"} <= set(names)
+    cls = next(c for c in sw.sweep_classes() if c.name == "matmul.bf16.rr1")
+    shapes = sw.sweep_shapes(cls)
+    assert shapes == sw.sweep_shapes(cls)
+    llm = len([s for s in shapes[:2000] if s[1] in sw.LLM_N and s[2] in sw.LLM_K])
+    rest = shapes[llm:]
+    deep, other = rest[1::2], rest[0::2]
+    assert len(deep) == sw.DEEP_SHAPES and all(sw.DEEP_K - 1 <= k <= 16384 for _, _, k in deep)
+    assert len(other) == sw.RANDOM_SHAPES and min(k for _, _, k in other) == 1
+    assert sum(k > 512 for _, _, k in other) < 0.4 * len(other)

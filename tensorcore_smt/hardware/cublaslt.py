@@ -12,7 +12,8 @@ cuBLAS's own heuristic, so these fields are cuBLASLt's answer to the same proble
 a readout of the kernel that ran (the outputs decide; the fields are evidence).
 
 Enum values: cublasLt.h (CUDA 12.x and 13.x): cublasLtMatmulAlgoConfigAttributes_t 0-8,
-cublasLtMatmulDescAttributes_t TRANSA 3, TRANSB 4, FAST_ACCUM 25,
+cublasLtMatmulDescAttributes_t TRANSA 3, TRANSB 4, EPILOGUE 7, FAST_ACCUM 25,
+cublasLtEpilogue_t BIAS 4 (F.linear with a bias: torch's bias epilogue, the bias in D's type),
 cublasLtMatmulPreferenceAttributes_t MAX_WORKSPACE_BYTES 1, REDUCTION_SCHEME_MASK 3;
 cudaDataType_t R_32F 0, R_16F 2, R_16BF 14, R_8F_E4M3 28; cublasComputeType_t 32F 68,
 32F_FAST_TF32 77. Every failure (no library, an unknown symbol, a refused query) returns
@@ -43,7 +44,8 @@ CONFIG_FIELDS: dict[str, tuple[int, int]] = {
 
 CUDA_TYPE = {Format.FP32: 0, Format.FP16: 2, Format.BF16: 14, Format.E4M3: 28}
 COMPUTE_32F, COMPUTE_32F_FAST_TF32 = 68, 77
-DESC_TRANSA, DESC_TRANSB, DESC_FAST_ACCUM = 3, 4, 25
+DESC_TRANSA, DESC_TRANSB, DESC_EPILOGUE, DESC_FAST_ACCUM = 3, 4, 7, 25
+EPILOGUE_BIAS = 4
 PREF_MAX_WORKSPACE, PREF_REDUCTION_MASK = 1, 3
 REDUCTION_NO_OUTPUT_TYPE = 2  # NONE (0) | COMPUTE_TYPE (2)
 OP_N, OP_T = 0, 1
@@ -117,6 +119,23 @@ def operand_ops(op: Op) -> tuple[int, int]:
     return (OP_T if b_transposed else OP_N), (OP_T if a_transposed else OP_N)
 
 
+def desc_settings(cls: CallClass) -> list[tuple[int, ctypes._SimpleCData, str]]:
+    """(attribute, value, name) the matmul descriptor of `cls` sets: the operands' ops,
+    FAST_ACCUM for FP8 with fast accumulation, the BIAS epilogue for F.linear with a bias
+    (torch runs that call through cuBLASLt with CUBLASLT_EPILOGUE_BIAS, whose kernels and
+    split counts are its own)."""
+    ta, tb = operand_ops(cls.op)
+    out: list[tuple[int, ctypes._SimpleCData, str]] = [
+        (DESC_TRANSA, ctypes.c_int32(ta), "TRANSA"),
+        (DESC_TRANSB, ctypes.c_int32(tb), "TRANSB"),
+    ]
+    if cls.op == Op.SCALED_FAST:
+        out.append((DESC_FAST_ACCUM, ctypes.c_int8(1), "FAST_ACCUM"))
+    if cls.op == Op.LINEAR_BIAS:
+        out.append((DESC_EPILOGUE, ctypes.c_uint32(EPILOGUE_BIAS), "EPILOGUE"))
+    return out
+
+
 def heuristic(cls: CallClass, m: int, n: int, k: int) -> tuple[dict | None, str | None]:
     """cuBLASLt's first heuristic answer for the call's problem: (fields, None), or
     (None, the reason) when any step fails."""
@@ -140,10 +159,8 @@ def _query(cls: CallClass, m: int, n: int, k: int) -> dict:
     try:
         ta, tb = operand_ops(cls.op)
         setd = lib.cublasLtMatmulDescSetAttribute
-        _set(setd, desc, DESC_TRANSA, ctypes.c_int32(ta), "TRANSA")
-        _set(setd, desc, DESC_TRANSB, ctypes.c_int32(tb), "TRANSB")
-        if cls.op == Op.SCALED_FAST:
-            _set(setd, desc, DESC_FAST_ACCUM, ctypes.c_int8(1), "FAST_ACCUM")
+        for attr, value, what in desc_settings(cls):
+            _set(setd, desc, attr, value, what)
         # column-major view: cuBLAS A = our B (N x K), B = our A (K x M), D = N x M
         a_lay = _layout(fin, k, n) if ta == OP_T else _layout(fin, n, k)
         b_lay = _layout(fin, m, k) if tb == OP_T else _layout(fin, k, m)
@@ -188,4 +205,4 @@ def _query(cls: CallClass, m: int, n: int, k: int) -> dict:
         lib.cublasLtMatmulDescDestroy(desc)
 
 
-__all__ = ["CONFIG_FIELDS", "heuristic", "operand_ops", "workspace_bytes"]
+__all__ = ["CONFIG_FIELDS", "desc_settings", "heuristic", "operand_ops", "workspace_bytes"]

@@ -3,8 +3,10 @@ the table a profile's rule between recorded shapes can be learnt from (which sha
 a kernel configuration, where split-K starts), recorded in seconds on a GPU machine.
 
 `sweep_shapes` is fixed before the GPU is touched: for each class, every M of the
-batch-invariance series at the LLM (N, K) pairs, then log-uniform random shapes; the
-classes take turns so that a time budget cuts every class alike. Each answer is one JSON
+batch-invariance series at the LLM (N, K) pairs, then log-uniform random shapes, every
+other one with K log-uniform from DEEP_K up (where the split count follows the heuristic's
+cost model and a sweep of K from 1 leaves it thin); the classes take turns so that a time
+budget cuts every class alike. Each answer is one JSON
 line ``{"class", "m", "n", "k", "f": [CONFIG_FIELDS values..., workspace, waves]}`` or
 ``{"class", "m", "n", "k", "error"}``.
 
@@ -41,14 +43,22 @@ FIELD_ORDER = (
 """The order of a line's ``f`` values."""
 
 RANDOM_SHAPES = 12000
+DEEP_SHAPES = 12000
+DEEP_K = 512
+"""Random shapes per class with K in [DEEP_K, 16384] (M, N log-uniform from 1), asked
+between the others (the first sweeps, recorded before these existed, have none)."""
 
 
 def sweep_classes() -> list[CallClass]:
     """The classes swept: matmul at every precision, F.linear (B transposed) in fp16/bf16,
-    and both FP8 classes."""
+    both FP8 classes, and F.linear with a bias (its own epilogue kernels: cublaslt.py)
+    in fp16, bf16, fp32 and TF32."""
     out = classes((Op.MATMUL,), tuple(Precision))
     out += classes((Op.LINEAR,), (Precision.FP16, Precision.BF16))
     out += classes((Op.SCALED, Op.SCALED_FAST), (Precision.E4M3,))
+    out += classes(
+        (Op.LINEAR_BIAS,), (Precision.FP16, Precision.BF16, Precision.FP32, Precision.TF32)
+    )
     return out
 
 
@@ -57,7 +67,13 @@ def sweep_shapes(cls: CallClass, seed: int = 0) -> list[tuple[int, int, int]]:
     shapes = [(m, n, k) for n in LLM_N for k in LLM_K for m in batch_ms(8192)]
     rng = np.random.Generator(np.random.PCG64([seed, 4601]))
     e = rng.uniform(0, math.log(16384), (RANDOM_SHAPES, 3))
-    shapes += [tuple(int(x) for x in np.maximum(1, np.round(np.exp(r)))) for r in e]
+    deep = np.random.Generator(np.random.PCG64([seed, 4602])).uniform(
+        (0, 0, math.log(DEEP_K)), math.log(16384), (DEEP_SHAPES, 3)
+    )
+    for pair in zip_longest(e, deep):
+        shapes += [
+            tuple(int(x) for x in np.maximum(1, np.round(np.exp(r)))) for r in pair if r is not None
+        ]
     return [s for s in shapes if cls.applies(*s)]
 
 
