@@ -13,9 +13,9 @@ half the 132 SMs over the tiles, so one label serves every tile count) or about 
 same ranges (at K = 20 every S >= 3 gives three ranges of 8), so each shape accepts a
 set of labels and the tree (library_tree.grow_accepting) gives each box the label most
 of its shapes accept, splitting where that count grows. Five-fold cross-validated on
-the H200 sweep the tree gives the heuristic's recipe for 82.0 % of matmul.bf16.rr1
-shapes (80.9 % with the heuristic's own numbers and a Gini tree) and 84.3 % of
-matmul.fp16.rr1 (83.6 %).
+the H200 sweep the tree gives the heuristic's recipe for 83.2 % of matmul.bf16.rr1
+shapes (80.9 % with the heuristic's own numbers and a Gini tree over the features
+without M*N*K) and 85.0 % of matmul.fp16.rr1 (83.6 %).
 
 What a label computes (results/cublas/half.md): CUTLASS 2.x split-K over element ranges
 (split_range): split s owns K elements [s*q, (s+1)*q), q = 8*cdiv(cdiv(K, 8), S) (the
