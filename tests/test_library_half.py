@@ -333,6 +333,49 @@ def test_accepting_tree_takes_the_label_every_point_accepts():
                   for box, lab, _, hit in leaves) == [(1, 10, 0, 10), (11, None, 2, 10)]  # fmt: skip
 
 
+# algo 11 (the CUDA-core kernel of small shapes) on fp16/bf16: fp32's FFMA families
+# (20-half-ffma-*, hardware/half_tree.py); the wrong alternative is one tensor-core chain
+FFMA_CASES = [
+    "h200 random 9000122 matmul.fp16.rr1 2x2322x91 cancel",
+    "h200 random 9000263 matmul.bf16.rr0 3x19x484 cancel",
+    "h200 holdout 1000703 linear.bf16.rr0 7x63x241 cancel",
+    "h100 holdout 374 linear.bf16.rr1 14x9x15 cancel",
+]
+
+
+@pytest.mark.parametrize("case", FFMA_CASES)
+def test_ffma_rule_reproduces_the_held_out_call(case):
+    """A held-out call in an algo-11 box of its class's FFMA table is reproduced bit for
+    bit by the FFMA family (halves or quarters of K for matmul, 16 lanes for F.linear, on
+    the operands' exact fp32 values), and missed by one tensor-core chain."""
+    gpu, part, seed, cls, dims, kind = case.split()
+    shape = tuple(int(x) for x in dims.split("x"))
+    call = _call(gpu, part, int(seed), cls, shape, kind)
+    assert any(c is call for c in heldout_calls(gpu))
+    got = decide(cls, *shape, gpu, TABLES)
+    assert got is not None and got[2].name == half_tree.ffma_table_name(cls)
+    assert got[1] == "full-fp32" and "split_tile=1" in got[0]
+    assert mismatches(call, got[0], got[1]) == 0
+    assert mismatches(call, SERIAL) > 0
+
+
+def test_ffma_tables_claim_small_misaligned_shapes_only():
+    """The FFMA tables decide only their own class, never a shape with N and K multiples
+    of 8 or with M = 1 or N = 1 (other tables' work), and every rule is the family of
+    its op."""
+    ffma = [t for t in TABLES if t.name.startswith("20-half-ffma-")]
+    assert sorted(t.name for t in ffma) == sorted(
+        half_tree.ffma_table_name(c) for c in half_tree.CLASSES
+    )
+    for t in ffma:
+        (cls,) = t.classes
+        assert t.rules and t.instr == "full-fp32"
+        family = half_tree.SMALL_M_FAMILY[cls.split(".")[0]]
+        assert {r.recipe for r in t.rules} == {half_tree.SMALL_M[family].recipe()}
+        for shape in ((2, 8, 16), (5, 64, 4096), (1, 7, 301), (9, 1, 201), (1, 1, 15)):
+            assert t.decide(*shape, "h200") is None, (t.name, shape)
+
+
 def test_misaligned_bound():
     """`misaligned` matches when a named dimension is not a multiple of 8."""
     from tensorcore_smt.gemm.library_rules import Rule
@@ -368,6 +411,9 @@ def test_every_ragged_table_is_what_half_tree_writes():
     for cls in half_tree.TABLE_CLASSES:
         text = (folder / f"{half_tree.table_name(cls)}.toml").read_text()
         assert text == half_tree.table_text(cls), cls
+    for cls in half_tree.CLASSES:
+        text = (folder / f"{half_tree.ffma_table_name(cls)}.toml").read_text()
+        assert text == half_tree.ffma_table_text(cls), cls
 
 
 def test_half_tree_bad_folder_is_one_line_exit_2(tmp_path, capsys):

@@ -47,7 +47,15 @@ import numpy as np
 from .cublaslt_sweep import FIELD_ORDER
 from .half_order import KernelOrder, box_orders, shape_orders
 from .library_fit import fit_calls, recording_dir
-from .library_tree import KERNEL_FEATURES, _features, grow_accepting, when_bounds
+from .library_tree import (
+    KERNEL_FEATURES,
+    SMALL_M,
+    Family,
+    _features,
+    grow_accepting,
+    labelled_leaves,
+    when_bounds,
+)
 
 GPUS = ("h200", "h100")
 OPS = ("matmul", "linear")
@@ -203,28 +211,34 @@ def misaligned(n: int, k: int) -> bool:
 
 
 @cache
-def _sweep(gpu: str) -> dict[str, dict[tuple[int, int, int], Label]]:
-    """{class: {shape: label}} of the misaligned shapes with M, N >= 2 of `gpu`'s sweep."""
-    out: dict[str, dict[tuple[int, int, int], Label]] = {}
+def _sweep(gpu: str) -> dict[str, dict[tuple[int, int, int], dict]]:
+    """{class: {shape: heuristic fields}} of the misaligned shapes with M, N >= 2 of
+    `gpu`'s sweep."""
+    out: dict[str, dict[tuple[int, int, int], dict]] = {}
     path = recording_dir(gpu, 0).parent / "cublaslt.jsonl.gz"
     with gzip.open(path, "rt") as f:
         for line in f:
             r = json.loads(line)
             if "f" in r and min(r["m"], r["n"]) >= 2 and misaligned(r["n"], r["k"]):
                 fields = dict(zip(FIELD_ORDER, r["f"]))
-                out.setdefault(r["class"], {})[(r["m"], r["n"], r["k"])] = label_of(fields)
+                out.setdefault(r["class"], {})[(r["m"], r["n"], r["k"])] = fields
     return out
 
 
-def points(gpu: str, cls: str) -> list[tuple[tuple[int, int, int], Label]]:
-    """(shape, label) of every misaligned shape with M, N >= 2 of the sweep for `cls`,
-    then of `cls`'s fit calls (their fields win where both have the shape)."""
+def answers(gpu: str, cls: str) -> list[tuple[tuple[int, int, int], dict]]:
+    """(shape, heuristic fields) of every misaligned shape with M, N >= 2 of the sweep
+    for `cls`, then of `cls`'s fit calls (their fields win where both have the shape)."""
     out = dict(_sweep(gpu).get(cls, {}))
     for c in fit_calls(gpu):
         if c.cls.name == cls and c.cublaslt is not None and min(c.m, c.n) >= 2:
             if misaligned(c.n, c.k):
-                out[(c.m, c.n, c.k)] = label_of(c.cublaslt)
+                out[(c.m, c.n, c.k)] = c.cublaslt
     return sorted(out.items())
+
+
+def points(gpu: str, cls: str) -> list[tuple[tuple[int, int, int], Label]]:
+    """(shape, label) of answers(gpu, cls)."""
+    return [(s, label_of(f)) for s, f in answers(gpu, cls)]
 
 
 def leaves(pts: list[tuple[tuple[int, int, int], Label]], depth: int = DEPTH):
@@ -354,6 +368,60 @@ def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
     return head + "\n".join(rules)
 
 
+FFMA_ALGO = 11
+"""cuBLASLt's algo id of the small-shape CUDA-core kernel. On fp16/bf16 operands it
+computes what it does on fp32 ones (library_tree.SMALL_M: FFMA chains on the operands'
+exact fp32 values, in halves of K for B row-major, 16 lanes for B column-major): of the
+H200 fit calls it ran with N or K misaligned, that family reproduces 482 of 510 matmul
+calls (one tensor-core chain: 446) and 30 of 31 F.linear and matmul-bt ones (26)."""
+SMALL_M_FAMILY = {"matmul": Family.HALVES, "linear": Family.LANES}
+"""The FFMA family of each FFMA table's op (B row-major or column-major)."""
+
+FFMA_HEADER = """\
+# {cls} (cuBLAS 13.1.0, torch 2.11.0+cu130) with N or K not a multiple of 8: where
+# cuBLASLt's heuristic picks algo 11, the CUDA-core kernel of small shapes, learnt as a
+# tree of boxes (algo 11 or not) over the ragged tables' features from its answers
+# ({n} shapes per GPU). The kernel is fp32's (30-fp32.toml): FFMA on the operands' exact
+# fp32 values; {family}. hardware/half_tree.py wrote this file (do not edit by hand).
+# Read before 20-half-ragged-*, which decide the other shapes.
+classes = {classes}
+instr = "full-fp32"
+source = "cuBLASLt heuristic sweep and fit calls on an H200 and an H100 (torch 2.11.0+cu130, cuBLAS 13.1.0)"
+
+"""
+
+
+def ffma_table_name(cls: str) -> str:
+    op, dtype, flag = cls.split(".")
+    return f"20-half-ffma-{op}-{dtype}-{flag}"
+
+
+def ffma_table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
+    """The FFMA table of `cls` (a matmul or linear class): the algo-11 leaves of a tree
+    over its answers labelled algo 11 or not, each with its family's recipe."""
+    op = cls.split(".")[0]
+    per_gpu = {
+        gpu: [(s, int(f["algo_id"]) == FFMA_ALGO) for s, f in answers(gpu, cls)] for gpu in gpus
+    }
+    first = next(iter(per_gpu.values()))
+    n = max(len(p) for p in per_gpu.values())
+    if all(p == first for p in per_gpu.values()):
+        per_gpu = {None: first}
+    recipe = SMALL_M[SMALL_M_FAMILY[op]].recipe()
+    rules = [
+        _rule(gpu, box, recipe, f"algo 11 at {hit} of {size} shapes")
+        for gpu, pts in per_gpu.items()
+        for box, ffma, size, hit in labelled_leaves(pts, DEPTH, MIN_LEAF, FEATURES)
+        if ffma
+    ]
+    family = {
+        Family.HALVES: "B row-major (matmul): K in two halves to K = 128, in four above",
+        Family.LANES: "B column-major (F.linear): 16 lanes taking k mod 16",
+    }[SMALL_M_FAMILY[op]]
+    head = FFMA_HEADER.format(cls=cls, n=n, family=family, classes=json.dumps([cls]))
+    return head + "\n".join(rules)
+
+
 def ordered(recipe: str, order: KernelOrder | None) -> str:
     """`recipe` (one chain, or a split over element ranges, split_range: each range
     laid out on its own) in the kernel's k order (half_order.py)."""
@@ -413,6 +481,9 @@ def main(argv: list[str]) -> int:
     for cls in TABLE_CLASSES:
         (out / f"{table_name(cls)}.toml").write_text(table_text(cls))
         print(f"{table_name(cls)}.toml")
+    for cls in CLASSES:
+        (out / f"{ffma_table_name(cls)}.toml").write_text(ffma_table_text(cls))
+        print(f"{ffma_table_name(cls)}.toml")
     return 0
 
 
