@@ -313,16 +313,31 @@ HEADER = """\
 # output type first; scheme 1: added in place in the output type). Every chain runs in
 # the k order most of the box's shapes get (half_order.py: the partial k-tile first;
 # m16n8k8 steps for algo 24 without stages). {beside}
+"""
+TABLE_TAIL = """\
 classes = {classes}
-instr = ""
+instr = "{instr}"
 source = "cuBLASLt heuristic sweep and fit calls on an H200 and an H100 (torch 2.11.0+cu130, cuBLAS 13.1.0)"
 
 """
+"""The lines after each table's comment: what it covers, its instruction, its source."""
 
 
-def table_name(cls: str) -> str:
+def _per_gpu(points_of, gpus: Iterable[str]) -> tuple[dict, int]:
+    """({gpu: points_of(gpu)}, the most points of a GPU), one entry keyed None where
+    every GPU's points are the same (the stored sweeps and fit fields agree)."""
+    per_gpu = {gpu: points_of(gpu) for gpu in gpus}
+    n = max(len(p) for p in per_gpu.values())
+    first = next(iter(per_gpu.values()))
+    if all(p == first for p in per_gpu.values()):
+        per_gpu = {None: first}
+    return per_gpu, n
+
+
+def table_name(cls: str, kind: str = "ragged") -> str:
+    """20-half-<kind>-<op>-<dtype>-<flag>: the ragged table of `cls`, or its FFMA one."""
     op, dtype, flag = cls.split(".")
-    return f"20-half-ragged-{op}-{dtype}-{flag}"
+    return f"20-half-{kind}-{op}-{dtype}-{flag}"
 
 
 def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
@@ -330,11 +345,7 @@ def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
     GPUs' points are the same (the stored sweeps and fit fields agree on these shapes)."""
     op, rest = cls.split(".", 1)
     src = f"{CHAIN_ONLY[op]}.{rest}" if op in CHAIN_ONLY else cls
-    per_gpu = {gpu: points(gpu, src) for gpu in gpus}
-    sizes = [len(p) for p in per_gpu.values()]
-    first = next(iter(per_gpu.values()))
-    if all(p == first for p in per_gpu.values()):
-        per_gpu = {None: first}
+    per_gpu, n_max = _per_gpu(lambda gpu: points(gpu, src), gpus)
     rules: list[str] = []
     for gpu, pts in per_gpu.items():
         orders = shape_orders(gpu or next(iter(gpus)), src)
@@ -364,7 +375,8 @@ def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
         "linear": "matmul-bt (B column-major) takes F.linear's rules.",
         "bmm": "torch.bmm: one chain in matmul's order (its split counts are not matmul's).",
     }[op]
-    head = HEADER.format(cls=cls, n=max(sizes), beside=beside, classes=json.dumps(classes))
+    head = HEADER.format(cls=cls, n=n_max, beside=beside)
+    head += TABLE_TAIL.format(classes=json.dumps(classes), instr="")
     return head + "\n".join(rules)
 
 
@@ -384,29 +396,20 @@ FFMA_HEADER = """\
 # ({n} shapes per GPU). The kernel is fp32's (30-fp32.toml): FFMA on the operands' exact
 # fp32 values; {family}. hardware/half_tree.py wrote this file (do not edit by hand).
 # Read before 20-half-ragged-*, which decide the other shapes.
-classes = {classes}
-instr = "full-fp32"
-source = "cuBLASLt heuristic sweep and fit calls on an H200 and an H100 (torch 2.11.0+cu130, cuBLAS 13.1.0)"
-
 """
 
 
 def ffma_table_name(cls: str) -> str:
-    op, dtype, flag = cls.split(".")
-    return f"20-half-ffma-{op}-{dtype}-{flag}"
+    return table_name(cls, "ffma")
 
 
 def ffma_table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
     """The FFMA table of `cls` (a matmul or linear class): the algo-11 leaves of a tree
     over its answers labelled algo 11 or not, each with its family's recipe."""
     op = cls.split(".")[0]
-    per_gpu = {
-        gpu: [(s, int(f["algo_id"]) == FFMA_ALGO) for s, f in answers(gpu, cls)] for gpu in gpus
-    }
-    first = next(iter(per_gpu.values()))
-    n = max(len(p) for p in per_gpu.values())
-    if all(p == first for p in per_gpu.values()):
-        per_gpu = {None: first}
+    per_gpu, n = _per_gpu(
+        lambda gpu: [(s, int(f["algo_id"]) == FFMA_ALGO) for s, f in answers(gpu, cls)], gpus
+    )
     recipe = SMALL_M[SMALL_M_FAMILY[op]].recipe()
     rules = [
         _rule(gpu, box, recipe, f"algo 11 at {hit} of {size} shapes")
@@ -418,7 +421,8 @@ def ffma_table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
         Family.HALVES: "B row-major (matmul): K in two halves to K = 128, in four above",
         Family.LANES: "B column-major (F.linear): 16 lanes taking k mod 16",
     }[SMALL_M_FAMILY[op]]
-    head = FFMA_HEADER.format(cls=cls, n=n, family=family, classes=json.dumps([cls]))
+    head = FFMA_HEADER.format(cls=cls, n=n, family=family)
+    head += TABLE_TAIL.format(classes=json.dumps([cls]), instr="full-fp32")
     return head + "\n".join(rules)
 
 
