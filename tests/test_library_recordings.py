@@ -117,6 +117,21 @@ def test_align_bound_is_the_power_of_two_dividing_n_and_k():
     assert lr.align_of("linear", 3, 16, 24) == 8 and lr.align_of("matmul-at", 3, 16, 24) == 1
 
 
+def test_tiles_and_mnk_bounds_against_brute_force():
+    """`tiles` is cdiv(M, 128) * cdiv(N, 128) and `mnk` the multiply-adds M*N*K, each
+    bound inclusive at both ends, over a grid of shapes (M*N*K beyond 2^40 included)."""
+    t = lr.Rule("a", {"tiles_min": 2, "tiles_max": 6})
+    w = lr.Rule("a", {"mnk_min": 1000, "mnk_max": 4_500_000_000_000})
+    for m in (1, 127, 128, 129, 300, 16384):
+        for n in (1, 128, 200, 16384):
+            for k in (1, 9, 16384):
+                tiles = sum(1 for _ in range(0, m, 128)) * sum(1 for _ in range(0, n, 128))
+                assert t.matches(m, n, k, None) == (2 <= tiles <= 6)
+                assert w.matches(m, n, k, None) == (1000 <= m * n * k <= 4_500_000_000_000)
+    assert not lr.Rule("a", {"mnk_max": 999}).matches(10, 10, 10, None)
+    assert lr.Rule("a", {"mnk_max": 1000}).matches(10, 10, 10, None)
+
+
 def test_expressions_refuse_anything_else():
     for bad in ("__import__('os')", "k ** 2", "m.bit_length()", "open", "k if m else n", "(("):
         with pytest.raises(UserError):
