@@ -334,10 +334,17 @@ def _per_gpu(points_of, gpus: Iterable[str]) -> tuple[dict, int]:
     return per_gpu, n
 
 
-def table_name(cls: str, kind: str = "ragged") -> str:
+class TableKind(str, Enum):
+    """The two tables half_tree writes per class."""
+
+    RAGGED = "ragged"  # split count, scheme and k order of the sm80-style kernels
+    FFMA = "ffma"  # the algo-11 boxes (the CUDA-core kernel), read first
+
+
+def table_name(cls: str, kind: TableKind = TableKind.RAGGED) -> str:
     """20-half-<kind>-<op>-<dtype>-<flag>: the ragged table of `cls`, or its FFMA one."""
     op, dtype, flag = cls.split(".")
-    return f"20-half-{kind}-{op}-{dtype}-{flag}"
+    return f"20-half-{kind.value}-{op}-{dtype}-{flag}"
 
 
 def table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
@@ -400,7 +407,7 @@ FFMA_HEADER = """\
 
 
 def ffma_table_name(cls: str) -> str:
-    return table_name(cls, "ffma")
+    return table_name(cls, TableKind.FFMA)
 
 
 def ffma_table_text(cls: str, gpus: Iterable[str] = GPUS) -> str:
