@@ -10,7 +10,8 @@ budget cuts every class alike. Each answer is one JSON
 line ``{"class", "m", "n", "k", "f": [CONFIG_FIELDS values..., workspace, waves]}`` or
 ``{"class", "m", "n", "k", "error"}``.
 
-`python -m tensorcore_smt.hardware.cublaslt_sweep OUT.jsonl [--budget SECONDS]`.
+`python -m tensorcore_smt.hardware.cublaslt_sweep OUT.jsonl [--budget SECONDS] [--seed S]`
+(S picks the random shapes: a second sweep with another seed asks new ones).
 """
 
 from __future__ import annotations
@@ -83,11 +84,12 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="cublaslt_sweep")
     ap.add_argument("out")
     ap.add_argument("--budget", type=float, default=60.0)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the random shapes")
     args = ap.parse_args(argv)
     import torch
 
     torch.zeros(1, device="cuda") @ torch.zeros(1, device="cuda")  # load cuBLAS(Lt)
-    queue = [[(c, s) for s in sweep_shapes(c)] for c in sweep_classes()]
+    queue = [[(c, s) for s in sweep_shapes(c, args.seed)] for c in sweep_classes()]
     t0 = time.monotonic()
     done = 0
     with open(args.out, "w") as f:
