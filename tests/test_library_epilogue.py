@@ -470,3 +470,50 @@ def test_linear_bias_fp16_rr0_adds_the_bias_after_the_split_reduction(shape, kin
     assert mismatches(c, recipe, instr or "default") == 0
     inside = recipe.replace("c_join=output", "c_join=epilogue")
     assert mismatches(c, inside, instr or "default") > 0
+
+
+# F.linear with a bias on bf16 operands with reduced-precision reductions allowed: at
+# recorded shapes the bias path reduces its split-K partials in place in bf16, the bias
+# added to the first partial (hardware/bias_shapes.py, 03-bias-half-*).
+INPLACE = [((333, 777, 1000), "normal", "ops"), ((6838, 7, 2864), "normal", "unaligned")]
+
+
+@pytest.mark.parametrize("shape,kind,part", INPLACE)
+def test_linear_bias_bf16_rr1_reduces_in_place_with_the_bias_on_the_first_partial(
+    shape, kind, part
+):
+    """Held-out H200 calls (seed 2) at fit shapes: the recorded-shape table's in-place
+    reduction (partials added in bf16, the bias joining the first partial in fp32 before
+    its rounding) reproduces them bit for bit; the same split with the bias in the
+    epilogue does not, nor does F.linear's recipe with the bias in the epilogue."""
+    from tensorcore_smt.gemm.library_rules import decide, tables
+    from tensorcore_smt.hardware.library_fit import mismatches
+
+    cls = "linear-bias.bf16.rr1"
+    c = _call("h200", 2, cls, shape, kind, part)
+    recipe, instr, t, _ = decide(cls, *shape, "h200")
+    assert t.name == "03-bias-half-bf16-rr1"
+    assert "reduce_fmt=out,round_partials=first,c_join=partial" in recipe
+    assert mismatches(c, recipe, instr or "default") == 0
+    in_epilogue = recipe.replace("c_join=partial", "c_join=epilogue")
+    assert mismatches(c, in_epilogue) > 0
+    others = [u for u in tables() if not u.name.startswith("03-bias-half")]
+    linear, _, _, _ = decide(cls, *shape, "h200", others)
+    assert mismatches(c, linear) > 0
+
+
+def test_half_bias_candidates_cut_k_once_per_range_width():
+    """The fp16/bf16 candidates: the heuristic's order and split count first, then each
+    split count whose 8-aligned element ranges differ (K = 1000: 3 and 4 splits cut K
+    differently, 62 and 63 the same), each with the three reductions."""
+    from tensorcore_smt.hardware.bias_shapes import HALF_JOINS, half_candidates
+
+    fields = {"algo_id": 24, "stages_id": 0, "splitk_num": 12}
+    cands = half_candidates(fields, 1000)
+    assert cands[0] == "hopper[K=8,L=8,carry_bits=4]/serial[c_join=epilogue,residue_tile=32]"
+    assert "split_k=12," in cands[1]
+    assert len(cands) == len(set(cands))
+    for join in HALF_JOINS:
+        assert any(f"split_k=3,split_range=8,{join}," in r for r in cands)
+    ranges = {r for r in cands if r.startswith("hopper[") and HALF_JOINS[0] in r}
+    assert sum("split_k=62," in r or "split_k=63," in r for r in ranges) == 1
