@@ -192,3 +192,18 @@ def test_bmm_split_k_is_not_split_ranges(gpu):
     recipe, _ = _decided(c, gpu)
     assert "split_range" not in recipe
     assert mismatches(c, "hopper/serial[split_k=6,split_range=4,operand_round=rne]") > 0
+
+
+@pytest.mark.parametrize("gpu", ["h200", "h100"])
+@pytest.mark.parametrize("part,shape", [("grid", (1024, 1024, 16384)), ("llm", (128, 4096, 14336))])
+def test_algo_43_adds_four_k_ranges_in_pairs(gpu, part, shape):
+    """The held-out call (seed 2) at a recorded algo 43 shape: 39-tf32-split-pairs'
+    four ranges of K/4 added in adjacent pairs reproduce it; the same ranges added in
+    split order, by the halving tree, and one chain do not."""
+    c = _call(gpu, 2, part, "matmul.tf32", *shape)
+    recipe, instr, t, _ = decide("matmul.tf32", *shape, gpu)
+    assert t.name == "39-tf32-split-pairs" and "warp=2" in recipe
+    assert mismatches(c, recipe, instr or "default") == 0
+    for other in ("reduce=serial", "reduce=tree"):
+        assert mismatches(c, recipe.replace("warp=2", other)) > 0
+    assert mismatches(c, CHAIN) > 0
