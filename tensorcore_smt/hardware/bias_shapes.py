@@ -129,6 +129,19 @@ def half_candidates(fields: dict | None, k: int) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _fit_shapes(gpu: str, cls: str) -> tuple[dict, dict]:
+    """({shape: fit calls}, {shape: the heuristic fields recorded with one of them}) of
+    `cls` on `gpu`, M, N > 1."""
+    by_shape: dict[tuple[int, int, int], list] = {}
+    fields: dict[tuple[int, int, int], dict] = {}
+    for c in fit_calls(gpu):
+        if c.cls.name == cls and c.m > 1 and c.n > 1:
+            by_shape.setdefault((c.m, c.n, c.k), []).append(c)
+            if c.cublaslt is not None:
+                fields[(c.m, c.n, c.k)] = c.cublaslt
+    return by_shape, fields
+
+
 def _reproduces(calls: list, recipe: str) -> bool:
     try:
         return all(mismatches(c, recipe) == 0 for c in calls)
@@ -144,13 +157,7 @@ def half_shape_recipes(gpus: Iterable[str], cls: str) -> dict[tuple[int, int, in
     among = [t for t in tables() if not t.name.startswith(HALF_TABLE_PREFIX)]
     out: dict[tuple[int, int, int], dict] = {}
     for gpu in gpus:
-        by_shape: dict[tuple[int, int, int], list] = {}
-        fields: dict[tuple[int, int, int], dict] = {}
-        for c in fit_calls(gpu):
-            if c.cls.name == cls and c.m > 1 and c.n > 1:
-                by_shape.setdefault((c.m, c.n, c.k), []).append(c)
-                if c.cublaslt is not None:
-                    fields[(c.m, c.n, c.k)] = c.cublaslt
+        by_shape, fields = _fit_shapes(gpu, cls)
         for shape, calls in sorted(by_shape.items()):
             got = decide(cls, *shape, gpu, among)
             if got is not None and _reproduces(calls, got[0]):
@@ -168,13 +175,7 @@ def shape_recipes(gpus: Iterable[str], cls: str) -> dict[tuple[int, int, int], d
     (M, N > 1) that a candidate reproduces on all its fit calls of that GPU."""
     out: dict[tuple[int, int, int], dict] = {}
     for gpu in gpus:
-        by_shape: dict[tuple[int, int, int], list] = {}
-        fields: dict[tuple[int, int, int], dict] = {}
-        for c in fit_calls(gpu):
-            if c.cls.name == cls and c.m > 1 and c.n > 1:
-                by_shape.setdefault((c.m, c.n, c.k), []).append(c)
-                if c.cublaslt is not None:
-                    fields[(c.m, c.n, c.k)] = c.cublaslt
+        by_shape, fields = _fit_shapes(gpu, cls)
         for shape, calls in sorted(by_shape.items()):
             f, k = fields.get(shape), shape[2]
             if cls.endswith(".fp32"):
