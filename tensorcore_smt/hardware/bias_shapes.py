@@ -1,5 +1,5 @@
 """Recorded-shape tables for F.linear with a bias (schedules/library/05-bias-fp32.toml,
-05-bias-tf32.toml, 05-bias-tf32-ffma.toml, 03-bias-half-fp16.toml, 03-bias-half-bf16.toml):
+05-bias-tf32.toml, 05-bias-tf32-ffma.toml, 03-bias-half-{fp16,bf16}-{rr0,rr1}.toml):
 at each shape of the fit calls (M, N > 1), the first candidate recipe that reproduces
 every fit call of the shape.
 
@@ -100,8 +100,10 @@ HALF_JOINS = (
 )
 """How the partials of a split-K combine and where the bias joins (module docstring)."""
 
-HALF_MAX_SPLITS = 256
-"""Split counts above this are not tried (the recorded heuristic's go up to 245)."""
+HALF_MAX_SPLITS = 64
+"""Split counts above this are not tried, besides the heuristic's own (the bias path's
+found on the recorded fp16 shapes and bf16 rr1 shapes are at most 32; at 256 the search
+over deep-K shapes no candidate reproduces took most of an hour per class)."""
 
 HALF_TABLE_PREFIX = "03-bias-half"
 
@@ -219,7 +221,9 @@ def half_stem(cls: str) -> str:
     return f"{HALF_TABLE_PREFIX}-{dtype}-{rr}"
 
 
-def write_half_tables(folder: Path, gpus: Iterable[str], classes=HALF_CLASSES) -> dict[str, int]:
+def write_half_tables(
+    folder: Path, gpus: Iterable[str], classes: tuple[str, ...] = HALF_CLASSES
+) -> dict[str, int]:
     """Write one 03-bias-half-* table per class into `folder`; the number of rules of each."""
     gpus = list(gpus)
     count = {}
