@@ -204,9 +204,11 @@ HALF_HEADER = """\
 # does not run F.linear's kernel with the bias in the epilogue. Each recorded shape
 # (M, N > 1) whose recipe from the other tables misses a fit call gets the first recipe
 # that reproduces its fit calls (tensorcore_smt/hardware/bias_shapes.py wrote this file; do
-# not edit by hand): often a split-K reduced in place in {dtype}, the bias added in fp32
-# to the first partial before its rounding (reduce_fmt=out,round_partials=first,
-# c_join=partial). Other shapes fall through. Report: results/cublas/epilogue.md.
+# not edit by hand). With reduced-precision reductions allowed (rr1) that is often a
+# split-K reduced in place in {dtype}, the bias added in fp32 to the first partial before
+# its rounding (reduce_fmt=out,round_partials=first,c_join=partial); with them off (rr0)
+# another split count or kernel order. Other shapes fall through. Report:
+# results/cublas/epilogue.md.
 classes = ["{cls}"]
 instr = ""
 source = "fit calls on an H200 and an H100 (torch 2.11.0+cu130, cuBLAS 13.1.0)"
