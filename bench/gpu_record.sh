@@ -7,15 +7,18 @@
 #   extras.tar.gz      (EXTRAS=1) TF32 operand-rounding probe (raw bits), published probes
 #   library-seedS.tar.gz  `tcsmt profile record --plan extended --seed S`, the first of SEEDS
 #   reveal.tar.gz      (REVEAL="dtype:K ...") `tcsmt reveal --oracle torch:cuda --json`, timed
-#   cublaslt.jsonl.gz  cuBLASLt's heuristic answer over many shapes (hardware/cublaslt_sweep.py,
-#                      random shapes from SWEEP_SEED)
+#   cublaslt-seedS.jsonl.gz  cuBLASLt's heuristic answer over many shapes (hardware/
+#                      cublaslt_sweep.py, random shapes from SWEEP_SEED=S, SWEEP_SCALE times
+#                      the first sweep's per class, SWEEP_WORKERS processes; under 16 MiB)
 #   library-seedS.tar.gz  the other SEEDS, each only while DEADLINE seconds are not spent
 # The analysis runs afterwards on any CPU (tcsmt profile ...).
 set -u
 OUT=${OUT:-results/hardware/gpu-run}
 BUDGET=${BUDGET:-300}
-SWEEP=${SWEEP:-180}  # about 455,000 answers (18 classes, hardware/cublaslt_sweep.py) at 2,700 or more a second (the first sweep: 135,184 in under 50 s)
+SWEEP=${SWEEP:-180}  # budget; one process answers 2,700 or more a second (the first sweep: 135,184 in under 50 s)
 SWEEP_SEED=${SWEEP_SEED:-0}
+SWEEP_SCALE=${SWEEP_SCALE:-3}  # about 1.34 million shapes (18 classes), about 13 MB gzipped
+SWEEP_WORKERS=${SWEEP_WORKERS:-$(( $(nproc) > 2 ? $(nproc) - 2 : 1 ))}
 SEEDS=${SEEDS:-0}
 EXTRAS=${EXTRAS:-1}
 REVEAL=${REVEAL:-}
@@ -82,11 +85,13 @@ if [ -n "$REVEAL" ]; then
   stamp "reveal written"
 fi
 
-if [ "$DEV" = cuda ] && [ "$SWEEP" -gt 0 ]; then
-  stamp "cuBLASLt heuristic sweep, seed $SWEEP_SEED, budget $SWEEP s"
-  timeout $(( SWEEP + 60 )) $PY -m tensorcore_smt.hardware.cublaslt_sweep "$W/cublaslt.jsonl" \
-    --budget "$SWEEP" --seed "$SWEEP_SEED"
-  [ -f "$W/cublaslt.jsonl" ] && gzip -c "$W/cublaslt.jsonl" > "$OUT/cublaslt.jsonl.gz"
+if [ "$SWEEP" -gt 0 ]; then
+  DRY=; [ "$DEV" = cuda ] || DRY=--dry-run
+  stamp "cuBLASLt heuristic sweep, seed $SWEEP_SEED x$SWEEP_SCALE, $SWEEP_WORKERS workers, budget $SWEEP s $DRY"
+  timeout $(( SWEEP + 90 )) $PY -m tensorcore_smt.hardware.cublaslt_sweep "$W/cublaslt.jsonl" \
+    --budget "$SWEEP" --seed "$SWEEP_SEED" --scale "$SWEEP_SCALE" --workers "$SWEEP_WORKERS" $DRY
+  [ -f "$W/cublaslt.jsonl" ] && gzip -9 -c "$W/cublaslt.jsonl" > "$OUT/cublaslt-seed$SWEEP_SEED.jsonl.gz"
+  stamp "sweep written"
 fi
 
 for s in "$@"; do

@@ -288,3 +288,37 @@ def test_sweep_asks_deep_k_and_the_bias_classes():
     assert len(deep) == sw.DEEP_SHAPES and all(sw.DEEP_K - 1 <= k <= 16384 for _, _, k in deep)
     assert len(other) == sw.RANDOM_SHAPES and min(k for _, _, k in other) == 1
     assert sum(k > 512 for _, _, k in other) < 0.4 * len(other)
+
+
+def test_sweep_workers_share_the_queue_and_files_merge(tmp_path):
+    """Workers w of W ask items w, w + W, ... of the fixed queue: together every (class,
+    shape) once; the spawned pool merges its part files; a folder's sweep files read as
+    one answer per (class, shape), a later seed's in place of an earlier one."""
+    import gzip
+    import json
+
+    from tensorcore_smt.hardware import cublaslt_sweep as sw
+
+    want = [(c.name, *s) for c, s in sw.queue(seed=1)]
+    got = []
+    for w in range(3):
+        part = tmp_path / f"p{w}.jsonl"
+        assert sw.work(str(part), 1, 1, 1e9, w, 3, True) == len(want[w::3])
+        got += [tuple(json.loads(x)[f] for f in ("class", "m", "n", "k")) for x in part.open()]
+    assert sorted(got) == sorted(want) and len(want) > 400_000
+    assert sw.sweep(str(tmp_path / "none.jsonl"), 0.0, 1, 1, workers=2, dry=True) == 0
+    assert (tmp_path / "none.jsonl").read_text() == "" and not list(tmp_path.glob("*.part*"))
+    assert sw.main([str(tmp_path / "x.jsonl"), "--workers", "0"]) == 2
+
+    def write(name: str, rows: list[dict]) -> None:
+        with gzip.open(tmp_path / name, "wt") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+
+    row = {"class": "matmul.bf16.rr1", "m": 2, "n": 3, "k": 5}
+    write("cublaslt.jsonl.gz", [{**row, "f": [1]}, {**row, "m": 7, "f": [2]}])
+    write("cublaslt-seed10.jsonl.gz", [{**row, "f": [10]}])
+    write("cublaslt-seed2.jsonl.gz", [{**row, "f": [3]}, {**row, "k": 9, "f": [4]}])
+    names = [p.name for p in sw.sweep_paths(tmp_path)]
+    assert names == ["cublaslt.jsonl.gz", "cublaslt-seed2.jsonl.gz", "cublaslt-seed10.jsonl.gz"]
+    recs = sw.sweep_records(tmp_path)
+    assert [(r["m"], r["k"], r["f"]) for r in recs] == [(2, 5, [10]), (7, 5, [2]), (2, 9, [4])]

@@ -10,18 +10,25 @@ budget cuts every class alike. Each answer is one JSON
 line ``{"class", "m", "n", "k", "f": [CONFIG_FIELDS values..., workspace, waves]}`` or
 ``{"class", "m", "n", "k", "error"}``.
 
-`python -m tensorcore_smt.hardware.cublaslt_sweep OUT.jsonl [--budget SECONDS] [--seed S]`
-(S picks the random shapes: a second sweep with another seed asks new ones).
+`python -m tensorcore_smt.hardware.cublaslt_sweep OUT.jsonl [--budget SECONDS] [--seed S]
+[--scale F] [--workers W]` (S picks the random shapes: a second sweep with another seed
+asks new ones; F times RANDOM_SHAPES and DEEP_SHAPES per class; W processes share the
+queue, worker w asking every W-th item from the w-th, each with its own cuBLASLt handle:
+the heuristic runs on the host, so W cores answer about W times as many shapes within the
+budget; the lines come out worker by worker). `--dry-run` answers every shape with no
+fields, without a GPU (the plan and the workers, tested on any machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import sys
 import time
 from itertools import zip_longest
+from pathlib import Path
 
 import numpy as np
 
@@ -63,13 +70,14 @@ def sweep_classes() -> list[CallClass]:
     return out
 
 
-def sweep_shapes(cls: CallClass, seed: int = 0) -> list[tuple[int, int, int]]:
-    """The shapes asked for `cls`, in the order asked."""
+def sweep_shapes(cls: CallClass, seed: int = 0, scale: int = 1) -> list[tuple[int, int, int]]:
+    """The shapes asked for `cls`, in the order asked (`scale` times RANDOM_SHAPES and
+    DEEP_SHAPES; the first of them are the shapes of scale 1)."""
     shapes = [(m, n, k) for n in LLM_N for k in LLM_K for m in batch_ms(8192)]
     rng = np.random.Generator(np.random.PCG64([seed, 4601]))
-    e = rng.uniform(0, math.log(16384), (RANDOM_SHAPES, 3))
+    e = rng.uniform(0, math.log(16384), (RANDOM_SHAPES * scale, 3))
     deep = np.random.Generator(np.random.PCG64([seed, 4602])).uniform(
-        (0, 0, math.log(DEEP_K)), math.log(16384), (DEEP_SHAPES, 3)
+        (0, 0, math.log(DEEP_K)), math.log(16384), (DEEP_SHAPES * scale, 3)
     )
     for pair in zip_longest(e, deep):
         shapes += [
@@ -78,37 +86,128 @@ def sweep_shapes(cls: CallClass, seed: int = 0) -> list[tuple[int, int, int]]:
     return [s for s in shapes if cls.applies(*s)]
 
 
-def main(argv: list[str]) -> int:
-    from .cublaslt import heuristic
+SWEEP_FILE = "cublaslt.jsonl.gz"
+"""The first sweep's answers in a GPU's library folder (results/hardware/<gpu>/library);
+later sweeps (other seeds) beside it as cublaslt-seed<S>.jsonl.gz."""
 
-    ap = argparse.ArgumentParser(prog="cublaslt_sweep")
+
+def sweep_paths(folder: Path) -> list[Path]:
+    """The sweep files of a library folder: the first sweep, then the others by seed."""
+    first = [folder / SWEEP_FILE] if (folder / SWEEP_FILE).is_file() else []
+    later = sorted(folder.glob("cublaslt-seed*.jsonl.gz"), key=lambda p: _seed_of(p.name))
+    return first + later
+
+
+def _seed_of(name: str) -> int:
+    digits = name.removeprefix("cublaslt-seed").split(".")[0]
+    return int(digits) if digits.isdigit() else -1
+
+
+def sweep_records(folder: Path) -> list[dict]:
+    """Every answer of the sweeps of a library folder, one per (class, M, N, K) (a later
+    sweep's answer in place of an earlier one: each sweep asks the LLM series again), in
+    the order first asked."""
+    out: dict[tuple[str, int, int, int], dict] = {}
+    for path in sweep_paths(Path(folder)):
+        with gzip.open(path, "rt") as f:
+            for line in f:
+                r = json.loads(line)
+                out[(r["class"], r["m"], r["n"], r["k"])] = r
+    return list(out.values())
+
+
+def queue(seed: int = 0, scale: int = 1) -> list[tuple[CallClass, tuple[int, int, int]]]:
+    """Every (class, shape) to ask, in the order asked: the classes take turns, so a
+    budget that ends the sweep early cuts every class alike."""
+    per_class = [[(c, s) for s in sweep_shapes(c, seed, scale)] for c in sweep_classes()]
+    return [item for row in zip_longest(*per_class) for item in row if item is not None]
+
+
+def _dry_run(cls: CallClass, m: int, n: int, k: int) -> tuple[dict | None, str | None]:
+    return None, "dry run"
+
+
+def work(
+    out: str, seed: int, scale: int, budget: float, worker: int, workers: int, dry: bool
+) -> int:
+    """Worker `worker` of `workers`: ask items worker, worker + workers, ... of queue()
+    until `budget` seconds have passed, one JSON line each into `out`; the lines written."""
+    if dry:
+        ask = _dry_run
+    else:
+        import torch
+
+        from .cublaslt import heuristic as ask
+
+        torch.zeros(1, device="cuda") @ torch.zeros(1, device="cuda")  # load cuBLAS(Lt)
+    items = queue(seed, scale)[worker::workers]
+    t0 = time.monotonic()
+    done = 0
+    with open(out, "w") as f:
+        for cls, (m, n, k) in items:
+            if time.monotonic() - t0 > budget:
+                break
+            fields, why = ask(cls, m, n, k)
+            rec: dict = {"class": cls.name, "m": m, "n": n, "k": k}
+            if fields is None:
+                rec["error"] = why
+            else:
+                rec["f"] = [fields[name] for name in FIELD_ORDER]
+            f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            done += 1
+    return done
+
+
+def sweep(
+    out: str, budget: float, seed: int = 0, scale: int = 1, workers: int = 1, dry: bool = False
+) -> int:
+    """The sweep into `out` (JSON lines) by `workers` processes (spawned: each its own
+    CUDA context), worker by worker; the lines written."""
+    if workers <= 1:
+        return work(out, seed, scale, budget, 0, 1, dry)
+    import multiprocessing as mp
+
+    parts = [f"{out}.part{w}" for w in range(workers)]
+    args = [(p, seed, scale, budget, w, workers, dry) for w, p in enumerate(parts)]
+    with mp.get_context("spawn").Pool(workers) as pool:
+        done = sum(pool.starmap(work, args))
+    with open(out, "w") as f:
+        for p in parts:
+            with open(p) as part:
+                f.write(part.read())
+            Path(p).unlink()
+    return done
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (exit 2)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"cublaslt_sweep: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def main(argv: list[str]) -> int:
+    ap = _Parser(prog="cublaslt_sweep")
     ap.add_argument("out")
     ap.add_argument("--budget", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=0, help="seed of the random shapes")
-    args = ap.parse_args(argv)
-    import torch
-
-    torch.zeros(1, device="cuda") @ torch.zeros(1, device="cuda")  # load cuBLAS(Lt)
-    queue = [[(c, s) for s in sweep_shapes(c, args.seed)] for c in sweep_classes()]
+    ap.add_argument("--scale", type=int, default=1, help="times the random shapes per class")
+    ap.add_argument("--workers", type=int, default=1, help="processes asking in turn")
+    ap.add_argument("--dry-run", action="store_true", help="no GPU: every answer 'dry run'")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    if args.scale < 1 or args.workers < 1:
+        print("cublaslt_sweep: --scale and --workers are at least 1", file=sys.stderr)
+        return 2
     t0 = time.monotonic()
-    done = 0
-    with open(args.out, "w") as f:
-        for row in zip_longest(*queue):
-            if time.monotonic() - t0 > args.budget:
-                break
-            for item in row:
-                if item is None:
-                    continue
-                cls, (m, n, k) = item
-                fields, why = heuristic(cls, m, n, k)
-                rec: dict = {"class": cls.name, "m": m, "n": n, "k": k}
-                if fields is None:
-                    rec["error"] = why
-                else:
-                    rec["f"] = [fields[name] for name in FIELD_ORDER]
-                f.write(json.dumps(rec, separators=(",", ":")) + "\n")
-                done += 1
-    print(f"cublaslt_sweep: {done} answers in {time.monotonic() - t0:.1f} s into {args.out}")
+    done = sweep(args.out, args.budget, args.seed, args.scale, args.workers, args.dry_run)
+    print(
+        f"cublaslt_sweep: {done} answers in {time.monotonic() - t0:.1f} s into {args.out} "
+        f"({args.workers} workers)"
+    )
     return 0
 
 

@@ -17,8 +17,6 @@ kernels) fma(alpha, acc, RN(beta*C)) (`fma`). A base recipe with a contiguous sp
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,7 +25,7 @@ import numpy as np
 
 from ..gemm.schedule import EpilogueOp
 from ..spec.datadirs import data_dir
-from .cublaslt_sweep import FIELD_ORDER
+from .cublaslt_sweep import FIELD_ORDER, sweep_records
 from .library_fit import fit_calls
 from .library_fit import recording_dir as _seed_dir
 from .library_tree import _features, grow, when_bounds
@@ -48,12 +46,9 @@ def label(fields: dict) -> EpilogueOp:
 def points(gpu: str) -> list[tuple[tuple[int, int, int], EpilogueOp]]:
     """(shape, epilogue) of every swept matmul.tf32 shape and every fit call's fields."""
     seen: dict[tuple[int, int, int], EpilogueOp] = {}
-    path = _seed_dir(gpu, 0).parent / "cublaslt.jsonl.gz"
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            r = json.loads(line)
-            if r["class"] == BASE and "f" in r:
-                seen[(r["m"], r["n"], r["k"])] = label(dict(zip(FIELD_ORDER, r["f"])))
+    for r in sweep_records(_seed_dir(gpu, 0).parent):
+        if r["class"] == BASE and "f" in r:
+            seen[(r["m"], r["n"], r["k"])] = label(dict(zip(FIELD_ORDER, r["f"])))
     for c in fit_calls(gpu):
         if c.cls.name == BASE and c.cublaslt is not None:
             seen[(c.m, c.n, c.k)] = label(c.cublaslt)

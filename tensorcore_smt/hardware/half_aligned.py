@@ -27,14 +27,12 @@ the rule's agreement with the sweep.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 from functools import cache
 from pathlib import Path
 
 from ..gemm.library_rules import evaluate
-from .cublaslt_sweep import FIELD_ORDER
+from .cublaslt_sweep import FIELD_ORDER, sweep_records
 from .library_fit import fit_calls, recording_dir
 from .library_plan import LLM_K, LLM_N
 from .sweep_bands import SPLIT_TILE, effective_split
@@ -132,13 +130,11 @@ def points(gpu: str) -> dict[tuple[str, int, int, int], int]:
         if min(m, n) >= 2 and n % 8 == 0 and k % 8 == 0 and not (n in LLM_N and k in LLM_K):
             out[(cls, m, n, k)] = effective_split(k, s) if 1 < s < 1 << 16 else 1
 
-    with gzip.open(recording_dir(gpu, 0).parent / "cublaslt.jsonl.gz", "rt") as f:
-        for line in f:
-            r = json.loads(line)
-            if "f" in r and r["class"].split(".")[0] in ("matmul", "linear"):
-                if r["class"].split(".")[1] in DTYPES:
-                    s = int(dict(zip(FIELD_ORDER, r["f"]))["splitk_num"])
-                    put(r["class"], r["m"], r["n"], r["k"], s)
+    for r in sweep_records(recording_dir(gpu, 0).parent):
+        if "f" in r and r["class"].split(".")[0] in ("matmul", "linear"):
+            if r["class"].split(".")[1] in DTYPES:
+                s = int(dict(zip(FIELD_ORDER, r["f"]))["splitk_num"])
+                put(r["class"], r["m"], r["n"], r["k"], s)
     for c in fit_calls(gpu):
         op, dtype = c.cls.name.split(".")[:2]
         if op in ("matmul", "linear") and dtype in DTYPES and c.cublaslt is not None:

@@ -19,8 +19,6 @@ writes an order into a recipe.
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,7 +27,7 @@ from functools import cache
 import numpy as np
 
 from ..gemm.library_rules import with_fields
-from .cublaslt_sweep import FIELD_ORDER
+from .cublaslt_sweep import FIELD_ORDER, sweep_records
 from .library_fit import fit_calls, recording_dir
 from .library_tree import KERNEL_FEATURES, _features, grow
 
@@ -87,13 +85,10 @@ class KernelOrder:
 def sweep_orders(gpu: str) -> dict[str, dict[tuple[int, int, int], KernelOrder | None]]:
     """{class: {shape: order}} of every sweep answer with M, N >= 2 of `gpu`."""
     out: dict[str, dict[tuple[int, int, int], KernelOrder | None]] = {}
-    path = recording_dir(gpu, 0).parent / "cublaslt.jsonl.gz"
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            r = json.loads(line)
-            if "f" in r and min(r["m"], r["n"]) >= 2:
-                fields = dict(zip(FIELD_ORDER, r["f"]))
-                out.setdefault(r["class"], {})[(r["m"], r["n"], r["k"])] = KernelOrder.of(fields)
+    for r in sweep_records(recording_dir(gpu, 0).parent):
+        if "f" in r and min(r["m"], r["n"]) >= 2:
+            fields = dict(zip(FIELD_ORDER, r["f"]))
+            out.setdefault(r["class"], {})[(r["m"], r["n"], r["k"])] = KernelOrder.of(fields)
     return out
 
 

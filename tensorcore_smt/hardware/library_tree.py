@@ -26,7 +26,6 @@ The families (what the recorded bits of the fit calls show, results/cublas/fp32.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import re
 import sys
@@ -39,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..gemm.library_rules import ALIGN_BOUND, TILE_BOUND
-from .cublaslt_sweep import FIELD_ORDER
+from .cublaslt_sweep import FIELD_ORDER, sweep_records
 from .library_fit import fit_calls, mismatches
 from .library_fit import recording_dir as _seed_dir
 
@@ -115,13 +114,10 @@ def label_of(fields: dict, small_m: Family = Family.HALVES) -> Label:
 
 def sweep_points(gpu: str, cls: str = "matmul.fp32") -> list[tuple[tuple[int, int, int], Label]]:
     """(shape, label) of every answered shape of the heuristic sweep for `cls`."""
-    path = _seed_dir(gpu, 0).parent / "cublaslt.jsonl.gz"
     out = []
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            r = json.loads(line)
-            if r["class"] == cls and "f" in r:
-                out.append(((r["m"], r["n"], r["k"]), label_of(dict(zip(FIELD_ORDER, r["f"])))))
+    for r in sweep_records(_seed_dir(gpu, 0).parent):
+        if r["class"] == cls and "f" in r:
+            out.append(((r["m"], r["n"], r["k"]), label_of(dict(zip(FIELD_ORDER, r["f"])))))
     return out
 
 

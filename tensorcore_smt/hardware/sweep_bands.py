@@ -18,13 +18,12 @@ family (20-half-llm-<op>-<dtype>.toml).
 
 from __future__ import annotations
 
-import gzip
-import json
 import sys
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
+from .cublaslt_sweep import sweep_records
 from .library_fit import recording_dir
 from .library_plan import LLM_K, LLM_N
 
@@ -40,13 +39,10 @@ Band = tuple[int, int | None, int]  # first M, last M (None: no bound), split co
 def sweep(gpu: str) -> dict[tuple[str, int, int], list[tuple[int, int]]]:
     """{(class, n, k): [(m, splitk_num), ...]} of the sweep at the LLM (N, K) pairs."""
     out: dict[tuple[str, int, int], list[tuple[int, int]]] = defaultdict(list)
-    path = recording_dir(gpu, 0).parent / "cublaslt.jsonl.gz"
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            r = json.loads(line)
-            if "f" not in r or r["n"] not in LLM_N or r["k"] not in LLM_K:
-                continue
-            out[(r["class"], r["n"], r["k"])].append((r["m"], int(r["f"][2])))
+    for r in sweep_records(recording_dir(gpu, 0).parent):
+        if "f" not in r or r["n"] not in LLM_N or r["k"] not in LLM_K:
+            continue
+        out[(r["class"], r["n"], r["k"])].append((r["m"], int(r["f"][2])))
     return out
 
 

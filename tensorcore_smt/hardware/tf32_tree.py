@@ -28,8 +28,6 @@ families):
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -37,7 +35,7 @@ from functools import cache
 from pathlib import Path
 
 from ..spec.datadirs import data_dir
-from .cublaslt_sweep import FIELD_ORDER
+from .cublaslt_sweep import FIELD_ORDER, sweep_records
 from .library_fit import fit_calls, recording_dir
 from .library_tf32 import CHAIN, CLASSES, FFMA, SHORT
 from .library_tree import KERNEL_FEATURES, labelled_leaves, when_bounds, write_table
@@ -112,13 +110,10 @@ def aligned(m: int, n: int, k: int) -> bool:
 
 @cache
 def _sweep(gpu: str) -> dict[tuple[int, int, int], Label]:
-    path = recording_dir(gpu, 0).parent / "cublaslt.jsonl.gz"
     out = {}
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            r = json.loads(line)
-            if r["class"] == SWEEP_CLASS and "f" in r and min(r["m"], r["n"]) >= 2:
-                out[(r["m"], r["n"], r["k"])] = label_of(dict(zip(FIELD_ORDER, r["f"])))
+    for r in sweep_records(recording_dir(gpu, 0).parent):
+        if r["class"] == SWEEP_CLASS and "f" in r and min(r["m"], r["n"]) >= 2:
+            out[(r["m"], r["n"], r["k"])] = label_of(dict(zip(FIELD_ORDER, r["f"])))
     return out
 
 
