@@ -114,7 +114,7 @@ def resolve_instr(table_instr: str | None, recipe: str, key: CallKey) -> str | N
 def for_gpu(t: Table, gpu: str) -> Table:
     """`t` with only the rules that apply on `gpu`."""
     rules = tuple(r for r in t.rules if r.gpu is None or gpu in r.gpu)
-    return Table(t.name, t.classes, t.instr, rules, t.source, t.base)
+    return Table(t.name, t.classes, t.instr, rules, t.source, t.base, t.vote)
 
 
 def rule_label(table: Table, rule: TableRule) -> str:

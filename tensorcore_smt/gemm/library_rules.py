@@ -46,6 +46,7 @@ import math
 import operator
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -158,6 +159,17 @@ class BaseSplit(str, Enum):
         return BaseSplit.CONTIGUOUS
 
 
+def shape_values(m: int, n: int, k: int, align: int | None = None) -> dict[str, int]:
+    """What a rule's bounds test at shape (m, n, k) (BOUNDS); `align` the call's alignment
+    (align_of; None: gcd(n, k, 8))."""
+    if align is None:
+        align = math.gcd(n, k, ALIGN_BOUND)
+    tiles = -(-m // TILE_BOUND) * -(-n // TILE_BOUND)
+    return {
+        "m": m, "n": n, "k": k, "mn": m * n, "align": align, "tiles": tiles, "mnk": m * n * k,
+    }  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Rule:
     """One row of a table: where it applies and the recipe there (in an epilogue table:
@@ -169,6 +181,7 @@ class Rule:
     why: str = ""
     base_split: BaseSplit | None = None  # epilogue rules: only over this base kernel
     base_fields: str = ""  # epilogue rules: only where the base recipe names these fields
+    tree: int = 0  # in a vote table: the tree (0, 1, ...) whose leaf this rule is
 
     def matches(
         self,
@@ -181,6 +194,11 @@ class Rule:
     ) -> bool:
         """Whether the rule decides shape (m, n, k) on `gpu` (over base recipe `base`, an
         epilogue rule); `align`: the call's alignment (align_of; None: gcd(n, k, 8))."""
+        return self.holds(shape_values(m, n, k, align), gpu, base)
+
+    def holds(self, vals: dict[str, int], gpu: str | None, base: str | None = None) -> bool:
+        """matches() on a shape's bound values `vals` (shape_values: computed once for
+        the many rules of a vote table)."""
         if self.gpu is not None and gpu not in self.gpu:
             return False
         if self.base_split is not None and (base is None or BaseSplit.of(base) != self.base_split):
@@ -189,12 +207,6 @@ class Rule:
             named = recipe_fields(base or "")
             if any(named.get(f) != v for f, v in recipe_fields(f"/[{self.base_fields}]").items()):
                 return False
-        if align is None:
-            align = math.gcd(n, k, ALIGN_BOUND)
-        tiles = -(-m // TILE_BOUND) * -(-n // TILE_BOUND)
-        vals = {
-            "m": m, "n": n, "k": k, "mn": m * n, "align": align, "tiles": tiles, "mnk": m * n * k,
-        }  # fmt: skip
         for name, bound in self.when.items():
             if name == MISALIGNED:
                 if all(vals[d] % ALIGN == 0 for d in bound):
@@ -226,6 +238,7 @@ class Table:
     rules: tuple[Rule, ...]
     source: str = ""
     base: str | None = None  # epilogue tables: the op whose recipe they extend
+    vote: int = 0  # trees of a vote table (0: an ordinary table, its first match decides)
 
     def covers(self, class_name: str) -> bool:
         return any(fnmatch.fnmatchcase(class_name, pat) for pat in self.classes)
@@ -240,16 +253,38 @@ class Table:
         align: int | None = None,
     ) -> tuple[str, Rule] | None:
         """(recipe text, the rule) of the first rule matching the shape (and, for an
-        epilogue table, the base recipe `base`; `align` as Rule.matches), or None."""
+        epilogue table, the base recipe `base`; `align` as Rule.matches), or None. In a
+        vote table each tree's first matching rule gives a recipe and the recipe most
+        trees give wins (ties: the lowest tree's, tree 0 being the one learnt from every
+        shape), with the first rule that gives it."""
+        if self.vote:
+            return self._vote(m, n, k, gpu, base, align)
+        vals = shape_values(m, n, k, align)
         for r in self.rules:
-            if r.matches(m, n, k, gpu, base, align):
+            if r.holds(vals, gpu, base):
                 return r.text(m, n, k), r
         return None
+
+    def _vote(
+        self, m: int, n: int, k: int, gpu: str | None, base: str | None, align: int | None
+    ) -> tuple[str, Rule] | None:
+        first: dict[int, tuple[str, Rule]] = {}
+        vals = shape_values(m, n, k, align)
+        for r in self.rules:
+            if r.tree not in first and r.holds(vals, gpu, base):
+                first[r.tree] = (r.text(m, n, k), r)
+        if not first:
+            return None
+        votes = Counter(text for text, _ in first.values())
+        most = max(votes.values())
+        return next(first[t] for t in sorted(first) if votes[first[t][0]] == most)
 
 
 def _rule(doc: dict, where: str, epilogue: bool) -> Rule:
     key = "fields" if epilogue else "recipe"
-    allowed = {key, "when", "gpu", "why"} | ({"base_split", "base_fields"} if epilogue else set())
+    allowed = {key, "when", "gpu", "why", "tree"} | (
+        {"base_split", "base_fields"} if epilogue else set()
+    )
     unknown = set(doc) - allowed
     if unknown or key not in doc:
         raise UserError(f"{where}: a rule has {', '.join(sorted(allowed))} (got {sorted(doc)})")
@@ -279,6 +314,9 @@ def _rule(doc: dict, where: str, epilogue: bool) -> Rule:
             '(e.g. "split_tile=1")'
         )
     gpu = doc.get("gpu")
+    tree = doc.get("tree", 0)
+    if not isinstance(tree, int) or isinstance(tree, bool) or tree < 0:
+        raise UserError(f"{where}: tree = {tree!r}; expected a tree index 0, 1, ...")
     return Rule(
         doc[key],
         when,
@@ -286,7 +324,19 @@ def _rule(doc: dict, where: str, epilogue: bool) -> Rule:
         doc.get("why", ""),
         base_split,
         base_fields,
+        tree,
     )
+
+
+def _vote(doc: dict, where: str, rules: tuple[Rule, ...]) -> int:
+    """A table's `vote` (its number of trees; 0: none), checked against its rules."""
+    vote = doc.get("vote", 0)
+    if not isinstance(vote, int) or isinstance(vote, bool) or vote < 0:
+        raise UserError(f"{where}: vote = {vote!r}; expected the number of trees")
+    beyond = [r.tree for r in rules if r.tree >= max(vote, 1)]
+    if beyond:
+        raise UserError(f"{where}: a rule names tree {beyond[0]} of a table of {vote} trees")
+    return vote
 
 
 def read_table(path: Path) -> Table:
@@ -308,6 +358,7 @@ def read_table(path: Path) -> Table:
         rules,
         doc.get("source", ""),
         doc.get("base") if epilogue else None,
+        _vote(doc, str(path), rules),
     )
 
 
@@ -387,6 +438,8 @@ def table_doc(t: Table) -> dict[str, Any]:
             d["base_split"] = r.base_split.value
         if r.base_fields:
             d["base_fields"] = r.base_fields
+        if r.tree:
+            d["tree"] = r.tree
         rules.append(d)
     doc: dict[str, Any] = {
         "name": t.name,
@@ -398,6 +451,8 @@ def table_doc(t: Table) -> dict[str, Any]:
     if t.base is not None:
         doc["kind"] = "epilogue"
         doc["base"] = t.base
+    if t.vote:
+        doc["vote"] = t.vote
     return doc
 
 
@@ -420,6 +475,7 @@ def table_from_doc(doc: Any, where: str) -> Table:
         parsed,
         str(doc.get("source", "")),
         doc.get("base") if epilogue else None,
+        _vote(doc, where, parsed),
     )
 
 
@@ -431,6 +487,7 @@ __all__ = [
     "decide",
     "evaluate",
     "read_table",
+    "shape_values",
     "tables",
     "with_fields",
 ]

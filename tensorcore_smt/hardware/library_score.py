@@ -23,11 +23,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--heldout", action="store_true")
     ap.add_argument("--table", action="append", help="only these tables (file stems)")
+    ap.add_argument("--tables", help="the tables' folder (default: schedules/library)")
     ap.add_argument("--class", dest="glob", default="*", help="only classes matching")
     ap.add_argument("--misses", type=int, default=20, help="print this many misses")
     ap.add_argument("--gemv", action="store_true", help="only calls with M = 1 or N = 1")
     args = ap.parse_args(argv)
-    among = [t for t in tables() if args.table is None or t.name in args.table]
+    among = [t for t in tables(args.tables) if args.table is None or t.name in args.table]
     calls = heldout_calls(args.gpu) if args.heldout else fit_calls(args.gpu)
     tot, ok, undecided = Counter(), Counter(), Counter()
     el_tot = el_ok = 0
