@@ -66,7 +66,7 @@ CASES = [
     ("h200 batch 2000330 matmul.bf16.rr1 256x4096x11008 normal llm-matmul-bf16", SERIAL),
     ("h100 batch 2000330 matmul.bf16.rr1 256x4096x11008 normal llm-matmul-bf16", SPLIT2),
     # matmul-bt with N or K not a multiple of 8: F.linear's ragged rules (held out)
-    ("h200 ops 2000309 matmul-bt.fp16.rr1 100x100x3000 wide ragged-linear-fp16-rr1", SERIAL),
+    ("h200 holdout 2000334 matmul-bt.fp16.rr1 23x1115x1994 normal ragged-linear-fp16-rr1", SERIAL),
     ("h100 random 9001523 matmul-bt.fp16.rr1 11x1476x319 wide ragged-linear-fp16-rr1", SERIAL),
     # skinny or few-tile shapes with deep K, aligned: the finest split (held out)
     # aligned deep K with few output tiles: round(k-tiles / 22) parts (half_aligned.py)

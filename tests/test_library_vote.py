@@ -131,3 +131,36 @@ def test_shipped_ragged_tables_are_votes_of_their_trees():
                 assert any(r.matches(*shape, "h200") for r in mine), (cls, shape, tree)
     bmm = [t for name, t in ragged.items() if "-bmm-" in name]
     assert bmm and all(t.vote == 0 for t in bmm)
+
+
+# held-out calls (seed 2 and the holdout parts, never fitted) where the vote of the ragged
+# table's trees gives cuBLAS's bits and tree 0 alone (the table before bagging) does not
+VOTE_CASES = [
+    ("h200", "holdout", 491, "matmul.bf16.rr1", (20, 143, 9), "wide"),
+    ("h200", "grid", 2000099, "matmul.bf16.rr1", (253, 12, 2882), "normal"),
+    ("h200", "holdout", 344, "matmul.fp16.rr0", (60, 5253, 1134), "cancel"),
+    ("h200", "holdout", 1000541, "matmul-bt.bf16.rr1", (5450, 7, 517), "cancel"),
+]
+
+
+@pytest.mark.parametrize("gpu,part,seed,cls,shape,kind", VOTE_CASES)
+def test_vote_reproduces_held_out_calls_tree_0_misses(gpu, part, seed, cls, shape, kind):
+    from dataclasses import replace
+
+    from tensorcore_smt.gemm.library_rules import decide, tables
+    from tensorcore_smt.hardware.library_fit import heldout_calls, mismatches
+
+    call = next(
+        c
+        for c in heldout_calls(gpu)
+        if (c.part, c.seed, c.cls.name, (c.m, c.n, c.k), c.kind.value)
+        == (part, seed, cls, shape, kind)
+    )
+    ragged = [t for t in tables() if t.name.startswith("20-half-")]
+    voted = decide(cls, *shape, gpu, ragged)
+    assert voted is not None and voted[2].vote == half_tree.TREES
+    tree0 = [replace(t, vote=0, rules=tuple(r for r in t.rules if r.tree == 0)) for t in ragged]
+    alone = decide(cls, *shape, gpu, tree0)
+    assert alone[2].name == voted[2].name and alone[0] != voted[0]
+    assert mismatches(call, voted[0]) == 0
+    assert mismatches(call, alone[0]) > 0

@@ -13,9 +13,17 @@ import argparse
 import fnmatch
 import sys
 from collections import Counter
+from dataclasses import replace
 
-from ..gemm.library_rules import decide, tables
+from ..gemm.library_rules import Table, decide, tables
 from .library_fit import fit_calls, heldout_calls, mismatches
+
+
+def tree_0(t: Table) -> Table:
+    """A vote table as its tree 0 alone (an ordinary table: what bagging changed)."""
+    if not t.vote:
+        return t
+    return replace(t, vote=0, rules=tuple(r for r in t.rules if r.tree == 0))
 
 
 def main(argv: list[str]) -> int:
@@ -24,11 +32,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--heldout", action="store_true")
     ap.add_argument("--table", action="append", help="only these tables (file stems)")
     ap.add_argument("--tables", help="the tables' folder (default: schedules/library)")
+    ap.add_argument("--tree0", action="store_true", help="vote tables by their tree 0 alone")
     ap.add_argument("--class", dest="glob", default="*", help="only classes matching")
     ap.add_argument("--misses", type=int, default=20, help="print this many misses")
     ap.add_argument("--gemv", action="store_true", help="only calls with M = 1 or N = 1")
     args = ap.parse_args(argv)
     among = [t for t in tables(args.tables) if args.table is None or t.name in args.table]
+    if args.tree0:
+        among = [tree_0(t) for t in among]
     calls = heldout_calls(args.gpu) if args.heldout else fit_calls(args.gpu)
     tot, ok, undecided = Counter(), Counter(), Counter()
     el_tot = el_ok = 0
