@@ -89,6 +89,14 @@ def inf_sign(bits: int, fmt: Format) -> int | None:
     return -1 if body >> (s.ebits + s.mbits) & 1 else 1
 
 
+def is_nan(bits: int, fmt: Format) -> bool:
+    """A NaN pattern of an IEEE-like format (exponent field all ones, fraction not 0)."""
+    s = fmt.spec
+    body = bits >> s.ignored_low
+    top = (body >> s.mbits) & ((1 << s.ebits) - 1) == (1 << s.ebits) - 1
+    return s.specials == Specials.IEEE and top and body & ((1 << s.mbits) - 1) != 0
+
+
 def finite_bits(draw, fmt: Format, e_lo: int | None = None, e_hi: int | None = None) -> int:
     """A finite pattern of `fmt` with its exponent field in [e_lo, e_hi] (default: all
     finite ones)."""
@@ -210,6 +218,8 @@ def cdna3_group_ref(
     product floored to F2 + 1 fraction bits and c to F (GFDRDA: c dropped when
     e_c < e_max - F - 1); their exact sum floored to 32 significant bits (E8M31) and
     rounded to fp32, nearest even. A zero sum is +0."""
+    if is_nan(c, c_fmt):
+        return 0x7FFFFFFF  # a chained group's NaN (an earlier group's inf - inf) stays NaN
     prods = []
     for x, y in zip(a, b):
         va, ea, _ = value(x, p.a_fmt)
@@ -1170,3 +1180,17 @@ def test_exact_alignment_register_reaches_a_high_e_zero(e_zero: int) -> None:
     base = tc.resolve("hopper", "m16n8k16.f32.f16.f16.f32")
     p = dataclasses.replace(base, K=4, L=2, F=0, align=AlignMode.EXACT, e_zero=e_zero)
     assert all_interpreters(p, [0] * 4, [0] * 4, 1, symbolic=False) == 1
+
+
+def test_cdna3_chained_nan_stays_nan() -> None:
+    """FDRDA with one product a group: e4m3 64 times bf16 2^122 is 2^128, an infinity,
+    and the next group's -2^128 makes inf - inf, a NaN that the last group (a zero
+    product) keeps: canonical NaN on every interpreter and in the rational chain (which
+    once read the NaN c as an infinity by its exponent field and gave +inf)."""
+    p = tc.resolve("cdna3", None).with_(
+        K=3, L=1, F=0, F2=0, a_fmt=Format.E4M3, b_fmt=Format.BF16, c_fmt=Format.FP32
+    )
+    assert p.algorithm == Algorithm.FDRDA
+    a, b = [0x68, 0xE8, 0], [0x7C80, 0x7C80, 0]
+    assert all_interpreters(p, a, b, 0, symbolic=True) == 0x7FFFFFFF == cdna3_ref(a, b, 0, p)
+    assert cdna3_ref(a[:1], b[:1], 0, p.with_(K=1)) == f32(float("inf"))
