@@ -86,6 +86,9 @@ def test_vote_counts_recipes_as_evaluated(tmp_path):
     t = read_table(_table(tmp_path, trees))
     assert t.decide(5, 7, 100, "h200")[0] == "hopper/serial[split_k=2,split_range=8]"
     assert t.decide(5, 7, 100, "h200")[1].tree == 1  # the first rule that gives it
+    from tensorcore_smt.gemm.library_profile import rule_label
+
+    assert rule_label(t, t.decide(5, 7, 100, "h200")[1]) == "99-vote rule 1 (tree 1 of a vote of 3)"
     # without the third tree: a tie of one each, the lowest tree's wins
     two = read_table(_table(tmp_path, trees[:2]))
     assert two.decide(5, 7, 100, "h200")[0] == "hopper/serial[split_k=13,split_range=8]"

@@ -118,8 +118,10 @@ def for_gpu(t: Table, gpu: str) -> Table:
 
 
 def rule_label(table: Table, rule: TableRule) -> str:
-    """`TABLE rule I` (I from 0, the rule's place in its table)."""
-    return f"{table.name} rule {table.rules.index(rule)}"
+    """`TABLE rule I` (I from 0, the rule's place in its table); in a vote table also the
+    rule's tree: `TABLE rule I (tree T of a vote of V)`."""
+    where = f"{table.name} rule {table.rules.index(rule)}"
+    return f"{where} (tree {rule.tree} of a vote of {table.vote})" if table.vote else where
 
 
 __all__ = [
