@@ -170,6 +170,14 @@ def shape_values(m: int, n: int, k: int, align: int | None = None) -> dict[str, 
     }  # fmt: skip
 
 
+def majority(given: list) -> int:
+    """The index of the first of `given` (trees' answers, lowest tree first) among those
+    given most often: how a vote table picks its recipe."""
+    count = Counter(given)
+    most = max(count.values())
+    return next(i for i, g in enumerate(given) if count[g] == most)
+
+
 @dataclass(frozen=True)
 class Rule:
     """One row of a table: where it applies and the recipe there (in an epilogue table:
@@ -275,9 +283,8 @@ class Table:
                 first[r.tree] = (r.text(m, n, k), r)
         if not first:
             return None
-        votes = Counter(text for text, _ in first.values())
-        most = max(votes.values())
-        return next(first[t] for t in sorted(first) if votes[first[t][0]] == most)
+        trees = sorted(first)
+        return first[trees[majority([first[t][0] for t in trees])]]
 
 
 def _rule(doc: dict, where: str, epilogue: bool) -> Rule:
@@ -486,6 +493,7 @@ __all__ = [
     "Table",
     "decide",
     "evaluate",
+    "majority",
     "read_table",
     "shape_values",
     "tables",

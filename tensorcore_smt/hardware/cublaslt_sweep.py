@@ -21,7 +21,6 @@ fields, without a GPU (the plan and the workers, tested on any machine).
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import math
@@ -34,6 +33,7 @@ import numpy as np
 
 from .library_calls import CallClass, Op, Precision, classes
 from .library_plan import LLM_K, LLM_N, batch_ms
+from .oneline import OneLineParser
 
 FIELD_ORDER = (
     "algo_id",
@@ -179,16 +179,8 @@ def sweep(
     return done
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line (exit 2)."""
-
-    def error(self, message: str):  # type: ignore[override]
-        print(f"cublaslt_sweep: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def main(argv: list[str]) -> int:
-    ap = _Parser(prog="cublaslt_sweep")
+    ap = OneLineParser(prog="cublaslt_sweep")
     ap.add_argument("out")
     ap.add_argument("--budget", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=0, help="seed of the random shapes")

@@ -26,7 +26,6 @@ the rule's agreement with the sweep.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from functools import cache
 from pathlib import Path
@@ -35,6 +34,7 @@ from ..gemm.library_rules import evaluate
 from .cublaslt_sweep import FIELD_ORDER, sweep_records
 from .library_fit import fit_calls, recording_dir
 from .library_plan import LLM_K, LLM_N
+from .oneline import OneLineParser
 from .sweep_bands import SPLIT_TILE, effective_split
 
 GPUS = ("h200", "h100")
@@ -151,16 +151,8 @@ def agreement(gpu: str) -> tuple[int, int, int]:
     return len(pts), rule, sum(s == 1 for s in pts.values())
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line (exit 2)."""
-
-    def error(self, message: str):  # type: ignore[override]
-        print(f"half_aligned: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def main(argv: list[str]) -> int:
-    ap = _Parser(prog="half_aligned")
+    ap = OneLineParser(prog="half_aligned")
     ap.add_argument("--out", default="schedules/library", help="the tables' folder")
     ap.add_argument("--check", action="store_true", help="print the rule's sweep agreement")
     try:

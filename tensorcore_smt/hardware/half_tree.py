@@ -32,10 +32,8 @@ MAX_PARTIALS partials (the engines recurse once per partial).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -44,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..gemm.library_rules import majority
 from .cublaslt_sweep import FIELD_ORDER, sweep_records
 from .half_order import KernelOrder, box_orders, shape_orders
 from .library_fit import fit_calls, recording_dir
@@ -56,6 +55,7 @@ from .library_tree import (
     labelled_leaves,
     when_bounds,
 )
+from .oneline import OneLineParser
 
 GPUS = ("h200", "h100")
 OPS = ("matmul", "linear")
@@ -322,20 +322,6 @@ def forest(pts: list, trees: int = TREES, depth: int = DEPTH) -> list[list]:
     return [leaves(bootstrap(pts, t), depth) for t in range(trees)]
 
 
-def vote(forest_leaves: list[list], shape: tuple[int, int, int]) -> Label:
-    """The label whose split ranges and scheme most trees give at `shape` (ties: the
-    lowest tree's), as a vote table decides (gemm/library_rules.Table.decide)."""
-    m, n, k = (np.array([v]) for v in shape)
-    keys = []
-    for tree in forest_leaves:
-        lab = predict(tree, shape)
-        q = int(ranges(lab.counts(m, n, k), k)[0])
-        keys.append(((q, lab.scheme if q else 0), lab))
-    count = Counter(key for key, _ in keys)
-    most = max(count.values())
-    return next(lab for key, lab in keys if count[key] == most)
-
-
 HEADER = """\
 # {cls} (cuBLAS 13.1.0, torch 2.11.0+cu130) with N or K not a multiple of 8
 # (the sm80-style kernels): the split-K count S and reduction scheme cuBLASLt's
@@ -449,10 +435,7 @@ def forest_agreement(
         single += int((keys[0] == own[test]).all(1).sum())
         for j, i in enumerate(test):
             given = [tuple(k) for k in keys[:, j]]
-            count = Counter(given)
-            most = max(count.values())
-            pick = next(g for g in given if count[g] == most)
-            voted += pick == tuple(own[i])
+            voted += given[majority(given)] == tuple(own[i])
     return single / len(pts), voted / len(pts)
 
 
@@ -563,16 +546,8 @@ TABLE_CLASSES = CLASSES + tuple(f"bmm.{d}.{f}" for d in DTYPES for f in FLAGS)
 """The class each ragged table is named after."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line (exit 2)."""
-
-    def error(self, message: str):  # type: ignore[override]
-        print(f"half_tree: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def main(argv: list[str]) -> int:
-    ap = _Parser(prog="half_tree")
+    ap = OneLineParser(prog="half_tree")
     ap.add_argument("--out", default="schedules/library", help="the tables' folder")
     ap.add_argument(
         "--check", action="store_true", help="print 5-fold cross-validated agreement instead"
