@@ -7,9 +7,10 @@
 #   extras.tar.gz      (EXTRAS=1) TF32 operand-rounding probe (raw bits), published probes
 #   library-seedS.tar.gz  `tcsmt profile record --plan extended --seed S`, the first of SEEDS
 #   reveal.tar.gz      (REVEAL="dtype:K ...") `tcsmt reveal --oracle torch:cuda --json`, timed
-#   cublaslt-seedS.jsonl.gz  cuBLASLt's heuristic answer over many shapes (hardware/
+#   cublaslt-seedS-PP.jsonl.gz  cuBLASLt's heuristic answer over many shapes (hardware/
 #                      cublaslt_sweep.py, random shapes from SWEEP_SEED=S, SWEEP_SCALE times
-#                      the first sweep's per class, SWEEP_WORKERS processes; under 16 MiB)
+#                      the first sweep's per class, SWEEP_WORKERS processes), in parts of
+#                      500,000 answers (pack them: hardware/sweep_store.py)
 #   library-seedS.tar.gz  the other SEEDS, each only while DEADLINE seconds are not spent
 # The analysis runs afterwards on any CPU (tcsmt profile ...).
 set -u
@@ -17,7 +18,7 @@ OUT=${OUT:-results/hardware/gpu-run}
 BUDGET=${BUDGET:-300}
 SWEEP=${SWEEP:-180}  # budget; one process answers 2,700 or more a second (the first sweep: 135,184 in under 50 s)
 SWEEP_SEED=${SWEEP_SEED:-0}
-SWEEP_SCALE=${SWEEP_SCALE:-3}  # about 1.34 million shapes (18 classes), about 13 MB gzipped
+SWEEP_SCALE=${SWEEP_SCALE:-3}  # about 1.17 million answers (18 classes), about 22 MB gzipped
 SWEEP_WORKERS=${SWEEP_WORKERS:-$(( $(nproc) > 2 ? $(nproc) - 2 : 1 ))}
 SEEDS=${SEEDS:-0}
 EXTRAS=${EXTRAS:-1}
@@ -90,7 +91,11 @@ if [ "$SWEEP" -gt 0 ]; then
   stamp "cuBLASLt heuristic sweep, seed $SWEEP_SEED x$SWEEP_SCALE, $SWEEP_WORKERS workers, budget $SWEEP s $DRY"
   timeout $(( SWEEP + 90 )) $PY -m tensorcore_smt.hardware.cublaslt_sweep "$W/cublaslt.jsonl" \
     --budget "$SWEEP" --seed "$SWEEP_SEED" --scale "$SWEEP_SCALE" --workers "$SWEEP_WORKERS" $DRY
-  [ -f "$W/cublaslt.jsonl" ] && gzip -9 -c "$W/cublaslt.jsonl" > "$OUT/cublaslt-seed$SWEEP_SEED.jsonl.gz"
+  # parts of 500,000 answers (about 9 MB gzipped each: a file brought back is at most 16 MiB)
+  if [ -f "$W/cublaslt.jsonl" ]; then
+    ( cd "$W" && split -l 500000 -d cublaslt.jsonl sweep-part. && for p in sweep-part.*; do
+        gzip -9 -c "$p" > "$OUT/cublaslt-seed$SWEEP_SEED-${p##*.}.jsonl.gz" & done; wait )
+  fi
   stamp "sweep written"
 fi
 

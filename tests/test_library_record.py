@@ -315,10 +315,14 @@ def test_sweep_workers_share_the_queue_and_files_merge(tmp_path):
             f.writelines(json.dumps(r) + "\n" for r in rows)
 
     row = {"class": "matmul.bf16.rr1", "m": 2, "n": 3, "k": 5}
-    write("cublaslt.jsonl.gz", [{**row, "f": [1]}, {**row, "m": 7, "f": [2]}])
-    write("cublaslt-seed10.jsonl.gz", [{**row, "f": [10]}])
-    write("cublaslt-seed2.jsonl.gz", [{**row, "f": [3]}, {**row, "k": 9, "f": [4]}])
+
+    def f(v: int) -> list:
+        return [v] * (len(sw.FIELD_ORDER) - 1) + [0.5]
+
+    write("cublaslt.jsonl.gz", [{**row, "f": f(1)}, {**row, "m": 7, "f": f(2)}])
+    write("cublaslt-seed10.jsonl.gz", [{**row, "f": f(10)}])
+    write("cublaslt-seed2.jsonl.gz", [{**row, "f": f(3)}, {**row, "k": 9, "f": f(4)}])
     names = [p.name for p in sw.sweep_paths(tmp_path)]
     assert names == ["cublaslt.jsonl.gz", "cublaslt-seed2.jsonl.gz", "cublaslt-seed10.jsonl.gz"]
     recs = sw.sweep_records(tmp_path)
-    assert [(r["m"], r["k"], r["f"]) for r in recs] == [(2, 5, [10]), (7, 5, [2]), (2, 9, [4])]
+    assert [(r["m"], r["k"], r["f"]) for r in recs] == [(2, 5, f(10)), (7, 5, f(2)), (2, 9, f(4))]

@@ -16,7 +16,7 @@ from tensorcore_smt.errors import UserError
 from tensorcore_smt.gemm import library_rules as lr
 from tensorcore_smt.hardware.library_fit import (
     FIT_SEEDS,
-    HELDOUT_SEED,
+    HELDOUT_SEEDS,
     fit_calls,
     heldout_calls,
     recording,
@@ -29,7 +29,7 @@ GPUS = ("h200", "h100")
 
 @pytest.mark.parametrize("gpu", GPUS)
 def test_recordings_are_the_extended_plan(gpu):
-    for seed in (*FIT_SEEDS, HELDOUT_SEED):
+    for seed in (*FIT_SEEDS, *HELDOUT_SEEDS):
         rec = recording(gpu, seed)
         env = rec.manifest["environment"]
         assert env["device"].startswith("NVIDIA " + gpu.upper())

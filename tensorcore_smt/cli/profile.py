@@ -151,7 +151,7 @@ def show_cmd(profile: str, as_json: bool) -> None:
 @click.option(
     "--heldout",
     is_flag=True,
-    help="Library profile: the calls held out from building it (seed 2 and the holdout "
+    help="Library profile: the calls held out from building it (seeds 2, 3, 4 and the holdout "
     "parts of results/hardware/<gpu>/library; the default).",
 )
 @click.option(

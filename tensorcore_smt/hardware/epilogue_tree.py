@@ -46,8 +46,8 @@ def label(fields: dict) -> EpilogueOp:
 def points(gpu: str) -> list[tuple[tuple[int, int, int], EpilogueOp]]:
     """(shape, epilogue) of every swept matmul.tf32 shape and every fit call's fields."""
     seen: dict[tuple[int, int, int], EpilogueOp] = {}
-    for r in sweep_records(_seed_dir(gpu, 0).parent):
-        if r["class"] == BASE and "f" in r:
+    for r in sweep_records(_seed_dir(gpu, 0).parent, [BASE]):
+        if "f" in r:
             seen[(r["m"], r["n"], r["k"])] = label(dict(zip(FIELD_ORDER, r["f"])))
     for c in fit_calls(gpu):
         if c.cls.name == BASE and c.cublaslt is not None:

@@ -30,12 +30,15 @@ import sys
 from functools import cache
 from pathlib import Path
 
+import numpy as np
+
 from ..gemm.library_rules import evaluate
-from .cublaslt_sweep import FIELD_ORDER, sweep_records
+from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls, recording_dir
 from .library_plan import LLM_K, LLM_N
 from .oneline import OneLineParser
 from .sweep_bands import SPLIT_TILE, effective_split
+from .sweep_store import table
 
 GPUS = ("h200", "h100")
 TILE = 128
@@ -130,11 +133,12 @@ def points(gpu: str) -> dict[tuple[str, int, int, int], int]:
         if min(m, n) >= 2 and n % 8 == 0 and k % 8 == 0 and not (n in LLM_N and k in LLM_K):
             out[(cls, m, n, k)] = effective_split(k, s) if 1 < s < 1 << 16 else 1
 
-    for r in sweep_records(recording_dir(gpu, 0).parent):
-        if "f" in r and r["class"].split(".")[0] in ("matmul", "linear"):
-            if r["class"].split(".")[1] in DTYPES:
-                s = int(dict(zip(FIELD_ORDER, r["f"]))["splitk_num"])
-                put(r["class"], r["m"], r["n"], r["k"], s)
+    t = table(recording_dir(gpu, 0).parent)
+    mine = [c for c in t.classes if c.split(".")[0] in ("matmul", "linear")]
+    mask = t.of([c for c in mine if c.split(".")[1] in DTYPES]) & (t.n % 8 == 0) & (t.k % 8 == 0)
+    split = t.f[:, FIELD_ORDER.index("splitk_num")]
+    for i in np.flatnonzero(mask).tolist():
+        put(t.classes[t.cls[i]], int(t.m[i]), int(t.n[i]), int(t.k[i]), int(split[i]))
     for c in fit_calls(gpu):
         op, dtype = c.cls.name.split(".")[:2]
         if op in ("matmul", "linear") and dtype in DTYPES and c.cublaslt is not None:

@@ -82,13 +82,12 @@ class KernelOrder:
 
 
 @cache
-def sweep_orders(gpu: str) -> dict[str, dict[tuple[int, int, int], KernelOrder | None]]:
-    """{class: {shape: order}} of every sweep answer with M, N >= 2 of `gpu`."""
-    out: dict[str, dict[tuple[int, int, int], KernelOrder | None]] = {}
-    for r in sweep_records(recording_dir(gpu, 0).parent):
+def sweep_orders(gpu: str, cls: str) -> dict[tuple[int, int, int], KernelOrder | None]:
+    """{shape: order} of every sweep answer with M, N >= 2 of `gpu` for `cls`."""
+    out: dict[tuple[int, int, int], KernelOrder | None] = {}
+    for r in sweep_records(recording_dir(gpu, 0).parent, [cls]):
         if "f" in r and min(r["m"], r["n"]) >= 2:
-            fields = dict(zip(FIELD_ORDER, r["f"]))
-            out.setdefault(r["class"], {})[(r["m"], r["n"], r["k"])] = KernelOrder.of(fields)
+            out[(r["m"], r["n"], r["k"])] = KernelOrder.of(dict(zip(FIELD_ORDER, r["f"])))
     return out
 
 
@@ -105,7 +104,7 @@ def majority(orders: Iterable[KernelOrder | None]) -> tuple[KernelOrder | None, 
 def shape_orders(gpu: str, cls: str) -> dict[tuple[int, int, int], KernelOrder | None]:
     """{shape: order} of `cls` on `gpu`: the sweep's answers, then the fit calls' own
     heuristic fields (theirs win where both have the shape)."""
-    out = dict(sweep_orders(gpu).get(cls, {}))
+    out = dict(sweep_orders(gpu, cls))
     for c in fit_calls(gpu):
         if c.cls.name == cls and c.cublaslt is not None and min(c.m, c.n) >= 2:
             out[(c.m, c.n, c.k)] = KernelOrder.of(c.cublaslt)

@@ -211,21 +211,20 @@ def misaligned(n: int, k: int) -> bool:
 
 
 @cache
-def _sweep(gpu: str) -> dict[str, dict[tuple[int, int, int], dict]]:
-    """{class: {shape: heuristic fields}} of the misaligned shapes with M, N >= 2 of
-    `gpu`'s sweep."""
-    out: dict[str, dict[tuple[int, int, int], dict]] = {}
-    for r in sweep_records(recording_dir(gpu, 0).parent):
+def _sweep(gpu: str, cls: str) -> dict[tuple[int, int, int], dict]:
+    """{shape: heuristic fields} of the misaligned shapes with M, N >= 2 of `gpu`'s
+    sweep for `cls`."""
+    out: dict[tuple[int, int, int], dict] = {}
+    for r in sweep_records(recording_dir(gpu, 0).parent, [cls]):
         if "f" in r and min(r["m"], r["n"]) >= 2 and misaligned(r["n"], r["k"]):
-            fields = dict(zip(FIELD_ORDER, r["f"]))
-            out.setdefault(r["class"], {})[(r["m"], r["n"], r["k"])] = fields
+            out[(r["m"], r["n"], r["k"])] = dict(zip(FIELD_ORDER, r["f"]))
     return out
 
 
 def answers(gpu: str, cls: str) -> list[tuple[tuple[int, int, int], dict]]:
     """(shape, heuristic fields) of every misaligned shape with M, N >= 2 of the sweep
     for `cls`, then of `cls`'s fit calls (their fields win where both have the shape)."""
-    out = dict(_sweep(gpu).get(cls, {}))
+    out = dict(_sweep(gpu, cls))
     for c in fit_calls(gpu):
         if c.cls.name == cls and c.cublaslt is not None and min(c.m, c.n) >= 2:
             if misaligned(c.n, c.k):
@@ -300,7 +299,7 @@ def _rule(gpu: str | None, box, recipe: str, why: str, tree: int = 0) -> str:
     return f'[[rule]]\n{member}{only}when = {when}\nrecipe = "{recipe}"\nwhy = "{why}"\n'
 
 
-TREES = 9
+TREES = 1
 """Trees of each ragged table (a vote table, gemm/library_rules.py): tree 0 learnt from
 every shape, the others each from a bootstrap sample of them (bagging, Breiman 1996); a
 shape gets the recipe most trees give. Five-fold cross-validated on the H200 sweep
@@ -553,7 +552,7 @@ def main(argv: list[str]) -> int:
         "--check", action="store_true", help="print 5-fold cross-validated agreement instead"
     )
     ap.add_argument("--trees", type=int, default=0, help="with --check: also a vote of T trees")
-    ap.add_argument("--class", dest="only", action="append", help="with --check: these classes")
+    ap.add_argument("--class", dest="only", action="append", help="only these classes' tables")
     ap.add_argument("--gpu", action="append", help="with --check: these GPUs (default both)")
     try:
         args = ap.parse_args(argv)
@@ -581,9 +580,13 @@ def main(argv: list[str]) -> int:
         print(f"half_tree: {out} is not a folder", file=sys.stderr)
         return 2
     for cls in TABLE_CLASSES:
+        if args.only and cls not in args.only:
+            continue
         (out / f"{table_name(cls)}.toml").write_text(table_text(cls))
         print(f"{table_name(cls)}.toml")
     for cls in CLASSES:
+        if args.only and cls not in args.only:
+            continue
         (out / f"{ffma_table_name(cls)}.toml").write_text(ffma_table_text(cls))
         print(f"{ffma_table_name(cls)}.toml")
     return 0

@@ -28,7 +28,7 @@ from ..gemm.library_profile import class_key, for_gpu, table_doc
 from ..gemm.library_rules import Table, tables
 from ..gemm.profile_call import decide, library_default
 from ..gemm.profiles import LIBRARY_SCHEMA, Profile, parse_profile
-from .library_fit import FIT_SEEDS, HELDOUT_SEED, fit_calls, recording, recording_dir
+from .library_fit import FIT_SEEDS, HELDOUT_SEEDS, fit_calls, recording, recording_dir
 from .library_read import RecordedCall
 from .profile_build import class_head, profile_head
 
@@ -129,7 +129,8 @@ def build_library_profile(
         + " without their holdout parts (tensorcore_smt/hardware/library_fit.py)"
         + (f"; parts {', '.join(parts)} only" if parts else "; every part")
         + (f"; classes {classes}" if classes != "*" else ""),
-        "held_out": f"seed {HELDOUT_SEED} and the holdout parts: tcsmt profile check "
+        "held_out": f"seeds {', '.join(map(str, HELDOUT_SEEDS))} and the holdout parts: "
+        "tcsmt profile check "
         f"{doc['name']} --heldout",
         "tables": "schedules/library/*.toml: " + (", ".join(t.name for t in pool) or "none"),
         "tf32_round": round_why,

@@ -4,7 +4,7 @@ as for any user call) run on the kept elements by RecordedCall.model against the
 bits; calls and elements reproduced per class and per decision source.
 
 The figures reported for a profile are those of the calls held out from building it
-(library_fit.heldout_calls: seed 2 and the holdout parts).
+(library_fit.heldout_calls: seeds 2, 3, 4 and the holdout parts).
 """
 
 from __future__ import annotations

@@ -115,8 +115,8 @@ def label_of(fields: dict, small_m: Family = Family.HALVES) -> Label:
 def sweep_points(gpu: str, cls: str = "matmul.fp32") -> list[tuple[tuple[int, int, int], Label]]:
     """(shape, label) of every answered shape of the heuristic sweep for `cls`."""
     out = []
-    for r in sweep_records(_seed_dir(gpu, 0).parent):
-        if r["class"] == cls and "f" in r:
+    for r in sweep_records(_seed_dir(gpu, 0).parent, [cls]):
+        if "f" in r:
             out.append(((r["m"], r["n"], r["k"]), label_of(dict(zip(FIELD_ORDER, r["f"])))))
     return out
 
@@ -188,13 +188,14 @@ def _best_split_accepting(X: np.ndarray, A: np.ndarray, Y: np.ndarray, min_leaf:
     the most points (A[i, l]: label l gives point i's answer), ties broken by the Gini
     impurity of the canonical labels `Y` (one-hot); None when neither improves."""
     n = len(A)
-    total = A.sum(0)
-    best, best_score = None, (total.max(), (Y.sum(0) ** 2).sum() / n + 1e-9)
+    A = A[:, A.any(0)].astype(np.float32)  # labels no point here accepts add nothing
+    total = A.sum(0)  # counts below 2**24: exact in float32
+    best, best_score = None, (float(total.max()), (Y.sum(0) ** 2).sum() / n + 1e-9)
     for f in range(X.shape[1]):
         order = np.argsort(X[:, f], kind="stable")
         xs = X[order, f]
         left = np.cumsum(A[order], 0)[:-1]
-        hits = left.max(1) + (total - left).max(1)
+        hits = (left.max(1) + (total - left).max(1)).astype(np.float64)
         gini, nl = _gini_cuts(Y, order)
         valid = (xs[1:] != xs[:-1]) & (nl >= min_leaf) & (n - nl >= min_leaf)
         if not valid.any():

@@ -23,9 +23,11 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
-from .cublaslt_sweep import sweep_records
+import numpy as np
+
 from .library_fit import recording_dir
 from .library_plan import LLM_K, LLM_N
+from .sweep_store import table
 
 GPUS = ("h200", "h100")
 SPLIT_TILE = 64
@@ -39,9 +41,8 @@ Band = tuple[int, int | None, int]  # first M, last M (None: no bound), split co
 def sweep(gpu: str) -> dict[tuple[str, int, int], list[tuple[int, int]]]:
     """{(class, n, k): [(m, splitk_num), ...]} of the sweep at the LLM (N, K) pairs."""
     out: dict[tuple[str, int, int], list[tuple[int, int]]] = defaultdict(list)
-    for r in sweep_records(recording_dir(gpu, 0).parent):
-        if "f" not in r or r["n"] not in LLM_N or r["k"] not in LLM_K:
-            continue
+    t = table(recording_dir(gpu, 0).parent)
+    for r in t.records(np.isin(t.n, LLM_N) & np.isin(t.k, LLM_K)):
         out[(r["class"], r["n"], r["k"])].append((r["m"], int(r["f"][2])))
     return out
 

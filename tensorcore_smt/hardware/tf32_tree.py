@@ -111,8 +111,8 @@ def aligned(m: int, n: int, k: int) -> bool:
 @cache
 def _sweep(gpu: str) -> dict[tuple[int, int, int], Label]:
     out = {}
-    for r in sweep_records(recording_dir(gpu, 0).parent):
-        if r["class"] == SWEEP_CLASS and "f" in r and min(r["m"], r["n"]) >= 2:
+    for r in sweep_records(recording_dir(gpu, 0).parent, [SWEEP_CLASS]):
+        if "f" in r and min(r["m"], r["n"]) >= 2:
             out[(r["m"], r["n"], r["k"])] = label_of(dict(zip(FIELD_ORDER, r["f"])))
     return out
 
