@@ -122,12 +122,16 @@ def box_orders(
     box: list,
     depth: int = ORDER_DEPTH,
     names: tuple[str, ...] = KERNEL_FEATURES,
+    X: np.ndarray | None = None,
 ) -> list[tuple[list, KernelOrder | None, int, int]]:
     """[(sub-box, order, shapes of that order, shapes)]: the orders of `shapes` inside
     `box` ((lo, hi) of each feature of `names`, inclusive: a leaf of half_tree's tree) learnt as a
     classification tree of at most `depth` levels (library_tree.grow), its leaves cut to
-    `box`; the sub-boxes tile `box`. One sub-box, majority(), without shapes inside."""
-    X = _features(np.array(shapes, dtype=np.int64), names[: len(box)])
+    `box`; the sub-boxes tile `box`. One sub-box, majority(), without shapes inside.
+    `X`: the features of `shapes` when the caller has them (one table asks for every
+    leaf of a tree)."""
+    if X is None:
+        X = _features(np.array(shapes, dtype=np.int64), names[: len(box)])
     inside = np.ones(len(X), dtype=bool)
     for j, (lo, hi) in enumerate(box):
         inside &= (X[:, j] >= lo) & (X[:, j] <= hi)

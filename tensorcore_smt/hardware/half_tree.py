@@ -455,9 +455,10 @@ def _tree_rules(
     def why_of(text: str, order: KernelOrder | None, hit: int, n: int) -> str:
         return text if tree else text + _order_why(order, hit, n)
 
+    X = _features(np.array(shapes, dtype=np.int64).reshape(-1, 3), FEATURES)
     for box, lab, n, hit in tree_leaves:
         if op in CHAIN_ONLY:  # one chain in the box's order
-            for sub, order, o_hit, o_n in box_orders(orders, shapes, box, names=FEATURES):
+            for sub, order, o_hit, o_n in box_orders(orders, shapes, box, names=FEATURES, X=X):
                 why = why_of(f"{src}'s box", order, o_hit, o_n)
                 rules.append(_rule(gpu, sub, ordered("hopper/serial", order), why, tree))
             continue
@@ -466,10 +467,12 @@ def _tree_rules(
         if low and box[2][0] <= low:
             one = [list(b) for b in box]
             one[2][1] = min(one[2][1], low)
-            for sub, order, o_hit, o_n in box_orders(orders, shapes, one, depth=0, names=FEATURES):
+            for sub, order, o_hit, o_n in box_orders(
+                orders, shapes, one, depth=0, names=FEATURES, X=X
+            ):
                 say = why_of(f"{why}, one range", order, o_hit, o_n)
                 rules.append(_rule(gpu, sub, ordered("hopper/serial", order), say, tree))
-        for sub, order, o_hit, o_n in box_orders(orders, shapes, box, names=FEATURES):
+        for sub, order, o_hit, o_n in box_orders(orders, shapes, box, names=FEATURES, X=X):
             say = why_of(why, order, o_hit, o_n)
             rules.append(_rule(gpu, sub, ordered(lab.recipe(), order), say, tree))
     return rules
