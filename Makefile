@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: invariance profiles install test test-slow audit test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors record-profile published
+.PHONY: invariance profiles tables install test test-slow audit test-torch bench bench-solvers bench-slow results bounds libraries queries docs lint format demo clean hardware hardware-vectors record-profile published
 
 # torch 2.13.0 is the CPU build (a wheel on this project's machines; a plain `torch`
 # would fetch a CUDA build of several GB): with MMA-Sim, the independent cross-check runs
@@ -72,6 +72,16 @@ published:
 # Certified worst-case normwise errors (tcsmt bound) beside sampled maxima: results/bounds.md.
 bounds:
 	$(BIN)/python bench/make_bounds.py --write results
+
+# The learnt decision tables of schedules/library from the cuBLASLt heuristic sweeps and the fit
+# calls' heuristic fields (about 40 minutes here; each module writes the same files every run).
+tables:
+	$(BIN)/python -m tensorcore_smt.hardware.half_tree
+	$(BIN)/python -m tensorcore_smt.hardware.library_tree
+	$(BIN)/python -m tensorcore_smt.hardware.tf32_tree
+	$(BIN)/python -m tensorcore_smt.hardware.epilogue_tree
+	$(BIN)/python -m tensorcore_smt.hardware.sweep_bands
+	$(BIN)/python -m tensorcore_smt.hardware.half_aligned
 
 # Library profiles of the H200 and H100 (profiles/<gpu>-cublas-13.1.json) from the fit calls
 # of their library recordings and schedules/library, then their held-out figures and batch

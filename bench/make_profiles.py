@@ -174,22 +174,27 @@ its class and shape alone: a recorded shape of its class whose recipe reproduced
 recording of it (source `recorded`), else the first rule of the decision tables copied in
 from schedules/library (source `rule`), else the default (source `default`). Profiles are
 built from the **fit** calls of the library recordings (seeds 0 and 1 without their
-holdout parts); every figure below is on the calls **held out** from it (seed 2 and the
-holdout parts, hardware/library_fit.py), unless it says otherwise.
+holdout parts); every figure below is on the calls **held out** from it (seeds 2, 3 and 4
+and the holdout parts, hardware/library_fit.py; seeds 3 and 4 were recorded after every
+other step here was written), unless it says otherwise.
 
 ## How to rerun each step
 
 1. Record (on the GPU, minutes): `bench/gpu_record.sh` writes
-   `results/hardware/<gpu>/library/seed{0,1,2}` (plan `extended`, torch 2.11.0+cu130,
-   cuBLAS 13.1.0) and the extras (TF32 probe, cuBLASLt heuristic sweep).
-2. Build (any CPU): `tcsmt profile build --from-library h200 --part grid --part llm --part
+   `results/hardware/<gpu>/library/seed{0,...,4}` (plan `extended`, torch 2.11.0+cu130,
+   cuBLAS 13.1.0) and the extras (TF32 probe, cuBLASLt heuristic sweeps, packed by
+   hardware/sweep_store.py).
+2. Learn the tables (any CPU, about 40 minutes here): `make tables` (hardware/half_tree,
+   library_tree, tf32_tree, epilogue_tree, sweep_bands, half_aligned) writes the learnt
+   `schedules/library/*.toml` from the sweeps and the fit calls' heuristic fields.
+3. Build (any CPU): `tcsmt profile build --from-library h200 --part grid --part llm --part
    unaligned --part ops --part batch` (and `h100`; `make profiles` runs both) writes
    `profiles/<gpu>-cublas-13.1.json` from those parts' fit calls (the random part's shapes
-   do not recur) and `schedules/library/*.toml`.
-3. Check (any CPU): `tcsmt profile check h200 --heldout` (exit 0 only when every held-out
+   do not recur) and the tables.
+4. Check (any CPU): `tcsmt profile check h200 --heldout` (exit 0 only when every held-out
    call is reproduced); `--recordings results/hardware/h200/library/seed2` replays one
    recording folder.
-4. Batch invariance: `tcsmt invariance --profile h200 --dtype bf16 --n 4096 --k 11008
+5. Batch invariance: `tcsmt invariance --profile h200 --dtype bf16 --n 4096 --k 11008
    --m 1..4096`, `--against h100`; against the recordings: this file's last sections.
 """
 

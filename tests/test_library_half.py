@@ -468,12 +468,13 @@ def test_aligned_tables_split_where_the_rule_does():
 
 
 def test_aligned_rule_names_the_sweep_split_more_often_than_one_chain():
-    """Over the aligned sweep and fit shapes outside the LLM pairs, the rule names the
-    heuristic's split count at 94 % or more of shapes on each GPU, one chain at under 90 %."""
+    """Over the aligned sweep and fit shapes outside the LLM pairs (21,557 per GPU with the
+    dense sweeps), the rule names the heuristic's split count at 85 % or more of shapes on
+    each GPU, one chain at under 80 %."""
     for gpu in ("h200", "h100"):
         n, rule, one = half_aligned.agreement(gpu)
-        assert n > 1000
-        assert rule >= 0.94 * n and one < 0.9 * n and rule > one + 60
+        assert n > 20000
+        assert rule >= 0.85 * n and one < 0.8 * n and rule > one + 60
 
 
 def test_half_aligned_bad_folder_is_one_line_exit_2(tmp_path, capsys):

@@ -95,7 +95,7 @@ def test_order_of_heuristic_fields():
 # the alternatives that miss: "tiles" (the same count of 16-wide k-tiles), "end" (the
 # ranges zero-padded at their ends), "group" (the other instruction's steps)
 SPLIT_CASES = [
-    ("h200 grid 2000102 matmul.bf16.rr0 50x2914x291 cancel", "tiles end group"),
+    ("h200 grid 2000118 matmul.bf16.rr0 13x2451x2594 cancel", "tiles end group"),
     ("h200 unaligned 2000289 matmul.bf16.rr0 3x4099x1023 cancel", "tiles end group"),
     ("h200 random 9000560 matmul.bf16.rr1 215x13x416 cancel", "group"),
     ("h200 random 9000464 linear.bf16.rr0 303x7x266 cancel", "group"),

@@ -298,6 +298,7 @@ def test_sweep_workers_share_the_queue_and_files_merge(tmp_path):
     import json
 
     from tensorcore_smt.hardware import cublaslt_sweep as sw
+    from tensorcore_smt.hardware import sweep_store as st
 
     want = [(c.name, *s) for c, s in sw.queue(seed=1)]
     got = []
@@ -322,7 +323,7 @@ def test_sweep_workers_share_the_queue_and_files_merge(tmp_path):
     write("cublaslt.jsonl.gz", [{**row, "f": f(1)}, {**row, "m": 7, "f": f(2)}])
     write("cublaslt-seed10.jsonl.gz", [{**row, "f": f(10)}])
     write("cublaslt-seed2.jsonl.gz", [{**row, "f": f(3)}, {**row, "k": 9, "f": f(4)}])
-    names = [p.name for p in sw.sweep_paths(tmp_path)]
+    names = [p.name for p in st.sweep_paths(tmp_path)]
     assert names == ["cublaslt.jsonl.gz", "cublaslt-seed2.jsonl.gz", "cublaslt-seed10.jsonl.gz"]
-    recs = sw.sweep_records(tmp_path)
+    recs = st.sweep_records(tmp_path)
     assert [(r["m"], r["k"], r["f"]) for r in recs] == [(2, 5, f(10)), (7, 5, f(2)), (2, 9, f(4))]

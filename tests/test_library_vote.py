@@ -1,6 +1,6 @@
 """Vote tables (gemm/library_rules.py): several trees' rules in one table, a shape getting
-the recipe most trees give; and the ragged fp16/bf16 tables written as such
-(hardware/half_tree.py: tree 0 from every sweep shape, the others from bootstrap samples)."""
+the recipe most trees give; and the ragged fp16/bf16 tables (hardware/half_tree.py: TREES
+trees, one on the dense sweeps) replayed against held-out calls."""
 
 from __future__ import annotations
 
@@ -119,14 +119,15 @@ def test_bootstrap_samples_are_fixed_and_tree_0_has_every_point():
 
 
 def test_shipped_ragged_tables_are_votes_of_their_trees():
-    """Each shipped ragged table (not bmm's one-chain tables) holds TREES trees whose
-    leaves tile the misaligned shapes: every tree decides every shape asked."""
+    """Each shipped ragged table (not bmm's one-chain tables) holds TREES trees (one tree:
+    a plain table) whose leaves tile the misaligned shapes: every tree decides every
+    shape asked."""
     from tensorcore_smt.gemm.library_rules import tables
 
     ragged = {t.name: t for t in tables() if t.name.startswith("20-half-ragged-")}
     for cls in half_tree.CLASSES:
         t = ragged[half_tree.table_name(cls)]
-        assert t.vote == half_tree.TREES
+        assert t.vote == (half_tree.TREES if half_tree.TREES > 1 else 0)
         assert {r.tree for r in t.rules} == set(range(half_tree.TREES))
         for shape in ((2, 7, 3), (300, 4097, 1024), (5, 64, 16385), (77, 1001, 9999)):
             for tree in range(half_tree.TREES):
@@ -136,34 +137,30 @@ def test_shipped_ragged_tables_are_votes_of_their_trees():
     assert bmm and all(t.vote == 0 for t in bmm)
 
 
-# held-out calls (seed 2 and the holdout parts, never fitted) where the vote of the ragged
-# table's trees gives cuBLAS's bits and tree 0 alone (the table before bagging) does not
-VOTE_CASES = [
-    ("h200", "holdout", 491, "matmul.bf16.rr1", (20, 143, 9), "wide"),
-    ("h200", "grid", 2000099, "matmul.bf16.rr1", (253, 12, 2882), "normal"),
-    ("h200", "holdout", 344, "matmul.fp16.rr0", (60, 5253, 1134), "cancel"),
-    ("h200", "holdout", 1000541, "matmul-bt.bf16.rr1", (5450, 7, 517), "cancel"),
-]
+RAGGED_HELD_OUT = {"matmul.bf16.rr1": 0.9, "matmul.fp16.rr1": 0.9}
+"""Least share of the held-out random calls of a class the ragged table reproduces
+(seeds 3 and 4: recorded after every sweep the tables learn from, never fitted; of all of
+them the H200's ragged tables reproduce 795 of 867 bf16 rr1 calls, 830 of 896 fp16 rr1;
+the vote tables of the first sweep 764 and 790)."""
 
 
-@pytest.mark.parametrize("gpu,part,seed,cls,shape,kind", VOTE_CASES)
-def test_vote_reproduces_held_out_calls_tree_0_misses(gpu, part, seed, cls, shape, kind):
-    from dataclasses import replace
-
+@pytest.mark.parametrize("cls", sorted(RAGGED_HELD_OUT))
+def test_ragged_tables_reproduce_held_out_random_calls(cls):
+    """Every held-out random call of `cls` with N or K not a multiple of 8 and M, N >= 2
+    (the sm80-style kernels' shapes, decided by the ragged tables when no recorded shape
+    does): the table's recipe replayed against cuBLAS's recorded bits."""
     from tensorcore_smt.gemm.library_rules import decide, tables
-    from tensorcore_smt.hardware.library_fit import heldout_calls, mismatches
+    from tensorcore_smt.hardware.library_fit import mismatches, recording
 
-    call = next(
+    pool = [t for t in tables() if t.name.startswith("20-half-")]
+    calls = [
         c
-        for c in heldout_calls(gpu)
-        if (c.part, c.seed, c.cls.name, (c.m, c.n, c.k), c.kind.value)
-        == (part, seed, cls, shape, kind)
-    )
-    ragged = [t for t in tables() if t.name.startswith("20-half-")]
-    voted = decide(cls, *shape, gpu, ragged)
-    assert voted is not None and voted[2].vote == half_tree.TREES
-    tree0 = [replace(t, vote=0, rules=tuple(r for r in t.rules if r.tree == 0)) for t in ragged]
-    alone = decide(cls, *shape, gpu, tree0)
-    assert alone[2].name == voted[2].name and alone[0] != voted[0]
-    assert mismatches(call, voted[0]) == 0
-    assert mismatches(call, alone[0]) > 0
+        for seed in (3, 4)
+        for c in recording("h200", seed).part("random")
+        if c.cls.name == cls and min(c.m, c.n) >= 2 and half_tree.misaligned(c.n, c.k)
+    ][::4]  # every fourth: a quarter of the replays
+    got = [decide(cls, c.m, c.n, c.k, "h200", pool) for c in calls]
+    ragged = [(c, g) for c, g in zip(calls, got) if g and "-ragged-" in g[2].name]
+    assert len(ragged) > 200
+    ok = sum(mismatches(c, g[0]) == 0 for c, g in ragged)
+    assert ok >= RAGGED_HELD_OUT[cls] * len(ragged), (ok, len(ragged))

@@ -64,16 +64,16 @@ def test_a_folder_merges_its_sweeps_by_seed_and_part(tmp_path):
         with gzip.open(tmp_path / name, "wt") as f:
             f.writelines(_lines(rows))
     st.write(tmp_path / "cublaslt-seed2.cols.xz", st.from_lines(_lines([_row(cls, 7, 3, 5, 5)])))
-    names = [p.name for p in sw.sweep_paths(tmp_path)]
+    names = [p.name for p in st.sweep_paths(tmp_path)]
     assert names == [
         "cublaslt.jsonl.gz",
         "cublaslt-seed1-00.jsonl.gz",
         "cublaslt-seed1-01.jsonl.gz",
         "cublaslt-seed2.cols.xz",
     ]
-    got = [(r["m"], r["f"][0]) for r in sw.sweep_records(tmp_path)]
+    got = [(r["m"], r["f"][0]) for r in st.sweep_records(tmp_path)]
     assert got == [(2, 4), (7, 5), (9, 3)]  # order first asked, the last answer
-    assert sw.sweep_records(tmp_path, ["linear.fp16.rr1"]) == []
+    assert st.sweep_records(tmp_path, ["linear.fp16.rr1"]) == []
 
 
 def test_bad_column_files_and_arguments_are_one_line(tmp_path, capsys):
@@ -92,7 +92,7 @@ def test_the_shipped_sweeps_agree_where_they_asked_the_same_shape(gpu):
     """Every (class, shape) both the first sweep and a later one asked (the LLM series,
     asked by every sweep) got the same kernel configuration from the heuristic."""
     folder = recording_dir(gpu, 0).parent
-    paths = sw.sweep_paths(folder)
+    paths = st.sweep_paths(folder)
     assert [p.name for p in paths] == [
         "cublaslt.jsonl.gz",
         "cublaslt-seed1.cols.xz",

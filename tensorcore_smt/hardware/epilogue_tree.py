@@ -25,10 +25,11 @@ import numpy as np
 
 from ..gemm.schedule import EpilogueOp
 from ..spec.datadirs import data_dir
-from .cublaslt_sweep import FIELD_ORDER, sweep_records
+from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls
 from .library_fit import recording_dir as _seed_dir
 from .library_tree import _features, grow, when_bounds
+from .sweep_store import sweep_records
 
 REDUCED_ALGOS = frozenset((20, 21, 23))
 """cuBLASLt algorithms whose epilogue runs in a separate reduction: fma-c."""

@@ -27,9 +27,10 @@ from functools import cache
 import numpy as np
 
 from ..gemm.library_rules import with_fields
-from .cublaslt_sweep import FIELD_ORDER, sweep_records
+from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls, recording_dir
 from .library_tree import KERNEL_FEATURES, _features, grow
+from .sweep_store import sweep_records
 
 STAGE_DEPTHS: dict[int, int] = {i: 16 << ((i - 1) // 6) for i in range(1, 25)}
 """k-tile depth of cuBLASLt's STAGES_ID 1..24 (16x1..16x6, 32x1.., 64x1.., 128x1..128x6)."""

@@ -38,9 +38,10 @@ from pathlib import Path
 import numpy as np
 
 from ..gemm.library_rules import ALIGN_BOUND, TILE_BOUND
-from .cublaslt_sweep import FIELD_ORDER, sweep_records
+from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls, mismatches
 from .library_fit import recording_dir as _seed_dir
+from .sweep_store import sweep_records
 
 
 class Family(str, Enum):

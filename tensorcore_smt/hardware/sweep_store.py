@@ -168,9 +168,39 @@ def write(path: Path, t: SweepTable) -> None:
 @cache
 def table(folder: Path) -> SweepTable:
     """Every sweep of a library folder merged (module doc); cached per folder."""
-    from .cublaslt_sweep import sweep_paths
-
     return merge([read(p) for p in sweep_paths(Path(folder))])
+
+
+SWEEP_FILE = "cublaslt.jsonl.gz"
+"""The first sweep's answers in a GPU's library folder (results/hardware/<gpu>/library);
+later sweeps (other seeds) beside it as cublaslt-seed<S>.jsonl.gz (as they come back from
+the GPU, in parts cublaslt-seed<S>-<P>.jsonl.gz when one file would be too large to bring
+back) or cublaslt-seed<S>.cols.xz (the same answers as columns: sweep_store.py)."""
+
+
+def sweep_paths(folder: Path) -> list[Path]:
+    """The sweep files of a library folder: the first sweep, then the others by seed
+    (the parts of a seed in order)."""
+    first = [folder / SWEEP_FILE] if (folder / SWEEP_FILE).is_file() else []
+    later = [*folder.glob("cublaslt-seed*.jsonl.gz"), *folder.glob("cublaslt-seed*.cols.xz")]
+    return first + sorted(later, key=lambda p: _seed_of(p.name))
+
+
+def _seed_of(name: str) -> tuple[int, int, str]:
+    """(seed, part, name) of cublaslt-seed<S>[-<P>].<suffix> ((-1, -1, name) otherwise)."""
+    stem = name.removeprefix("cublaslt-seed").split(".")[0]
+    seed, _, part = stem.partition("-")
+    if not seed.isdigit() or not (part.isdigit() or part == ""):
+        return (-1, -1, name)
+    return (int(seed), int(part or 0), name)
+
+
+def sweep_records(folder: Path, classes=None) -> list[dict]:
+    """Every answer of the sweeps of a library folder (of `classes` only, when given),
+    one per (class, M, N, K) (a later sweep's answer in place of an earlier one: each
+    sweep asks the LLM series again), in the order first asked (sweep_store.table)."""
+    t = table(Path(folder))
+    return t.records(None if classes is None else t.of(classes))
 
 
 def main(argv: list[str]) -> int:

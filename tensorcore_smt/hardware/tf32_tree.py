@@ -35,10 +35,11 @@ from functools import cache
 from pathlib import Path
 
 from ..spec.datadirs import data_dir
-from .cublaslt_sweep import FIELD_ORDER, sweep_records
+from .cublaslt_sweep import FIELD_ORDER
 from .library_fit import fit_calls, recording_dir
 from .library_tf32 import CHAIN, CLASSES, FFMA, SHORT
 from .library_tree import KERNEL_FEATURES, labelled_leaves, when_bounds, write_table
+from .sweep_store import sweep_records
 
 GPUS = ("h200", "h100")
 DEPTH = 14
