@@ -82,9 +82,13 @@ def test_bad_column_files_and_arguments_are_one_line(tmp_path, capsys):
     with pytest.raises(ValueError, match="format"):
         st.read(bad)
     assert st.main([str(tmp_path / "x.cols.xz"), str(bad)]) == 2
+    lines = tmp_path / "odd.jsonl"
+    lines.write_text('{"class": "matmul.fp32", "f": [1]}\n')  # no shape
+    assert st.main([str(tmp_path / "y.cols.xz"), str(lines)]) == 2
     assert st.main(["x.jsonl"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and err[0].startswith("sweep_store:") and err[1].startswith("usage")
+    assert len(err) == 3 and all(e.startswith("sweep_store:") for e in err[:2])
+    assert err[2].startswith("usage") and not (tmp_path / "y.cols.xz").exists()
 
 
 @pytest.mark.parametrize("gpu", ["h200", "h100"])

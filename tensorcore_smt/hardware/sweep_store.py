@@ -209,8 +209,8 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         t = merge([read(Path(p)) for p in argv[1:]])
-    except (OSError, ValueError) as e:
-        print(f"sweep_store: {e}", file=sys.stderr)
+    except (OSError, ValueError, KeyError, TypeError) as e:  # unreadable, or not sweep lines
+        print(f"sweep_store: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     write(Path(argv[0]), t)
     print(f"sweep_store: {len(t)} answers of {len(t.classes)} classes into {argv[0]}")
